@@ -1,0 +1,80 @@
+//! What the engine asks the shell to do on the Git host.
+
+use crate::git::StatusState;
+use crate::ids::{PrNumber, Sha};
+use crate::settings::MergeMethod;
+use crate::time::Timestamp;
+use serde::{Deserialize, Serialize};
+
+/// A pull request as it goes into a test branch or a merge: number and tested head.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BranchPr {
+    pub pr: PrNumber,
+    pub head_sha: Sha,
+    pub title: String,
+}
+
+/// One intent for the Git host. Executing an effect twice does no harm: branches are named
+/// by run id and merges carry the expected target sha.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "effect")]
+pub enum Effect {
+    /// Create `branch` from `base` (`None`: the target's current head) plus a merge commit per
+    /// PR of `prs`, in order (dependents first, then the tested PRs).
+    CreateTestBranch {
+        run_id: String,
+        branch: String,
+        base: Option<Sha>,
+        prs: Vec<BranchPr>,
+        dependent_prs: Vec<PrNumber>,
+    },
+    /// Stop a run: delete its test branch (CI on it is abandoned).
+    CancelRun {
+        run_id: String,
+        branch: String,
+    },
+    DeleteBranch {
+        branch: String,
+    },
+    /// Merge `prs` into the target by `method`, only if the target is at
+    /// `expected_target_sha`. `tested_sha` is the test branch tip whose tree the result must
+    /// equal (`None` for a direct merge of an up-to-date PR).
+    Merge {
+        run_id: Option<String>,
+        prs: Vec<BranchPr>,
+        method: MergeMethod,
+        expected_target_sha: Option<Sha>,
+        tested_sha: Option<Sha>,
+    },
+    /// Post, or update in place, the queue's comment on a pull request.
+    PostComment {
+        pr: PrNumber,
+        body: String,
+    },
+    /// Set the queue's status check on a pull request's head.
+    SetStatusCheck {
+        pr: PrNumber,
+        sha: Sha,
+        state: StatusState,
+        description: String,
+    },
+    /// Read a pull request again (readiness, mergeability still being computed).
+    RefreshPullRequest {
+        pr: PrNumber,
+    },
+}
+
+/// An effect in the outbox, with its retry bookkeeping.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingEffect {
+    pub id: String,
+    pub effect: Effect,
+    pub created_at: Timestamp,
+    /// Failed executions so far.
+    #[serde(default)]
+    pub attempts: u32,
+    /// The tick executes the effect again from this time on.
+    pub next_attempt_at: Timestamp,
+    #[serde(default)]
+    pub last_error: Option<String>,
+}

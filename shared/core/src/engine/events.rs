@@ -1,0 +1,134 @@
+//! What happens to a queue: commands from the API, facts from the Git host, effect outcomes,
+//! and the tick.
+
+use crate::entry::ImpactedTargets;
+use crate::git::{CheckRunReport, PrFacts, RequiredStatuses, StatusReport};
+use crate::ids::{PrNumber, Sha};
+use crate::priority::Priority;
+use crate::settings::SettingsPatch;
+use crate::time::Timestamp;
+use serde::{Deserialize, Serialize};
+
+/// What the engine may not find out by itself: the time, and a seed for new ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ctx {
+    pub now: Timestamp,
+    /// Ids the event creates (entries, runs, effects) derive from this seed and the queue's
+    /// counters, so the same inputs give the same ids.
+    pub seed: u64,
+}
+
+/// Why an entry is cancelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CancelReason {
+    /// `cancelPullRequest`.
+    Api,
+    /// The `/service cancel` comment command.
+    Comment,
+    PrClosed,
+    NewCommits,
+    BaseChanged,
+}
+
+/// One input to the engine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// `submitPullRequest` or the `/service merge` comment command; `pr` is what the Git host
+    /// said about the pull request at submission. Resubmitting an active entry updates its
+    /// priority and `no_batch` in place.
+    Submit {
+        pr: PrFacts,
+        priority: Priority,
+        no_batch: bool,
+        force: bool,
+    },
+    Cancel {
+        pr: PrNumber,
+        reason: CancelReason,
+    },
+    /// `restartTestsOnPullRequest`: re-run the entry's group in place.
+    Restart {
+        pr: PrNumber,
+    },
+    /// `setImpactedTargets`: `head_sha` must be the entry's current head.
+    SetImpactedTargets {
+        pr: PrNumber,
+        head_sha: Sha,
+        targets: ImpactedTargets,
+    },
+    /// `updateQueue`: settings, requested state, mode.
+    UpdateSettings {
+        patch: SettingsPatch,
+    },
+    /// The Git host describes a pull request anew: title, mergeability, a new head sha, closed,
+    /// base changed, draft. The engine compares with what it knew.
+    PrUpdated {
+        pr: PrFacts,
+    },
+    /// The target branch moved by a push the queue did not make.
+    TargetMoved {
+        sha: Sha,
+    },
+    /// A commit status arrived for a commit (a test branch's tip, usually).
+    StatusReported {
+        sha: Sha,
+        status: StatusReport,
+    },
+    /// A check run arrived for a commit.
+    CheckRunReported {
+        sha: Sha,
+        check: CheckRunReport,
+    },
+    /// An effect was executed; `outcome` is what the Git host answered.
+    EffectSucceeded {
+        effect_id: String,
+        outcome: EffectOutcome,
+    },
+    /// An effect could not be executed; `permanent` failures are not retried.
+    EffectFailed {
+        effect_id: String,
+        error: String,
+        permanent: bool,
+    },
+    /// The schedule: timeouts, batching waits, effect retries, readiness refreshes.
+    Tick,
+}
+
+/// The Git host's answer to an effect.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "outcome")]
+pub enum EffectOutcome {
+    /// Done, nothing to report (comments, status checks, deleted branches, cancelled runs).
+    Done,
+    /// The test branch exists at `sha`, built on `base_sha`; `required` is what the
+    /// repository's sources require (the queue's own list, when set, wins in the engine).
+    BranchCreated {
+        sha: Sha,
+        base_sha: Sha,
+        required: RequiredStatuses,
+    },
+    /// Merging `pr` into the test branch conflicted.
+    BranchConflict { pr: PrNumber },
+    /// The target branch now points at `target_sha`.
+    Merged { target_sha: Sha },
+    /// The Git host refused the merge.
+    MergeRefused { refusal: MergeRefusal },
+    /// The pull request as it is now (answer to a refresh).
+    PullRequest { pr: PrFacts },
+}
+
+/// Why the Git host refused a merge.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum MergeRefusal {
+    /// The target is no longer at the expected sha.
+    TargetMoved { actual: Sha },
+    /// A pull request's head changed since it was tested.
+    PrChanged { pr: PrNumber },
+    /// The host could not merge (conflict, protection, permissions); `detail` says why.
+    Rejected {
+        pr: Option<PrNumber>,
+        detail: String,
+    },
+}

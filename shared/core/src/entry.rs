@@ -1,0 +1,156 @@
+//! A queue entry: one submission of a pull request to a queue.
+
+use crate::git::{Mergeability, PrFacts};
+use crate::ids::{PrNumber, Sha};
+use crate::priority::Priority;
+use crate::time::Timestamp;
+use crate::wire_enum;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+
+wire_enum! {
+    /// A queue entry's state (spec §3.1, transitions in SEMANTICS §4).
+    pub enum EntryState {
+        NotReady => "not_ready",
+        Pending => "pending",
+        Testing => "testing",
+        TestsPassed => "tests_passed",
+        Merged => "merged",
+        Failed => "failed",
+        Cancelled => "cancelled",
+        PendingFailure => "pending_failure",
+    }
+}
+
+impl EntryState {
+    /// `merged`, `failed` and `cancelled` end an entry's life in the queue.
+    pub const fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            EntryState::Merged | EntryState::Failed | EntryState::Cancelled
+        )
+    }
+
+    pub const fn is_active(self) -> bool {
+        !self.is_terminal()
+    }
+}
+
+/// The impacted targets of a pull request at one head sha (SEMANTICS §7).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ImpactedTargets {
+    /// Impacts every target (`"ALL"`, alias `"IMPACTS_ALL"`).
+    All,
+    List(BTreeSet<String>),
+}
+
+impl ImpactedTargets {
+    /// `ALL` intersects everything; two lists intersect when they share a target.
+    pub fn intersects(&self, other: &ImpactedTargets) -> bool {
+        match (self, other) {
+            (ImpactedTargets::All, _) | (_, ImpactedTargets::All) => true,
+            (ImpactedTargets::List(a), ImpactedTargets::List(b)) => !a.is_disjoint(b),
+        }
+    }
+}
+
+/// Impacted targets as uploaded, with the head sha they were uploaded for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UploadedTargets {
+    pub head_sha: Sha,
+    pub targets: ImpactedTargets,
+    pub uploaded_at: Timestamp,
+}
+
+/// Why an entry ended `failed` or `cancelled`, for users and metrics.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Conclusion {
+    /// A short machine word: `tests_failed`, `timeout`, `merge_conflict`, `cancelled_by_api`,
+    /// `pr_closed`, `new_commits`, `base_changed`, `no_required_statuses`, ...
+    pub reason: String,
+    /// A sentence for the pull request's comment and status check.
+    pub detail: String,
+}
+
+/// One submission of a pull request to a queue, active or concluded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    /// Unique per submission; a resubmission after a terminal state gets a new id.
+    pub id: String,
+    pub pr: PrNumber,
+    /// Submission order within the queue: ties between equal priorities go to the lower seq.
+    pub seq: u64,
+    pub state: EntryState,
+    pub state_changed_at: Timestamp,
+    pub priority: Priority,
+    pub no_batch: bool,
+    pub force_enqueued: bool,
+    pub submitted_at: Timestamp,
+    /// The pull request as the Git host last described it.
+    pub pr_facts: PrFacts,
+    /// Impacted targets for the current head sha (parallel mode); cleared by a new head.
+    #[serde(default)]
+    pub impacted: Option<UploadedTargets>,
+    /// The test run currently testing this entry, if any.
+    #[serde(default)]
+    pub current_run: Option<String>,
+    /// Entries ahead this entry's test branch contains (parallel mode), as PR numbers.
+    #[serde(default)]
+    pub dependent_prs: Vec<PrNumber>,
+    /// When the entry first became ready (left `not_ready`).
+    #[serde(default)]
+    pub ready_at: Option<Timestamp>,
+    /// When the entry's first test run started.
+    #[serde(default)]
+    pub first_tested_at: Option<Timestamp>,
+    /// When the entry reached `merged`, `failed` or `cancelled`.
+    #[serde(default)]
+    pub concluded_at: Option<Timestamp>,
+    /// Test runs that included this entry.
+    #[serde(default)]
+    pub ci_runs: u32,
+    /// Times this entry's testing restarted.
+    #[serde(default)]
+    pub restarts: u32,
+    #[serde(default)]
+    pub conclusion: Option<Conclusion>,
+}
+
+/// The readiness object of `getSubmittedPullRequest` (spec §2.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Readiness {
+    pub requires_impacted_targets: bool,
+    pub does_base_branch_match: bool,
+    pub has_impacted_targets: bool,
+    pub mergeable: bool,
+}
+
+impl Entry {
+    /// Whether the entry's impacted targets are uploaded for its current head.
+    pub fn has_impacted_targets(&self) -> bool {
+        self.impacted
+            .as_ref()
+            .is_some_and(|t| t.head_sha == self.pr_facts.head_sha)
+    }
+
+    /// Readiness against a queue's branch; `parallel` says whether targets are required.
+    pub fn readiness(&self, target_branch: &str, parallel: bool) -> Readiness {
+        Readiness {
+            requires_impacted_targets: parallel,
+            does_base_branch_match: self.pr_facts.base_branch == target_branch,
+            has_impacted_targets: self.has_impacted_targets(),
+            mergeable: self.pr_facts.mergeability == Mergeability::Mergeable,
+        }
+    }
+}
+
+impl Readiness {
+    /// A PR can start testing when its base matches, the host says mergeable, and (when
+    /// required) impacted targets are uploaded (spec §2.5).
+    pub const fn is_ready(self) -> bool {
+        self.does_base_branch_match
+            && self.mergeable
+            && (!self.requires_impacted_targets || self.has_impacted_targets)
+    }
+}

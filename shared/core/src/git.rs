@@ -1,0 +1,157 @@
+//! Facts about the Git host, in the domain's words: what a pull request looks like, what CI
+//! reported on a commit, where required statuses come from.
+
+use crate::ids::{PrNumber, Sha};
+use crate::time::Timestamp;
+use crate::wire_enum;
+use serde::{Deserialize, Serialize};
+
+wire_enum! {
+    /// Whether the Git host can merge a pull request into its base.
+    pub enum Mergeability {
+        Unspecified => "unspecified",
+        InProgress => "in_progress",
+        Mergeable => "mergeable",
+        NotMergeable => "not_mergeable",
+    }
+}
+
+wire_enum! {
+    pub enum PrState {
+        Open => "open",
+        Closed => "closed",
+        Merged => "merged",
+    }
+}
+
+/// What the Git host says about a pull request right now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrFacts {
+    pub number: PrNumber,
+    pub title: String,
+    pub author: String,
+    pub head_sha: Sha,
+    pub base_branch: String,
+    pub state: PrState,
+    pub mergeability: Mergeability,
+    /// True when the head already contains the target branch's head (for direct merge).
+    pub based_on_target_head: bool,
+    /// True for draft pull requests, which are not ready to merge.
+    #[serde(default)]
+    pub draft: bool,
+}
+
+wire_enum! {
+    /// Where a run's required statuses came from (spec §2.6 `requiredStatusesSource`).
+    pub enum RequiredStatusesSource {
+        ServiceConfig => "service_config",
+        RepoProviderBranchProtection => "repo_provider_branch_protection",
+        MergeInstance => "merge_instance",
+    }
+}
+
+/// The statuses that must pass, and where the list came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequiredStatuses {
+    pub contexts: Vec<String>,
+    /// `None` when no source gave a list.
+    pub source: Option<RequiredStatusesSource>,
+}
+
+wire_enum! {
+    /// A commit status's state, as GitHub's statuses API spells it.
+    pub enum StatusState {
+        Pending => "pending",
+        Success => "success",
+        Failure => "failure",
+        Error => "error",
+    }
+}
+
+wire_enum! {
+    /// A check run's progress.
+    pub enum CheckStatus {
+        Queued => "queued",
+        InProgress => "in_progress",
+        Completed => "completed",
+        Waiting => "waiting",
+        Requested => "requested",
+        Pending => "pending",
+    }
+}
+
+wire_enum! {
+    /// A completed check run's conclusion.
+    pub enum CheckConclusion {
+        Success => "success",
+        Failure => "failure",
+        Neutral => "neutral",
+        Cancelled => "cancelled",
+        Skipped => "skipped",
+        TimedOut => "timed_out",
+        ActionRequired => "action_required",
+        Stale => "stale",
+        StartupFailure => "startup_failure",
+    }
+}
+
+/// One commit status reported on a commit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusReport {
+    pub context: String,
+    pub state: StatusState,
+    #[serde(default)]
+    pub url: String,
+    #[serde(default)]
+    pub description: String,
+    pub updated_at: Timestamp,
+}
+
+/// One check run reported on a commit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckRunReport {
+    pub id: u64,
+    pub name: String,
+    pub status: CheckStatus,
+    pub conclusion: Option<CheckConclusion>,
+    #[serde(default)]
+    pub url: String,
+    /// The check suite the run belongs to (0 when the host does not say).
+    #[serde(default)]
+    pub suite_id: u64,
+    pub updated_at: Timestamp,
+}
+
+/// The outcome of one required status, folded from statuses and check runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Verdict {
+    Pending,
+    Passed,
+    Failed,
+}
+
+impl StatusState {
+    pub const fn verdict(self) -> Verdict {
+        match self {
+            StatusState::Pending => Verdict::Pending,
+            StatusState::Success => Verdict::Passed,
+            StatusState::Failure | StatusState::Error => Verdict::Failed,
+        }
+    }
+}
+
+impl CheckRunReport {
+    /// `success`, `neutral` and `skipped` pass; other conclusions fail; no conclusion yet is
+    /// pending.
+    pub fn verdict(&self) -> Verdict {
+        match (self.status, self.conclusion) {
+            (CheckStatus::Completed, Some(c)) => match c {
+                CheckConclusion::Success | CheckConclusion::Neutral | CheckConclusion::Skipped => {
+                    Verdict::Passed
+                }
+                _ => Verdict::Failed,
+            },
+            _ => Verdict::Pending,
+        }
+    }
+}

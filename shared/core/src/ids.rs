@@ -1,0 +1,236 @@
+//! Identifiers: organisations, repositories, queues, pull requests, commits.
+
+use crate::error::DomainError;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Longest accepted host, owner, repository or branch name.
+pub const MAX_NAME_LEN: usize = 255;
+
+/// An organisation: the tenant a token and its queues belong to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct OrgId(String);
+
+impl OrgId {
+    /// Organisation ids are slugs: 1..=64 of `a-z 0-9 - _`.
+    pub fn parse(s: &str) -> Result<Self, DomainError> {
+        let ok = !s.is_empty()
+            && s.len() <= 64
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+        if ok {
+            Ok(Self(s.to_owned()))
+        } else {
+            Err(DomainError::invalid(
+                "organisation",
+                "must be 1 to 64 characters of a-z, 0-9, '-' or '_'",
+            ))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for OrgId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A repository on a Git host, as the API names it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct RepoRef {
+    pub host: String,
+    pub owner: String,
+    pub name: String,
+}
+
+impl RepoRef {
+    /// Validates each part; `field` prefixes error messages (e.g. `repo`).
+    pub fn new(host: &str, owner: &str, name: &str) -> Result<Self, DomainError> {
+        check_host("repo.host", host)?;
+        check_path_segment("repo.owner", owner)?;
+        check_path_segment("repo.name", name)?;
+        Ok(Self {
+            host: host.to_owned(),
+            owner: owner.to_owned(),
+            name: name.to_owned(),
+        })
+    }
+
+    /// `host/owner/name` in lowercase: Git hosts treat these names case-insensitively.
+    pub fn key(&self) -> String {
+        format!("{}/{}/{}", self.host, self.owner, self.name).to_ascii_lowercase()
+    }
+
+    /// `owner/name`, as metrics label it.
+    pub fn full_name(&self) -> String {
+        format!("{}/{}", self.owner, self.name)
+    }
+}
+
+impl fmt::Display for RepoRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}/{}", self.host, self.owner, self.name)
+    }
+}
+
+fn check_host(field: &str, s: &str) -> Result<(), DomainError> {
+    let ok = !s.is_empty()
+        && s.len() <= MAX_NAME_LEN
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':'));
+    if ok {
+        Ok(())
+    } else {
+        Err(DomainError::invalid(
+            field,
+            "must be a host name (letters, digits, '.', '-', ':'), 1 to 255 characters",
+        ))
+    }
+}
+
+fn check_path_segment(field: &str, s: &str) -> Result<(), DomainError> {
+    let ok = !s.is_empty()
+        && s.len() <= MAX_NAME_LEN
+        && s != "."
+        && s != ".."
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'));
+    if ok {
+        Ok(())
+    } else {
+        Err(DomainError::invalid(
+            field,
+            "must be 1 to 255 characters of letters, digits, '.', '-' or '_'",
+        ))
+    }
+}
+
+/// Checks a branch name against Git's ref-name rules (`git check-ref-format --branch`).
+pub fn check_branch(field: &str, s: &str) -> Result<(), DomainError> {
+    let bad_char = s.chars().any(|c| {
+        c.is_control() || c.is_whitespace() || matches!(c, '~' | '^' | ':' | '?' | '*' | '[' | '\\')
+    });
+    let bad = s.is_empty()
+        || s.len() > MAX_NAME_LEN
+        || bad_char
+        || s.starts_with('-')
+        || s.starts_with('/')
+        || s.ends_with('/')
+        || s.ends_with('.')
+        || s.ends_with(".lock")
+        || s.contains("..")
+        || s.contains("//")
+        || s.contains("@{")
+        || s == "@"
+        || s.split('/').any(|part| part.starts_with('.'));
+    if bad {
+        Err(DomainError::invalid(field, "is not a valid branch name"))
+    } else {
+        Ok(())
+    }
+}
+
+/// One queue per target branch of a repository: `host/owner/name#branch`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct QueueId(String);
+
+impl QueueId {
+    pub fn new(repo: &RepoRef, branch: &str) -> Self {
+        Self(format!("{}#{}", repo.key(), branch))
+    }
+
+    /// Rebuilds an id read back from storage.
+    pub fn from_stored(s: String) -> Self {
+        Self(s)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for QueueId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A pull request number (`pr.number`, 0..=4294967295).
+pub type PrNumber = u32;
+
+/// A commit id as the Git host spells it (hex).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
+#[serde(transparent)]
+pub struct Sha(pub String);
+
+impl Sha {
+    pub fn new(s: impl Into<String>) -> Self {
+        Self(s.into())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The first 7 characters, for messages.
+    pub fn short(&self) -> &str {
+        &self.0[..self.0.len().min(7)]
+    }
+}
+
+impl fmt::Display for Sha {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_id_ignores_case_of_repository_but_not_of_branch() {
+        let a = RepoRef::new("GitHub.com", "Acme", "Rocket").unwrap();
+        let b = RepoRef::new("github.com", "acme", "rocket").unwrap();
+        assert_eq!(QueueId::new(&a, "main"), QueueId::new(&b, "main"));
+        assert_ne!(QueueId::new(&a, "Main"), QueueId::new(&b, "main"));
+        assert_eq!(
+            QueueId::new(&a, "main").as_str(),
+            "github.com/acme/rocket#main"
+        );
+    }
+
+    #[test]
+    fn rejects_names_that_are_not_repository_names() {
+        assert!(RepoRef::new("github.com", "acme", "a/b").is_err());
+        assert!(RepoRef::new("", "acme", "rocket").is_err());
+        assert!(RepoRef::new("github.com", "..", "rocket").is_err());
+        let err = RepoRef::new("github.com", "acme", "").unwrap_err();
+        assert!(err.to_string().starts_with("repo.name"));
+    }
+
+    #[test]
+    fn branch_names_follow_git_rules() {
+        for ok in ["main", "release/1.2", "feature_x-y", "v1.0"] {
+            assert!(check_branch("targetBranch", ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "", "a..b", "a b", "-x", "x/", "x.lock", "a:b", "@", ".hidden", "a//b",
+        ] {
+            assert!(check_branch("targetBranch", bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn org_ids_are_slugs() {
+        assert!(OrgId::parse("acme-eng").is_ok());
+        assert!(OrgId::parse("Acme").is_err());
+        assert!(OrgId::parse("").is_err());
+    }
+}

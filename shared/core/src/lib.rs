@@ -1,0 +1,20 @@
+//! The domain of the merge queue, free of I/O: identifiers, queue settings, entries and test
+//! runs, the queue engine, and test-health classification.
+//!
+//! Nothing here reads a clock, draws random numbers or touches the network: time and ids are
+//! arguments, so every behaviour is reproducible in tests and simulations.
+
+pub mod engine;
+pub mod entry;
+pub mod enums;
+pub mod error;
+pub mod git;
+pub mod ids;
+pub mod priority;
+pub mod run;
+pub mod settings;
+pub mod snapshot;
+pub mod time;
+
+pub use error::{DomainError, ErrorCode, ErrorKind};
+pub use time::Timestamp;

@@ -1,0 +1,216 @@
+//! A queue and everything live in it: the unit the engine works on and the store commits.
+
+use crate::engine::{PendingEffect, Transition};
+use crate::entry::Entry;
+use crate::ids::{OrgId, PrNumber, QueueId, RepoRef, Sha};
+use crate::run::TestRun;
+use crate::settings::{ModeAndState, QueueConfig, QueueMode, QueueState};
+use crate::time::Timestamp;
+use serde::{Deserialize, Serialize};
+
+/// The engine's own bookkeeping, kept on the queue item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct EngineState {
+    /// The target branch's head as last known (from merges, branch creation, pushes).
+    pub target_head: Option<Sha>,
+    /// Next submission sequence number.
+    pub next_seq: u64,
+    /// Next run number, for run ids.
+    pub next_run: u64,
+    /// Next effect number, for effect ids.
+    pub next_effect: u64,
+}
+
+/// A queue: one target branch of one repository, owned by one organisation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Queue {
+    pub id: QueueId,
+    pub org: OrgId,
+    pub repo: RepoRef,
+    pub branch: String,
+    pub config: QueueConfig,
+    pub state: QueueState,
+    /// While `switching_modes`: the mode being switched to, and the state to return to.
+    #[serde(default)]
+    pub pending_mode: Option<QueueMode>,
+    #[serde(default)]
+    pub resume_state: Option<QueueState>,
+    /// Incremented by every commit; commits are conditional on it.
+    pub version: u64,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    #[serde(default)]
+    pub engine: EngineState,
+}
+
+impl Queue {
+    /// A new queue, as `createQueue` makes it.
+    pub fn new(
+        org: OrgId,
+        repo: RepoRef,
+        branch: String,
+        config: QueueConfig,
+        state: QueueState,
+        now: Timestamp,
+    ) -> Self {
+        Self {
+            id: QueueId::new(&repo, &branch),
+            org,
+            repo,
+            branch,
+            config,
+            state,
+            pending_mode: None,
+            resume_state: None,
+            version: 0,
+            created_at: now,
+            updated_at: now,
+            engine: EngineState::default(),
+        }
+    }
+
+    pub fn mode_and_state(&self) -> ModeAndState {
+        ModeAndState {
+            state: self.state,
+            mode: self.config.mode,
+            pending_mode: self.pending_mode,
+            resume_state: self.resume_state,
+        }
+    }
+
+    pub fn set_mode_and_state(&mut self, m: ModeAndState) {
+        self.state = m.state;
+        self.config.mode = m.mode;
+        self.pending_mode = m.pending_mode;
+        self.resume_state = m.resume_state;
+    }
+}
+
+/// A queue with its active entries, active runs and outbox.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueSnapshot {
+    pub queue: Queue,
+    /// Every non-terminal entry, at most one per pull request.
+    pub entries: Vec<Entry>,
+    /// Every run not yet finished.
+    pub runs: Vec<TestRun>,
+    /// Effects emitted and not yet executed.
+    pub outbox: Vec<PendingEffect>,
+}
+
+impl QueueSnapshot {
+    pub fn new(queue: Queue) -> Self {
+        Self {
+            queue,
+            entries: Vec::new(),
+            runs: Vec::new(),
+            outbox: Vec::new(),
+        }
+    }
+
+    pub fn entry_for_pr(&self, pr: PrNumber) -> Option<&Entry> {
+        self.entries.iter().find(|e| e.pr == pr)
+    }
+
+    pub fn run(&self, id: &str) -> Option<&TestRun> {
+        self.runs.iter().find(|r| r.id == id)
+    }
+
+    /// True while anything needs the tick: entries, runs or effects.
+    pub fn has_work(&self) -> bool {
+        !self.entries.is_empty() || !self.runs.is_empty() || !self.outbox.is_empty()
+    }
+
+    /// True while a test run of the queue is in flight.
+    pub fn is_testing(&self) -> bool {
+        !self.runs.is_empty()
+    }
+}
+
+/// The item-level changes of one transition, for the store to write atomically.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Commit {
+    /// The queue item afterwards (its `version` is `expected_version + 1`).
+    pub queue: Queue,
+    pub expected_version: u64,
+    /// Active entries that are new or changed.
+    pub put_entries: Vec<Entry>,
+    /// Pull requests whose active entry is gone.
+    pub delete_entries: Vec<PrNumber>,
+    pub put_runs: Vec<TestRun>,
+    pub delete_runs: Vec<String>,
+    pub put_effects: Vec<PendingEffect>,
+    pub delete_effects: Vec<String>,
+    /// Entries that reached a terminal state: kept as history.
+    pub concluded: Vec<Entry>,
+    /// Runs that finished: kept as history.
+    pub finished_runs: Vec<TestRun>,
+    /// Active entries afterwards (guards `deleteQueue`).
+    pub active_entries: u32,
+    /// Whether the queue still needs the tick afterwards.
+    pub has_work: bool,
+}
+
+impl Commit {
+    /// The changes that turn `before` into `transition.snapshot`, stamped at `now`.
+    pub fn between(before: &QueueSnapshot, transition: &Transition, now: Timestamp) -> Self {
+        let after = &transition.snapshot;
+        let mut queue = after.queue.clone();
+        queue.version = before.queue.version + 1;
+        queue.updated_at = now;
+        Self {
+            queue,
+            expected_version: before.queue.version,
+            put_entries: changed(&before.entries, &after.entries, |e| e.pr),
+            delete_entries: removed(&before.entries, &after.entries, |e| e.pr),
+            put_runs: changed(&before.runs, &after.runs, |r| r.id.clone()),
+            delete_runs: removed(&before.runs, &after.runs, |r| r.id.clone()),
+            put_effects: changed(&before.outbox, &after.outbox, |x| x.id.clone()),
+            delete_effects: removed(&before.outbox, &after.outbox, |x| x.id.clone()),
+            concluded: transition.concluded.clone(),
+            finished_runs: transition.finished_runs.clone(),
+            active_entries: u32::try_from(after.entries.len()).unwrap_or(u32::MAX),
+            has_work: after.has_work(),
+        }
+    }
+
+    /// A commit that changes only the queue item (settings, state).
+    pub fn queue_only(before: &QueueSnapshot, queue: Queue, now: Timestamp) -> Self {
+        let mut after = before.clone();
+        after.queue = queue;
+        Self::between(before, &Transition::unchanged(&after), now)
+    }
+
+    /// Number of item writes this commit needs, history included.
+    pub fn item_writes(&self) -> usize {
+        1 + self.put_entries.len()
+            + self.delete_entries.len()
+            + self.put_runs.len()
+            + self.delete_runs.len()
+            + self.put_effects.len()
+            + self.delete_effects.len()
+            + self.concluded.len()
+            + self.finished_runs.len()
+    }
+}
+
+fn changed<T: Clone + PartialEq, K: PartialEq>(
+    before: &[T],
+    after: &[T],
+    key: impl Fn(&T) -> K,
+) -> Vec<T> {
+    after
+        .iter()
+        .filter(|a| !before.iter().any(|b| key(b) == key(a) && b == *a))
+        .cloned()
+        .collect()
+}
+
+fn removed<T, K: PartialEq>(before: &[T], after: &[T], key: impl Fn(&T) -> K) -> Vec<K> {
+    before
+        .iter()
+        .map(&key)
+        .filter(|k| !after.iter().any(|a| key(a) == *k))
+        .collect()
+}

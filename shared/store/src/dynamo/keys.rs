@@ -1,0 +1,98 @@
+//! Item keys and attribute names of the DynamoDB layout.
+//!
+//! - Queues: one partition per queue (`pk` = queue id) holding its live items: `QUEUE`,
+//!   `ENTRY#<pr>`, `RUN#<run id>`, `EFFECT#<effect id>` and `LEASE`. One `Query` reads a
+//!   snapshot. Sparse indexes: `org-index` (`org_key`), `repo-index` (`repo_key`),
+//!   `work-index` (`work_shard`, only while the queue has work), `sha-index` (`test_sha`, on
+//!   runs whose branch exists).
+//! - PullRequests: per queue, `PR#<pr>` (latest concluded entry of each PR) and
+//!   `DONE#<concluded ms>#<entry id>` (conclusion log, expires).
+//! - TestRuns: per queue, finished runs by id; `finished-index` (local) on `finished_ms`.
+//! - ApiTokens: by `token_hash`; `created-index` on (`kind`, `created_at`).
+
+use mq_core::ids::PrNumber;
+use mq_core::time::Timestamp;
+
+pub const PK: &str = "pk";
+pub const SK: &str = "sk";
+pub const VERSION: &str = "version";
+pub const ACTIVE_ENTRIES: &str = "active_entries";
+pub const ORG_KEY: &str = "org_key";
+pub const REPO_KEY: &str = "repo_key";
+pub const WORK_SHARD: &str = "work_shard";
+pub const TEST_SHA: &str = "test_sha";
+pub const FINISHED_MS: &str = "finished_ms";
+pub const EXPIRES_AT: &str = "expires_at";
+pub const LEASE_OWNER: &str = "lease_owner";
+pub const LEASE_UNTIL: &str = "lease_until";
+pub const TOKEN_HASH: &str = "token_hash";
+pub const KIND: &str = "kind";
+
+pub const ORG_INDEX: &str = "org-index";
+pub const REPO_INDEX: &str = "repo-index";
+pub const WORK_INDEX: &str = "work-index";
+pub const SHA_INDEX: &str = "sha-index";
+pub const FINISHED_INDEX: &str = "finished-index";
+pub const CREATED_INDEX: &str = "created-index";
+
+/// The one partition of `work-index`: the number of queues with work is small.
+pub const WORK_SHARD_VALUE: &str = "1";
+pub const TOKEN_KIND: &str = "token";
+
+/// History (conclusion log, finished runs) is kept this long.
+pub const HISTORY_RETENTION_DAYS: i64 = 30;
+
+pub const QUEUE_SK: &str = "QUEUE";
+pub const LEASE_SK: &str = "LEASE";
+pub const ENTRY_PREFIX: &str = "ENTRY#";
+pub const RUN_PREFIX: &str = "RUN#";
+pub const EFFECT_PREFIX: &str = "EFFECT#";
+
+pub fn entry_sk(pr: PrNumber) -> String {
+    format!("{ENTRY_PREFIX}{pr:010}")
+}
+
+pub fn run_sk(run_id: &str) -> String {
+    format!("{RUN_PREFIX}{run_id}")
+}
+
+pub fn effect_sk(effect_id: &str) -> String {
+    format!("{EFFECT_PREFIX}{effect_id}")
+}
+
+pub fn latest_pr_sk(pr: PrNumber) -> String {
+    format!("PR#{pr:010}")
+}
+
+pub fn done_sk(at: Timestamp, entry_id: &str) -> String {
+    format!("DONE#{:013}#{entry_id}", at.millis().max(0))
+}
+
+/// Inclusive bounds of `DONE#` keys for conclusions in `[from, to)`.
+pub fn done_range(from: Timestamp, to: Timestamp) -> (String, String) {
+    let last = to.millis().saturating_sub(1).max(0);
+    (
+        format!("DONE#{:013}#", from.millis().max(0)),
+        format!("DONE#{last:013}#~"),
+    )
+}
+
+/// Epoch seconds after which a history item expires.
+pub fn expires_at(at: Timestamp) -> i64 {
+    at.millis() / 1000 + HISTORY_RETENTION_DAYS * 86_400
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_sort_by_number_and_time() {
+        assert!(entry_sk(9) < entry_sk(10));
+        assert!(done_sk(Timestamp(999), "b") < done_sk(Timestamp(1000), "a"));
+        let (lo, hi) = done_range(Timestamp(1000), Timestamp(2000));
+        assert!(lo <= done_sk(Timestamp(1000), "0000") && done_sk(Timestamp(1999), "ffff") <= hi);
+        assert!(done_sk(Timestamp(2000), "0") > hi);
+        assert!(done_sk(Timestamp(999), "f") < lo);
+    }
+}

@@ -1,0 +1,659 @@
+//! Queues, their live snapshot and their history on DynamoDB.
+
+use super::codec::{Item, from_item, get_s, key, n, s, to_item};
+use super::keys::*;
+use super::{DynamoStore, map_sdk_error};
+use crate::error::StoreError;
+use crate::port::{QueueStore, RunLocation, StoreResult};
+use async_trait::async_trait;
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{Delete, KeysAndAttributes, Put, TransactWriteItem, WriteRequest};
+use mq_core::entry::Entry;
+use mq_core::ids::{OrgId, PrNumber, QueueId, Sha};
+use mq_core::run::TestRun;
+use mq_core::snapshot::{Commit, Queue, QueueSnapshot};
+use mq_core::time::Timestamp;
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// DynamoDB refuses transactions of more than this many actions.
+const MAX_TRANSACTION_ITEMS: usize = 100;
+/// BatchWriteItem takes at most this many requests.
+const MAX_BATCH_WRITE: usize = 25;
+
+#[async_trait]
+impl QueueStore for DynamoStore {
+    async fn create_queue(&self, queue: &Queue) -> StoreResult<()> {
+        let item = queue_item(queue, 0, false)?;
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.tables.queues)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(#pk)")
+            .expression_attribute_names("#pk", PK)
+            .send()
+            .await;
+        match result.map_err(map_sdk_error) {
+            Err(StoreError::Conflict) => Err(StoreError::AlreadyExists),
+            other => other.map(|_| ()),
+        }
+    }
+
+    async fn load(&self, id: &QueueId) -> StoreResult<Option<QueueSnapshot>> {
+        let items = self
+            .query_partition(&self.tables.queues, id.as_str())
+            .await?;
+        snapshot_from_items(items)
+    }
+
+    async fn commit(&self, commit: &Commit) -> StoreResult<()> {
+        let (mut actions, history) = self.commit_actions(commit)?;
+        if actions.len() > MAX_TRANSACTION_ITEMS {
+            return Err(StoreError::Internal(format!(
+                "a commit of {} live items exceeds the transaction limit",
+                actions.len()
+            )));
+        }
+        let room = MAX_TRANSACTION_ITEMS - actions.len();
+        let (now, later) = history.split_at(history.len().min(room));
+        actions.extend(now.iter().cloned());
+        self.transact(actions).await?;
+        // History that did not fit is written after the commit: it never describes a change
+        // that did not happen, and the writes are idempotent.
+        self.batch_put(later.to_vec()).await
+    }
+
+    async fn delete_queue(&self, snapshot: &QueueSnapshot) -> StoreResult<()> {
+        if !snapshot.entries.is_empty() {
+            return Err(StoreError::NotEmpty);
+        }
+        let id = snapshot.queue.id.as_str();
+        let guard = Delete::builder()
+            .table_name(&self.tables.queues)
+            .set_key(Some(key(id, QUEUE_SK)))
+            .condition_expression("#v = :v AND #active = :zero")
+            .expression_attribute_names("#v", VERSION)
+            .expression_attribute_names("#active", ACTIVE_ENTRIES)
+            .expression_attribute_values(":v", n(snapshot.queue.version))
+            .expression_attribute_values(":zero", n(0))
+            .build()
+            .map_err(StoreError::internal)?;
+        let mut actions = vec![TransactWriteItem::builder().delete(guard).build()];
+        let mut sks: Vec<String> = vec![LEASE_SK.to_owned()];
+        sks.extend(snapshot.runs.iter().map(|r| run_sk(&r.id)));
+        sks.extend(snapshot.outbox.iter().map(|x| effect_sk(&x.id)));
+        for sk in sks {
+            actions.push(self.delete_action(&self.tables.queues, id, &sk)?);
+        }
+        match self.transact(actions).await {
+            Err(StoreError::Conflict) => match self.load(&snapshot.queue.id).await? {
+                None => Err(StoreError::NotFound),
+                Some(now) if !now.entries.is_empty() => Err(StoreError::NotEmpty),
+                Some(_) => Err(StoreError::Conflict),
+            },
+            other => other,
+        }
+    }
+
+    async fn load_entry(
+        &self,
+        id: &QueueId,
+        pr: PrNumber,
+    ) -> StoreResult<Option<(Queue, Option<Entry>)>> {
+        let q = id.as_str();
+        let mut found = self
+            .batch_get(vec![
+                (&self.tables.queues, key(q, QUEUE_SK)),
+                (&self.tables.queues, key(q, &entry_sk(pr))),
+                (&self.tables.pull_requests, key(q, &latest_pr_sk(pr))),
+            ])
+            .await?;
+        let Some(queue_item) = take(&mut found, &self.tables.queues, QUEUE_SK) else {
+            return Ok(None);
+        };
+        let queue: Queue = from_item(queue_item)?;
+        let active = decode(take(&mut found, &self.tables.queues, &entry_sk(pr)))?;
+        let concluded = decode(take(
+            &mut found,
+            &self.tables.pull_requests,
+            &latest_pr_sk(pr),
+        ))?;
+        let entry = crate::order::latest_entry(&queue, active.as_ref(), concluded.as_ref());
+        Ok(Some((queue, entry)))
+    }
+
+    async fn load_run(
+        &self,
+        id: &QueueId,
+        run_id: &str,
+    ) -> StoreResult<Option<(Queue, Option<TestRun>)>> {
+        let q = id.as_str();
+        let mut found = self
+            .batch_get(vec![
+                (&self.tables.queues, key(q, QUEUE_SK)),
+                (&self.tables.queues, key(q, &run_sk(run_id))),
+                (&self.tables.test_runs, key(q, run_id)),
+            ])
+            .await?;
+        let Some(queue_item) = take(&mut found, &self.tables.queues, QUEUE_SK) else {
+            return Ok(None);
+        };
+        let queue: Queue = from_item(queue_item)?;
+        let active = decode(take(&mut found, &self.tables.queues, &run_sk(run_id)))?;
+        let finished = decode(take(&mut found, &self.tables.test_runs, run_id))?;
+        let run = crate::order::current_run(&queue, active.as_ref(), finished.as_ref());
+        Ok(Some((queue, run)))
+    }
+
+    async fn queues_of_org(&self, org: &OrgId) -> StoreResult<Vec<Queue>> {
+        let items = self
+            .query_index(&self.tables.queues, ORG_INDEX, ORG_KEY, org.as_str())
+            .await?;
+        items.into_iter().map(from_item).collect()
+    }
+
+    async fn queues_of_repo(&self, repo_key: &str) -> StoreResult<Vec<Queue>> {
+        let items = self
+            .query_index(&self.tables.queues, REPO_INDEX, REPO_KEY, repo_key)
+            .await?;
+        items.into_iter().map(from_item).collect()
+    }
+
+    async fn queues_with_work(&self) -> StoreResult<Vec<QueueId>> {
+        let items = self
+            .query_index(
+                &self.tables.queues,
+                WORK_INDEX,
+                WORK_SHARD,
+                WORK_SHARD_VALUE,
+            )
+            .await?;
+        Ok(items
+            .iter()
+            .filter_map(|i| get_s(i, PK))
+            .map(|id| QueueId::from_stored(id.to_owned()))
+            .collect())
+    }
+
+    async fn runs_by_sha(&self, sha: &Sha) -> StoreResult<Vec<RunLocation>> {
+        let items = self
+            .query_index(&self.tables.queues, SHA_INDEX, TEST_SHA, sha.as_str())
+            .await?;
+        Ok(items
+            .iter()
+            .filter_map(|i| {
+                let queue = get_s(i, PK)?;
+                let run_id = get_s(i, SK)?.strip_prefix(RUN_PREFIX)?;
+                Some(RunLocation {
+                    queue: QueueId::from_stored(queue.to_owned()),
+                    run_id: run_id.to_owned(),
+                })
+            })
+            .collect())
+    }
+
+    async fn concluded_between(
+        &self,
+        id: &QueueId,
+        from: Timestamp,
+        to: Timestamp,
+    ) -> StoreResult<Vec<Entry>> {
+        if to <= from {
+            return Ok(Vec::new());
+        }
+        let (lo, hi) = done_range(from, to);
+        let query = self
+            .client
+            .query()
+            .table_name(&self.tables.pull_requests)
+            .consistent_read(true)
+            .key_condition_expression("#pk = :pk AND #sk BETWEEN :lo AND :hi")
+            .expression_attribute_names("#pk", PK)
+            .expression_attribute_names("#sk", SK)
+            .expression_attribute_values(":pk", s(id.as_str()))
+            .expression_attribute_values(":lo", s(lo))
+            .expression_attribute_values(":hi", s(hi));
+        let items = query_pages(query).await?;
+        items.into_iter().map(from_item).collect()
+    }
+
+    async fn runs_finished_between(
+        &self,
+        id: &QueueId,
+        from: Timestamp,
+        to: Timestamp,
+    ) -> StoreResult<Vec<TestRun>> {
+        if to <= from {
+            return Ok(Vec::new());
+        }
+        let query = self
+            .client
+            .query()
+            .table_name(&self.tables.test_runs)
+            .index_name(FINISHED_INDEX)
+            .consistent_read(true)
+            .key_condition_expression("#pk = :pk AND #f BETWEEN :lo AND :hi")
+            .expression_attribute_names("#pk", PK)
+            .expression_attribute_names("#f", FINISHED_MS)
+            .expression_attribute_values(":pk", s(id.as_str()))
+            .expression_attribute_values(":lo", n(from.millis()))
+            .expression_attribute_values(":hi", n(to.millis() - 1));
+        let items = query_pages(query).await?;
+        items.into_iter().map(from_item).collect()
+    }
+
+    async fn acquire_lease(
+        &self,
+        id: &QueueId,
+        owner: &str,
+        now: Timestamp,
+        until: Timestamp,
+    ) -> StoreResult<bool> {
+        let mut item = key(id.as_str(), LEASE_SK);
+        item.insert(LEASE_OWNER.to_owned(), s(owner));
+        item.insert(LEASE_UNTIL.to_owned(), n(until.millis()));
+        item.insert(EXPIRES_AT.to_owned(), n(until.millis() / 1000 + 3600));
+        let queue_exists = self.queue_exists_check(id)?;
+        let lease = Put::builder()
+            .table_name(&self.tables.queues)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(#pk) OR #until <= :now OR #owner = :owner")
+            .expression_attribute_names("#pk", PK)
+            .expression_attribute_names("#until", LEASE_UNTIL)
+            .expression_attribute_names("#owner", LEASE_OWNER)
+            .expression_attribute_values(":now", n(now.millis()))
+            .expression_attribute_values(":owner", s(owner))
+            .build()
+            .map_err(StoreError::internal)?;
+        let actions = vec![
+            queue_exists,
+            TransactWriteItem::builder().put(lease).build(),
+        ];
+        match self.transact(actions).await {
+            Ok(()) => Ok(true),
+            Err(StoreError::Conflict) => match self.load(id).await? {
+                None => Err(StoreError::NotFound),
+                Some(_) => Ok(false),
+            },
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn release_lease(&self, id: &QueueId, owner: &str) -> StoreResult<()> {
+        let result = self
+            .client
+            .delete_item()
+            .table_name(&self.tables.queues)
+            .set_key(Some(key(id.as_str(), LEASE_SK)))
+            .condition_expression("#owner = :owner")
+            .expression_attribute_names("#owner", LEASE_OWNER)
+            .expression_attribute_values(":owner", s(owner))
+            .send()
+            .await;
+        match result.map_err(map_sdk_error) {
+            Ok(_) | Err(StoreError::Conflict) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl DynamoStore {
+    /// The transaction actions of a commit's live items, and its history writes.
+    fn commit_actions(
+        &self,
+        commit: &Commit,
+    ) -> StoreResult<(Vec<TransactWriteItem>, Vec<TransactWriteItem>)> {
+        let id = commit.queue.id.as_str();
+        let queues = &self.tables.queues;
+        let mut live = vec![self.guarded_queue_put(commit)?];
+        for e in &commit.put_entries {
+            live.push(put_action(
+                queues,
+                to_item(e, &[(PK, s(id)), (SK, s(entry_sk(e.pr)))])?,
+            )?);
+        }
+        for pr in &commit.delete_entries {
+            live.push(self.delete_action(queues, id, &entry_sk(*pr))?);
+        }
+        for r in &commit.put_runs {
+            live.push(put_action(queues, run_item(id, r)?)?);
+        }
+        for r in &commit.delete_runs {
+            live.push(self.delete_action(queues, id, &run_sk(r))?);
+        }
+        for x in &commit.put_effects {
+            live.push(put_action(
+                queues,
+                to_item(x, &[(PK, s(id)), (SK, s(effect_sk(&x.id)))])?,
+            )?);
+        }
+        for x in &commit.delete_effects {
+            live.push(self.delete_action(queues, id, &effect_sk(x))?);
+        }
+        let mut history = Vec::new();
+        for e in &commit.concluded {
+            for item in concluded_items(id, e, commit.queue.updated_at)? {
+                history.push(put_action(&self.tables.pull_requests, item)?);
+            }
+        }
+        for r in &commit.finished_runs {
+            history.push(put_action(
+                &self.tables.test_runs,
+                finished_run_item(id, r, commit.queue.updated_at)?,
+            )?);
+        }
+        Ok((live, history))
+    }
+
+    /// The queue item's put, conditional on the version the commit was computed from.
+    fn guarded_queue_put(&self, commit: &Commit) -> StoreResult<TransactWriteItem> {
+        let item = queue_item(&commit.queue, commit.active_entries, commit.has_work)?;
+        let put = Put::builder()
+            .table_name(&self.tables.queues)
+            .set_item(Some(item))
+            .condition_expression("#v = :v")
+            .expression_attribute_names("#v", VERSION)
+            .expression_attribute_values(":v", n(commit.expected_version))
+            .build()
+            .map_err(StoreError::internal)?;
+        Ok(TransactWriteItem::builder().put(put).build())
+    }
+
+    fn queue_exists_check(&self, id: &QueueId) -> StoreResult<TransactWriteItem> {
+        let check = aws_sdk_dynamodb::types::ConditionCheck::builder()
+            .table_name(&self.tables.queues)
+            .set_key(Some(key(id.as_str(), QUEUE_SK)))
+            .condition_expression("attribute_exists(#pk)")
+            .expression_attribute_names("#pk", PK)
+            .build()
+            .map_err(StoreError::internal)?;
+        Ok(TransactWriteItem::builder().condition_check(check).build())
+    }
+
+    fn delete_action(&self, table: &str, pk: &str, sk: &str) -> StoreResult<TransactWriteItem> {
+        let delete = Delete::builder()
+            .table_name(table)
+            .set_key(Some(key(pk, sk)))
+            .build()
+            .map_err(StoreError::internal)?;
+        Ok(TransactWriteItem::builder().delete(delete).build())
+    }
+
+    async fn transact(&self, actions: Vec<TransactWriteItem>) -> StoreResult<()> {
+        let result = self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(actions))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(err) => Err(match err.as_service_error() {
+                Some(TransactWriteItemsError::TransactionCanceledException(e)) => {
+                    cancellation_error(e.cancellation_reasons())
+                }
+                _ => map_sdk_error(err),
+            }),
+        }
+    }
+
+    /// Writes puts outside a transaction, 25 at a time, retrying unprocessed items.
+    async fn batch_put(&self, actions: Vec<TransactWriteItem>) -> StoreResult<()> {
+        let mut pending: Vec<(String, WriteRequest)> = actions
+            .into_iter()
+            .filter_map(|a| a.put)
+            .map(|p| {
+                let table = p.table_name;
+                let req = aws_sdk_dynamodb::types::PutRequest::builder()
+                    .set_item(Some(p.item))
+                    .build()
+                    .map(|put| WriteRequest::builder().put_request(put).build());
+                req.map(|r| (table, r))
+            })
+            .collect::<Result<_, _>>()
+            .map_err(StoreError::internal)?;
+        let mut attempts = 0;
+        while !pending.is_empty() {
+            let chunk: Vec<_> = pending
+                .drain(..pending.len().min(MAX_BATCH_WRITE))
+                .collect();
+            let mut by_table: HashMap<String, Vec<WriteRequest>> = HashMap::new();
+            for (table, req) in chunk {
+                by_table.entry(table).or_default().push(req);
+            }
+            let out = self
+                .client
+                .batch_write_item()
+                .set_request_items(Some(by_table))
+                .send()
+                .await
+                .map_err(map_sdk_error)?;
+            for (table, reqs) in out.unprocessed_items.unwrap_or_default() {
+                pending.extend(reqs.into_iter().map(|r| (table.clone(), r)));
+            }
+            attempts += 1;
+            if !pending.is_empty() {
+                backoff(attempts).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads several items of up to two tables in one request (more only for unprocessed keys).
+    async fn batch_get(&self, keys: Vec<(&String, Item)>) -> StoreResult<Vec<(String, Item)>> {
+        let mut request: HashMap<String, KeysAndAttributes> = HashMap::new();
+        for (table, k) in keys {
+            let entry = request.remove(table.as_str());
+            let mut keys = entry.map(|e| e.keys).unwrap_or_default();
+            keys.push(k);
+            let ka = KeysAndAttributes::builder()
+                .set_keys(Some(keys))
+                .consistent_read(true)
+                .build()
+                .map_err(StoreError::internal)?;
+            request.insert(table.clone(), ka);
+        }
+        let mut found = Vec::new();
+        let mut attempts = 0;
+        while !request.is_empty() {
+            let out = self
+                .client
+                .batch_get_item()
+                .set_request_items(Some(request))
+                .send()
+                .await
+                .map_err(map_sdk_error)?;
+            for (table, items) in out.responses.unwrap_or_default() {
+                found.extend(items.into_iter().map(|i| (table.clone(), i)));
+            }
+            request = out.unprocessed_keys.unwrap_or_default();
+            attempts += 1;
+            if !request.is_empty() {
+                backoff(attempts).await?;
+            }
+        }
+        Ok(found)
+    }
+
+    async fn query_partition(&self, table: &str, pk: &str) -> StoreResult<Vec<Item>> {
+        let query = self
+            .client
+            .query()
+            .table_name(table)
+            .consistent_read(true)
+            .key_condition_expression("#pk = :pk")
+            .expression_attribute_names("#pk", PK)
+            .expression_attribute_values(":pk", s(pk));
+        query_pages(query).await
+    }
+
+    async fn query_index(
+        &self,
+        table: &str,
+        index: &str,
+        attribute: &str,
+        value: &str,
+    ) -> StoreResult<Vec<Item>> {
+        let query = self
+            .client
+            .query()
+            .table_name(table)
+            .index_name(index)
+            .key_condition_expression("#k = :v")
+            .expression_attribute_names("#k", attribute)
+            .expression_attribute_values(":v", s(value));
+        query_pages(query).await
+    }
+}
+
+/// Runs a query to its last page.
+async fn query_pages(
+    query: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
+) -> StoreResult<Vec<Item>> {
+    let mut items = Vec::new();
+    let mut start: Option<Item> = None;
+    loop {
+        let out = query
+            .clone()
+            .set_exclusive_start_key(start.take())
+            .send()
+            .await
+            .map_err(map_sdk_error)?;
+        items.extend(out.items.unwrap_or_default());
+        match out.last_evaluated_key {
+            Some(k) if !k.is_empty() => start = Some(k),
+            _ => return Ok(items),
+        }
+    }
+}
+
+async fn backoff(attempt: u32) -> StoreResult<()> {
+    if attempt > 8 {
+        return Err(StoreError::Unavailable {
+            message: "DynamoDB left items unprocessed".to_owned(),
+            retry_after: Some(Duration::from_secs(1)),
+        });
+    }
+    tokio::time::sleep(Duration::from_millis(25 << attempt.min(6))).await;
+    Ok(())
+}
+
+/// A failed transaction: a failed condition is a conflict; throttling is retryable.
+fn cancellation_error(reasons: &[aws_sdk_dynamodb::types::CancellationReason]) -> StoreError {
+    let codes: Vec<&str> = reasons.iter().filter_map(|r| r.code()).collect();
+    if codes
+        .iter()
+        .any(|c| *c == "ConditionalCheckFailed" || *c == "TransactionConflict")
+    {
+        StoreError::Conflict
+    } else if codes
+        .iter()
+        .any(|c| *c == "ThrottlingError" || *c == "ProvisionedThroughputExceeded")
+    {
+        StoreError::Unavailable {
+            message: "transaction throttled".to_owned(),
+            retry_after: Some(Duration::from_secs(1)),
+        }
+    } else {
+        StoreError::Internal(format!("transaction cancelled: {codes:?}"))
+    }
+}
+
+fn put_action(table: &str, item: Item) -> StoreResult<TransactWriteItem> {
+    let put = Put::builder()
+        .table_name(table)
+        .set_item(Some(item))
+        .build()
+        .map_err(StoreError::internal)?;
+    Ok(TransactWriteItem::builder().put(put).build())
+}
+
+fn queue_item(queue: &Queue, active_entries: u32, has_work: bool) -> StoreResult<Item> {
+    let mut keys = vec![
+        (PK, s(queue.id.as_str())),
+        (SK, s(QUEUE_SK)),
+        (ORG_KEY, s(queue.org.as_str())),
+        (REPO_KEY, s(queue.repo.key())),
+        (ACTIVE_ENTRIES, n(active_entries)),
+    ];
+    if has_work {
+        keys.push((WORK_SHARD, s(WORK_SHARD_VALUE)));
+    }
+    to_item(queue, &keys)
+}
+
+fn run_item(queue_id: &str, run: &TestRun) -> StoreResult<Item> {
+    let mut keys = vec![(PK, s(queue_id)), (SK, s(run_sk(&run.id)))];
+    if let Some(sha) = &run.sha {
+        keys.push((TEST_SHA, s(sha.as_str())));
+    }
+    to_item(run, &keys)
+}
+
+fn finished_run_item(queue_id: &str, run: &TestRun, fallback: Timestamp) -> StoreResult<Item> {
+    let finished = run.finished_at.unwrap_or(fallback);
+    to_item(
+        run,
+        &[
+            (PK, s(queue_id)),
+            (SK, s(run.id.as_str())),
+            (FINISHED_MS, n(finished.millis())),
+            (EXPIRES_AT, n(expires_at(finished))),
+        ],
+    )
+}
+
+/// The latest-conclusion item of the PR and the conclusion log item.
+fn concluded_items(queue_id: &str, entry: &Entry, fallback: Timestamp) -> StoreResult<[Item; 2]> {
+    let at = entry.concluded_at.unwrap_or(fallback);
+    let latest = to_item(entry, &[(PK, s(queue_id)), (SK, s(latest_pr_sk(entry.pr)))])?;
+    let log = to_item(
+        entry,
+        &[
+            (PK, s(queue_id)),
+            (SK, s(done_sk(at, &entry.id))),
+            (EXPIRES_AT, n(expires_at(at))),
+        ],
+    )?;
+    Ok([latest, log])
+}
+
+/// Builds a snapshot from the items of a queue's partition; `None` without a queue item.
+fn snapshot_from_items(items: Vec<Item>) -> StoreResult<Option<QueueSnapshot>> {
+    let mut queue = None;
+    let (mut entries, mut runs, mut outbox) = (Vec::new(), Vec::new(), Vec::new());
+    for item in items {
+        let sk = get_s(&item, SK).unwrap_or_default().to_owned();
+        if sk == QUEUE_SK {
+            queue = Some(from_item::<Queue>(item)?);
+        } else if sk.starts_with(ENTRY_PREFIX) {
+            entries.push(from_item(item)?);
+        } else if sk.starts_with(RUN_PREFIX) {
+            runs.push(from_item(item)?);
+        } else if sk.starts_with(EFFECT_PREFIX) {
+            outbox.push(from_item(item)?);
+        }
+    }
+    Ok(queue.map(|queue| {
+        let mut snapshot = QueueSnapshot {
+            queue,
+            entries,
+            runs,
+            outbox,
+        };
+        crate::order::sort_snapshot(&mut snapshot);
+        snapshot
+    }))
+}
+
+fn take(found: &mut Vec<(String, Item)>, table: &str, sk: &str) -> Option<Item> {
+    let pos = found
+        .iter()
+        .position(|(t, i)| t == table && get_s(i, SK) == Some(sk))?;
+    Some(found.swap_remove(pos).1)
+}
+
+fn decode<T: serde::de::DeserializeOwned>(item: Option<Item>) -> StoreResult<Option<T>> {
+    item.map(from_item).transpose()
+}

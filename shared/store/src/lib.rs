@@ -1,0 +1,18 @@
+//! The storage port and its two adapters.
+//!
+//! [`port`] declares what the application needs; [`memory::MemoryStore`] keeps it in process
+//! (the local gateway's default, fast tests), [`dynamo::DynamoStore`] in DynamoDB. Both pass the
+//! same contract suite (`tests/contract`).
+
+pub mod dynamo;
+pub mod error;
+pub mod memory;
+mod order;
+pub mod port;
+pub mod tables;
+
+pub use dynamo::DynamoStore;
+pub use error::StoreError;
+pub use memory::MemoryStore;
+pub use port::{QueueStore, RunLocation, Store, StoreResult, TokenRecord, TokenStore};
+pub use tables::TableNames;

@@ -1,0 +1,328 @@
+//! The in-memory adapter: the embedded store of the local gateway and of fast tests.
+//!
+//! It keeps the same conflict semantics as the DynamoDB adapter: every commit checks the
+//! queue's version and applies all of its changes, or none.
+
+use crate::error::StoreError;
+use crate::port::{QueueStore, RunLocation, StoreResult, TokenRecord, TokenStore};
+use async_trait::async_trait;
+use mq_core::engine::PendingEffect;
+use mq_core::entry::Entry;
+use mq_core::ids::{OrgId, PrNumber, QueueId, Sha};
+use mq_core::run::TestRun;
+use mq_core::snapshot::{Commit, Queue, QueueSnapshot};
+use mq_core::time::Timestamp;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Mutex, MutexGuard};
+
+/// A store held in process memory.
+#[derive(Default)]
+pub struct MemoryStore {
+    inner: Mutex<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    live: BTreeMap<QueueId, Live>,
+    leases: HashMap<QueueId, (String, Timestamp)>,
+    latest_concluded: HashMap<(QueueId, PrNumber), Entry>,
+    concluded_log: BTreeMap<(QueueId, Timestamp, String), Entry>,
+    finished_runs: HashMap<(QueueId, String), TestRun>,
+    tokens: BTreeMap<String, TokenRecord>,
+}
+
+/// A queue's live items, as the DynamoDB adapter keeps them in the queue's partition.
+struct Live {
+    queue: Queue,
+    entries: BTreeMap<PrNumber, Entry>,
+    runs: BTreeMap<String, TestRun>,
+    outbox: BTreeMap<String, PendingEffect>,
+}
+
+impl Live {
+    fn snapshot(&self) -> QueueSnapshot {
+        let mut snapshot = QueueSnapshot {
+            queue: self.queue.clone(),
+            entries: self.entries.values().cloned().collect(),
+            runs: self.runs.values().cloned().collect(),
+            outbox: self.outbox.values().cloned().collect(),
+        };
+        crate::order::sort_snapshot(&mut snapshot);
+        snapshot
+    }
+}
+
+impl MemoryStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding the lock leaves consistent data: every write is applied after
+        // all checks passed.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Inner {
+    fn check_commit(&self, commit: &Commit) -> StoreResult<()> {
+        let live = self
+            .live
+            .get(&commit.queue.id)
+            .ok_or(StoreError::NotFound)?;
+        if live.queue.version != commit.expected_version {
+            return Err(StoreError::Conflict);
+        }
+        Ok(())
+    }
+
+    fn apply_commit(&mut self, commit: &Commit) {
+        let id = commit.queue.id.clone();
+        if let Some(live) = self.live.get_mut(&id) {
+            live.queue = commit.queue.clone();
+            for pr in &commit.delete_entries {
+                live.entries.remove(pr);
+            }
+            for e in &commit.put_entries {
+                live.entries.insert(e.pr, e.clone());
+            }
+            for r in &commit.delete_runs {
+                live.runs.remove(r);
+            }
+            for r in &commit.put_runs {
+                live.runs.insert(r.id.clone(), r.clone());
+            }
+            for x in &commit.delete_effects {
+                live.outbox.remove(x);
+            }
+            for x in &commit.put_effects {
+                live.outbox.insert(x.id.clone(), x.clone());
+            }
+        }
+        for e in &commit.concluded {
+            self.latest_concluded.insert((id.clone(), e.pr), e.clone());
+            let at = e.concluded_at.unwrap_or(commit.queue.updated_at);
+            self.concluded_log
+                .insert((id.clone(), at, e.id.clone()), e.clone());
+        }
+        for r in &commit.finished_runs {
+            self.finished_runs
+                .insert((id.clone(), r.id.clone()), r.clone());
+        }
+    }
+}
+
+#[async_trait]
+impl QueueStore for MemoryStore {
+    async fn create_queue(&self, queue: &Queue) -> StoreResult<()> {
+        let mut inner = self.lock();
+        if inner.live.contains_key(&queue.id) {
+            return Err(StoreError::AlreadyExists);
+        }
+        let live = Live {
+            queue: queue.clone(),
+            entries: BTreeMap::new(),
+            runs: BTreeMap::new(),
+            outbox: BTreeMap::new(),
+        };
+        inner.live.insert(queue.id.clone(), live);
+        Ok(())
+    }
+
+    async fn load(&self, id: &QueueId) -> StoreResult<Option<QueueSnapshot>> {
+        Ok(self.lock().live.get(id).map(Live::snapshot))
+    }
+
+    async fn commit(&self, commit: &Commit) -> StoreResult<()> {
+        let mut inner = self.lock();
+        inner.check_commit(commit)?;
+        inner.apply_commit(commit);
+        Ok(())
+    }
+
+    async fn delete_queue(&self, snapshot: &QueueSnapshot) -> StoreResult<()> {
+        let id = &snapshot.queue.id;
+        let mut inner = self.lock();
+        let live = inner.live.get(id).ok_or(StoreError::NotFound)?;
+        if !live.entries.is_empty() {
+            return Err(StoreError::NotEmpty);
+        }
+        if live.queue.version != snapshot.queue.version {
+            return Err(StoreError::Conflict);
+        }
+        inner.live.remove(id);
+        inner.leases.remove(id);
+        Ok(())
+    }
+
+    async fn load_entry(
+        &self,
+        id: &QueueId,
+        pr: PrNumber,
+    ) -> StoreResult<Option<(Queue, Option<Entry>)>> {
+        let inner = self.lock();
+        let Some(live) = inner.live.get(id) else {
+            return Ok(None);
+        };
+        let concluded = inner.latest_concluded.get(&(id.clone(), pr));
+        let entry = crate::order::latest_entry(&live.queue, live.entries.get(&pr), concluded);
+        Ok(Some((live.queue.clone(), entry)))
+    }
+
+    async fn load_run(
+        &self,
+        id: &QueueId,
+        run_id: &str,
+    ) -> StoreResult<Option<(Queue, Option<TestRun>)>> {
+        let inner = self.lock();
+        let Some(live) = inner.live.get(id) else {
+            return Ok(None);
+        };
+        let finished = inner.finished_runs.get(&(id.clone(), run_id.to_owned()));
+        let run = crate::order::current_run(&live.queue, live.runs.get(run_id), finished);
+        Ok(Some((live.queue.clone(), run)))
+    }
+
+    async fn queues_of_org(&self, org: &OrgId) -> StoreResult<Vec<Queue>> {
+        let inner = self.lock();
+        Ok(inner
+            .live
+            .values()
+            .filter(|l| &l.queue.org == org)
+            .map(|l| l.queue.clone())
+            .collect())
+    }
+
+    async fn queues_of_repo(&self, repo_key: &str) -> StoreResult<Vec<Queue>> {
+        let inner = self.lock();
+        Ok(inner
+            .live
+            .values()
+            .filter(|l| l.queue.repo.key() == repo_key)
+            .map(|l| l.queue.clone())
+            .collect())
+    }
+
+    async fn queues_with_work(&self) -> StoreResult<Vec<QueueId>> {
+        let inner = self.lock();
+        Ok(inner
+            .live
+            .iter()
+            .filter(|(_, l)| !l.entries.is_empty() || !l.runs.is_empty() || !l.outbox.is_empty())
+            .map(|(id, _)| id.clone())
+            .collect())
+    }
+
+    async fn runs_by_sha(&self, sha: &Sha) -> StoreResult<Vec<RunLocation>> {
+        let inner = self.lock();
+        let mut found = Vec::new();
+        for (id, live) in &inner.live {
+            for run in live.runs.values().filter(|r| r.sha.as_ref() == Some(sha)) {
+                found.push(RunLocation {
+                    queue: id.clone(),
+                    run_id: run.id.clone(),
+                });
+            }
+        }
+        Ok(found)
+    }
+
+    async fn concluded_between(
+        &self,
+        id: &QueueId,
+        from: Timestamp,
+        to: Timestamp,
+    ) -> StoreResult<Vec<Entry>> {
+        let inner = self.lock();
+        let start = (id.clone(), from, String::new());
+        Ok(inner
+            .concluded_log
+            .range(start..)
+            .take_while(|((q, at, _), _)| q == id && *at < to)
+            .map(|(_, e)| e.clone())
+            .collect())
+    }
+
+    async fn runs_finished_between(
+        &self,
+        id: &QueueId,
+        from: Timestamp,
+        to: Timestamp,
+    ) -> StoreResult<Vec<TestRun>> {
+        let inner = self.lock();
+        let mut runs: Vec<TestRun> = inner
+            .finished_runs
+            .iter()
+            .filter(|((q, _), r)| q == id && r.finished_at.is_some_and(|t| t >= from && t < to))
+            .map(|(_, r)| r.clone())
+            .collect();
+        runs.sort_by_key(|r| (r.finished_at, r.id.clone()));
+        Ok(runs)
+    }
+
+    async fn acquire_lease(
+        &self,
+        id: &QueueId,
+        owner: &str,
+        now: Timestamp,
+        until: Timestamp,
+    ) -> StoreResult<bool> {
+        let mut inner = self.lock();
+        if !inner.live.contains_key(id) {
+            return Err(StoreError::NotFound);
+        }
+        let free = match inner.leases.get(id) {
+            None => true,
+            Some((holder, expires)) => holder == owner || *expires <= now,
+        };
+        if free {
+            inner.leases.insert(id.clone(), (owner.to_owned(), until));
+        }
+        Ok(free)
+    }
+
+    async fn release_lease(&self, id: &QueueId, owner: &str) -> StoreResult<()> {
+        let mut inner = self.lock();
+        if inner
+            .leases
+            .get(id)
+            .is_some_and(|(holder, _)| holder == owner)
+        {
+            inner.leases.remove(id);
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl TokenStore for MemoryStore {
+    async fn find_token(&self, token_hash: &str) -> StoreResult<Option<TokenRecord>> {
+        Ok(self.lock().tokens.get(token_hash).cloned())
+    }
+
+    async fn put_token(&self, token: &TokenRecord) -> StoreResult<()> {
+        let mut inner = self.lock();
+        if inner.tokens.contains_key(&token.token_hash) {
+            return Err(StoreError::AlreadyExists);
+        }
+        inner.tokens.insert(token.token_hash.clone(), token.clone());
+        Ok(())
+    }
+
+    async fn list_tokens(&self) -> StoreResult<Vec<TokenRecord>> {
+        let mut tokens: Vec<TokenRecord> = self.lock().tokens.values().cloned().collect();
+        tokens.sort_by_key(|t| (t.created_at, t.id.clone()));
+        Ok(tokens)
+    }
+
+    async fn revoke_token(&self, id: &str, at: Timestamp) -> StoreResult<()> {
+        let mut inner = self.lock();
+        let token = inner
+            .tokens
+            .values_mut()
+            .find(|t| t.id == id)
+            .ok_or(StoreError::NotFound)?;
+        token.revoked_at.get_or_insert(at);
+        Ok(())
+    }
+}

@@ -1,0 +1,136 @@
+//! Values the contract scenarios store.
+
+use mq_core::engine::{Effect, PendingEffect, Transition};
+use mq_core::entry::{Entry, EntryState};
+use mq_core::git::{Mergeability, PrFacts, PrState};
+use mq_core::ids::{OrgId, RepoRef, Sha};
+use mq_core::priority::Priority;
+use mq_core::run::{RunKind, RunStatus, TestRun, TestedPr};
+use mq_core::settings::{QueueConfig, QueueState};
+use mq_core::snapshot::{Commit, Queue, QueueSnapshot};
+use mq_core::time::Timestamp;
+
+pub const T0: Timestamp = Timestamp(1_795_000_000_000);
+
+pub fn org(name: &str) -> OrgId {
+    OrgId::parse(name).unwrap()
+}
+
+pub fn queue(org_name: &str, repo: &str, branch: &str) -> Queue {
+    let repo = RepoRef::new("github.com", "acme", repo).unwrap();
+    Queue::new(
+        org(org_name),
+        repo,
+        branch.to_owned(),
+        QueueConfig::default(),
+        QueueState::Running,
+        T0,
+    )
+}
+
+pub fn entry(pr: u32, state: EntryState, at: Timestamp) -> Entry {
+    Entry {
+        id: format!("entry-{pr}-{}", at.millis()),
+        pr,
+        seq: u64::from(pr),
+        state,
+        state_changed_at: at,
+        priority: Priority::default_priority(),
+        no_batch: false,
+        force_enqueued: false,
+        submitted_at: at,
+        pr_facts: PrFacts {
+            number: pr,
+            title: format!("Change {pr}"),
+            author: "octocat".into(),
+            head_sha: Sha::new(format!("{pr:040x}")),
+            base_branch: "main".into(),
+            state: PrState::Open,
+            mergeability: Mergeability::Mergeable,
+            based_on_target_head: false,
+            draft: false,
+        },
+        impacted: None,
+        current_run: None,
+        dependent_prs: vec![],
+        ready_at: None,
+        first_tested_at: None,
+        concluded_at: None,
+        ci_runs: 0,
+        restarts: 0,
+        conclusion: None,
+    }
+}
+
+pub fn concluded(mut e: Entry, state: EntryState, at: Timestamp) -> Entry {
+    e.state = state;
+    e.state_changed_at = at;
+    e.concluded_at = Some(at);
+    e
+}
+
+pub fn run(id: &str, prs: &[u32], sha: Option<&str>, at: Timestamp) -> TestRun {
+    TestRun {
+        id: id.to_owned(),
+        kind: RunKind::Main,
+        branch: format!("merge-queue/main/{id}"),
+        status: RunStatus::InProgress,
+        created_at: at,
+        tested: prs
+            .iter()
+            .map(|&pr| TestedPr {
+                entry_id: format!("entry-{pr}"),
+                pr,
+                title: format!("Change {pr}"),
+                head_sha: Sha::new(format!("{pr:040x}")),
+            })
+            .collect(),
+        dependent_prs: vec![],
+        base_sha: None,
+        sha: sha.map(Sha::new),
+        required: None,
+        statuses: vec![],
+        check_runs: vec![],
+        impacted_targets: None,
+        impacted_targets_for_tested_prs: None,
+        started_at: None,
+        finished_at: None,
+        reason: None,
+    }
+}
+
+pub fn finished(mut r: TestRun, status: RunStatus, at: Timestamp) -> TestRun {
+    r.status = status;
+    r.finished_at = Some(at);
+    r
+}
+
+pub fn effect(id: &str, at: Timestamp) -> PendingEffect {
+    PendingEffect {
+        id: id.to_owned(),
+        effect: Effect::DeleteBranch {
+            branch: format!("merge-queue/main/{id}"),
+        },
+        created_at: at,
+        attempts: 0,
+        next_attempt_at: at,
+        last_error: None,
+    }
+}
+
+/// A commit from `before` to `after`, with history.
+pub fn commit(
+    before: &QueueSnapshot,
+    after: QueueSnapshot,
+    concluded: Vec<Entry>,
+    finished_runs: Vec<TestRun>,
+    now: Timestamp,
+) -> Commit {
+    let transition = Transition {
+        snapshot: after,
+        effects: vec![],
+        concluded,
+        finished_runs,
+    };
+    Commit::between(before, &transition, now)
+}

@@ -1,0 +1,656 @@
+//! The store contract: scenarios every adapter must pass. Each adapter's test file provides a
+//! fresh, empty store per scenario and instantiates them with `contract_tests!`.
+
+pub mod fixtures;
+
+use fixtures::*;
+use mq_core::entry::EntryState;
+use mq_core::ids::{QueueId, Sha};
+use mq_core::run::RunStatus;
+use mq_core::snapshot::QueueSnapshot;
+use mq_core::time::Timestamp;
+use mq_store::{Store, StoreError, TokenRecord};
+use std::sync::Arc;
+
+/// Declares one `#[tokio::test]` per scenario, each with a fresh store from `$make`.
+#[macro_export]
+macro_rules! contract_tests {
+    ($make:expr; $($name:ident),+ $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                let store = $make.await;
+                contract::$name(store).await;
+            }
+        )+
+    };
+}
+
+/// Every scenario, for `contract_tests!`.
+#[macro_export]
+macro_rules! all_contract_tests {
+    ($make:expr) => {
+        contract_tests!($make;
+            create_then_load,
+            create_twice_is_refused,
+            load_of_unknown_queue_is_none,
+            commit_applies_every_change_and_bumps_the_version,
+            stale_commit_conflicts_and_changes_nothing,
+            commit_to_deleted_queue_fails,
+            concluded_entries_become_history,
+            latest_entry_prefers_the_active_one,
+            history_of_a_deleted_queue_is_not_inherited,
+            runs_are_found_active_and_finished,
+            runs_are_found_by_test_branch_sha,
+            delete_refuses_a_queue_with_entries,
+            delete_refuses_even_with_a_stale_empty_snapshot,
+            delete_removes_every_live_item,
+            queues_are_listed_by_organisation_and_repository,
+            queues_with_work_are_listed_until_idle,
+            lease_is_exclusive_until_it_expires,
+            tokens_are_stored_listed_and_revoked,
+            concurrent_commits_lose_no_update,
+        );
+    };
+}
+
+async fn create(store: &dyn Store, repo: &str) -> QueueSnapshot {
+    let q = queue("acme", repo, "main");
+    store.create_queue(&q).await.unwrap();
+    store
+        .load(&q.id)
+        .await
+        .unwrap()
+        .expect("created queue loads")
+}
+
+pub async fn create_then_load(store: Arc<dyn Store>) {
+    let snap = create(&*store, "rocket").await;
+    assert_eq!(snap.queue, queue("acme", "rocket", "main"));
+    assert_eq!(snap.queue.version, 0);
+    assert!(snap.entries.is_empty() && snap.runs.is_empty() && snap.outbox.is_empty());
+}
+
+pub async fn create_twice_is_refused(store: Arc<dyn Store>) {
+    create(&*store, "rocket").await;
+    let again = store
+        .create_queue(&queue("other-org", "rocket", "main"))
+        .await;
+    assert_eq!(again, Err(StoreError::AlreadyExists));
+    let loaded = store
+        .load(&queue("x", "rocket", "main").id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        loaded.queue.org.as_str(),
+        "acme",
+        "the first queue is untouched"
+    );
+}
+
+pub async fn load_of_unknown_queue_is_none(store: Arc<dyn Store>) {
+    let id = queue("acme", "nothing", "main").id;
+    assert!(store.load(&id).await.unwrap().is_none());
+    assert!(store.load_entry(&id, 1).await.unwrap().is_none());
+    assert!(store.load_run(&id, "r1").await.unwrap().is_none());
+}
+
+pub async fn commit_applies_every_change_and_bumps_the_version(store: Arc<dyn Store>) {
+    let before = create(&*store, "rocket").await;
+    let mut after = before.clone();
+    after.queue.config.concurrency = 3;
+    after.entries = vec![
+        entry(2, EntryState::Testing, T0),
+        entry(1, EntryState::Pending, T0),
+    ];
+    after.runs = vec![run("r1", &[2], Some("abc"), T0)];
+    after.outbox = vec![effect("x2", T0.plus_millis(1)), effect("x1", T0)];
+    store
+        .commit(&commit(&before, after.clone(), vec![], vec![], T0))
+        .await
+        .unwrap();
+
+    let loaded = store.load(&before.queue.id).await.unwrap().unwrap();
+    assert_eq!(loaded.queue.version, 1);
+    assert_eq!(loaded.queue.config.concurrency, 3);
+    let prs: Vec<u32> = loaded.entries.iter().map(|e| e.pr).collect();
+    assert_eq!(prs, [1, 2], "entries come back in submission order");
+    assert_eq!(loaded.entries[1], after.entries[0]);
+    assert_eq!(loaded.runs, after.runs);
+    let effects: Vec<&str> = loaded.outbox.iter().map(|x| x.id.as_str()).collect();
+    assert_eq!(effects, ["x1", "x2"], "effects come back in emission order");
+
+    // A second commit changes one entry, removes a run and an effect.
+    let mut next = loaded.clone();
+    next.entries[0].state = EntryState::Testing;
+    next.runs.clear();
+    next.outbox.retain(|x| x.id == "x2");
+    store
+        .commit(&commit(&loaded, next.clone(), vec![], vec![], T0))
+        .await
+        .unwrap();
+    let reloaded = store.load(&before.queue.id).await.unwrap().unwrap();
+    assert_eq!(reloaded.queue.version, 2);
+    assert_eq!(reloaded.entries, next.entries);
+    assert!(reloaded.runs.is_empty());
+    assert_eq!(reloaded.outbox.len(), 1);
+}
+
+pub async fn stale_commit_conflicts_and_changes_nothing(store: Arc<dyn Store>) {
+    let before = create(&*store, "rocket").await;
+    let mut first = before.clone();
+    first.entries = vec![entry(1, EntryState::Pending, T0)];
+    store
+        .commit(&commit(&before, first, vec![], vec![], T0))
+        .await
+        .unwrap();
+
+    let mut stale = before.clone();
+    stale.entries = vec![entry(2, EntryState::Pending, T0)];
+    stale.queue.config.concurrency = 9;
+    let result = store
+        .commit(&commit(&before, stale, vec![], vec![], T0))
+        .await;
+    assert_eq!(result, Err(StoreError::Conflict));
+
+    let loaded = store.load(&before.queue.id).await.unwrap().unwrap();
+    assert_eq!(loaded.queue.version, 1);
+    assert_eq!(loaded.queue.config.concurrency, 1);
+    let prs: Vec<u32> = loaded.entries.iter().map(|e| e.pr).collect();
+    assert_eq!(prs, [1]);
+}
+
+pub async fn commit_to_deleted_queue_fails(store: Arc<dyn Store>) {
+    let before = create(&*store, "rocket").await;
+    store.delete_queue(&before).await.unwrap();
+    let mut after = before.clone();
+    after.entries = vec![entry(1, EntryState::Pending, T0)];
+    let result = store
+        .commit(&commit(&before, after, vec![], vec![], T0))
+        .await;
+    assert!(
+        matches!(result, Err(StoreError::Conflict | StoreError::NotFound)),
+        "{result:?}"
+    );
+    assert!(store.load(&before.queue.id).await.unwrap().is_none());
+}
+
+pub async fn concluded_entries_become_history(store: Arc<dyn Store>) {
+    let before = create(&*store, "rocket").await;
+    let id = before.queue.id.clone();
+    let mut with_entries = before.clone();
+    with_entries.entries = vec![
+        entry(1, EntryState::Testing, T0),
+        entry(2, EntryState::Pending, T0),
+    ];
+    store
+        .commit(&commit(&before, with_entries.clone(), vec![], vec![], T0))
+        .await
+        .unwrap();
+    let snap = store.load(&id).await.unwrap().unwrap();
+
+    let t1 = T0.plus_millis(60_000);
+    let merged = concluded(snap.entries[0].clone(), EntryState::Merged, t1);
+    let mut after = snap.clone();
+    after.entries.remove(0);
+    store
+        .commit(&commit(&snap, after, vec![merged.clone()], vec![], t1))
+        .await
+        .unwrap();
+
+    let live = store.load(&id).await.unwrap().unwrap();
+    assert_eq!(live.entries.iter().map(|e| e.pr).collect::<Vec<_>>(), [2]);
+    let (queue, latest) = store.load_entry(&id, 1).await.unwrap().unwrap();
+    assert_eq!(queue.id, id);
+    assert_eq!(latest, Some(merged.clone()));
+    let window = store
+        .concluded_between(&id, t1, t1.plus_millis(1))
+        .await
+        .unwrap();
+    assert_eq!(window, vec![merged]);
+    assert!(
+        store
+            .concluded_between(&id, T0, t1)
+            .await
+            .unwrap()
+            .is_empty(),
+        "end is exclusive"
+    );
+    assert!(
+        store
+            .concluded_between(&id, t1.plus_millis(1), t1.plus_millis(9))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+pub async fn latest_entry_prefers_the_active_one(store: Arc<dyn Store>) {
+    let before = create(&*store, "rocket").await;
+    let id = before.queue.id.clone();
+    let t1 = T0.plus_millis(1_000);
+    let old = concluded(entry(7, EntryState::Testing, T0), EntryState::Failed, t1);
+    let mut first = before.clone();
+    first.entries = vec![];
+    store
+        .commit(&commit(&before, first, vec![old.clone()], vec![], t1))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.load_entry(&id, 7).await.unwrap().unwrap().1,
+        Some(old)
+    );
+
+    let snap = store.load(&id).await.unwrap().unwrap();
+    let again = entry(7, EntryState::Pending, T0.plus_millis(2_000));
+    let mut second = snap.clone();
+    second.entries = vec![again.clone()];
+    store
+        .commit(&commit(&snap, second, vec![], vec![], t1))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.load_entry(&id, 7).await.unwrap().unwrap().1,
+        Some(again)
+    );
+    assert_eq!(store.load_entry(&id, 8).await.unwrap().unwrap().1, None);
+}
+
+pub async fn history_of_a_deleted_queue_is_not_inherited(store: Arc<dyn Store>) {
+    let before = create(&*store, "rocket").await;
+    let id = before.queue.id.clone();
+    let done = concluded(
+        entry(3, EntryState::Testing, T0),
+        EntryState::Merged,
+        T0.plus_millis(5),
+    );
+    let mut after = before.clone();
+    after.entries.clear();
+    store
+        .commit(&commit(&before, after, vec![done], vec![], T0))
+        .await
+        .unwrap();
+    let snap = store.load(&id).await.unwrap().unwrap();
+    store.delete_queue(&snap).await.unwrap();
+
+    let mut reborn = queue("acme", "rocket", "main");
+    reborn.created_at = T0.plus_millis(10_000);
+    store.create_queue(&reborn).await.unwrap();
+    let (_, latest) = store.load_entry(&id, 3).await.unwrap().unwrap();
+    assert_eq!(latest, None);
+}
+
+pub async fn runs_are_found_active_and_finished(store: Arc<dyn Store>) {
+    let before = create(&*store, "rocket").await;
+    let id = before.queue.id.clone();
+    let mut after = before.clone();
+    after.runs = vec![run("r1", &[1], Some("aaa"), T0), run("r2", &[2], None, T0)];
+    store
+        .commit(&commit(&before, after, vec![], vec![], T0))
+        .await
+        .unwrap();
+    let snap = store.load(&id).await.unwrap().unwrap();
+    assert_eq!(
+        store
+            .load_run(&id, "r2")
+            .await
+            .unwrap()
+            .unwrap()
+            .1
+            .unwrap()
+            .id,
+        "r2"
+    );
+
+    let t1 = T0.plus_millis(90_000);
+    let done = finished(snap.runs[0].clone(), RunStatus::Succeeded, t1);
+    let mut next = snap.clone();
+    next.runs.remove(0);
+    store
+        .commit(&commit(&snap, next, vec![], vec![done.clone()], t1))
+        .await
+        .unwrap();
+
+    let (_, found) = store.load_run(&id, "r1").await.unwrap().unwrap();
+    assert_eq!(found, Some(done.clone()));
+    assert_eq!(store.load_run(&id, "nope").await.unwrap().unwrap().1, None);
+    let window = store
+        .runs_finished_between(&id, T0, t1.plus_millis(1))
+        .await
+        .unwrap();
+    assert_eq!(window, vec![done]);
+    assert!(
+        store
+            .runs_finished_between(&id, T0, t1)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+pub async fn runs_are_found_by_test_branch_sha(store: Arc<dyn Store>) {
+    let before = create(&*store, "rocket").await;
+    let mut after = before.clone();
+    after.runs = vec![run("r1", &[1], Some("feed"), T0), run("r2", &[2], None, T0)];
+    store
+        .commit(&commit(&before, after, vec![], vec![], T0))
+        .await
+        .unwrap();
+    let found = store.runs_by_sha(&Sha::new("feed")).await.unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(
+        (found[0].queue.clone(), found[0].run_id.as_str()),
+        (before.queue.id.clone(), "r1")
+    );
+    assert!(
+        store
+            .runs_by_sha(&Sha::new("beef"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+pub async fn delete_refuses_a_queue_with_entries(store: Arc<dyn Store>) {
+    let before = create(&*store, "rocket").await;
+    let mut after = before.clone();
+    after.entries = vec![entry(1, EntryState::NotReady, T0)];
+    store
+        .commit(&commit(&before, after, vec![], vec![], T0))
+        .await
+        .unwrap();
+    let snap = store.load(&before.queue.id).await.unwrap().unwrap();
+    assert_eq!(store.delete_queue(&snap).await, Err(StoreError::NotEmpty));
+    assert!(store.load(&before.queue.id).await.unwrap().is_some());
+}
+
+pub async fn delete_refuses_even_with_a_stale_empty_snapshot(store: Arc<dyn Store>) {
+    let before = create(&*store, "rocket").await;
+    let mut after = before.clone();
+    after.entries = vec![entry(1, EntryState::Pending, T0)];
+    store
+        .commit(&commit(&before, after, vec![], vec![], T0))
+        .await
+        .unwrap();
+    // `before` has no entries but is one version behind: the store itself must refuse.
+    let result = store.delete_queue(&before).await;
+    assert_eq!(result, Err(StoreError::NotEmpty));
+    assert_eq!(
+        store
+            .load(&before.queue.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .entries
+            .len(),
+        1
+    );
+}
+
+pub async fn delete_removes_every_live_item(store: Arc<dyn Store>) {
+    let before = create(&*store, "rocket").await;
+    let id = before.queue.id.clone();
+    let mut after = before.clone();
+    after.runs = vec![run("r9", &[], Some("dead"), T0)];
+    after.outbox = vec![effect("x1", T0)];
+    store
+        .commit(&commit(&before, after, vec![], vec![], T0))
+        .await
+        .unwrap();
+    store
+        .acquire_lease(&id, "tick-a", T0, T0.plus_millis(60_000))
+        .await
+        .unwrap();
+    let snap = store.load(&id).await.unwrap().unwrap();
+    store.delete_queue(&snap).await.unwrap();
+    assert!(store.load(&id).await.unwrap().is_none());
+    assert!(store.queues_with_work().await.unwrap().is_empty());
+
+    let fresh = create(&*store, "rocket").await;
+    assert!(
+        fresh.runs.is_empty() && fresh.outbox.is_empty(),
+        "nothing left behind"
+    );
+    assert!(
+        store
+            .acquire_lease(&id, "tick-b", T0, T0.plus_millis(1))
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store
+            .delete_queue(&QueueSnapshot::new(queue("acme", "gone", "main")))
+            .await,
+        Err(StoreError::NotFound)
+    );
+}
+
+pub async fn queues_are_listed_by_organisation_and_repository(store: Arc<dyn Store>) {
+    for (org_name, repo, branch) in [
+        ("acme", "rocket", "main"),
+        ("acme", "rocket", "release"),
+        ("acme", "probe", "main"),
+        ("umbrella", "hive", "main"),
+    ] {
+        store
+            .create_queue(&queue(org_name, repo, branch))
+            .await
+            .unwrap();
+    }
+    let mut acme: Vec<String> = store
+        .queues_of_org(&org("acme"))
+        .await
+        .unwrap()
+        .iter()
+        .map(|q| q.id.to_string())
+        .collect();
+    acme.sort();
+    assert_eq!(
+        acme,
+        [
+            "github.com/acme/probe#main",
+            "github.com/acme/rocket#main",
+            "github.com/acme/rocket#release"
+        ]
+    );
+    let rocket = store
+        .queues_of_repo("github.com/acme/rocket")
+        .await
+        .unwrap();
+    assert_eq!(rocket.len(), 2);
+    assert!(
+        store
+            .queues_of_org(&org("nobody"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+pub async fn queues_with_work_are_listed_until_idle(store: Arc<dyn Store>) {
+    let idle = create(&*store, "idle").await;
+    let busy = create(&*store, "busy").await;
+    let mut after = busy.clone();
+    after.entries = vec![entry(1, EntryState::Pending, T0)];
+    store
+        .commit(&commit(&busy, after, vec![], vec![], T0))
+        .await
+        .unwrap();
+    let working = store.queues_with_work().await.unwrap();
+    assert_eq!(working, vec![busy.queue.id.clone()]);
+    assert!(!working.contains(&idle.queue.id));
+
+    let snap = store.load(&busy.queue.id).await.unwrap().unwrap();
+    let done = concluded(snap.entries[0].clone(), EntryState::Cancelled, T0);
+    let mut empty = snap.clone();
+    empty.entries.clear();
+    store
+        .commit(&commit(&snap, empty, vec![done], vec![], T0))
+        .await
+        .unwrap();
+    assert!(store.queues_with_work().await.unwrap().is_empty());
+}
+
+pub async fn lease_is_exclusive_until_it_expires(store: Arc<dyn Store>) {
+    let snap = create(&*store, "rocket").await;
+    let id = snap.queue.id.clone();
+    let minute = 60_000;
+    assert!(
+        store
+            .acquire_lease(&id, "a", T0, T0.plus_millis(minute))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .acquire_lease(&id, "b", T0.plus_millis(1), T0.plus_millis(minute))
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .acquire_lease(&id, "a", T0.plus_millis(2), T0.plus_millis(2 * minute))
+            .await
+            .unwrap(),
+        "the holder renews"
+    );
+    assert!(
+        store
+            .acquire_lease(
+                &id,
+                "b",
+                T0.plus_millis(2 * minute),
+                T0.plus_millis(3 * minute)
+            )
+            .await
+            .unwrap(),
+        "an expired lease is taken over"
+    );
+    store.release_lease(&id, "a").await.unwrap();
+    assert!(
+        !store
+            .acquire_lease(
+                &id,
+                "c",
+                T0.plus_millis(2 * minute + 1),
+                T0.plus_millis(4 * minute)
+            )
+            .await
+            .unwrap(),
+        "a non-holder cannot release"
+    );
+    store.release_lease(&id, "b").await.unwrap();
+    assert!(
+        store
+            .acquire_lease(
+                &id,
+                "c",
+                T0.plus_millis(2 * minute + 2),
+                T0.plus_millis(4 * minute)
+            )
+            .await
+            .unwrap()
+    );
+    let unknown = queue("acme", "gone", "main").id;
+    assert_eq!(
+        store.acquire_lease(&unknown, "a", T0, T0).await,
+        Err(StoreError::NotFound)
+    );
+    // Leases do not move the queue's version: they never conflict with commits.
+    assert_eq!(store.load(&id).await.unwrap().unwrap().queue.version, 0);
+}
+
+pub async fn tokens_are_stored_listed_and_revoked(store: Arc<dyn Store>) {
+    let token = |hash: &str, id: &str, at: i64| TokenRecord {
+        token_hash: hash.to_owned(),
+        id: id.to_owned(),
+        org: org("acme"),
+        label: "ci".to_owned(),
+        created_at: Timestamp(at),
+        revoked_at: None,
+    };
+    store.put_token(&token("h2", "t2", 2)).await.unwrap();
+    store.put_token(&token("h1", "t1", 1)).await.unwrap();
+    assert_eq!(
+        store.put_token(&token("h1", "t3", 3)).await,
+        Err(StoreError::AlreadyExists)
+    );
+    assert_eq!(
+        store.find_token("h1").await.unwrap(),
+        Some(token("h1", "t1", 1))
+    );
+    assert_eq!(store.find_token("nope").await.unwrap(), None);
+    let ids: Vec<String> = store
+        .list_tokens()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.id)
+        .collect();
+    assert_eq!(ids, ["t1", "t2"]);
+    store.revoke_token("t2", Timestamp(50)).await.unwrap();
+    store.revoke_token("t2", Timestamp(60)).await.unwrap();
+    assert_eq!(
+        store.find_token("h2").await.unwrap().unwrap().revoked_at,
+        Some(Timestamp(50)),
+        "the first revocation time stays"
+    );
+    assert_eq!(
+        store.revoke_token("t9", Timestamp(1)).await,
+        Err(StoreError::NotFound)
+    );
+}
+
+/// Eight writers add entries to one queue at once, retrying on conflict: nothing is lost.
+pub async fn concurrent_commits_lose_no_update(store: Arc<dyn Store>) {
+    let id: QueueId = create(&*store, "rocket").await.queue.id;
+    const WRITERS: u32 = 8;
+    const EACH: u32 = 4;
+    let mut tasks = Vec::new();
+    for w in 0..WRITERS {
+        let store = store.clone();
+        let id = id.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut conflicts = 0u32;
+            for i in 0..EACH {
+                let pr = w * 100 + i;
+                loop {
+                    let before = store.load(&id).await.unwrap().unwrap();
+                    let mut after = before.clone();
+                    after.entries.push(entry(pr, EntryState::Pending, T0));
+                    after
+                        .queue
+                        .config
+                        .required_statuses
+                        .push(format!("check-{pr}"));
+                    match store
+                        .commit(&commit(&before, after, vec![], vec![], T0))
+                        .await
+                    {
+                        Ok(()) => break,
+                        Err(StoreError::Conflict) => conflicts += 1,
+                        Err(e) => panic!("unexpected {e:?}"),
+                    }
+                }
+            }
+            conflicts
+        }));
+    }
+    let mut conflicts = 0;
+    for t in tasks {
+        conflicts += t.await.unwrap();
+    }
+    let snap = store.load(&id).await.unwrap().unwrap();
+    let total = WRITERS * EACH;
+    eprintln!(
+        "{total} concurrent commits by {WRITERS} writers: {conflicts} version conflicts retried"
+    );
+    assert_eq!(snap.entries.len() as u32, total, "no entry lost");
+    assert_eq!(
+        snap.queue.config.required_statuses.len() as u32,
+        total,
+        "no settings update lost"
+    );
+    assert_eq!(snap.queue.version, u64::from(total));
+}

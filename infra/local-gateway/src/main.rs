@@ -1,0 +1,82 @@
+//! `local-gateway`: run the merge queue on this machine.
+//!
+//! ```text
+//! cargo run -p local-gateway                     # in-memory store, prints a token
+//! cargo run -p local-gateway -- --api-token T    # a known token (organisation "local")
+//! cargo run -p local-gateway -- --dynamodb-endpoint http://127.0.0.1:8000
+//! ```
+
+use clap::Parser;
+use local_gateway::Gateway;
+use local_gateway::tokens::{LOCAL_ORG, parse_token_list, register};
+use mq_api::{App, Clock, SystemClock};
+use mq_core::ids::OrgId;
+use mq_store::{DynamoStore, MemoryStore, Store, TableNames};
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+#[derive(Parser)]
+#[command(name = "local-gateway", about = "Serve the merge queue API locally")]
+struct Args {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:3000")]
+    listen: SocketAddr,
+    /// Use DynamoDB at this endpoint (tables are created if missing) instead of memory.
+    #[arg(long, env = "MQ_DYNAMODB_ENDPOINT")]
+    dynamodb_endpoint: Option<String>,
+    /// Prefix of the table names on the DynamoDB endpoint.
+    #[arg(long, default_value = "mq-local-")]
+    table_prefix: String,
+    /// An API token to accept, for the organisation "local" (repeatable).
+    #[arg(long = "api-token")]
+    api_tokens: Vec<String>,
+    /// Tokens of several organisations: `org1:token1,org2:token2`.
+    #[arg(long, env = "MQ_API_TOKENS", hide_env_values = true)]
+    tokens: Option<String>,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    mq_api::logging::init_text();
+    match run(Args::parse()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: Args) -> Result<(), String> {
+    let store = open_store(&args).await?;
+    let app = Arc::new(App::new(store.clone(), Arc::new(SystemClock)));
+    let mut given = parse_token_list(args.tokens.as_deref().unwrap_or_default())?;
+    let local = OrgId::parse(LOCAL_ORG).map_err(|e| e.to_string())?;
+    given.extend(args.api_tokens.iter().map(|t| (local.clone(), t.clone())));
+    let generated = register(store.as_ref(), given, SystemClock.now()).await?;
+    let gateway = Gateway::start(app, args.listen)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+    println!("merge queue API on {}", gateway.base_url());
+    if let Some(token) = generated {
+        println!("API token (organisation \"{LOCAL_ORG}\"): {token}");
+    }
+    tokio::select! {
+        _ = gateway.wait() => {}
+        _ = tokio::signal::ctrl_c() => println!("stopping"),
+    }
+    Ok(())
+}
+
+async fn open_store(args: &Args) -> Result<Arc<dyn Store>, String> {
+    let Some(endpoint) = &args.dynamodb_endpoint else {
+        return Ok(Arc::new(MemoryStore::new()));
+    };
+    let client = mq_tables::local_client(endpoint).await;
+    let tables = TableNames::with_prefix(&args.table_prefix);
+    mq_tables::create_missing_tables(&client, &tables)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(Arc::new(DynamoStore::new(client, tables)))
+}

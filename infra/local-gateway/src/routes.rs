@@ -1,0 +1,39 @@
+//! Every endpoint the gateway serves, and the handler function that serves it: the same
+//! functions the Lambda binaries run.
+
+use lambda_http::http::Method;
+use lambda_http::{Body, Request, Response};
+use mq_api::App;
+use std::future::Future;
+use std::pin::Pin;
+
+pub type HandlerFuture<'a> = Pin<Box<dyn Future<Output = Response<Body>> + Send + 'a>>;
+pub type Handler = for<'a> fn(&'a App, Request) -> HandlerFuture<'a>;
+
+/// One endpoint: method, path under the base URL, handler.
+#[derive(Clone)]
+pub struct Route {
+    pub method: Method,
+    pub path: &'static str,
+    pub handler: Handler,
+}
+
+macro_rules! routes {
+    ($( $method:ident $path:literal => $krate:ident ),+ $(,)?) => {
+        /// The routes, in the order the spec lists the endpoints.
+        pub fn routes() -> Vec<Route> {
+            vec![ $( Route {
+                method: Method::$method,
+                path: $path,
+                handler: |app, req| Box::pin($krate::handle(app, req)),
+            } ),+ ]
+        }
+    };
+}
+
+routes! {
+    POST "/v1/createQueue" => create_queue,
+    POST "/v1/deleteQueue" => delete_queue,
+    POST "/v1/getQueue" => get_queue,
+    POST "/v1/updateQueue" => update_queue,
+}

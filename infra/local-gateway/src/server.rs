@@ -1,0 +1,204 @@
+//! The HTTP server: turns each request into the Lambda request type, calls the handler, and
+//! turns its response back.
+
+use crate::routes::{Handler, Route, routes};
+use axum::Router;
+use axum::extract::Request as HttpRequest;
+use axum::response::Response as HttpResponse;
+use axum::routing::{MethodFilter, on};
+use http_body_util::BodyExt;
+use lambda_http::{RequestExt, aws_lambda_events::query_map::QueryMap};
+use mq_api::body::MAX_BODY_BYTES;
+use mq_api::{ApiError, App};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// The router of every endpoint over one application.
+pub fn router(app: Arc<App>) -> Router {
+    let mut router = Router::new();
+    for route in routes() {
+        router = router.route(route.path, method_router(app.clone(), route));
+    }
+    router.fallback(|| async {
+        to_http(ApiError::not_found("NOT_FOUND", "no such endpoint").to_response())
+    })
+}
+
+fn method_router(app: Arc<App>, route: Route) -> axum::routing::MethodRouter {
+    let filter = if route.method == lambda_http::http::Method::GET {
+        MethodFilter::GET
+    } else {
+        MethodFilter::POST
+    };
+    let allowed = route.method.to_string();
+    let handler = route.handler;
+    on(filter, move |req: HttpRequest| {
+        dispatch(app.clone(), handler, req)
+    })
+    .fallback(move || {
+        let allowed = allowed.clone();
+        async move { to_http(ApiError::method_not_allowed(&allowed).to_response()) }
+    })
+}
+
+async fn dispatch(app: Arc<App>, handler: Handler, req: HttpRequest) -> HttpResponse {
+    let (parts, body) = req.into_parts();
+    let bytes = match read_capped(body, MAX_BODY_BYTES + 1).await {
+        Ok(bytes) => bytes,
+        Err(()) => {
+            return to_http(ApiError::bad_request("cannot read the request body").to_response());
+        }
+    };
+    let query = query_map(parts.uri.query());
+    let request = lambda_http::Request::from_parts(parts, lambda_http::Body::Binary(bytes))
+        .with_query_string_parameters(query);
+    to_http(handler(&app, request).await)
+}
+
+/// Reads at most `cap` bytes: a larger body reaches the handler cut at `cap`, which is still
+/// over the limit, so the handler answers 413 as it does on Lambda.
+async fn read_capped(mut body: axum::body::Body, cap: usize) -> Result<Vec<u8>, ()> {
+    let mut out = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|_| ())?;
+        if let Some(data) = frame.data_ref() {
+            let room = cap - out.len();
+            out.extend_from_slice(&data[..data.len().min(room)]);
+            if out.len() >= cap {
+                break;
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn query_map(query: Option<&str>) -> QueryMap {
+    let mut map: HashMap<String, Vec<String>> = HashMap::new();
+    for pair in query
+        .unwrap_or_default()
+        .split('&')
+        .filter(|p| !p.is_empty())
+    {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        map.entry(decode(k)).or_default().push(decode(v));
+    }
+    QueryMap::from(map)
+}
+
+/// Percent-decoding of a query component (`+` is a space).
+fn decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let escaped = (bytes[i] == b'%')
+            .then(|| Some((hex_value(*bytes.get(i + 1)?)? << 4) | hex_value(*bytes.get(i + 2)?)?))
+            .flatten();
+        match (bytes[i], escaped) {
+            (_, Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b'+', None) => {
+                out.push(b' ');
+                i += 1;
+            }
+            (b, None) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn hex_value(b: u8) -> Option<u8> {
+    (b as char).to_digit(16).map(|d| d as u8)
+}
+
+fn to_http(response: lambda_http::Response<lambda_http::Body>) -> HttpResponse {
+    let (parts, body) = response.into_parts();
+    let bytes: Vec<u8> = match body {
+        lambda_http::Body::Text(s) => s.into_bytes(),
+        lambda_http::Body::Binary(b) => b,
+        other => other.as_ref().to_vec(),
+    };
+    HttpResponse::from_parts(parts, axum::body::Body::from(bytes))
+}
+
+/// A running gateway.
+pub struct Gateway {
+    pub addr: SocketAddr,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: JoinHandle<()>,
+}
+
+impl Gateway {
+    /// Serves `app` on `listen` (port 0 picks a free port) until stopped or dropped.
+    pub async fn start(app: Arc<App>, listen: SocketAddr) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(listen).await?;
+        let addr = listener.local_addr()?;
+        let (tx, rx) = oneshot::channel::<()>();
+        let service = router(app);
+        let task = tokio::spawn(async move {
+            let served = axum::serve(listener, service).with_graceful_shutdown(async {
+                let _ = rx.await;
+            });
+            if let Err(e) = served.await {
+                tracing::error!(error = %e, "gateway stopped");
+            }
+        });
+        Ok(Self {
+            addr,
+            shutdown: Some(tx),
+            task,
+        })
+    }
+
+    /// The base URL, `http://127.0.0.1:PORT/v1`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Stops accepting requests and waits for the server to finish.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        let _ = (&mut self.task).await;
+    }
+
+    /// Waits until the server stops (it runs until the process is interrupted).
+    pub async fn wait(mut self) {
+        let _ = (&mut self.task).await;
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_components_are_decoded() {
+        assert_eq!(decode("acme%2Frocket"), "acme/rocket");
+        assert_eq!(decode("a+b"), "a b");
+        assert_eq!(decode("100%"), "100%");
+        assert_eq!(decode("%zz%C3%A9"), "%zzé");
+        let map = query_map(Some("repo=acme%2Frocket&repoHost=github.com&flag"));
+        assert_eq!(map.first("repo"), Some("acme/rocket"));
+        assert_eq!(map.first("repoHost"), Some("github.com"));
+        assert_eq!(map.first("flag"), Some(""));
+    }
+}

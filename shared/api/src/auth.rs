@@ -1,0 +1,127 @@
+//! Authentication: an API token in `x-api-token` (or `Authorization: Bearer`), looked up by its
+//! SHA-256 hash; one organisation per token.
+
+use crate::error::ApiError;
+use lambda_http::Request;
+use lambda_http::http::header;
+use mq_core::ids::OrgId;
+use mq_store::TokenStore;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+pub const TOKEN_HEADER: &str = "x-api-token";
+
+/// Lowercase hex SHA-256 of a token: what the store keeps.
+pub fn hash_token(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+/// The token a request carries, from `x-api-token` or else `Authorization: Bearer`.
+pub fn presented_token(req: &Request) -> Option<&str> {
+    let direct = req
+        .headers()
+        .get(TOKEN_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim);
+    let bearer = || {
+        req.headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| {
+                let (scheme, rest) = v.trim().split_once(' ')?;
+                scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
+            })
+    };
+    direct
+        .or_else(bearer)
+        .filter(|t| !t.is_empty() && t.len() <= 512)
+}
+
+/// The organisation of the request's token; 401 when it is missing, unknown or revoked.
+pub async fn authenticate(tokens: &dyn TokenStore, req: &Request) -> Result<OrgId, ApiError> {
+    let token = presented_token(req).ok_or_else(ApiError::unauthorized)?;
+    let hash = hash_token(token);
+    let record = tokens
+        .find_token(&hash)
+        .await?
+        .ok_or_else(ApiError::unauthorized)?;
+    let same: bool = record.token_hash.as_bytes().ct_eq(hash.as_bytes()).into();
+    if !same || record.revoked_at.is_some() {
+        return Err(ApiError::unauthorized());
+    }
+    Ok(record.org)
+}
+
+/// A new API token: the secret (shown once) and the record to store (its hash only).
+pub fn new_token(
+    org: mq_core::ids::OrgId,
+    label: &str,
+    now: mq_core::time::Timestamp,
+) -> Result<(String, mq_store::TokenRecord), getrandom::Error> {
+    let mut secret = [0u8; 32];
+    getrandom::fill(&mut secret)?;
+    let token = format!("mq_{}", hex::encode(secret));
+    Ok((token.clone(), record_for(&token, org, label, now)))
+}
+
+/// The stored record of a known token (the local gateway registers tokens given to it).
+pub fn record_for(
+    token: &str,
+    org: mq_core::ids::OrgId,
+    label: &str,
+    now: mq_core::time::Timestamp,
+) -> mq_store::TokenRecord {
+    let token_hash = hash_token(token);
+    mq_store::TokenRecord {
+        id: format!("tok_{}", &token_hash[..12]),
+        token_hash,
+        org,
+        label: label.to_owned(),
+        created_at: now,
+        revoked_at: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lambda_http::Body;
+
+    fn with_headers(headers: &[(&str, &str)]) -> Request {
+        let mut b = lambda_http::http::Request::builder();
+        for (k, v) in headers {
+            b = b.header(*k, *v);
+        }
+        b.body(Body::Empty).unwrap()
+    }
+
+    #[test]
+    fn hashes_are_sha256_hex() {
+        assert_eq!(
+            hash_token("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    #[test]
+    fn token_comes_from_either_header() {
+        assert_eq!(
+            presented_token(&with_headers(&[("x-api-token", "t1")])),
+            Some("t1")
+        );
+        assert_eq!(
+            presented_token(&with_headers(&[("authorization", "Bearer t2")])),
+            Some("t2")
+        );
+        assert_eq!(
+            presented_token(&with_headers(&[("authorization", "bearer  t3 ")])),
+            Some("t3")
+        );
+        assert_eq!(
+            presented_token(&with_headers(&[("authorization", "Basic dXNlcg==")])),
+            None
+        );
+        assert_eq!(presented_token(&with_headers(&[("x-api-token", "")])), None);
+        assert_eq!(presented_token(&with_headers(&[])), None);
+    }
+}

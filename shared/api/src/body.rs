@@ -1,0 +1,159 @@
+//! Request bodies: size limit, content type, and JSON parsing with errors that name the field.
+
+use crate::error::ApiError;
+use lambda_http::Request;
+use lambda_http::http::header;
+use serde::de::DeserializeOwned;
+
+/// The largest accepted request body: 20 MiB (spec §8).
+pub const MAX_BODY_BYTES: usize = 20 * 1024 * 1024;
+
+/// The raw bytes of a request body.
+pub fn bytes(req: &Request) -> &[u8] {
+    req.body().as_ref()
+}
+
+/// Checks the size (413) and the content type (415) of a JSON request body.
+pub fn check_json_request(req: &Request) -> Result<&[u8], ApiError> {
+    let body = bytes(req);
+    if body.len() > MAX_BODY_BYTES {
+        return Err(ApiError::payload_too_large(MAX_BODY_BYTES));
+    }
+    if let Some(ct) = req.headers().get(header::CONTENT_TYPE)
+        && !is_json_content_type(ct.to_str().unwrap_or_default())
+    {
+        return Err(ApiError::unsupported_media_type());
+    }
+    Ok(body)
+}
+
+/// `application/json` or any `+json` type, with parameters.
+fn is_json_content_type(value: &str) -> bool {
+    let essence = value
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// Parses a JSON body into `T`; errors name the offending field (`repo.host: missing field`).
+pub fn parse_json<T: DeserializeOwned>(req: &Request) -> Result<T, ApiError> {
+    let body = check_json_request(req)?;
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::bad_request(
+            "request body is empty; a JSON object is required",
+        ));
+    }
+    from_slice(body)
+}
+
+/// Parses JSON bytes into `T`, naming the field of any error.
+pub fn from_slice<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    let de = &mut serde_json::Deserializer::from_slice(body);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let message = if inner.is_syntax() || inner.is_eof() {
+            format!("request body is not valid JSON: {inner}")
+        } else if path == "." {
+            inner.to_string()
+        } else {
+            format!("{path}: {inner}")
+        };
+        ApiError::bad_request(strip_position(&message))
+    })
+}
+
+/// serde_json appends " at line 1 column 23" to messages; clients need the field, not that.
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(i) if message[i..].contains(" column ") => message[..i].to_owned(),
+        _ => message.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lambda_http::Body;
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)]
+    struct Repo {
+        host: String,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)]
+    struct Req {
+        repo: Repo,
+        count: Option<u8>,
+    }
+
+    fn request(body: &str, content_type: Option<&str>) -> Request {
+        let mut builder = lambda_http::http::Request::builder()
+            .method("POST")
+            .uri("/v1/x");
+        if let Some(ct) = content_type {
+            builder = builder.header("content-type", ct);
+        }
+        builder.body(Body::Text(body.to_owned())).unwrap()
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let err =
+            parse_json::<Req>(&request(r#"{"repo":{}}"#, Some("application/json"))).unwrap_err();
+        assert_eq!(err.message, "repo: missing field `host`");
+        let err =
+            parse_json::<Req>(&request(r#"{"repo":{"host":"h"},"count":"x"}"#, None)).unwrap_err();
+        assert_eq!(
+            err.message,
+            "count: invalid type: string \"x\", expected u8"
+        );
+        let err = parse_json::<Req>(&request(r#"{}"#, None)).unwrap_err();
+        assert_eq!(err.message, "missing field `repo`");
+    }
+
+    #[test]
+    fn malformed_json_is_a_bad_request() {
+        let err = parse_json::<Req>(&request("{nope", None)).unwrap_err();
+        assert_eq!(err.status.as_u16(), 400);
+        assert!(
+            err.message.starts_with("request body is not valid JSON"),
+            "{}",
+            err.message
+        );
+    }
+
+    #[test]
+    fn non_json_content_types_are_refused() {
+        let err = parse_json::<Req>(&request("{}", Some("text/plain"))).unwrap_err();
+        assert_eq!(err.status.as_u16(), 415);
+        assert!(
+            parse_json::<Req>(&request(
+                r#"{"repo":{"host":"h"}}"#,
+                Some("application/json; charset=utf-8")
+            ))
+            .is_ok()
+        );
+        assert!(
+            parse_json::<Req>(&request(
+                r#"{"repo":{"host":"h"}}"#,
+                Some("application/vnd.api+json")
+            ))
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn bodies_over_twenty_mebibytes_are_refused() {
+        let big = " ".repeat(MAX_BODY_BYTES + 1);
+        let err = parse_json::<Req>(&request(&big, Some("application/json"))).unwrap_err();
+        assert_eq!(err.status.as_u16(), 413);
+    }
+}

@@ -1,0 +1,91 @@
+//! The frame around every handler: request id, log span, authentication, error rendering.
+
+use crate::app::App;
+use crate::auth::authenticate;
+use crate::error::ApiError;
+use lambda_http::http::HeaderValue;
+use lambda_http::request::RequestContext;
+use lambda_http::{Body, Request, RequestExt, Response};
+use mq_core::ids::OrgId;
+use std::future::Future;
+use std::time::Instant;
+use tracing::Instrument;
+
+/// The response header carrying the request id.
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// Who is calling, once authenticated.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub org: OrgId,
+    pub request_id: String,
+}
+
+/// Runs an authenticated handler: every response carries `X-Request-Id`, every error is
+/// rendered as JSON, and one log span covers the request (request id, route, organisation,
+/// queue; never the body or the token).
+pub async fn serve<F, Fut>(
+    app: &App,
+    req: Request,
+    route: &'static str,
+    handler: F,
+) -> Response<Body>
+where
+    F: FnOnce(Caller, Request) -> Fut,
+    Fut: Future<Output = Result<Response<Body>, ApiError>>,
+{
+    let request_id = request_id(&req);
+    let span = tracing::info_span!(
+        "request",
+        request_id = %request_id,
+        route,
+        org = tracing::field::Empty,
+        queue = tracing::field::Empty,
+    );
+    let started = Instant::now();
+    let id = request_id.clone();
+    let result = async move {
+        let org = authenticate(app.store.as_ref(), &req).await?;
+        tracing::Span::current().record("org", org.as_str());
+        handler(
+            Caller {
+                org,
+                request_id: id,
+            },
+            req,
+        )
+        .await
+    }
+    .instrument(span.clone())
+    .await;
+    let mut response = result.unwrap_or_else(|e| e.to_response());
+    span.in_scope(|| {
+        tracing::info!(
+            status = response.status().as_u16(),
+            latency_ms = started.elapsed().as_millis() as u64,
+            "request finished"
+        )
+    });
+    if let Ok(v) = HeaderValue::from_str(&request_id) {
+        response.headers_mut().insert(REQUEST_ID_HEADER, v);
+    }
+    response
+}
+
+/// Records the queue a request works on, for the log span.
+pub fn record_queue(queue: &mq_core::ids::QueueId) {
+    tracing::Span::current().record("queue", queue.as_str());
+}
+
+/// API Gateway's request id on Lambda, else the Lambda invocation id, else a new one.
+fn request_id(req: &Request) -> String {
+    let from_gateway = match req.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(ctx)) => ctx.request_id.clone(),
+        Some(RequestContext::ApiGatewayV1(ctx)) => ctx.request_id.clone(),
+        _ => None,
+    };
+    from_gateway
+        .or_else(|| req.lambda_context_ref().map(|c| c.request_id.clone()))
+        .filter(|id| !id.is_empty())
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
+}

@@ -1,0 +1,17 @@
+//! What every handler shares: the application (store, clock), authentication, request body
+//! parsing with limits, the error type, the wire format, and the application service.
+
+pub mod app;
+pub mod auth;
+pub mod body;
+pub mod endpoint;
+pub mod error;
+pub mod http;
+pub mod lambda;
+pub mod logging;
+pub mod service;
+pub mod wire;
+
+pub use app::{App, Clock, SystemClock};
+pub use endpoint::{Caller, serve};
+pub use error::ApiError;

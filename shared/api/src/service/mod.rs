@@ -1,0 +1,4 @@
+//! The application service: what an endpoint does, between parsing and rendering.
+
+pub mod queues;
+pub mod shell;

@@ -1,0 +1,64 @@
+//! The imperative shell around a queue: load the snapshot the caller may see, apply a pure
+//! step, commit with the version check, retry when someone else committed first.
+
+use crate::app::App;
+use crate::error::ApiError;
+use mq_core::DomainError;
+use mq_core::engine::Transition;
+use mq_core::ids::{OrgId, QueueId};
+use mq_core::snapshot::{Commit, QueueSnapshot};
+use mq_core::time::Timestamp;
+use mq_store::StoreError;
+use std::time::Duration;
+
+/// Attempts before a contended commit gives up with 503.
+pub const MAX_COMMIT_ATTEMPTS: u32 = 12;
+
+/// The queue, if it exists and belongs to `org`; otherwise 404 (never revealing which).
+pub async fn load_owned(app: &App, org: &OrgId, id: &QueueId) -> Result<QueueSnapshot, ApiError> {
+    crate::endpoint::record_queue(id);
+    match app.store.load(id).await? {
+        Some(snapshot) if &snapshot.queue.org == org => Ok(snapshot),
+        _ => Err(DomainError::queue_not_found().into()),
+    }
+}
+
+/// A committed step: the snapshot it started from and what it did.
+#[derive(Debug, Clone)]
+pub struct Applied {
+    pub before: QueueSnapshot,
+    pub transition: Transition,
+}
+
+/// Applies `step` to the caller's queue and commits the result atomically, retrying from a
+/// fresh snapshot when the version moved. A domain refusal changes nothing.
+pub async fn mutate<F>(
+    app: &App,
+    org: &OrgId,
+    id: &QueueId,
+    mut step: F,
+) -> Result<Applied, ApiError>
+where
+    F: FnMut(&QueueSnapshot, Timestamp) -> Result<Transition, DomainError>,
+{
+    for attempt in 0..MAX_COMMIT_ATTEMPTS {
+        let before = load_owned(app, org, id).await?;
+        let now = app.now();
+        let transition = step(&before, now)?;
+        let commit = Commit::between(&before, &transition, now);
+        match app.store.commit(&commit).await {
+            Ok(()) => return Ok(Applied { before, transition }),
+            Err(StoreError::Conflict) => backoff(attempt).await,
+            Err(StoreError::NotFound) => return Err(DomainError::queue_not_found().into()),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(StoreError::Conflict.into())
+}
+
+/// Sleeps 5 ms × 2^attempt (at most 250 ms), with full jitter.
+pub async fn backoff(attempt: u32) {
+    let ceiling = (5u64 << attempt.min(6)).min(250);
+    let jitter = (uuid::Uuid::new_v4().as_u128() % u128::from(ceiling + 1)) as u64;
+    tokio::time::sleep(Duration::from_millis(jitter)).await;
+}

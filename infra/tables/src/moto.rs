@@ -14,14 +14,31 @@ use std::sync::OnceLock;
 /// The environment variable naming a running server to use.
 pub const ENDPOINT_VAR: &str = "MQ_TEST_DYNAMODB_ENDPOINT";
 
+/// Starts moto's server app with every request applied one at a time.
+///
+/// DynamoDB applies conditional writes and transactions atomically; moto's backends take no
+/// lock, so two transactions with the same condition, arriving on two server threads at once,
+/// can both pass it (seen as a lost update by the concurrency contract test). Serialising the
+/// requests gives moto DynamoDB's atomicity; clients still send concurrently.
 const SERVE: &str = r#"
-import sys
-from moto.server import ThreadedMotoServer
-server = ThreadedMotoServer(ip_address="127.0.0.1", port=int(sys.argv[1]), verbose=False)
-server.start()
+import sys, threading
+from moto.server import DomainDispatcherApplication, create_backend_app
+from moto.moto_server.werkzeug_app import MotoRequestHandler
+from werkzeug.serving import make_server
+
+app = DomainDispatcherApplication(create_backend_app)
+lock = threading.Lock()
+
+def serialised(environ, start_response):
+    with lock:
+        return list(app(environ, start_response))
+
+server = make_server("127.0.0.1", int(sys.argv[1]), serialised, threaded=True,
+                     request_handler=MotoRequestHandler)
+threading.Thread(target=server.serve_forever, daemon=True).start()
 print("ready", flush=True)
 sys.stdin.read()
-server.stop()
+server.shutdown()
 "#;
 
 /// A moto server owned by this process.

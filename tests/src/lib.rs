@@ -1,0 +1,201 @@
+//! The harness of the end-to-end tests: a gateway on a free loopback port over a fresh store
+//! (in memory, or DynamoDB on the run's moto server), tokens for two organisations, and an
+//! HTTP client.
+
+pub mod fixtures;
+
+use local_gateway::Gateway;
+use mq_api::auth::record_for;
+use mq_api::{App, SystemClock};
+use mq_core::ids::OrgId;
+use mq_core::time::Timestamp;
+use mq_store::{DynamoStore, MemoryStore, Store, TableNames};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// The token of organisation `acme`, which owns the queues the tests create.
+pub const ACME: &str = "acme-token";
+/// The token of organisation `umbrella`, which must never see acme's queues.
+pub const UMBRELLA: &str = "umbrella-token";
+/// A token of `acme` that was revoked.
+pub const REVOKED: &str = "revoked-token";
+
+/// Which store the gateway runs over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Memory,
+    DynamoDb,
+}
+
+/// A running gateway and what it runs on.
+pub struct TestEnv {
+    pub gateway: Gateway,
+    pub store: Arc<dyn Store>,
+    pub http: reqwest::Client,
+}
+
+/// A response: status and JSON body (`Value::Null` when the body is not JSON).
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub body: Value,
+    pub headers: reqwest::header::HeaderMap,
+}
+
+impl Reply {
+    /// The error code of an error body.
+    pub fn code(&self) -> &str {
+        self.body["error"]["code"].as_str().unwrap_or_default()
+    }
+
+    /// The error message of an error body.
+    pub fn message(&self) -> &str {
+        self.body["error"]["message"].as_str().unwrap_or_default()
+    }
+}
+
+impl TestEnv {
+    pub async fn start(backend: Backend) -> Self {
+        let store = match backend {
+            Backend::Memory => Arc::new(MemoryStore::new()) as Arc<dyn Store>,
+            Backend::DynamoDb => dynamo_store().await,
+        };
+        register_tokens(store.as_ref()).await;
+        let app = Arc::new(App::new(store.clone(), Arc::new(SystemClock)));
+        let gateway = Gateway::start(app, "127.0.0.1:0".parse().unwrap())
+            .await
+            .expect("gateway starts");
+        Self {
+            gateway,
+            store,
+            http: reqwest::Client::new(),
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!(
+            "{}/{}",
+            self.gateway.base_url(),
+            path.trim_start_matches('/')
+        )
+    }
+
+    /// POSTs a JSON body with a token (`None`: no token header).
+    pub async fn post(&self, path: &str, token: Option<&str>, body: &Value) -> Reply {
+        let mut req = self.http.post(self.url(path)).json(body);
+        if let Some(t) = token {
+            req = req.header("x-api-token", t);
+        }
+        reply(req.send().await.expect("request sent")).await
+    }
+
+    /// POSTs raw bytes with a content type.
+    pub async fn post_raw(
+        &self,
+        path: &str,
+        token: &str,
+        content_type: &str,
+        body: Vec<u8>,
+    ) -> Reply {
+        let req = self
+            .http
+            .post(self.url(path))
+            .header("x-api-token", token)
+            .header("content-type", content_type)
+            .body(body);
+        reply(req.send().await.expect("request sent")).await
+    }
+
+    /// POSTs as acme, expecting 200.
+    pub async fn ok(&self, path: &str, body: &Value) -> Value {
+        let r = self.post(path, Some(ACME), body).await;
+        assert_eq!(r.status, 200, "{path} {body}: {:?}", r.body);
+        r.body
+    }
+}
+
+async fn reply(response: reqwest::Response) -> Reply {
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let bytes = response.bytes().await.expect("body read");
+    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    Reply {
+        status,
+        body,
+        headers,
+    }
+}
+
+async fn register_tokens(store: &dyn Store) {
+    let now = Timestamp(0);
+    let acme = OrgId::parse("acme").unwrap();
+    let umbrella = OrgId::parse("umbrella").unwrap();
+    for record in [
+        record_for(ACME, acme.clone(), "e2e", now),
+        record_for(UMBRELLA, umbrella, "e2e", now),
+        record_for(REVOKED, acme, "e2e", now),
+    ] {
+        store.put_token(&record).await.unwrap();
+    }
+    let revoked = record_for(REVOKED, OrgId::parse("acme").unwrap(), "", now);
+    store.revoke_token(&revoked.id, Timestamp(1)).await.unwrap();
+}
+
+/// A DynamoDB store on the run's moto server, with tables of its own.
+async fn dynamo_store() -> Arc<dyn Store> {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let endpoint = mq_tables::moto::endpoint();
+    let client = mq_tables::local_client(&endpoint).await;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    let prefix = format!(
+        "e{}-{}-{nanos}-",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    );
+    let tables = TableNames::with_prefix(&prefix);
+    mq_tables::create_missing_tables(&client, &tables)
+        .await
+        .unwrap();
+    Arc::new(DynamoStore::new(client, tables))
+}
+
+/// `{repo, targetBranch}` of a test queue, merged with `extra` fields.
+pub fn queue_body(repo: &str, extra: Value) -> Value {
+    let mut body = json!({
+        "repo": {"host": "github.com", "owner": "acme", "name": repo},
+        "targetBranch": "main",
+    });
+    if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
+        for (k, v) in e {
+            b.insert(k.clone(), v.clone());
+        }
+    }
+    body
+}
+
+/// Declares each scenario twice: over the in-memory store and over DynamoDB on moto.
+#[macro_export]
+macro_rules! on_both_stores {
+    ($($name:ident),+ $(,)?) => {
+        mod in_memory {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::TestEnv::start($crate::Backend::Memory).await).await;
+                }
+            )+
+        }
+        mod dynamodb_on_moto {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::TestEnv::start($crate::Backend::DynamoDb).await).await;
+                }
+            )+
+        }
+    };
+}

@@ -1,0 +1,121 @@
+//! The Git host port: every read and write the queue needs, in the domain's words.
+//!
+//! Every write is idempotent when repeated with the same arguments: test branches are named
+//! by run id (re-creating one yields the same outcome), merges carry the expected target sha,
+//! comments are updated in place, statuses overwrite by context.
+
+use crate::error::HostResult;
+use async_trait::async_trait;
+use mq_core::engine::BranchPr;
+use mq_core::git::{CheckRunReport, PrFacts, RequiredStatuses, StatusReport, StatusState};
+use mq_core::ids::{PrNumber, RepoRef, Sha};
+use mq_core::settings::MergeMethod;
+
+/// A test branch to create: `base` plus one merge commit per PR head, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestBranchRequest {
+    /// `<prefix>/<target>/<run id>`.
+    pub branch: String,
+    /// The target branch, whose head is the base when `base` is `None`.
+    pub target: String,
+    pub base: Option<Sha>,
+    pub prs: Vec<BranchPr>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TestBranchOutcome {
+    /// The branch exists with `sha` at its tip, built on `base_sha`.
+    Created { sha: Sha, base_sha: Sha },
+    /// Merging this pull request's head conflicted; no branch was left behind.
+    Conflict { pr: PrNumber },
+}
+
+/// A tested set of pull requests to merge into the target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergeRequest {
+    pub target: String,
+    pub prs: Vec<BranchPr>,
+    pub method: MergeMethod,
+    /// The target must still be here, or the merge is refused with `TargetMoved`.
+    pub expected_target_sha: Option<Sha>,
+    /// The tested commit: `merge_commit` moves the target to it; `squash`/`rebase` produce
+    /// commits whose final tree equals its tree. `None` for a direct merge of an up-to-date PR.
+    pub tested_sha: Option<Sha>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MergeOutcome {
+    /// The target branch now points at `target_sha`.
+    Merged {
+        target_sha: Sha,
+    },
+    TargetMoved {
+        actual: Sha,
+    },
+    /// A pull request's head is no longer the tested head.
+    PrChanged {
+        pr: PrNumber,
+    },
+    /// The host refused for another reason (conflict, protection).
+    Rejected {
+        pr: Option<PrNumber>,
+        detail: String,
+    },
+}
+
+/// The queue's status on a commit (a PR head, or a test branch).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusUpdate {
+    pub context: String,
+    pub state: StatusState,
+    pub description: String,
+    pub target_url: Option<String>,
+}
+
+/// What CI reported on a commit.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CommitChecks {
+    pub statuses: Vec<StatusReport>,
+    pub check_runs: Vec<CheckRunReport>,
+}
+
+/// A Git host serving the repositories of the queues.
+#[async_trait]
+pub trait GitHost: Send + Sync {
+    /// A pull request as it is now; `target_branch` decides `based_on_target_head`.
+    async fn pull_request(
+        &self,
+        repo: &RepoRef,
+        pr: PrNumber,
+        target_branch: &str,
+    ) -> HostResult<PrFacts>;
+
+    /// The commit a branch points at, `None` when the branch does not exist.
+    async fn branch_head(&self, repo: &RepoRef, branch: &str) -> HostResult<Option<Sha>>;
+
+    async fn create_test_branch(
+        &self,
+        repo: &RepoRef,
+        request: &TestBranchRequest,
+    ) -> HostResult<TestBranchOutcome>;
+
+    async fn merge(&self, repo: &RepoRef, request: &MergeRequest) -> HostResult<MergeOutcome>;
+
+    /// Deletes a branch; deleting a missing branch succeeds.
+    async fn delete_branch(&self, repo: &RepoRef, branch: &str) -> HostResult<()>;
+
+    /// Posts the queue's comment on a pull request, or updates the one it posted before.
+    async fn upsert_comment(&self, repo: &RepoRef, pr: PrNumber, body: &str) -> HostResult<()>;
+
+    /// Sets a commit status (by context) on a commit.
+    async fn set_status(&self, repo: &RepoRef, sha: &Sha, status: &StatusUpdate) -> HostResult<()>;
+
+    /// The statuses a branch requires from the repository's own sources: the config file
+    /// `.merge-queue.yaml` (`service_config`), else branch protection
+    /// (`repo_provider_branch_protection`); an empty list with no source when neither says.
+    async fn required_statuses(&self, repo: &RepoRef, branch: &str)
+    -> HostResult<RequiredStatuses>;
+
+    /// Statuses and check runs reported on a commit.
+    async fn commit_checks(&self, repo: &RepoRef, sha: &Sha) -> HostResult<CommitChecks>;
+}

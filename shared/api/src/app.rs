@@ -1,6 +1,8 @@
-//! The application: the store and the clock every handler works with.
+//! The application: the store, the Git host and the clock every handler works with.
 
+use crate::error::ApiError;
 use mq_core::time::Timestamp;
+use mq_githost::GitHost;
 use mq_store::{DynamoStore, Store, TableNames};
 use std::sync::Arc;
 
@@ -27,11 +29,23 @@ impl Clock for SystemClock {
 pub struct App {
     pub store: Arc<dyn Store>,
     pub clock: Arc<dyn Clock>,
+    /// The Git host of the queues' repositories; `None` where only administration runs.
+    pub githost: Option<Arc<dyn GitHost>>,
 }
 
 impl App {
     pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Self {
-        Self { store, clock }
+        Self {
+            store,
+            clock,
+            githost: None,
+        }
+    }
+
+    /// The same application, acting on repositories through `host`.
+    pub fn with_githost(mut self, host: Arc<dyn GitHost>) -> Self {
+        self.githost = Some(host);
+        self
     }
 
     /// The deployed application: DynamoDB tables named by the environment
@@ -50,5 +64,12 @@ impl App {
 
     pub fn now(&self) -> Timestamp {
         self.clock.now()
+    }
+
+    /// The Git host, or a 500 when this deployment has none configured.
+    pub fn host(&self) -> Result<&dyn GitHost, ApiError> {
+        self.githost
+            .as_deref()
+            .ok_or_else(|| ApiError::internal("no Git host is configured"))
     }
 }

@@ -7,7 +7,7 @@ use crate::error::StoreError;
 use crate::port::{QueueStore, RunLocation, StoreResult, TokenRecord, TokenStore};
 use async_trait::async_trait;
 use mq_core::engine::PendingEffect;
-use mq_core::entry::Entry;
+use mq_core::entry::{Entry, UploadedTargets};
 use mq_core::ids::{OrgId, PrNumber, QueueId, Sha};
 use mq_core::run::TestRun;
 use mq_core::snapshot::{Commit, Queue, QueueSnapshot};
@@ -28,6 +28,7 @@ struct Inner {
     latest_concluded: HashMap<(QueueId, PrNumber), Entry>,
     concluded_log: BTreeMap<(QueueId, Timestamp, String), Entry>,
     finished_runs: HashMap<(QueueId, String), TestRun>,
+    uploaded_targets: HashMap<(QueueId, PrNumber), UploadedTargets>,
     tokens: BTreeMap<String, TokenRecord>,
 }
 
@@ -201,6 +202,26 @@ impl QueueStore for MemoryStore {
             .filter(|l| l.queue.repo.key() == repo_key)
             .map(|l| l.queue.clone())
             .collect())
+    }
+
+    async fn put_uploaded_targets(
+        &self,
+        id: &QueueId,
+        pr: PrNumber,
+        targets: &UploadedTargets,
+    ) -> StoreResult<()> {
+        self.lock()
+            .uploaded_targets
+            .insert((id.clone(), pr), targets.clone());
+        Ok(())
+    }
+
+    async fn uploaded_targets(
+        &self,
+        id: &QueueId,
+        pr: PrNumber,
+    ) -> StoreResult<Option<UploadedTargets>> {
+        Ok(self.lock().uploaded_targets.get(&(id.clone(), pr)).cloned())
     }
 
     async fn queues_with_work(&self) -> StoreResult<Vec<QueueId>> {

@@ -2,7 +2,7 @@
 
 use crate::error::StoreError;
 use async_trait::async_trait;
-use mq_core::entry::Entry;
+use mq_core::entry::{Entry, UploadedTargets};
 use mq_core::ids::{OrgId, PrNumber, QueueId, Sha};
 use mq_core::run::TestRun;
 use mq_core::snapshot::{Commit, Queue, QueueSnapshot};
@@ -75,6 +75,22 @@ pub trait QueueStore: Send + Sync {
 
     /// Every queue on a repository (`RepoRef::key`), whatever the organisation.
     async fn queues_of_repo(&self, repo_key: &str) -> StoreResult<Vec<Queue>>;
+
+    /// Records the impacted targets uploaded for a pull request of a queue (latest wins), so a
+    /// pull request submitted after its CI uploaded them starts with them.
+    async fn put_uploaded_targets(
+        &self,
+        id: &QueueId,
+        pr: PrNumber,
+        targets: &UploadedTargets,
+    ) -> StoreResult<()>;
+
+    /// The impacted targets last uploaded for a pull request of a queue.
+    async fn uploaded_targets(
+        &self,
+        id: &QueueId,
+        pr: PrNumber,
+    ) -> StoreResult<Option<UploadedTargets>>;
 
     /// Queues that need the tick: active entries, runs in flight or effects pending.
     async fn queues_with_work(&self) -> StoreResult<Vec<QueueId>>;

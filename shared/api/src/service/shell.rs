@@ -14,11 +14,29 @@ use std::time::Duration;
 /// Attempts before a contended commit gives up with 503.
 pub const MAX_COMMIT_ATTEMPTS: u32 = 12;
 
+/// Who acts on a queue: a caller of the API (who must own it), or the service itself (the
+/// tick, a webhook delivery, the result of an effect).
+#[derive(Debug, Clone, Copy)]
+pub enum Actor<'a> {
+    Org(&'a OrgId),
+    Service,
+}
+
 /// The queue, if it exists and belongs to `org`; otherwise 404 (never revealing which).
 pub async fn load_owned(app: &App, org: &OrgId, id: &QueueId) -> Result<QueueSnapshot, ApiError> {
+    load_for(app, Actor::Org(org), id).await
+}
+
+/// The queue as `actor` may see it; 404 when it does not exist or belongs to someone else.
+pub async fn load_for(
+    app: &App,
+    actor: Actor<'_>,
+    id: &QueueId,
+) -> Result<QueueSnapshot, ApiError> {
     crate::endpoint::record_queue(id);
-    match app.store.load(id).await? {
-        Some(snapshot) if &snapshot.queue.org == org => Ok(snapshot),
+    match (app.store.load(id).await?, actor) {
+        (Some(snapshot), Actor::Org(org)) if &snapshot.queue.org == org => Ok(snapshot),
+        (Some(snapshot), Actor::Service) => Ok(snapshot),
         _ => Err(DomainError::queue_not_found().into()),
     }
 }
@@ -32,9 +50,17 @@ pub struct Applied {
 
 /// Applies `step` to the caller's queue and commits the result atomically, retrying from a
 /// fresh snapshot when the version moved. A domain refusal changes nothing.
-pub async fn mutate<F>(
+pub async fn mutate<F>(app: &App, org: &OrgId, id: &QueueId, step: F) -> Result<Applied, ApiError>
+where
+    F: FnMut(&QueueSnapshot, Timestamp) -> Result<Transition, DomainError>,
+{
+    mutate_as(app, Actor::Org(org), id, step).await
+}
+
+/// [`mutate`] for any actor.
+pub async fn mutate_as<F>(
     app: &App,
-    org: &OrgId,
+    actor: Actor<'_>,
     id: &QueueId,
     mut step: F,
 ) -> Result<Applied, ApiError>
@@ -42,9 +68,13 @@ where
     F: FnMut(&QueueSnapshot, Timestamp) -> Result<Transition, DomainError>,
 {
     for attempt in 0..MAX_COMMIT_ATTEMPTS {
-        let before = load_owned(app, org, id).await?;
+        let before = load_for(app, actor, id).await?;
         let now = app.now();
         let transition = step(&before, now)?;
+        if transition.snapshot == before && transition.concluded.is_empty() {
+            // Nothing changed: no write, no version bump.
+            return Ok(Applied { before, transition });
+        }
         let commit = Commit::between(&before, &transition, now);
         match app.store.commit(&commit).await {
             Ok(()) => return Ok(Applied { before, transition }),

@@ -5,8 +5,9 @@
 //!   snapshot. Sparse indexes: `org-index` (`org_key`), `repo-index` (`repo_key`),
 //!   `work-index` (`work_shard`, only while the queue has work), `sha-index` (`test_sha`, on
 //!   runs whose branch exists).
-//! - PullRequests: per queue, `PR#<pr>` (latest concluded entry of each PR) and
-//!   `DONE#<concluded ms>#<entry id>` (conclusion log, expires).
+//! - PullRequests: per queue, `PR#<pr>` (latest concluded entry of each PR),
+//!   `DONE#<concluded ms>#<entry id>` (conclusion log, expires) and `TARGETS#<pr>` (impacted
+//!   targets last uploaded for the PR, expires).
 //! - TestRuns: per queue, finished runs by id; `finished-index` (local) on `finished_ms`.
 //! - ApiTokens: by `token_hash`; `created-index` on (`kind`, `created_at`).
 
@@ -62,6 +63,10 @@ pub fn effect_sk(effect_id: &str) -> String {
 
 pub fn latest_pr_sk(pr: PrNumber) -> String {
     format!("PR#{pr:010}")
+}
+
+pub fn targets_sk(pr: PrNumber) -> String {
+    format!("TARGETS#{pr:010}")
 }
 
 pub fn done_sk(at: Timestamp, entry_id: &str) -> String {

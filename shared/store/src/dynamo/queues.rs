@@ -8,7 +8,7 @@ use crate::port::{QueueStore, RunLocation, StoreResult};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{Delete, KeysAndAttributes, Put, TransactWriteItem, WriteRequest};
-use mq_core::entry::Entry;
+use mq_core::entry::{Entry, UploadedTargets};
 use mq_core::ids::{OrgId, PrNumber, QueueId, Sha};
 use mq_core::run::TestRun;
 use mq_core::snapshot::{Commit, Queue, QueueSnapshot};
@@ -158,6 +158,47 @@ impl QueueStore for DynamoStore {
             .query_index(&self.tables.queues, REPO_INDEX, REPO_KEY, repo_key)
             .await?;
         items.into_iter().map(from_item).collect()
+    }
+
+    async fn put_uploaded_targets(
+        &self,
+        id: &QueueId,
+        pr: PrNumber,
+        targets: &UploadedTargets,
+    ) -> StoreResult<()> {
+        let item = to_item(
+            targets,
+            &[
+                (PK, s(id.as_str())),
+                (SK, s(targets_sk(pr))),
+                (EXPIRES_AT, n(expires_at(targets.uploaded_at))),
+            ],
+        )?;
+        self.client
+            .put_item()
+            .table_name(&self.tables.pull_requests)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(map_sdk_error)?;
+        Ok(())
+    }
+
+    async fn uploaded_targets(
+        &self,
+        id: &QueueId,
+        pr: PrNumber,
+    ) -> StoreResult<Option<UploadedTargets>> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.tables.pull_requests)
+            .set_key(Some(key(id.as_str(), &targets_sk(pr))))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(map_sdk_error)?;
+        decode(out.item)
     }
 
     async fn queues_with_work(&self) -> StoreResult<Vec<QueueId>> {

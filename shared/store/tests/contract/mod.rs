@@ -50,6 +50,7 @@ macro_rules! all_contract_tests {
             lease_is_exclusive_until_it_expires,
             tokens_are_stored_listed_and_revoked,
             concurrent_commits_lose_no_update,
+            uploaded_targets_are_kept_per_pull_request,
         );
     };
 }
@@ -653,4 +654,25 @@ pub async fn concurrent_commits_lose_no_update(store: Arc<dyn Store>) {
         "no settings update lost"
     );
     assert_eq!(snap.queue.version, u64::from(total));
+}
+
+/// Impacted targets uploaded before a submission are kept per pull request; the latest wins.
+pub async fn uploaded_targets_are_kept_per_pull_request(store: Arc<dyn Store>) {
+    use mq_core::entry::{ImpactedTargets, UploadedTargets};
+    let id: QueueId = create(&*store, "rocket").await.queue.id;
+    assert_eq!(store.uploaded_targets(&id, 7).await.unwrap(), None);
+    let first = UploadedTargets {
+        head_sha: Sha::new("a".repeat(40)),
+        targets: ImpactedTargets::List(["//app".to_owned()].into()),
+        uploaded_at: T0,
+    };
+    store.put_uploaded_targets(&id, 7, &first).await.unwrap();
+    let second = UploadedTargets {
+        head_sha: Sha::new("b".repeat(40)),
+        targets: ImpactedTargets::All,
+        uploaded_at: Timestamp(T0.millis() + 1),
+    };
+    store.put_uploaded_targets(&id, 7, &second).await.unwrap();
+    assert_eq!(store.uploaded_targets(&id, 7).await.unwrap(), Some(second));
+    assert_eq!(store.uploaded_targets(&id, 8).await.unwrap(), None);
 }

@@ -1,0 +1,124 @@
+//! Executing the engine's effects on the Git host, and turning each answer into the event
+//! that reports it back to the engine.
+//!
+//! Every effect is safe to execute twice (branches are named by run id, merges carry the
+//! expected target sha), so an effect whose answer was lost is simply executed again.
+
+use mq_core::engine::{Effect, EffectOutcome, Event, MergeRefusal, PendingEffect};
+use mq_core::snapshot::Queue;
+use mq_githost::{
+    GitHost, HostError, HostResult, MergeOutcome, MergeRequest, StatusUpdate, TestBranchOutcome,
+    TestBranchRequest,
+};
+
+/// The context of the status check the queue sets on pull request heads.
+pub const STATUS_CONTEXT: &str = "merge-queue";
+
+/// Executes one effect of `queue` and returns the event that reports its outcome.
+pub async fn execute(host: &dyn GitHost, queue: &Queue, pending: &PendingEffect) -> Event {
+    let effect_id = pending.id.clone();
+    match outcome(host, queue, &pending.effect).await {
+        Ok(outcome) => Event::EffectSucceeded { effect_id, outcome },
+        Err(e) => {
+            tracing::warn!(effect = %effect_id, error = %e, "effect failed");
+            Event::EffectFailed {
+                effect_id,
+                permanent: is_permanent(&e),
+                error: e.to_string(),
+            }
+        }
+    }
+}
+
+/// Transient failures and failed local commands are retried; a refusal by the host is not.
+fn is_permanent(e: &HostError) -> bool {
+    matches!(
+        e,
+        HostError::NotFound(_) | HostError::Forbidden(_) | HostError::Conflict(_)
+    )
+}
+
+async fn outcome(host: &dyn GitHost, queue: &Queue, effect: &Effect) -> HostResult<EffectOutcome> {
+    let repo = &queue.repo;
+    match effect {
+        Effect::CreateTestBranch {
+            branch, base, prs, ..
+        } => {
+            let request = TestBranchRequest {
+                branch: branch.clone(),
+                target: queue.branch.clone(),
+                base: base.clone(),
+                prs: prs.clone(),
+            };
+            match host.create_test_branch(repo, &request).await? {
+                TestBranchOutcome::Created { sha, base_sha } => {
+                    let required = host.required_statuses(repo, &queue.branch).await?;
+                    Ok(EffectOutcome::BranchCreated {
+                        sha,
+                        base_sha,
+                        required,
+                    })
+                }
+                TestBranchOutcome::Conflict { pr } => Ok(EffectOutcome::BranchConflict { pr }),
+            }
+        }
+        Effect::CancelRun { branch, .. } | Effect::DeleteBranch { branch } => {
+            host.delete_branch(repo, branch).await?;
+            Ok(EffectOutcome::Done)
+        }
+        Effect::Merge {
+            prs,
+            method,
+            expected_target_sha,
+            tested_sha,
+            ..
+        } => {
+            let request = MergeRequest {
+                target: queue.branch.clone(),
+                prs: prs.clone(),
+                method: *method,
+                expected_target_sha: expected_target_sha.clone(),
+                tested_sha: tested_sha.clone(),
+            };
+            Ok(merge_outcome(host.merge(repo, &request).await?))
+        }
+        Effect::PostComment { pr, body } => {
+            host.upsert_comment(repo, *pr, body).await?;
+            Ok(EffectOutcome::Done)
+        }
+        Effect::SetStatusCheck {
+            sha,
+            state,
+            description,
+            ..
+        } => {
+            let status = StatusUpdate {
+                context: STATUS_CONTEXT.to_owned(),
+                state: *state,
+                description: description.clone(),
+                target_url: None,
+            };
+            host.set_status(repo, sha, &status).await?;
+            Ok(EffectOutcome::Done)
+        }
+        Effect::RefreshPullRequest { pr } => {
+            let facts = host.pull_request(repo, *pr, &queue.branch).await?;
+            Ok(EffectOutcome::PullRequest { pr: facts })
+        }
+    }
+}
+
+fn merge_outcome(outcome: MergeOutcome) -> EffectOutcome {
+    match outcome {
+        MergeOutcome::Merged { target_sha } => EffectOutcome::Merged { target_sha },
+        MergeOutcome::TargetMoved { actual } => EffectOutcome::MergeRefused {
+            refusal: MergeRefusal::TargetMoved { actual },
+        },
+        MergeOutcome::PrChanged { pr } => EffectOutcome::MergeRefused {
+            refusal: MergeRefusal::PrChanged { pr },
+        },
+        MergeOutcome::Rejected { pr, detail } => EffectOutcome::MergeRefused {
+            refusal: MergeRefusal::Rejected { pr, detail },
+        },
+    }
+}

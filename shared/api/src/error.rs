@@ -145,3 +145,27 @@ impl From<StoreError> for ApiError {
         }
     }
 }
+
+impl From<mq_githost::HostError> for ApiError {
+    /// The Git host failed: retry later (503) when it is transient, else a 502 whose message
+    /// says the host refused, without the host's details (they go to the log).
+    fn from(e: mq_githost::HostError) -> Self {
+        match e {
+            mq_githost::HostError::Transient {
+                retry_after,
+                message,
+            } => {
+                tracing::warn!(%message, "Git host unavailable");
+                Self::unavailable(retry_after.unwrap_or(Duration::from_secs(5)))
+            }
+            other => {
+                tracing::error!(error = %other, "Git host refused");
+                Self::new(
+                    StatusCode::BAD_GATEWAY,
+                    "GIT_HOST_ERROR",
+                    "the Git host refused or failed the request",
+                )
+            }
+        }
+    }
+}

@@ -6,9 +6,11 @@
 
 pub mod comment;
 pub mod error;
+pub mod github;
 pub mod local;
 pub mod port;
 pub mod repo_config;
+pub mod webhook;
 
 mod clock;
 mod tested_chain;

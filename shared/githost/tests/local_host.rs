@@ -361,7 +361,7 @@ async fn a_direct_merge_of_an_up_to_date_pull_request_needs_no_tested_commit() {
     let pr = f.pr_writing(4, &[("c.txt", "c\n")]);
     let request = MergeRequest {
         tested_sha: None,
-        ..merge_request(&[pr.clone()], MergeMethod::Squash, &main, &main)
+        ..merge_request(std::slice::from_ref(&pr), MergeMethod::Squash, &main, &main)
     };
     let MergeOutcome::Merged { target_sha } = host.merge(&f.repo, &request).await.unwrap() else {
         panic!("expected a merge");

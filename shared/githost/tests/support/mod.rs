@@ -44,14 +44,13 @@ impl Fixture {
             &["push", "--quiet", "origin", "HEAD:refs/heads/main"],
         );
         git(&work, &["fetch", "--quiet", "origin"]);
-        let fixture = Self {
+        Self {
             _dir: dir,
             root,
             bare,
             work,
             repo,
-        };
-        fixture
+        }
     }
 
     pub fn host(&self) -> LocalGitHost {

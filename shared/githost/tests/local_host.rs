@@ -501,21 +501,23 @@ async fn required_statuses_come_from_the_config_file_then_branch_protection() {
     ));
 }
 
-/// Waits for the final (non-pending) status the CI records on `sha`.
-async fn final_status(
+/// Waits for the final (non-pending) status the CI records on each of `shas`, in any order.
+async fn final_statuses(
     events: &mut tokio::sync::broadcast::Receiver<mq_githost::local::StatusRecorded>,
-    sha: &Sha,
-) -> mq_core::git::StatusReport {
-    tokio::time::timeout(Duration::from_secs(30), async {
-        loop {
+    shas: &[&Sha],
+) -> Vec<mq_core::git::StatusReport> {
+    let mut finals = std::collections::HashMap::new();
+    tokio::time::timeout(Duration::from_secs(60), async {
+        while finals.len() < shas.len() {
             let event = events.recv().await.unwrap();
-            if event.sha == *sha && event.status.state != StatusState::Pending {
-                return event.status;
+            if shas.contains(&&event.sha) && event.status.state != StatusState::Pending {
+                finals.insert(event.sha, event.status);
             }
         }
     })
     .await
-    .expect("the CI reported in time")
+    .expect("the CI reported in time");
+    shas.iter().map(|sha| finals[*sha].clone()).collect()
 }
 
 #[tokio::test]
@@ -530,12 +532,12 @@ async fn the_local_ci_records_success_and_failure_of_a_real_command() {
     let (pass_sha, _) = created(&host, &f, &request("mq/main/pass", vec![good])).await;
     let (fail_sha, _) = created(&host, &f, &request("mq/main/fail", vec![bad])).await;
 
-    let passed = final_status(&mut events, &pass_sha).await;
+    let [passed, failed] =
+        <[_; 2]>::try_from(final_statuses(&mut events, &[&pass_sha, &fail_sha]).await).unwrap();
     assert_eq!(
         (passed.context.as_str(), passed.state),
         ("local-ci", StatusState::Success)
     );
-    let failed = final_status(&mut events, &fail_sha).await;
     assert_eq!(failed.state, StatusState::Failure);
     assert!(
         failed.description.contains("exit status: 1"),
@@ -568,8 +570,8 @@ async fn the_local_ci_runs_jobs_with_bounded_concurrency_under_its_own_context()
         let (sha, _) = created(&host, &f, &request(&format!("mq/main/{n}"), vec![pr])).await;
         shas.push(sha);
     }
-    for sha in &shas {
-        let status = final_status(&mut events, sha).await;
+    let shas: Vec<&Sha> = shas.iter().collect();
+    for status in final_statuses(&mut events, &shas).await {
         assert_eq!(
             (status.context.as_str(), status.state),
             ("ci/local", StatusState::Success)

@@ -119,33 +119,21 @@ fn job_key(repo: &RepoRef, branch: &str) -> String {
 }
 
 async fn run(config: CiConfig, slots: Arc<Semaphore>, recorder: StatusRecorder, job: Job) {
-    let report = |state, description: String, url: Option<String>| {
+    let report = |state, description: String, target_url: Option<String>| {
         let update = StatusUpdate {
             context: config.context.clone(),
             state,
             description,
-            target_url: url,
+            target_url,
         };
-        let (recorder, job) = (&recorder, &job);
-        async move {
-            if let Err(e) = recorder
-                .record(&job.git, &job.repo, &job.sha, &update)
-                .await
-            {
-                tracing::warn!(repo = %job.repo, sha = %job.sha, error = %e, "local CI could not record a status");
-            }
-        }
+        record(&recorder, &job, update)
     };
     report(StatusState::Pending, "queued".to_owned(), None).await;
     let Ok(_slot) = slots.acquire().await else {
         return;
     };
-    report(
-        StatusState::Pending,
-        format!("running `{}`", config.command),
-        None,
-    )
-    .await;
+    let running = format!("running `{}`", config.command);
+    report(StatusState::Pending, running, None).await;
     match run_command(&config.command, &job).await {
         Ok(done) => {
             let (state, verb) = if done.success {
@@ -158,6 +146,17 @@ async fn run(config: CiConfig, slots: Arc<Semaphore>, recorder: StatusRecorder, 
             report(state, description, Some(url)).await;
         }
         Err(e) => report(StatusState::Error, e.to_string(), None).await,
+    }
+}
+
+/// Records a status of the job's commit; a failure to record is logged (there is no one to
+/// tell it to).
+async fn record(recorder: &StatusRecorder, job: &Job, update: StatusUpdate) {
+    if let Err(e) = recorder
+        .record(&job.git, &job.repo, &job.sha, &update)
+        .await
+    {
+        tracing::warn!(repo = %job.repo, sha = %job.sha, error = %e, "local CI could not record a status");
     }
 }
 

@@ -247,6 +247,31 @@ impl Git {
         self.conditional(&args).await
     }
 
+    /// Points `name` at `new` whatever it was before (records, where the last write wins),
+    /// retrying while another writer holds the ref.
+    pub async fn set_ref(&self, name: &str, new: &str) -> HostResult<()> {
+        for _ in 0..50 {
+            let current = self.ref_target(name).await?;
+            match self.update_ref(name, new, current.as_deref()).await? {
+                RefUpdate::Done => return Ok(()),
+                RefUpdate::Refused(_) => tokio::task::yield_now().await,
+            }
+        }
+        Err(HostError::Transient {
+            message: format!("{name} kept changing"),
+            retry_after: None,
+        })
+    }
+
+    async fn ref_target(&self, name: &str) -> HostResult<Option<String>> {
+        Ok(self
+            .refs_under(name)
+            .await?
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, id)| id))
+    }
+
     /// Deletes `name` only if it is at `old` now.
     pub async fn delete_ref(&self, name: &str, old: &str) -> HostResult<RefUpdate> {
         self.conditional(&["update-ref", "-d", name, old]).await

@@ -6,7 +6,7 @@
 //!
 //! One ref per status context and per comment: writing one never touches another.
 
-use super::git::{Git, RefUpdate};
+use super::git::Git;
 use crate::clock::now;
 use crate::error::{HostError, HostResult};
 use crate::port::StatusUpdate;
@@ -63,7 +63,7 @@ impl StatusRecorder {
         let blob = git.write_blob(&json).await?;
         let name = status_ref(sha, &update.context);
         // Last writer wins for one context, as on GitHub; `update-ref` itself is atomic.
-        git.run_update(&name, &blob).await?;
+        git.set_ref(&name, &blob).await?;
         // Nobody listening is fine: the status is stored either way.
         let _ = self.events.send(StatusRecorded {
             repo: repo.clone(),
@@ -71,32 +71,6 @@ impl StatusRecorder {
             status: report.clone(),
         });
         Ok(report)
-    }
-}
-
-impl Git {
-    /// Points `name` at `new` whatever it was (for records, where the last write wins).
-    async fn run_update(&self, name: &str, new: &str) -> HostResult<()> {
-        for _ in 0..50 {
-            let current = self.ref_target(name).await?;
-            match self.update_ref(name, new, current.as_deref()).await? {
-                RefUpdate::Done => return Ok(()),
-                RefUpdate::Refused(_) => tokio::task::yield_now().await,
-            }
-        }
-        Err(HostError::Transient {
-            message: format!("{name} kept changing"),
-            retry_after: None,
-        })
-    }
-
-    async fn ref_target(&self, name: &str) -> HostResult<Option<String>> {
-        Ok(self
-            .refs_under(name)
-            .await?
-            .into_iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, id)| id))
     }
 }
 
@@ -119,7 +93,7 @@ pub(crate) async fn statuses(git: &Git, sha: &Sha) -> HostResult<Vec<StatusRepor
 /// Stores the queue's comment on `pr`, replacing the previous one.
 pub(crate) async fn write_comment(git: &Git, pr: PrNumber, body: &str) -> HostResult<()> {
     let blob = git.write_blob(body.as_bytes()).await?;
-    git.run_update(&format!("{COMMENTS}/{pr}"), &blob).await
+    git.set_ref(&format!("{COMMENTS}/{pr}"), &blob).await
 }
 
 /// The queue's comment on `pr`, if it posted one.

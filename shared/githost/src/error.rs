@@ -12,6 +12,10 @@ pub enum HostError {
     /// The host refuses: missing permission, protected branch, authentication.
     #[error("forbidden: {0}")]
     Forbidden(String),
+    /// The request itself is wrong (an invalid branch name, a malformed configuration file,
+    /// a value the host rejects as invalid): repeating it cannot succeed.
+    #[error("invalid: {0}")]
+    Invalid(String),
     /// A state conflict the call cannot resolve by retrying (e.g. a ref moved).
     #[error("conflict: {0}")]
     Conflict(String),

@@ -1,10 +1,20 @@
 //! The Git host: what the queue reads from and does to the repositories it serves.
 //!
 //! [`port::GitHost`] is the contract, in the domain's words (facts in, effects out). Adapters
-//! implement it: a local one on real git repositories, and GitHub.
+//! implement it: [`local::LocalGitHost`] on real git repositories, and GitHub. [`webhook`]
+//! turns the host's deliveries into facts for the queues.
 
+pub mod comment;
 pub mod error;
+pub mod github;
+pub mod local;
 pub mod port;
+pub mod repo_config;
+pub mod webhook;
+
+mod clock;
+mod tested_chain;
+mod validate;
 
 pub use error::{HostError, HostResult};
 pub use port::{

@@ -1,0 +1,205 @@
+//! Who the adapter is on GitHub: a token, or a GitHub App. An App signs a short-lived JWT
+//! (RS256; `iat` 60 s in the past against clock drift, `exp` 9 minutes ahead, `iss` the App
+//! id), looks up its installation on each repository, and trades the JWT for an installation
+//! token, kept until five minutes before it expires.
+
+use super::client::{Call, JSON, Transport, repo_path};
+use super::wire::{AccessToken, Id};
+use crate::clock::unix_seconds;
+use crate::error::{HostError, HostResult};
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use mq_core::Timestamp;
+use mq_core::ids::RepoRef;
+use reqwest::Method;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// A token is renewed when it has less than this left.
+const RENEW_BEFORE_SECS: u64 = 300;
+/// `iat` is backdated by this much, as GitHub recommends against clock drift.
+const JWT_BACKDATE_SECS: u64 = 60;
+/// How long an App JWT lives (GitHub allows at most 10 minutes).
+const JWT_LIFETIME_SECS: u64 = 540;
+
+/// How the adapter authenticates.
+#[derive(Clone)]
+pub enum GitHubAuth {
+    /// A personal access token or any other bearer token, for every repository.
+    Token(String),
+    /// A GitHub App: its id and its private key (PEM, PKCS#1 or PKCS#8).
+    App {
+        app_id: u64,
+        private_key_pem: String,
+    },
+}
+
+impl std::fmt::Debug for GitHubAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GitHubAuth::Token(_) => f.write_str("Token(..)"),
+            GitHubAuth::App { app_id, .. } => write!(f, "App {{ app_id: {app_id}, .. }}"),
+        }
+    }
+}
+
+/// The claims of an App JWT.
+#[derive(Debug, Serialize)]
+struct Claims {
+    iat: u64,
+    exp: u64,
+    iss: String,
+}
+
+#[derive(Debug, Clone)]
+struct CachedToken {
+    token: String,
+    /// Unix seconds.
+    expires_at: u64,
+}
+
+pub(crate) enum Auth {
+    Token(String),
+    App(AppAuth),
+}
+
+impl std::fmt::Debug for Auth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Auth::Token(_) => "Auth::Token",
+            Auth::App(_) => "Auth::App",
+        })
+    }
+}
+
+impl Auth {
+    pub fn new(config: &GitHubAuth) -> HostResult<Self> {
+        Ok(match config {
+            GitHubAuth::Token(token) => Auth::Token(token.clone()),
+            GitHubAuth::App {
+                app_id,
+                private_key_pem,
+            } => Auth::App(AppAuth::new(*app_id, private_key_pem)?),
+        })
+    }
+
+    /// The bearer token for calls on `repo`.
+    pub async fn token(&self, transport: &Transport, repo: &RepoRef) -> HostResult<String> {
+        match self {
+            Auth::Token(token) => Ok(token.clone()),
+            Auth::App(app) => app.installation_token(transport, repo).await,
+        }
+    }
+
+    /// Drops the cached token for `repo`; whether there was one to drop.
+    pub fn forget(&self, repo: &RepoRef) -> bool {
+        match self {
+            Auth::Token(_) => false,
+            Auth::App(app) => app.forget(repo),
+        }
+    }
+}
+
+pub(crate) struct AppAuth {
+    app_id: u64,
+    key: EncodingKey,
+    installations: Mutex<HashMap<String, u64>>,
+    tokens: Mutex<HashMap<u64, CachedToken>>,
+}
+
+impl AppAuth {
+    fn new(app_id: u64, private_key_pem: &str) -> HostResult<Self> {
+        let key = EncodingKey::from_rsa_pem(private_key_pem.as_bytes()).map_err(|e| {
+            HostError::Invalid(format!(
+                "the GitHub App private key is not an RSA PEM key: {e}"
+            ))
+        })?;
+        Ok(Self {
+            app_id,
+            key,
+            installations: Mutex::new(HashMap::new()),
+            tokens: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// A fresh JWT for the App itself.
+    fn jwt(&self) -> HostResult<String> {
+        let now = unix_seconds();
+        let claims = Claims {
+            iat: now - JWT_BACKDATE_SECS,
+            exp: now + JWT_LIFETIME_SECS,
+            iss: self.app_id.to_string(),
+        };
+        jsonwebtoken::encode(&Header::new(Algorithm::RS256), &claims, &self.key)
+            .map_err(|e| HostError::Other(format!("cannot sign the GitHub App JWT: {e}")))
+    }
+
+    async fn installation_token(
+        &self,
+        transport: &Transport,
+        repo: &RepoRef,
+    ) -> HostResult<String> {
+        let installation = self.installation(transport, repo).await?;
+        if let Some(token) = self.cached(installation) {
+            return Ok(token);
+        }
+        let call = Call {
+            method: Method::POST,
+            url: transport.url(&format!("/app/installations/{installation}/access_tokens")),
+            body: None,
+            accept: JSON,
+        };
+        let fresh: AccessToken = transport.send(&call, &self.jwt()?).await?.json()?;
+        let expires_at = Timestamp::parse_rfc3339(&fresh.expires_at)
+            .and_then(|t| u64::try_from(t.millis() / 1000).ok())
+            .unwrap_or_else(|| unix_seconds() + 3600);
+        lock(&self.tokens).insert(
+            installation,
+            CachedToken {
+                token: fresh.token.clone(),
+                expires_at,
+            },
+        );
+        Ok(fresh.token)
+    }
+
+    fn cached(&self, installation: u64) -> Option<String> {
+        let tokens = lock(&self.tokens);
+        let token = tokens.get(&installation)?;
+        (token.expires_at > unix_seconds() + RENEW_BEFORE_SECS).then(|| token.token.clone())
+    }
+
+    /// The App's installation on `repo`, looked up once.
+    async fn installation(&self, transport: &Transport, repo: &RepoRef) -> HostResult<u64> {
+        let key = repo.key();
+        if let Some(id) = lock(&self.installations).get(&key) {
+            return Ok(*id);
+        }
+        let call = Call {
+            method: Method::GET,
+            url: transport.url(&format!("{}/installation", repo_path(repo))),
+            body: None,
+            accept: JSON,
+        };
+        let reply = transport.send(&call, &self.jwt()?).await?;
+        if reply.status.as_u16() == 404 {
+            return Err(HostError::NotFound(format!(
+                "the GitHub App {} is not installed on {}",
+                self.app_id,
+                repo.full_name()
+            )));
+        }
+        let installation: Id = reply.json()?;
+        lock(&self.installations).insert(key, installation.id);
+        Ok(installation.id)
+    }
+
+    fn forget(&self, repo: &RepoRef) -> bool {
+        let installation = lock(&self.installations).remove(&repo.key());
+        installation.is_some_and(|id| lock(&self.tokens).remove(&id).is_some())
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -1,0 +1,238 @@
+//! Merging a tested set of pull requests on GitHub.
+//!
+//! `merge_commit` fast-forwards the target to the tested commit (`PATCH` the ref, `force:
+//! false`). `squash` and `rebase` write one commit per pull request with the git data API, each
+//! with the tree the tested commit had after that pull request, then fast-forward the target to
+//! the last one; the pull requests are then closed, since GitHub only marks a pull request
+//! merged when its own head lands. A direct merge (nothing tested) uses the pull request merge
+//! API, guarded by the head sha.
+
+use super::client::{Client, escape, repo_path};
+use super::pulls::{self, branch_head};
+use super::wire::{GitCommit, ShaOnly};
+use crate::error::{HostError, HostResult};
+use crate::port::{MergeOutcome, MergeRequest};
+use crate::tested_chain::{CommitInfo, CommitSource, Step, read_chain, squash_message};
+use crate::validate;
+use mq_core::engine::BranchPr;
+use mq_core::git::PrState;
+use mq_core::ids::{RepoRef, Sha};
+use mq_core::settings::MergeMethod;
+use reqwest::{Method, StatusCode};
+use serde_json::json;
+use std::future::Future;
+
+pub(crate) async fn merge(
+    client: &Client,
+    repo: &RepoRef,
+    request: &MergeRequest,
+) -> HostResult<MergeOutcome> {
+    validate::branch("target", &request.target)?;
+    let actual = branch_head(client, repo, &request.target)
+        .await?
+        .ok_or_else(|| HostError::NotFound(format!("branch {}", request.target)))?;
+    if let Some(expected) = &request.expected_target_sha {
+        validate::sha("expected_target_sha", expected)?;
+        if *expected != actual {
+            return Ok(MergeOutcome::TargetMoved { actual });
+        }
+    }
+    if let Some(refused) = check_heads(client, repo, &request.prs).await? {
+        return Ok(refused);
+    }
+    let Some(tested) = &request.tested_sha else {
+        return direct_merge(client, repo, request).await;
+    };
+    validate::sha("tested_sha", tested)?;
+    let new_tip = match request.method {
+        MergeMethod::MergeCommit => tested.clone(),
+        MergeMethod::Squash | MergeMethod::Rebase => {
+            match rewrite(client, repo, &actual, tested, request).await? {
+                Ok(tip) => tip,
+                Err(refused) => return Ok(refused),
+            }
+        }
+    };
+    let outcome = fast_forward(client, repo, &request.target, &actual, &new_tip).await?;
+    if matches!(outcome, MergeOutcome::Merged { .. }) && request.method != MergeMethod::MergeCommit
+    {
+        for pr in &request.prs {
+            if let Err(e) = pulls::close(client, repo, pr.pr).await {
+                tracing::warn!(pr = pr.pr, error = %e, "merged, but could not close the pull request");
+            }
+        }
+    }
+    Ok(outcome)
+}
+
+async fn check_heads(
+    client: &Client,
+    repo: &RepoRef,
+    prs: &[BranchPr],
+) -> HostResult<Option<MergeOutcome>> {
+    for pr in prs {
+        let wire = pulls::pull(client, repo, pr.pr).await?;
+        if wire.head.sha != pr.head_sha.as_str() {
+            return Ok(Some(MergeOutcome::PrChanged { pr: pr.pr }));
+        }
+        let state = wire.pr_state();
+        if state != PrState::Open {
+            return Ok(Some(MergeOutcome::Rejected {
+                pr: Some(pr.pr),
+                detail: format!("#{} is {}", pr.pr, state.as_str()),
+            }));
+        }
+    }
+    Ok(None)
+}
+
+/// Moves the target from `actual` to `tip` if that is a fast-forward.
+async fn fast_forward(
+    client: &Client,
+    repo: &RepoRef,
+    target: &str,
+    actual: &Sha,
+    tip: &Sha,
+) -> HostResult<MergeOutcome> {
+    let path = format!("{}/git/refs/heads/{}", repo_path(repo), escape(target));
+    let payload = json!({ "sha": tip.as_str(), "force": false });
+    let reply = client
+        .send(repo, Method::PATCH, &path, Some(&payload))
+        .await?;
+    if reply.is_success() {
+        return Ok(MergeOutcome::Merged {
+            target_sha: tip.clone(),
+        });
+    }
+    if reply.status != StatusCode::UNPROCESSABLE_ENTITY {
+        return Err(reply.error());
+    }
+    // Not a fast-forward: either the target moved, or the tested commit is not on it.
+    match branch_head(client, repo, target).await? {
+        Some(now) if now != *actual => Ok(MergeOutcome::TargetMoved { actual: now }),
+        _ => Ok(MergeOutcome::Rejected {
+            pr: None,
+            detail: reply.message(),
+        }),
+    }
+}
+
+/// Commits of the tested trees on top of the target, one per pull request.
+async fn rewrite(
+    client: &Client,
+    repo: &RepoRef,
+    actual: &Sha,
+    tested: &Sha,
+    request: &MergeRequest,
+) -> HostResult<Result<Sha, MergeOutcome>> {
+    let commits = Commits { client, repo };
+    let chain = match read_chain(&commits, tested, &request.prs).await? {
+        Ok(chain) => chain,
+        Err(detail) => return Ok(Err(MergeOutcome::Rejected { pr: None, detail })),
+    };
+    if chain.base.tree != commits.commit(actual).await?.tree {
+        return Ok(Err(MergeOutcome::Rejected {
+            pr: None,
+            detail: format!(
+                "the tested commit {} was built on content other than the target's",
+                tested.short()
+            ),
+        }));
+    }
+    let mut tip = actual.clone();
+    for step in &chain.steps {
+        tip = write_commit(client, repo, &tip, step, request.method).await?;
+    }
+    Ok(Ok(tip))
+}
+
+/// One commit with the step's tree on `parent`, authored as the pull request's head commit;
+/// squash titles it after the pull request, rebase keeps the head commit's message.
+async fn write_commit(
+    client: &Client,
+    repo: &RepoRef,
+    parent: &Sha,
+    step: &Step,
+    method: MergeMethod,
+) -> HostResult<Sha> {
+    let head = git_commit(client, repo, &step.pr.head_sha).await?;
+    let message = match method {
+        MergeMethod::Rebase => head.message.clone(),
+        _ => squash_message(&step.pr),
+    };
+    let payload = json!({
+        "message": message,
+        "tree": step.tree,
+        "parents": [parent.as_str()],
+        "author": { "name": head.author.name, "email": head.author.email, "date": head.author.date },
+    });
+    let path = format!("{}/git/commits", repo_path(repo));
+    let created: ShaOnly = client
+        .send(repo, Method::POST, &path, Some(&payload))
+        .await?
+        .json()?;
+    Ok(Sha::new(created.sha))
+}
+
+/// Merges each pull request with GitHub's merge button API, in order.
+async fn direct_merge(
+    client: &Client,
+    repo: &RepoRef,
+    request: &MergeRequest,
+) -> HostResult<MergeOutcome> {
+    let method = match request.method {
+        MergeMethod::MergeCommit => "merge",
+        MergeMethod::Squash => "squash",
+        MergeMethod::Rebase => "rebase",
+    };
+    let mut target_sha = None;
+    for pr in &request.prs {
+        let path = format!("{}/pulls/{}/merge", repo_path(repo), pr.pr);
+        let payload = json!({ "merge_method": method, "sha": pr.head_sha.as_str() });
+        let reply = client
+            .send(repo, Method::PUT, &path, Some(&payload))
+            .await?;
+        match reply.status.as_u16() {
+            200 => target_sha = Some(Sha::new(reply.json::<ShaOnly>()?.sha)),
+            409 => return Ok(MergeOutcome::PrChanged { pr: pr.pr }),
+            405 | 422 => {
+                return Ok(MergeOutcome::Rejected {
+                    pr: Some(pr.pr),
+                    detail: reply.message(),
+                });
+            }
+            _ => return Err(reply.error()),
+        }
+    }
+    match target_sha {
+        Some(target_sha) => Ok(MergeOutcome::Merged { target_sha }),
+        None => Err(HostError::Invalid(
+            "a merge needs at least one pull request".into(),
+        )),
+    }
+}
+
+async fn git_commit(client: &Client, repo: &RepoRef, sha: &Sha) -> HostResult<GitCommit> {
+    client
+        .get(repo, &format!("{}/git/commits/{sha}", repo_path(repo)))
+        .await
+}
+
+struct Commits<'a> {
+    client: &'a Client,
+    repo: &'a RepoRef,
+}
+
+impl CommitSource for Commits<'_> {
+    fn commit(&self, sha: &Sha) -> impl Future<Output = HostResult<CommitInfo>> + Send {
+        let sha = sha.clone();
+        async move {
+            let wire = git_commit(self.client, self.repo, &sha).await?;
+            Ok(CommitInfo {
+                sha: Sha::new(wire.sha),
+                tree: wire.tree.sha,
+                parents: wire.parents.into_iter().map(|p| Sha::new(p.sha)).collect(),
+            })
+        }
+    }
+}

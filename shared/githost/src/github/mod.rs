@@ -1,0 +1,170 @@
+//! The GitHub adapter: the REST API (api.github.com or a GitHub Enterprise Server), as a
+//! GitHub App (installation tokens) or with a token.
+//!
+//! Calls that GitHub rate-limits or fails with a server error are retried within a
+//! [`RetryPolicy`], then reported as `HostError::Transient { retry_after }`.
+
+mod auth;
+mod branches;
+mod checks;
+mod client;
+mod merge;
+mod pulls;
+pub(crate) mod wire;
+
+pub use auth::GitHubAuth;
+pub use client::RetryPolicy;
+
+use crate::error::{HostError, HostResult};
+use crate::port::{
+    CommitChecks, GitHost, MergeOutcome, MergeRequest, StatusUpdate, TestBranchOutcome,
+    TestBranchRequest,
+};
+use crate::validate;
+use async_trait::async_trait;
+use client::{Client, Transport};
+use mq_core::git::{PrFacts, RequiredStatuses};
+use mq_core::ids::{PrNumber, RepoRef, Sha};
+
+/// The public GitHub's API.
+pub const DEFAULT_API_URL: &str = "https://api.github.com";
+/// The host name repositories on the public GitHub carry in a `RepoRef`.
+pub const DEFAULT_HOST: &str = "github.com";
+
+/// Where the API is and who the adapter is there.
+#[derive(Debug, Clone)]
+pub struct GitHubConfig {
+    /// The REST API's base address: `https://api.github.com`, or
+    /// `https://<host>/api/v3` for GitHub Enterprise Server.
+    pub api_url: String,
+    /// The host in the `RepoRef`s of the repositories this adapter serves.
+    pub host: String,
+    pub auth: GitHubAuth,
+    pub retry: RetryPolicy,
+    pub user_agent: String,
+}
+
+impl GitHubConfig {
+    /// The public GitHub, with the default retry policy.
+    pub fn new(auth: GitHubAuth) -> Self {
+        Self {
+            api_url: DEFAULT_API_URL.to_owned(),
+            host: DEFAULT_HOST.to_owned(),
+            auth,
+            retry: RetryPolicy::default(),
+            user_agent: "merge-queue".to_owned(),
+        }
+    }
+
+    /// Another API address and host (GitHub Enterprise Server, a test server).
+    pub fn with_api(mut self, api_url: impl Into<String>, host: impl Into<String>) -> Self {
+        self.api_url = api_url.into();
+        self.host = host.into();
+        self
+    }
+
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+}
+
+/// The GitHub Git host.
+#[derive(Debug)]
+pub struct GitHubHost {
+    client: Client,
+    host: String,
+}
+
+impl GitHubHost {
+    /// Fails with `HostError::Invalid` when the App key is not an RSA key.
+    pub fn new(config: GitHubConfig) -> HostResult<Self> {
+        Ok(Self {
+            client: Client {
+                transport: Transport::new(&config.api_url, config.retry, &config.user_agent)?,
+                auth: auth::Auth::new(&config.auth)?,
+            },
+            host: config.host,
+        })
+    }
+
+    /// Only repositories of this adapter's host are served.
+    fn check_repo(&self, repo: &RepoRef) -> HostResult<()> {
+        RepoRef::new(&repo.host, &repo.owner, &repo.name)
+            .map_err(|e| HostError::Invalid(e.to_string()))?;
+        if repo.host.eq_ignore_ascii_case(&self.host) {
+            Ok(())
+        } else {
+            Err(HostError::Invalid(format!(
+                "repository {repo} is not on {}",
+                self.host
+            )))
+        }
+    }
+}
+
+#[async_trait]
+impl GitHost for GitHubHost {
+    async fn pull_request(
+        &self,
+        repo: &RepoRef,
+        pr: PrNumber,
+        target_branch: &str,
+    ) -> HostResult<PrFacts> {
+        self.check_repo(repo)?;
+        validate::branch("target_branch", target_branch)?;
+        pulls::facts(&self.client, repo, pr, target_branch).await
+    }
+
+    async fn branch_head(&self, repo: &RepoRef, branch: &str) -> HostResult<Option<Sha>> {
+        self.check_repo(repo)?;
+        validate::branch("branch", branch)?;
+        pulls::branch_head(&self.client, repo, branch).await
+    }
+
+    async fn create_test_branch(
+        &self,
+        repo: &RepoRef,
+        request: &TestBranchRequest,
+    ) -> HostResult<TestBranchOutcome> {
+        self.check_repo(repo)?;
+        branches::create(&self.client, repo, request).await
+    }
+
+    async fn merge(&self, repo: &RepoRef, request: &MergeRequest) -> HostResult<MergeOutcome> {
+        self.check_repo(repo)?;
+        merge::merge(&self.client, repo, request).await
+    }
+
+    async fn delete_branch(&self, repo: &RepoRef, branch: &str) -> HostResult<()> {
+        self.check_repo(repo)?;
+        branches::delete(&self.client, repo, branch).await
+    }
+
+    async fn upsert_comment(&self, repo: &RepoRef, pr: PrNumber, body: &str) -> HostResult<()> {
+        self.check_repo(repo)?;
+        pulls::upsert_comment(&self.client, repo, pr, body).await
+    }
+
+    async fn set_status(&self, repo: &RepoRef, sha: &Sha, status: &StatusUpdate) -> HostResult<()> {
+        self.check_repo(repo)?;
+        validate::sha("sha", sha)?;
+        checks::set_status(&self.client, repo, sha, status).await
+    }
+
+    async fn required_statuses(
+        &self,
+        repo: &RepoRef,
+        branch: &str,
+    ) -> HostResult<RequiredStatuses> {
+        self.check_repo(repo)?;
+        validate::branch("branch", branch)?;
+        checks::required_statuses(&self.client, repo, branch).await
+    }
+
+    async fn commit_checks(&self, repo: &RepoRef, sha: &Sha) -> HostResult<CommitChecks> {
+        self.check_repo(repo)?;
+        validate::sha("sha", sha)?;
+        checks::commit_checks(&self.client, repo, sha).await
+    }
+}

@@ -1,0 +1,108 @@
+//! Pull requests, their heads and their comments.
+
+use super::client::{Client, escape, repo_path};
+use super::wire::{Compare, IssueComment, PullWire, RefWire};
+use crate::comment::{is_marked, marked};
+use crate::error::HostResult;
+use mq_core::git::{PrFacts, PrState};
+use mq_core::ids::{PrNumber, RepoRef, Sha};
+use reqwest::Method;
+use serde_json::json;
+
+pub(crate) async fn pull(client: &Client, repo: &RepoRef, pr: PrNumber) -> HostResult<PullWire> {
+    client
+        .get(repo, &format!("{}/pulls/{pr}", repo_path(repo)))
+        .await
+}
+
+/// What GitHub says about a pull request.
+pub(crate) async fn facts(
+    client: &Client,
+    repo: &RepoRef,
+    pr: PrNumber,
+    target: &str,
+) -> HostResult<PrFacts> {
+    let wire = pull(client, repo, pr).await?;
+    let state = wire.pr_state();
+    let mergeability = wire.mergeability();
+    let based_on_target_head =
+        state == PrState::Open && contains_branch(client, repo, target, &wire.head.sha).await?;
+    Ok(PrFacts {
+        number: pr,
+        title: wire.title,
+        author: wire.user.login,
+        head_sha: Sha::new(wire.head.sha),
+        base_branch: wire.base.name,
+        state,
+        mergeability,
+        based_on_target_head,
+        draft: wire.draft,
+    })
+}
+
+/// Whether `head` contains the head of `branch` (the compare API: nothing behind).
+async fn contains_branch(
+    client: &Client,
+    repo: &RepoRef,
+    branch: &str,
+    head: &str,
+) -> HostResult<bool> {
+    let path = format!(
+        "{}/compare/{}...{}?per_page=1",
+        repo_path(repo),
+        escape(branch),
+        escape(head)
+    );
+    let compare: Option<Compare> = client.get_optional(repo, &path).await?;
+    Ok(compare.is_some_and(|c| c.behind_by == 0))
+}
+
+/// The commit a branch points at.
+pub(crate) async fn branch_head(
+    client: &Client,
+    repo: &RepoRef,
+    branch: &str,
+) -> HostResult<Option<Sha>> {
+    let path = format!("{}/git/ref/heads/{}", repo_path(repo), escape(branch));
+    let found: Option<RefWire> = client.get_optional(repo, &path).await?;
+    Ok(found.map(|r| Sha::new(r.object.sha)))
+}
+
+/// Updates the queue's comment (found by its marker) or posts it.
+pub(crate) async fn upsert_comment(
+    client: &Client,
+    repo: &RepoRef,
+    pr: PrNumber,
+    body: &str,
+) -> HostResult<()> {
+    let listing = format!("{}/issues/{pr}/comments", repo_path(repo));
+    let comments: Vec<IssueComment> = client.get_all(repo, &listing, None).await?;
+    let ours = comments
+        .iter()
+        .find(|c| c.body.as_deref().is_some_and(is_marked));
+    let payload = json!({ "body": marked(body) });
+    let reply = match ours {
+        Some(comment) => {
+            let path = format!("{}/issues/comments/{}", repo_path(repo), comment.id);
+            client
+                .send(repo, Method::PATCH, &path, Some(&payload))
+                .await?
+        }
+        None => {
+            client
+                .send(repo, Method::POST, &listing, Some(&payload))
+                .await?
+        }
+    };
+    reply.ok()
+}
+
+/// Closes a pull request whose changes reached the target as new commits.
+pub(crate) async fn close(client: &Client, repo: &RepoRef, pr: PrNumber) -> HostResult<()> {
+    let path = format!("{}/pulls/{pr}", repo_path(repo));
+    let payload = json!({ "state": "closed" });
+    client
+        .send(repo, Method::PATCH, &path, Some(&payload))
+        .await?
+        .ok()
+}

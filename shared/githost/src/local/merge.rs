@@ -1,0 +1,209 @@
+//! Merging a tested set of pull requests into the target on the local host.
+//!
+//! `merge_commit` moves the target to the tested commit; `squash` writes one commit per pull
+//! request, `rebase` replays each pull request's commits; either way the commit written for a
+//! pull request has exactly the tree the tested commit had after merging it, so the final tree is
+//! the tested tree. The target moves with one conditional ref update from the expected sha.
+
+use super::branches::{self, Chain, merge_chain};
+use super::git::{Authorship, Git, RefUpdate};
+use super::pulls::{self, branch_ref};
+use crate::error::HostResult;
+use crate::port::{MergeOutcome, MergeRequest};
+use crate::tested_chain::{CommitInfo, CommitSource, Step, read_chain, squash_message};
+use crate::validate;
+use mq_core::engine::BranchPr;
+use mq_core::git::PrState;
+use mq_core::ids::Sha;
+use mq_core::settings::MergeMethod;
+use std::future::Future;
+
+/// A merge that cannot go ahead, with the outcome to report.
+type Refused = MergeOutcome;
+
+pub(crate) async fn merge(git: &Git, request: &MergeRequest) -> HostResult<MergeOutcome> {
+    validate::branch("target", &request.target)?;
+    let actual = branches::head(git, &request.target).await?;
+    if let Some(expected) = &request.expected_target_sha {
+        validate::sha("expected_target_sha", expected)?;
+        if *expected != actual {
+            return Ok(MergeOutcome::TargetMoved { actual });
+        }
+    }
+    match new_target(git, &actual, request).await? {
+        Err(refused) => Ok(refused),
+        Ok(tip) => publish(git, request, &actual, tip).await,
+    }
+}
+
+/// The commit the target should point at once the pull requests are in.
+async fn new_target(
+    git: &Git,
+    actual: &Sha,
+    request: &MergeRequest,
+) -> HostResult<Result<Sha, Refused>> {
+    if let Some(refused) = check_heads(git, &request.prs).await? {
+        return Ok(Err(refused));
+    }
+    let tested = match &request.tested_sha {
+        Some(tested) => branches::commit(git, "tested_sha", tested).await?,
+        // A direct merge: the pull requests merged onto the target as a test branch would be.
+        None => match merge_chain(git, actual, &request.prs).await? {
+            Chain::Built(sha) => sha,
+            Chain::Conflict(pr) => {
+                return Ok(Err(MergeOutcome::Rejected {
+                    pr: Some(pr),
+                    detail: format!("#{pr} conflicts with the target"),
+                }));
+            }
+        },
+    };
+    match request.method {
+        MergeMethod::MergeCommit => fast_forward(git, actual, tested).await,
+        MergeMethod::Squash | MergeMethod::Rebase => {
+            rewrite(git, actual, &tested, &request.prs, request.method).await
+        }
+    }
+}
+
+/// Every pull request must still be open at the head that was tested.
+async fn check_heads(git: &Git, prs: &[BranchPr]) -> HostResult<Option<Refused>> {
+    for pr in prs {
+        if pulls::head_of(git, pr.pr).await? != pr.head_sha {
+            return Ok(Some(MergeOutcome::PrChanged { pr: pr.pr }));
+        }
+        let state = pulls::state_of(git, pr.pr).await?;
+        if state != PrState::Open {
+            return Ok(Some(MergeOutcome::Rejected {
+                pr: Some(pr.pr),
+                detail: format!("#{} is {}", pr.pr, state.as_str()),
+            }));
+        }
+    }
+    Ok(None)
+}
+
+async fn fast_forward(git: &Git, actual: &Sha, tested: Sha) -> HostResult<Result<Sha, Refused>> {
+    if git.is_ancestor(actual, &tested).await? {
+        Ok(Ok(tested))
+    } else {
+        Ok(Err(MergeOutcome::Rejected {
+            pr: None,
+            detail: format!(
+                "the tested commit {} does not contain the target head {}",
+                tested.short(),
+                actual.short()
+            ),
+        }))
+    }
+}
+
+/// Writes the squash or rebase commits on top of the target.
+async fn rewrite(
+    git: &Git,
+    actual: &Sha,
+    tested: &Sha,
+    prs: &[BranchPr],
+    method: MergeMethod,
+) -> HostResult<Result<Sha, Refused>> {
+    let chain = match read_chain(git, tested, prs).await? {
+        Ok(chain) => chain,
+        Err(detail) => return Ok(Err(MergeOutcome::Rejected { pr: None, detail })),
+    };
+    if chain.base.tree != git.commit_info(actual).await?.tree {
+        return Ok(Err(MergeOutcome::Rejected {
+            pr: None,
+            detail: format!(
+                "the tested commit {} was built on content other than the target's",
+                tested.short()
+            ),
+        }));
+    }
+    let mut tip = actual.clone();
+    for step in &chain.steps {
+        tip = match method {
+            MergeMethod::Rebase => match replay(git, &tip, step).await? {
+                Ok(sha) => sha,
+                Err(refused) => return Ok(Err(refused)),
+            },
+            _ => squash(git, &tip, step).await?,
+        };
+    }
+    Ok(Ok(tip))
+}
+
+/// One commit with the pull request's tree, authored by its head commit's author.
+async fn squash(git: &Git, tip: &Sha, step: &Step) -> HostResult<Sha> {
+    let message = squash_message(&step.pr);
+    let author = Authorship {
+        message: message.clone(),
+        ..git.authorship(&step.pr.head_sha).await?
+    };
+    git.commit_tree(&step.tree, &[tip], &message, Some(&author))
+        .await
+}
+
+/// The pull request's own commits, each cherry-picked onto `tip`, authors and messages kept;
+/// the last one gets the tested tree.
+async fn replay(git: &Git, tip: &Sha, step: &Step) -> HostResult<Result<Sha, Refused>> {
+    let commits = git.commits_between(&step.before, &step.pr.head_sha).await?;
+    if commits.is_empty() {
+        return Ok(Ok(squash(git, tip, step).await?));
+    }
+    let mut tip = tip.clone();
+    for (i, commit) in commits.iter().enumerate() {
+        let tree = if i + 1 == commits.len() {
+            step.tree.clone()
+        } else {
+            let parent = git.commit_info(commit).await?.parents.into_iter().next();
+            match git.merge_tree(&tip, commit, parent.as_ref()).await? {
+                Some(tree) => tree,
+                None => {
+                    return Ok(Err(MergeOutcome::Rejected {
+                        pr: Some(step.pr.pr),
+                        detail: format!(
+                            "commit {} of #{} does not apply when rebased",
+                            commit.short(),
+                            step.pr.pr
+                        ),
+                    }));
+                }
+            }
+        };
+        let author = git.authorship(commit).await?;
+        tip = git
+            .commit_tree(&tree, &[&tip], &author.message, Some(&author))
+            .await?;
+    }
+    Ok(Ok(tip))
+}
+
+/// Moves the target from `actual` to `tip`, then marks the pull requests merged.
+async fn publish(
+    git: &Git,
+    request: &MergeRequest,
+    actual: &Sha,
+    tip: Sha,
+) -> HostResult<MergeOutcome> {
+    let name = branch_ref(&request.target);
+    match git
+        .update_ref(&name, tip.as_str(), Some(actual.as_str()))
+        .await?
+    {
+        RefUpdate::Refused(_) => Ok(MergeOutcome::TargetMoved {
+            actual: branches::head(git, &request.target).await?,
+        }),
+        RefUpdate::Done => {
+            for pr in &request.prs {
+                pulls::mark_merged(git, pr.pr).await?;
+            }
+            Ok(MergeOutcome::Merged { target_sha: tip })
+        }
+    }
+}
+
+impl CommitSource for Git {
+    fn commit(&self, sha: &Sha) -> impl Future<Output = HostResult<CommitInfo>> + Send {
+        self.commit_info(sha)
+    }
+}

@@ -1,0 +1,113 @@
+//! Commit statuses and the queue's comments, kept in the bare repository itself as refs to
+//! blobs, so anyone with the repository (tests, tools, the adapter) can read them back:
+//!
+//! - `refs/merge-queue/statuses/<commit>/<hex of context>`: a JSON [`StatusReport`];
+//! - `refs/merge-queue/comments/<pr>`: the comment's body.
+//!
+//! One ref per status context and per comment: writing one never touches another.
+
+use super::git::Git;
+use crate::clock::now;
+use crate::error::{HostError, HostResult};
+use crate::port::StatusUpdate;
+use mq_core::git::StatusReport;
+use mq_core::ids::{PrNumber, RepoRef, Sha};
+use sha2::{Digest, Sha256};
+use tokio::sync::broadcast;
+
+const STATUSES: &str = "refs/merge-queue/statuses";
+const COMMENTS: &str = "refs/merge-queue/comments";
+
+/// A status that was just recorded on a commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusRecorded {
+    pub repo: RepoRef,
+    pub sha: Sha,
+    pub status: StatusReport,
+}
+
+/// Writes statuses and tells subscribers about each one.
+#[derive(Debug, Clone)]
+pub(crate) struct StatusRecorder {
+    events: broadcast::Sender<StatusRecorded>,
+}
+
+impl StatusRecorder {
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            events: broadcast::channel(capacity).0,
+        }
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<StatusRecorded> {
+        self.events.subscribe()
+    }
+
+    /// Records `update` on commit `sha` (overwriting the same context) and announces it.
+    pub async fn record(
+        &self,
+        git: &Git,
+        repo: &RepoRef,
+        sha: &Sha,
+        update: &StatusUpdate,
+    ) -> HostResult<StatusReport> {
+        let report = StatusReport {
+            context: update.context.clone(),
+            state: update.state,
+            url: update.target_url.clone().unwrap_or_default(),
+            description: update.description.clone(),
+            updated_at: now(),
+        };
+        let json = serde_json::to_vec(&report)
+            .map_err(|e| HostError::Other(format!("cannot encode a status: {e}")))?;
+        let blob = git.write_blob(&json).await?;
+        let name = status_ref(sha, &update.context);
+        // Last writer wins for one context, as on GitHub; `update-ref` itself is atomic.
+        git.set_ref(&name, &blob).await?;
+        // Nobody listening is fine: the status is stored either way.
+        let _ = self.events.send(StatusRecorded {
+            repo: repo.clone(),
+            sha: sha.clone(),
+            status: report.clone(),
+        });
+        Ok(report)
+    }
+}
+
+/// Every status recorded on `sha`, one per context.
+pub(crate) async fn statuses(git: &Git, sha: &Sha) -> HostResult<Vec<StatusReport>> {
+    let prefix = format!("{STATUSES}/{sha}/");
+    let mut reports = Vec::new();
+    for (name, id) in git.refs_under(&prefix).await? {
+        let Some(bytes) = git.read_blob(&id).await? else {
+            continue;
+        };
+        let report: StatusReport = serde_json::from_slice(&bytes)
+            .map_err(|e| HostError::Other(format!("{name} holds no status: {e}")))?;
+        reports.push(report);
+    }
+    reports.sort_by(|a, b| a.context.cmp(&b.context));
+    Ok(reports)
+}
+
+/// Stores the queue's comment on `pr`, replacing the previous one.
+pub(crate) async fn write_comment(git: &Git, pr: PrNumber, body: &str) -> HostResult<()> {
+    let blob = git.write_blob(body.as_bytes()).await?;
+    git.set_ref(&format!("{COMMENTS}/{pr}"), &blob).await
+}
+
+/// The queue's comment on `pr`, if it posted one.
+pub(crate) async fn read_comment(git: &Git, pr: PrNumber) -> HostResult<Option<String>> {
+    let bytes = git.read_blob(&format!("{COMMENTS}/{pr}")).await?;
+    Ok(bytes.map(|b| String::from_utf8_lossy(&b).into_owned()))
+}
+
+/// The context, hex-encoded so any text makes a valid ref name; a long one by its SHA-256, to
+/// stay within file name limits.
+fn status_ref(sha: &Sha, context: &str) -> String {
+    let mut name = hex::encode(context.as_bytes());
+    if name.len() > 200 {
+        name = hex::encode(Sha256::digest(context.as_bytes()));
+    }
+    format!("{STATUSES}/{sha}/{name}")
+}

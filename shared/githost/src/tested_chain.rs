@@ -1,0 +1,85 @@
+//! A tested commit read back as the steps that built it, for `squash` and `rebase` merges.
+//!
+//! A test branch is its base plus one merge commit per pull request, in order; each merge
+//! commit's first parent is the state before it and its second parent the pull request's head.
+//! Walking first parents back from the tip gives, for each pull request, the exact tree the
+//! target must have once it is in: the trees of the commits a squash or rebase writes.
+
+use crate::error::HostResult;
+use mq_core::engine::BranchPr;
+use mq_core::ids::Sha;
+use std::future::Future;
+
+/// A commit as the merge planner needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CommitInfo {
+    pub sha: Sha,
+    pub tree: String,
+    pub parents: Vec<Sha>,
+}
+
+/// Reads commits from the host.
+pub(crate) trait CommitSource {
+    fn commit(&self, sha: &Sha) -> impl Future<Output = HostResult<CommitInfo>> + Send;
+}
+
+/// One pull request's merge in the tested commit.
+#[derive(Debug, Clone)]
+pub(crate) struct Step {
+    pub pr: BranchPr,
+    /// The tree with this pull request and every one before it merged.
+    pub tree: String,
+    /// The commit this pull request was merged onto.
+    pub before: Sha,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct TestedChain {
+    /// The commit the first pull request was merged onto.
+    pub base: CommitInfo,
+    pub steps: Vec<Step>,
+}
+
+/// Walks `tested` back through one merge commit per pull request of `prs` (last first).
+/// `Ok(Err(reason))` when the tested commit is not shaped like a test branch of `prs`.
+pub(crate) async fn read_chain<S: CommitSource>(
+    source: &S,
+    tested: &Sha,
+    prs: &[BranchPr],
+) -> HostResult<Result<TestedChain, String>> {
+    let mut current = source.commit(tested).await?;
+    let mut steps = Vec::with_capacity(prs.len());
+    for pr in prs.iter().rev() {
+        let is_its_merge = current.parents.len() == 2 && current.parents[1] == pr.head_sha;
+        if !is_its_merge {
+            return Ok(Err(format!(
+                "the tested commit {} holds no merge of #{} at {}",
+                tested.short(),
+                pr.pr,
+                pr.head_sha.short()
+            )));
+        }
+        let before = current.parents[0].clone();
+        steps.push(Step {
+            pr: pr.clone(),
+            tree: current.tree.clone(),
+            before: before.clone(),
+        });
+        current = source.commit(&before).await?;
+    }
+    steps.reverse();
+    Ok(Ok(TestedChain {
+        base: current,
+        steps,
+    }))
+}
+
+/// The message of a test branch's merge commit for `pr`.
+pub(crate) fn merge_message(pr: &BranchPr) -> String {
+    format!("Merge pull request #{}: {}", pr.pr, pr.title)
+}
+
+/// The message of the one commit a squash merge writes for `pr`.
+pub(crate) fn squash_message(pr: &BranchPr) -> String {
+    format!("{} (#{})", pr.title, pr.pr)
+}

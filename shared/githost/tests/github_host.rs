@@ -1,0 +1,1119 @@
+//! The GitHub adapter against a local HTTP server answering as GitHub's REST API documents.
+
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use mq_core::engine::BranchPr;
+use mq_core::git::{CheckConclusion, Mergeability, PrState, RequiredStatusesSource, StatusState};
+use mq_core::ids::{RepoRef, Sha};
+use mq_core::settings::MergeMethod;
+use mq_githost::github::{GitHubAuth, GitHubConfig, GitHubHost, RetryPolicy};
+use mq_githost::{
+    GitHost, HostError, MergeOutcome, MergeRequest, StatusUpdate, TestBranchOutcome,
+    TestBranchRequest,
+};
+use serde_json::{Value, json};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use wiremock::matchers::{body_partial_json, header, method, path, query_param};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+const REPO: &str = "/repos/acme/rocket";
+const BASE: &str = "1111111111111111111111111111111111111111";
+const HEAD1: &str = "aaaa111111111111111111111111111111111111";
+const HEAD2: &str = "bbbb222222222222222222222222222222222222";
+
+fn repo() -> RepoRef {
+    RepoRef::new("github.com", "acme", "rocket").unwrap()
+}
+
+fn quick_retries() -> RetryPolicy {
+    RetryPolicy {
+        attempts: 3,
+        max_wait: Duration::from_secs(5),
+        backoff: Duration::from_millis(10),
+    }
+}
+
+fn with_token(server: &MockServer) -> GitHubHost {
+    let config = GitHubConfig::new(GitHubAuth::Token("ghp_test".into()))
+        .with_api(server.uri(), "github.com")
+        .with_retry(quick_retries());
+    GitHubHost::new(config).unwrap()
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+fn rfc3339(unix: u64) -> String {
+    mq_core::Timestamp::from_millis(i64::try_from(unix * 1000).unwrap()).to_rfc3339()
+}
+
+fn pr(n: u32, head: &str, title: &str) -> BranchPr {
+    BranchPr {
+        pr: n,
+        head_sha: Sha::new(head),
+        title: title.into(),
+    }
+}
+
+/// A pull request as `GET /repos/{owner}/{repo}/pulls/{pull_number}` documents it (abridged).
+fn pull_json(number: u32, head: &str, state: &str, merged: bool, mergeable: Value) -> Value {
+    json!({
+        "url": format!("https://api.github.com/repos/acme/rocket/pulls/{number}"),
+        "id": 1_000 + number, "node_id": "MDExOlB1bGxSZXF1ZXN0MQ==",
+        "html_url": format!("https://github.com/acme/rocket/pull/{number}"),
+        "number": number, "state": state, "locked": false,
+        "title": "Amazing new feature",
+        "user": { "login": "octocat", "id": 1, "type": "User", "site_admin": false },
+        "body": "Please pull these awesome changes in!",
+        "labels": [], "milestone": null, "active_lock_reason": null,
+        "created_at": "2011-01-26T19:01:12Z", "updated_at": "2011-01-26T19:01:12Z",
+        "closed_at": null, "merged_at": null, "merge_commit_sha": null,
+        "head": { "label": "octocat:new-topic", "ref": "new-topic", "sha": head,
+                  "user": { "login": "octocat", "id": 1 }, "repo": { "id": 1296269, "name": "rocket", "full_name": "acme/rocket" } },
+        "base": { "label": "acme:main", "ref": "main", "sha": BASE,
+                  "user": { "login": "acme", "id": 2 }, "repo": { "id": 1296269, "name": "rocket", "full_name": "acme/rocket" } },
+        "draft": false, "merged": merged, "mergeable": mergeable, "rebaseable": true,
+        "mergeable_state": "clean", "comments": 10, "review_comments": 0, "commits": 3,
+        "additions": 100, "deletions": 3, "changed_files": 5
+    })
+}
+
+fn ref_json(branch: &str, sha: &str) -> Value {
+    json!({
+        "ref": format!("refs/heads/{branch}"), "node_id": "MDM6UmVmcmVmcy9oZWFkcy9mZWF0dXJlQQ==",
+        "url": format!("https://api.github.com/repos/acme/rocket/git/refs/heads/{branch}"),
+        "object": { "type": "commit", "sha": sha, "url": format!("https://api.github.com/repos/acme/rocket/git/commits/{sha}") }
+    })
+}
+
+fn commit_json(sha: &str, tree: &str, parents: &[&str], message: &str) -> Value {
+    json!({
+        "sha": sha, "node_id": "MDY6Q29tbWl0NmRjYjA5YjViNTc4NzVmMzM0ZjYxYWViZWQ2OTVlMmU0MTkzZGI1ZQ==",
+        "url": format!("https://api.github.com/repos/acme/rocket/git/commits/{sha}"),
+        "author": { "date": "2014-11-07T22:01:45Z", "name": "Monalisa Octocat", "email": "octocat@github.com" },
+        "committer": { "date": "2014-11-07T22:01:45Z", "name": "Monalisa Octocat", "email": "octocat@github.com" },
+        "message": message,
+        "tree": { "url": format!("https://api.github.com/repos/acme/rocket/git/trees/{tree}"), "sha": tree },
+        "parents": parents.iter().map(|p| json!({ "sha": p, "url": "https://api.github.com/x", "html_url": "https://github.com/x" })).collect::<Vec<_>>(),
+        "verification": { "verified": false, "reason": "unsigned", "signature": null, "payload": null }
+    })
+}
+
+fn message(text: &str) -> Value {
+    json!({ "message": text, "documentation_url": "https://docs.github.com/rest" })
+}
+
+async fn mock(server: &MockServer, verb: &str, at: &str, status: u16, body: Value) {
+    Mock::given(method(verb))
+        .and(path(at))
+        .respond_with(ResponseTemplate::new(status).set_body_json(body))
+        .mount(server)
+        .await;
+}
+
+#[tokio::test]
+async fn an_app_trades_a_signed_jwt_for_an_installation_token_and_caches_it() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/installation")))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "id": 42, "account": { "login": "acme", "id": 2 }, "app_id": 123, "target_type": "Organization",
+            "permissions": { "contents": "write", "pull_requests": "write", "statuses": "write" }
+        })))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/app/installations/42/access_tokens"))
+        .respond_with(ResponseTemplate::new(201).set_body_json(json!({
+            "token": "ghs_16C7e42F292c6912E7710c838347Ae178B4a",
+            "expires_at": rfc3339(now() + 3600),
+            "permissions": { "contents": "write" }, "repository_selection": "all"
+        })))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/pulls/7")))
+        .and(header(
+            "authorization",
+            "Bearer ghs_16C7e42F292c6912E7710c838347Ae178B4a",
+        ))
+        .respond_with(ResponseTemplate::new(200).set_body_json(pull_json(
+            7,
+            HEAD1,
+            "open",
+            false,
+            json!(true),
+        )))
+        .expect(2)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/compare/main...{HEAD1}")))
+        .respond_with(ResponseTemplate::new(200).set_body_json(
+            json!({ "status": "ahead", "ahead_by": 3, "behind_by": 0, "total_commits": 3 }),
+        ))
+        .mount(&server)
+        .await;
+
+    let key = include_str!("fixtures/github-app-test-key.pem");
+    let config = GitHubConfig::new(GitHubAuth::App {
+        app_id: 123,
+        private_key_pem: key.into(),
+    })
+    .with_api(server.uri(), "github.com");
+    let host = GitHubHost::new(config).unwrap();
+    for _ in 0..2 {
+        let facts = host.pull_request(&repo(), 7, "main").await.unwrap();
+        assert_eq!(
+            (facts.title.as_str(), facts.author.as_str()),
+            ("Amazing new feature", "octocat")
+        );
+        assert_eq!(
+            (facts.state, facts.mergeability),
+            (PrState::Open, Mergeability::Mergeable)
+        );
+        assert!(facts.based_on_target_head);
+    }
+
+    let requests = server.received_requests().await.unwrap();
+    let to_installation = requests
+        .iter()
+        .find(|r| r.url.path().ends_with("/installation"))
+        .unwrap();
+    let bearer = to_installation
+        .headers
+        .get("authorization")
+        .unwrap()
+        .to_str()
+        .unwrap();
+    let jwt = bearer.strip_prefix("Bearer ").unwrap();
+    let public =
+        DecodingKey::from_rsa_pem(include_bytes!("fixtures/github-app-test-key.pub.pem")).unwrap();
+    let mut validation = Validation::new(Algorithm::RS256);
+    validation.set_issuer(&["123"]);
+    validation.set_required_spec_claims(&["exp", "iat", "iss"]);
+    let claims = jsonwebtoken::decode::<Value>(jwt, &public, &validation)
+        .unwrap()
+        .claims;
+    let (iat, exp) = (
+        claims["iat"].as_u64().unwrap(),
+        claims["exp"].as_u64().unwrap(),
+    );
+    let now = now();
+    assert!(
+        (now - 62..=now - 58).contains(&iat),
+        "iat {iat} is 60 s before {now}"
+    );
+    assert!(
+        exp > now && exp - iat <= 600,
+        "exp {exp} within 10 minutes of iat {iat}"
+    );
+    assert_eq!(claims["iss"], "123");
+}
+
+#[tokio::test]
+async fn an_installation_token_close_to_expiry_is_renewed() {
+    let server = MockServer::start().await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/installation"),
+        200,
+        json!({ "id": 42 }),
+    )
+    .await;
+    Mock::given(method("POST"))
+        .and(path("/app/installations/42/access_tokens"))
+        .respond_with(
+            ResponseTemplate::new(201)
+                .set_body_json(json!({ "token": "ghs_short", "expires_at": rfc3339(now() + 120) })),
+        )
+        .expect(2)
+        .mount(&server)
+        .await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/git/ref/heads/main"),
+        200,
+        ref_json("main", BASE),
+    )
+    .await;
+    let key = include_str!("fixtures/github-app-test-key.pem");
+    let config = GitHubConfig::new(GitHubAuth::App {
+        app_id: 123,
+        private_key_pem: key.into(),
+    })
+    .with_api(server.uri(), "github.com");
+    let host = GitHubHost::new(config).unwrap();
+    for _ in 0..2 {
+        assert_eq!(
+            host.branch_head(&repo(), "main").await.unwrap(),
+            Some(Sha::new(BASE))
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_key_that_is_not_rsa_is_refused_up_front() {
+    let config = GitHubConfig::new(GitHubAuth::App {
+        app_id: 1,
+        private_key_pem: "not a key".into(),
+    });
+    assert!(matches!(
+        GitHubHost::new(config),
+        Err(HostError::Invalid(_))
+    ));
+}
+
+#[tokio::test]
+async fn a_primary_rate_limit_far_from_reset_fails_at_once_with_the_wait() {
+    let server = MockServer::start().await;
+    let reset = now() + 3600;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/pulls/7")))
+        .respond_with(
+            ResponseTemplate::new(403)
+                .insert_header("x-ratelimit-limit", "5000")
+                .insert_header("x-ratelimit-remaining", "0")
+                .insert_header("x-ratelimit-used", "5000")
+                .insert_header("x-ratelimit-reset", reset.to_string().as_str())
+                .set_body_json(message("API rate limit exceeded for installation ID 42.")),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    let error = with_token(&server)
+        .pull_request(&repo(), 7, "main")
+        .await
+        .unwrap_err();
+    let HostError::Transient {
+        retry_after: Some(wait),
+        message,
+    } = &error
+    else {
+        panic!("expected a transient error, got {error:?}");
+    };
+    assert!((3590..=3600).contains(&wait.as_secs()), "{wait:?}");
+    assert!(message.contains("rate limit"), "{message}");
+    assert!(error.is_retryable());
+}
+
+#[tokio::test]
+async fn a_primary_rate_limit_that_resets_now_is_waited_out() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/git/ref/heads/main")))
+        .respond_with(
+            ResponseTemplate::new(403)
+                .insert_header("x-ratelimit-remaining", "0")
+                .insert_header("x-ratelimit-reset", now().to_string().as_str())
+                .set_body_json(message("API rate limit exceeded")),
+        )
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/git/ref/heads/main"),
+        200,
+        ref_json("main", BASE),
+    )
+    .await;
+    let head = with_token(&server)
+        .branch_head(&repo(), "main")
+        .await
+        .unwrap();
+    assert_eq!(head, Some(Sha::new(BASE)));
+    assert_eq!(server.received_requests().await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn a_secondary_rate_limit_waits_retry_after_then_retries() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/git/ref/heads/main")))
+        .respond_with(
+            ResponseTemplate::new(403)
+                .insert_header("retry-after", "1")
+                .set_body_json(message("You have exceeded a secondary rate limit. Please wait a few minutes before you try again.")),
+        )
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/git/ref/heads/main"),
+        200,
+        ref_json("main", BASE),
+    )
+    .await;
+    let started = Instant::now();
+    let head = with_token(&server)
+        .branch_head(&repo(), "main")
+        .await
+        .unwrap();
+    assert_eq!(head, Some(Sha::new(BASE)));
+    assert!(started.elapsed() >= Duration::from_secs(1));
+}
+
+#[tokio::test]
+async fn server_errors_are_retried_then_transient() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/git/ref/heads/main")))
+        .respond_with(ResponseTemplate::new(502).set_body_json(message("Server Error")))
+        .expect(3)
+        .mount(&server)
+        .await;
+    let error = with_token(&server)
+        .branch_head(&repo(), "main")
+        .await
+        .unwrap_err();
+    assert!(matches!(error, HostError::Transient { .. }), "{error:?}");
+}
+
+#[tokio::test]
+async fn client_errors_are_typed() {
+    let server = MockServer::start().await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/pulls/404"),
+        404,
+        message("Not Found"),
+    )
+    .await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/pulls/403"),
+        403,
+        message("Resource not accessible by integration"),
+    )
+    .await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/pulls/401"),
+        401,
+        message("Bad credentials"),
+    )
+    .await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/pulls/409"),
+        409,
+        message("Git Repository is empty."),
+    )
+    .await;
+    mock(&server, "GET", &format!("{REPO}/pulls/422"), 422, json!({ "message": "Validation Failed", "errors": [{ "resource": "Issue", "field": "number", "code": "invalid" }] })).await;
+    let host = with_token(&server);
+    let error = |n| {
+        let host = &host;
+        async move { host.pull_request(&repo(), n, "main").await.unwrap_err() }
+    };
+    assert!(matches!(error(404).await, HostError::NotFound(m) if m.contains("Not Found")));
+    assert!(matches!(error(403).await, HostError::Forbidden(m) if m.contains("not accessible")));
+    assert!(matches!(error(401).await, HostError::Forbidden(m) if m.contains("Bad credentials")));
+    assert!(matches!(error(409).await, HostError::Conflict(_)));
+    assert!(matches!(error(422).await, HostError::Invalid(m) if m.contains("invalid")));
+
+    let elsewhere = RepoRef::new("gitlab.com", "acme", "rocket").unwrap();
+    assert!(matches!(
+        host.branch_head(&elsewhere, "main").await,
+        Err(HostError::Invalid(_))
+    ));
+    assert!(matches!(
+        host.branch_head(&repo(), "bad..name").await,
+        Err(HostError::Invalid(_))
+    ));
+}
+
+#[tokio::test]
+async fn a_test_branch_is_the_base_plus_one_merge_per_pull_request() {
+    let server = MockServer::start().await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/git/ref/heads/main"),
+        200,
+        ref_json("main", BASE),
+    )
+    .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{REPO}/git/refs")))
+        .and(body_partial_json(
+            json!({ "ref": "refs/heads/mq/main/run-1", "sha": BASE }),
+        ))
+        .respond_with(ResponseTemplate::new(201).set_body_json(ref_json("mq/main/run-1", BASE)))
+        .expect(1)
+        .mount(&server)
+        .await;
+    for (head, made) in [(HEAD1, "c1c1"), (HEAD2, "c2c2")] {
+        Mock::given(method("POST"))
+            .and(path(format!("{REPO}/merges")))
+            .and(body_partial_json(
+                json!({ "base": "mq/main/run-1", "head": head }),
+            ))
+            .respond_with(ResponseTemplate::new(201).set_body_json(commit_json(
+                made,
+                "t",
+                &[BASE, head],
+                "Merge",
+            )))
+            .expect(1)
+            .mount(&server)
+            .await;
+    }
+    let request = TestBranchRequest {
+        branch: "mq/main/run-1".into(),
+        target: "main".into(),
+        base: None,
+        prs: vec![pr(1, HEAD1, "One"), pr(2, HEAD2, "Two")],
+    };
+    let outcome = with_token(&server)
+        .create_test_branch(&repo(), &request)
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome,
+        TestBranchOutcome::Created {
+            sha: Sha::new("c2c2"),
+            base_sha: Sha::new(BASE)
+        }
+    );
+}
+
+#[tokio::test]
+async fn a_conflicting_merge_names_the_pull_request_and_deletes_the_branch() {
+    let server = MockServer::start().await;
+    // The branch is left over from an earlier attempt: it is reset to the base.
+    mock(
+        &server,
+        "POST",
+        &format!("{REPO}/git/refs"),
+        422,
+        message("Reference already exists"),
+    )
+    .await;
+    Mock::given(method("PATCH"))
+        .and(path(format!("{REPO}/git/refs/heads/mq/main/run-2")))
+        .and(body_partial_json(json!({ "sha": BASE, "force": true })))
+        .respond_with(ResponseTemplate::new(200).set_body_json(ref_json("mq/main/run-2", BASE)))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{REPO}/merges")))
+        .and(body_partial_json(json!({ "head": HEAD1 })))
+        .respond_with(ResponseTemplate::new(201).set_body_json(commit_json(
+            "c1c1",
+            "t",
+            &[BASE, HEAD1],
+            "Merge",
+        )))
+        .mount(&server)
+        .await;
+    mock(
+        &server,
+        "POST",
+        &format!("{REPO}/merges"),
+        409,
+        message("Merge conflict"),
+    )
+    .await;
+    Mock::given(method("DELETE"))
+        .and(path(format!("{REPO}/git/refs/heads/mq/main/run-2")))
+        .respond_with(ResponseTemplate::new(204))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let request = TestBranchRequest {
+        branch: "mq/main/run-2".into(),
+        target: "main".into(),
+        base: Some(Sha::new(BASE)),
+        prs: vec![pr(1, HEAD1, "One"), pr(2, HEAD2, "Two")],
+    };
+    let outcome = with_token(&server)
+        .create_test_branch(&repo(), &request)
+        .await
+        .unwrap();
+    assert_eq!(outcome, TestBranchOutcome::Conflict { pr: 2 });
+}
+
+#[tokio::test]
+async fn deleting_a_missing_branch_succeeds() {
+    let server = MockServer::start().await;
+    mock(
+        &server,
+        "DELETE",
+        &format!("{REPO}/git/refs/heads/mq/main/gone"),
+        422,
+        message("Reference does not exist"),
+    )
+    .await;
+    with_token(&server)
+        .delete_branch(&repo(), "mq/main/gone")
+        .await
+        .unwrap();
+}
+
+fn merge_request(method: MergeMethod) -> MergeRequest {
+    MergeRequest {
+        target: "main".into(),
+        prs: vec![pr(1, HEAD1, "One"), pr(2, HEAD2, "Two")],
+        method,
+        expected_target_sha: Some(Sha::new(BASE)),
+        tested_sha: Some(Sha::new("c2c2")),
+    }
+}
+
+async fn open_pulls(server: &MockServer) {
+    for (n, head) in [(1, HEAD1), (2, HEAD2)] {
+        mock(
+            server,
+            "GET",
+            &format!("{REPO}/pulls/{n}"),
+            200,
+            pull_json(n, head, "open", false, json!(true)),
+        )
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn merge_commit_fast_forwards_the_target_to_the_tested_commit() {
+    let server = MockServer::start().await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/git/ref/heads/main"),
+        200,
+        ref_json("main", BASE),
+    )
+    .await;
+    open_pulls(&server).await;
+    Mock::given(method("PATCH"))
+        .and(path(format!("{REPO}/git/refs/heads/main")))
+        .and(body_partial_json(json!({ "sha": "c2c2", "force": false })))
+        .respond_with(ResponseTemplate::new(200).set_body_json(ref_json("main", "c2c2")))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let outcome = with_token(&server)
+        .merge(&repo(), &merge_request(MergeMethod::MergeCommit))
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome,
+        MergeOutcome::Merged {
+            target_sha: Sha::new("c2c2")
+        }
+    );
+}
+
+#[tokio::test]
+async fn a_merge_is_refused_when_the_target_moved() {
+    let server = MockServer::start().await;
+    let moved = "9999999999999999999999999999999999999999";
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/git/ref/heads/main"),
+        200,
+        ref_json("main", moved),
+    )
+    .await;
+    Mock::given(method("PATCH"))
+        .respond_with(ResponseTemplate::new(200))
+        .expect(0)
+        .mount(&server)
+        .await;
+    let outcome = with_token(&server)
+        .merge(&repo(), &merge_request(MergeMethod::Squash))
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome,
+        MergeOutcome::TargetMoved {
+            actual: Sha::new(moved)
+        }
+    );
+}
+
+#[tokio::test]
+async fn a_target_that_moves_during_the_merge_is_reported() {
+    let server = MockServer::start().await;
+    let moved = "9999999999999999999999999999999999999999";
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/git/ref/heads/main")))
+        .respond_with(ResponseTemplate::new(200).set_body_json(ref_json("main", BASE)))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/git/ref/heads/main"),
+        200,
+        ref_json("main", moved),
+    )
+    .await;
+    open_pulls(&server).await;
+    mock(
+        &server,
+        "PATCH",
+        &format!("{REPO}/git/refs/heads/main"),
+        422,
+        message("Update is not a fast forward"),
+    )
+    .await;
+    let outcome = with_token(&server)
+        .merge(&repo(), &merge_request(MergeMethod::MergeCommit))
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome,
+        MergeOutcome::TargetMoved {
+            actual: Sha::new(moved)
+        }
+    );
+}
+
+#[tokio::test]
+async fn a_merge_is_refused_when_a_pull_request_has_new_commits() {
+    let server = MockServer::start().await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/git/ref/heads/main"),
+        200,
+        ref_json("main", BASE),
+    )
+    .await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/pulls/1"),
+        200,
+        pull_json(1, HEAD1, "open", false, json!(true)),
+    )
+    .await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/pulls/2"),
+        200,
+        pull_json(2, "cccc", "open", false, json!(true)),
+    )
+    .await;
+    let outcome = with_token(&server)
+        .merge(&repo(), &merge_request(MergeMethod::Squash))
+        .await
+        .unwrap();
+    assert_eq!(outcome, MergeOutcome::PrChanged { pr: 2 });
+}
+
+/// The tested commit `c2c2` = merge of #2 onto `c1c1` = merge of #1 onto the target.
+async fn tested_chain(server: &MockServer) {
+    let commits = [
+        commit_json(
+            "c2c2",
+            "tree2",
+            &["c1c1", HEAD2],
+            "Merge pull request #2: Two",
+        ),
+        commit_json(
+            "c1c1",
+            "tree1",
+            &[BASE, HEAD1],
+            "Merge pull request #1: One",
+        ),
+        commit_json(BASE, "tree0", &["0000"], "Initial"),
+        commit_json(HEAD1, "h1", &[BASE], "Make it faster\n\nDetails."),
+        commit_json(HEAD2, "h2", &[BASE], "Make it safer"),
+    ];
+    for commit in commits {
+        let sha = commit["sha"].as_str().unwrap().to_owned();
+        mock(
+            server,
+            "GET",
+            &format!("{REPO}/git/commits/{sha}"),
+            200,
+            commit,
+        )
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn squash_and_rebase_write_one_commit_per_pull_request_with_the_tested_trees() {
+    for (method, first, second) in [
+        (MergeMethod::Squash, "One (#1)", "Two (#2)"),
+        (
+            MergeMethod::Rebase,
+            "Make it faster\n\nDetails.",
+            "Make it safer",
+        ),
+    ] {
+        let server = MockServer::start().await;
+        mock(
+            &server,
+            "GET",
+            &format!("{REPO}/git/ref/heads/main"),
+            200,
+            ref_json("main", BASE),
+        )
+        .await;
+        open_pulls(&server).await;
+        tested_chain(&server).await;
+        for (tree, parent, message, made) in [
+            ("tree1", BASE, first, "s1s1"),
+            ("tree2", "s1s1", second, "s2s2"),
+        ] {
+            Mock::given(wiremock::matchers::method("POST"))
+                .and(path(format!("{REPO}/git/commits")))
+                .and(body_partial_json(json!({
+                    "tree": tree, "parents": [parent], "message": message,
+                    "author": { "name": "Monalisa Octocat", "email": "octocat@github.com" }
+                })))
+                .respond_with(ResponseTemplate::new(201).set_body_json(commit_json(
+                    made,
+                    tree,
+                    &[parent],
+                    message,
+                )))
+                .expect(1)
+                .mount(&server)
+                .await;
+        }
+        Mock::given(wiremock::matchers::method("PATCH"))
+            .and(path(format!("{REPO}/git/refs/heads/main")))
+            .and(body_partial_json(json!({ "sha": "s2s2", "force": false })))
+            .respond_with(ResponseTemplate::new(200).set_body_json(ref_json("main", "s2s2")))
+            .expect(1)
+            .mount(&server)
+            .await;
+        for n in [1, 2] {
+            Mock::given(wiremock::matchers::method("PATCH"))
+                .and(path(format!("{REPO}/pulls/{n}")))
+                .and(body_partial_json(json!({ "state": "closed" })))
+                .respond_with(ResponseTemplate::new(200).set_body_json(pull_json(
+                    n,
+                    HEAD1,
+                    "closed",
+                    false,
+                    Value::Null,
+                )))
+                .expect(1)
+                .mount(&server)
+                .await;
+        }
+        let outcome = with_token(&server)
+            .merge(&repo(), &merge_request(method))
+            .await
+            .unwrap();
+        assert_eq!(
+            outcome,
+            MergeOutcome::Merged {
+                target_sha: Sha::new("s2s2")
+            },
+            "{method:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_tested_commit_that_is_not_a_test_branch_of_the_pull_requests_is_refused() {
+    let server = MockServer::start().await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/git/ref/heads/main"),
+        200,
+        ref_json("main", BASE),
+    )
+    .await;
+    open_pulls(&server).await;
+    tested_chain(&server).await;
+    let mut request = merge_request(MergeMethod::Squash);
+    request.prs.reverse();
+    let outcome = with_token(&server).merge(&repo(), &request).await.unwrap();
+    assert!(
+        matches!(outcome, MergeOutcome::Rejected { pr: None, .. }),
+        "{outcome:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_queue_comment_is_found_across_pages_and_updated_in_place() {
+    let server = MockServer::start().await;
+    let next = format!(
+        "<{}/repositories/1/issues/7/comments?page=2>; rel=\"next\", <{}/repositories/1/issues/7/comments?page=2>; rel=\"last\"",
+        server.uri(),
+        server.uri()
+    );
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/issues/7/comments")))
+        .and(query_param("per_page", "100"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header("link", next.as_str())
+                .set_body_json(
+                    json!([{ "id": 1, "body": "Me too", "user": { "login": "octocat" } }]),
+                ),
+        )
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/repositories/1/issues/7/comments"))
+        .and(query_param("page", "2"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!([
+            { "id": 99, "body": mq_githost::comment::marked("Queued."), "user": { "login": "merge-queue[bot]" } }
+        ])))
+        .mount(&server)
+        .await;
+    Mock::given(method("PATCH"))
+        .and(path(format!("{REPO}/issues/comments/99")))
+        .and(body_partial_json(
+            json!({ "body": mq_githost::comment::marked("Testing.") }),
+        ))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({ "id": 99 })))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(201))
+        .expect(0)
+        .mount(&server)
+        .await;
+    with_token(&server)
+        .upsert_comment(&repo(), 7, "Testing.")
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_first_comment_is_posted_with_the_marker() {
+    let server = MockServer::start().await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/issues/7/comments"),
+        200,
+        json!([]),
+    )
+    .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{REPO}/issues/7/comments")))
+        .and(body_partial_json(
+            json!({ "body": mq_githost::comment::marked("Queued.") }),
+        ))
+        .respond_with(ResponseTemplate::new(201).set_body_json(json!({ "id": 100 })))
+        .expect(1)
+        .mount(&server)
+        .await;
+    with_token(&server)
+        .upsert_comment(&repo(), 7, "Queued.")
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn statuses_are_posted_and_checks_read_back_across_pages() {
+    let server = MockServer::start().await;
+    let sha = "c2c2c2c2";
+    Mock::given(method("POST"))
+        .and(path(format!("{REPO}/statuses/{sha}")))
+        .and(body_partial_json(json!({ "state": "pending", "context": "merge-queue", "description": "Testing", "target_url": "https://queue.example.com/1" })))
+        .respond_with(ResponseTemplate::new(201).set_body_json(json!({ "id": 1, "state": "pending" })))
+        .expect(1)
+        .mount(&server)
+        .await;
+    mock(&server, "GET", &format!("{REPO}/commits/{sha}/status"), 200, json!({
+        "state": "failure", "sha": sha, "total_count": 2,
+        "statuses": [
+            { "id": 1, "state": "success", "context": "build", "description": "Build passed", "target_url": "https://ci.example.com/1", "created_at": "2012-07-20T01:19:13Z", "updated_at": "2012-07-20T01:19:13Z" },
+            { "id": 2, "state": "failure", "context": "test", "description": null, "target_url": null, "created_at": "2012-07-20T01:19:13Z", "updated_at": "2012-07-20T01:20:13Z" }
+        ]
+    })).await;
+    let next = format!(
+        "<{}/repos/acme/rocket/commits/{sha}/check-runs?per_page=100&page=2>; rel=\"next\"",
+        server.uri()
+    );
+    let run = |id: u64, name: &str, conclusion: Value| {
+        json!({
+            "id": id, "head_sha": sha, "node_id": "MDg6Q2hlY2tSdW40", "external_id": "", "name": name,
+            "url": "https://api.github.com/repos/acme/rocket/check-runs/4", "html_url": "https://github.com/acme/rocket/runs/4",
+            "details_url": "https://example.com", "status": "completed", "conclusion": conclusion,
+            "started_at": "2018-05-04T01:14:52Z", "completed_at": "2018-05-04T01:14:52Z",
+            "check_suite": { "id": 5 }, "app": { "id": 1, "slug": "octoapp" }, "pull_requests": []
+        })
+    };
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/commits/{sha}/check-runs")))
+        .and(query_param("page", "2"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(
+            json!({ "total_count": 2, "check_runs": [run(5, "lint", json!("failure"))] }),
+        ))
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/commits/{sha}/check-runs")))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header("link", next.as_str())
+                .set_body_json(
+                    json!({ "total_count": 2, "check_runs": [run(4, "unit", json!("success"))] }),
+                ),
+        )
+        .mount(&server)
+        .await;
+
+    let host = with_token(&server);
+    let status = StatusUpdate {
+        context: "merge-queue".into(),
+        state: StatusState::Pending,
+        description: "Testing".into(),
+        target_url: Some("https://queue.example.com/1".into()),
+    };
+    host.set_status(&repo(), &Sha::new(sha), &status)
+        .await
+        .unwrap();
+    let checks = host.commit_checks(&repo(), &Sha::new(sha)).await.unwrap();
+    let statuses: Vec<_> = checks
+        .statuses
+        .iter()
+        .map(|s| (s.context.as_str(), s.state))
+        .collect();
+    assert_eq!(
+        statuses,
+        vec![
+            ("build", StatusState::Success),
+            ("test", StatusState::Failure)
+        ]
+    );
+    let runs: Vec<_> = checks
+        .check_runs
+        .iter()
+        .map(|r| (r.name.as_str(), r.conclusion, r.suite_id))
+        .collect();
+    assert_eq!(
+        runs,
+        vec![
+            ("unit", Some(CheckConclusion::Success), 5),
+            ("lint", Some(CheckConclusion::Failure), 5)
+        ]
+    );
+}
+
+#[tokio::test]
+async fn required_statuses_come_from_the_config_file_first() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/contents/.merge-queue.yaml")))
+        .and(query_param("ref", "main"))
+        .and(header("accept", "application/vnd.github.raw+json"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_string("required_statuses:\n  - build\n  - test\n"),
+        )
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/branches/main")))
+        .respond_with(ResponseTemplate::new(200))
+        .expect(0)
+        .mount(&server)
+        .await;
+    let required = with_token(&server)
+        .required_statuses(&repo(), "main")
+        .await
+        .unwrap();
+    assert_eq!(required.contexts, vec!["build", "test"]);
+    assert_eq!(required.source, Some(RequiredStatusesSource::ServiceConfig));
+}
+
+#[tokio::test]
+async fn required_statuses_fall_back_to_branch_protection_and_rulesets() {
+    let server = MockServer::start().await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/contents/.merge-queue.yaml"),
+        404,
+        message("Not Found"),
+    )
+    .await;
+    mock(&server, "GET", &format!("{REPO}/branches/release/1.x"), 200, json!({
+        "name": "release/1.x", "commit": { "sha": BASE }, "protected": true,
+        "protection": { "enabled": true, "required_status_checks": {
+            "enforcement_level": "non_admins", "contexts": ["ci/build"],
+            "checks": [{ "context": "ci/build", "app_id": null }, { "context": "ci/lint", "app_id": 15368 }] } },
+        "protection_url": "https://api.github.com/repos/acme/rocket/branches/release/1.x/protection"
+    })).await;
+    mock(&server, "GET", &format!("{REPO}/rules/branches/release/1.x"), 200, json!([
+        { "type": "deletion", "ruleset_source_type": "Repository", "ruleset_source": "acme/rocket", "ruleset_id": 1 },
+        { "type": "required_status_checks", "ruleset_source_type": "Organization", "ruleset_source": "acme", "ruleset_id": 2,
+          "parameters": { "strict_required_status_checks_policy": false,
+                          "required_status_checks": [{ "context": "security/scan", "integration_id": 1 }] } }
+    ])).await;
+    let required = with_token(&server)
+        .required_statuses(&repo(), "release/1.x")
+        .await
+        .unwrap();
+    assert_eq!(
+        required.contexts,
+        vec!["ci/build", "ci/lint", "security/scan"]
+    );
+    assert_eq!(
+        required.source,
+        Some(RequiredStatusesSource::RepoProviderBranchProtection)
+    );
+}
+
+#[tokio::test]
+async fn no_source_means_no_required_statuses() {
+    let server = MockServer::start().await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/contents/.merge-queue.yaml"),
+        404,
+        message("Not Found"),
+    )
+    .await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/branches/main"),
+        200,
+        json!({ "name": "main", "protected": false }),
+    )
+    .await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/rules/branches/main"),
+        200,
+        json!([]),
+    )
+    .await;
+    let required = with_token(&server)
+        .required_statuses(&repo(), "main")
+        .await
+        .unwrap();
+    assert_eq!((required.contexts.len(), required.source), (0, None));
+}

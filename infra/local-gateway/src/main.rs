@@ -3,11 +3,14 @@
 //! ```text
 //! cargo run -p local-gateway                     # in-memory store, prints a token
 //! cargo run -p local-gateway -- --api-token T    # a known token (organisation "local")
+//! cargo run -p local-gateway -- --repos-dir .local/repos --ci-command 'make test'
 //! cargo run -p local-gateway -- --dynamodb-endpoint http://127.0.0.1:8000
 //! ```
 
 use clap::Parser;
 use local_gateway::Gateway;
+use local_gateway::background::{spawn_status_listener, spawn_tick};
+use local_gateway::host::{HostArgs, open_host};
 use local_gateway::tokens::{LOCAL_ORG, parse_token_list, register};
 use mq_api::{App, Clock, SystemClock};
 use mq_core::ids::OrgId;
@@ -15,6 +18,7 @@ use mq_store::{DynamoStore, MemoryStore, Store, TableNames};
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 #[derive(Parser)]
 #[command(name = "local-gateway", about = "Serve the merge queue API locally")]
@@ -34,6 +38,18 @@ struct Args {
     /// Tokens of several organisations: `org1:token1,org2:token2`.
     #[arg(long, env = "MQ_API_TOKENS", hide_env_values = true)]
     tokens: Option<String>,
+    /// Seconds between ticks (timeouts, batching waits, retries); fractions allowed.
+    #[arg(long, default_value_t = 5.0, value_parser = parse_interval)]
+    tick_interval: f64,
+    #[command(flatten)]
+    host: HostArgs,
+}
+
+fn parse_interval(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.01 => Ok(v),
+        _ => Err(format!("`{s}` is not a number of seconds of at least 0.01")),
+    }
 }
 
 #[tokio::main]
@@ -50,15 +66,28 @@ async fn main() -> ExitCode {
 
 async fn run(args: Args) -> Result<(), String> {
     let store = open_store(&args).await?;
-    let app = Arc::new(App::new(store.clone(), Arc::new(SystemClock)));
+    let mut app = App::new(store.clone(), Arc::new(SystemClock));
+    let opened = open_host(&args.host)?;
+    if let Some(host) = opened.host.clone() {
+        app = app.with_githost(host);
+    }
+    if let Some(receiver) = opened.webhook.clone() {
+        app = app.with_webhook(receiver);
+    }
+    let app = Arc::new(app);
     let mut given = parse_token_list(args.tokens.as_deref().unwrap_or_default())?;
     let local = OrgId::parse(LOCAL_ORG).map_err(|e| e.to_string())?;
     given.extend(args.api_tokens.iter().map(|t| (local.clone(), t.clone())));
     let generated = register(store.as_ref(), given, SystemClock.now()).await?;
-    let gateway = Gateway::start(app, args.listen)
+    let gateway = Gateway::start(app.clone(), args.listen)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+    let _tick = spawn_tick(app.clone(), Duration::from_secs_f64(args.tick_interval));
+    let _statuses = opened
+        .statuses
+        .map(|rx| spawn_status_listener(app.clone(), rx));
     println!("merge queue API on {}", gateway.base_url());
+    println!("{}", opened.description);
     if let Some(token) = generated {
         println!("API token (organisation \"{LOCAL_ORG}\"): {token}");
     }

@@ -32,8 +32,15 @@ macro_rules! routes {
 }
 
 routes! {
+    POST "/v1/submitPullRequest" => submit_pull_request,
+    POST "/v1/cancelPullRequest" => cancel_pull_request,
+    POST "/v1/restartTestsOnPullRequest" => restart_tests_on_pull_request,
+    POST "/v1/getSubmittedPullRequest" => get_submitted_pull_request,
+    POST "/v1/setImpactedTargets" => set_impacted_targets,
+    POST "/v1/getMergeQueueTestingDetails" => get_merge_queue_testing_details,
     POST "/v1/createQueue" => create_queue,
     POST "/v1/deleteQueue" => delete_queue,
     POST "/v1/getQueue" => get_queue,
     POST "/v1/updateQueue" => update_queue,
+    POST "/v1/webhooks/github" => github_webhook,
 }

@@ -3,6 +3,7 @@
 use crate::error::ApiError;
 use mq_core::time::Timestamp;
 use mq_githost::GitHost;
+use mq_githost::webhook::WebhookReceiver;
 use mq_store::{DynamoStore, Store, TableNames};
 use std::sync::Arc;
 
@@ -31,6 +32,8 @@ pub struct App {
     pub clock: Arc<dyn Clock>,
     /// The Git host of the queues' repositories; `None` where only administration runs.
     pub githost: Option<Arc<dyn GitHost>>,
+    /// Verifies and reads the Git host's webhook deliveries; `None` without a secret.
+    pub webhook: Option<WebhookReceiver>,
 }
 
 impl App {
@@ -39,12 +42,19 @@ impl App {
             store,
             clock,
             githost: None,
+            webhook: None,
         }
     }
 
     /// The same application, acting on repositories through `host`.
     pub fn with_githost(mut self, host: Arc<dyn GitHost>) -> Self {
         self.githost = Some(host);
+        self
+    }
+
+    /// The same application, accepting webhook deliveries signed for `receiver`.
+    pub fn with_webhook(mut self, receiver: WebhookReceiver) -> Self {
+        self.webhook = Some(receiver);
         self
     }
 

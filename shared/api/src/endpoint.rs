@@ -34,6 +34,34 @@ where
     F: FnOnce(Caller, Request) -> Fut,
     Fut: Future<Output = Result<Response<Body>, ApiError>>,
 {
+    frame(req, route, |request_id, req| async move {
+        let org = authenticate(app.store.as_ref(), &req).await?;
+        tracing::Span::current().record("org", org.as_str());
+        handler(Caller { org, request_id }, req).await
+    })
+    .await
+}
+
+/// Runs a handler that authenticates the request itself (a webhook signed by the Git host),
+/// in the same frame as [`serve`].
+pub async fn serve_unauthenticated<F, Fut>(
+    req: Request,
+    route: &'static str,
+    handler: F,
+) -> Response<Body>
+where
+    F: FnOnce(Request) -> Fut,
+    Fut: Future<Output = Result<Response<Body>, ApiError>>,
+{
+    frame(req, route, |_, req| handler(req)).await
+}
+
+/// The request id, the log span, error rendering and `X-Request-Id` around a handler.
+async fn frame<F, Fut>(req: Request, route: &'static str, handler: F) -> Response<Body>
+where
+    F: FnOnce(String, Request) -> Fut,
+    Fut: Future<Output = Result<Response<Body>, ApiError>>,
+{
     let request_id = request_id(&req);
     let span = tracing::info_span!(
         "request",
@@ -43,21 +71,9 @@ where
         queue = tracing::field::Empty,
     );
     let started = Instant::now();
-    let id = request_id.clone();
-    let result = async move {
-        let org = authenticate(app.store.as_ref(), &req).await?;
-        tracing::Span::current().record("org", org.as_str());
-        handler(
-            Caller {
-                org,
-                request_id: id,
-            },
-            req,
-        )
-        .await
-    }
-    .instrument(span.clone())
-    .await;
+    let result = handler(request_id.clone(), req)
+        .instrument(span.clone())
+        .await;
     let mut response = result.unwrap_or_else(|e| e.to_response());
     span.in_scope(|| {
         tracing::info!(

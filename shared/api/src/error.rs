@@ -169,3 +169,5 @@ impl From<mq_githost::HostError> for ApiError {
         }
     }
 }
+
+impl std::error::Error for ApiError {}

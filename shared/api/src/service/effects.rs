@@ -34,7 +34,10 @@ pub async fn execute(host: &dyn GitHost, queue: &Queue, pending: &PendingEffect)
 fn is_permanent(e: &HostError) -> bool {
     matches!(
         e,
-        HostError::NotFound(_) | HostError::Forbidden(_) | HostError::Conflict(_)
+        HostError::NotFound(_)
+            | HostError::Forbidden(_)
+            | HostError::Invalid(_)
+            | HostError::Conflict(_)
     )
 }
 

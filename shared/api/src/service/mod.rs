@@ -1,5 +1,9 @@
 //! The application service: what an endpoint does, between parsing and rendering.
 
+pub mod drive;
 pub mod effects;
+pub mod pull_requests;
 pub mod queues;
 pub mod shell;
+pub mod tick;
+pub mod webhook;

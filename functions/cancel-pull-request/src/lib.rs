@@ -1,0 +1,17 @@
+//! `POST /v1/cancelPullRequest`: removes a pull request from a queue.
+
+use lambda_http::{Body, Request, Response};
+use mq_api::body::parse_json;
+use mq_api::service::pull_requests;
+use mq_api::wire::PrRequest;
+use mq_api::{App, http};
+
+pub async fn handle(app: &App, req: Request) -> Response<Body> {
+    mq_api::serve(app, req, "cancelPullRequest", |caller, req| async move {
+        let body: PrRequest = parse_json(&req)?;
+        let (target, pr) = body.target()?;
+        pull_requests::cancel(app, &caller.org, &target.id(), pr).await?;
+        Ok(http::empty_ok())
+    })
+    .await
+}

@@ -1,0 +1,40 @@
+//! `POST /v1/webhooks/github`: GitHub's deliveries. The signature (`X-Hub-Signature-256`,
+//! HMAC-SHA256 of the raw body with the webhook secret) authenticates them, checked before
+//! the body is read; a bad one gets 401 and changes nothing.
+
+use lambda_http::http::StatusCode;
+use lambda_http::{Body, Request, Response};
+use mq_api::body::MAX_BODY_BYTES;
+use mq_api::service::webhook;
+use mq_api::{ApiError, App, http};
+use mq_githost::webhook::{EVENT_HEADER, SIGNATURE_HEADER, WebhookError};
+
+pub async fn handle(app: &App, req: Request) -> Response<Body> {
+    mq_api::endpoint::serve_unauthenticated(req, "webhooks/github", |req| async move {
+        let receiver = app
+            .webhook
+            .as_ref()
+            .ok_or_else(|| ApiError::internal("no webhook secret is configured"))?;
+        let body = req.body().as_ref();
+        if body.len() > MAX_BODY_BYTES {
+            return Err(ApiError::payload_too_large(MAX_BODY_BYTES));
+        }
+        let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
+        let event = header(EVENT_HEADER).unwrap_or_default();
+        let fact = receiver
+            .receive(event, header(SIGNATURE_HEADER), body)
+            .map_err(refusal)?;
+        let delivered = webhook::deliver(app, fact).await?;
+        tracing::info!(event, queues = delivered.queues.len(), "delivery applied");
+        Ok(http::empty_ok())
+    })
+    .await
+}
+
+fn refusal(e: WebhookError) -> ApiError {
+    match e.http_status() {
+        401 => ApiError::new(StatusCode::UNAUTHORIZED, "BAD_SIGNATURE", e.to_string()),
+        400 => ApiError::bad_request(e.to_string()),
+        _ => ApiError::internal(e),
+    }
+}

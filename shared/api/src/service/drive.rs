@@ -1,0 +1,114 @@
+//! Driving a queue: apply events to it through the engine, commit, then execute the effects
+//! the engine asked for and report their outcomes back, round after round.
+//!
+//! A request executes the effects it caused (a bounded number of rounds); whatever is left,
+//! or failed, stays in the queue's outbox and the tick executes it later.
+
+use super::effects;
+use super::shell::{Actor, Applied, mutate_as};
+use crate::app::App;
+use crate::error::ApiError;
+use mq_core::DomainError;
+use mq_core::engine::{Ctx, Event, PendingEffect, Transition, step};
+use mq_core::ids::QueueId;
+use mq_core::snapshot::{Queue, QueueSnapshot};
+use mq_core::time::Timestamp;
+
+/// Rounds of "execute effects, report outcomes" one request performs before leaving the rest
+/// to the tick.
+pub const EFFECT_ROUNDS: usize = 8;
+
+/// Applies `events` in order, in one commit. For an API caller the first event is what it
+/// asked for, and a refusal of it is the caller's error. Every other event is a fact (an
+/// effect outcome, a CI result, a webhook) that the engine may find stale, which changes
+/// nothing.
+pub async fn apply(
+    app: &App,
+    actor: Actor<'_>,
+    id: &QueueId,
+    events: &[Event],
+) -> Result<Applied, ApiError> {
+    let strict = matches!(actor, Actor::Org(_));
+    mutate_as(app, actor, id, |snapshot, now| {
+        apply_in_order(snapshot, events, now, strict)
+    })
+    .await
+}
+
+/// Steps through `events`, merging their transitions into one; with `strict`, a refusal of the
+/// first event is returned.
+pub fn apply_in_order(
+    snapshot: &QueueSnapshot,
+    events: &[Event],
+    now: Timestamp,
+    strict: bool,
+) -> Result<Transition, DomainError> {
+    let mut total = Transition::unchanged(snapshot);
+    for (i, event) in events.iter().enumerate() {
+        let ctx = Ctx {
+            now,
+            seed: seed(),
+        };
+        match step(&total.snapshot, event, ctx) {
+            Ok(t) => merge(&mut total, t),
+            Err(e) if strict && i == 0 => return Err(e),
+            Err(e) => tracing::debug!(error = %e, "stale fact ignored"),
+        }
+    }
+    Ok(total)
+}
+
+fn merge(total: &mut Transition, next: Transition) {
+    total.snapshot = next.snapshot;
+    total.effects.extend(next.effects);
+    total.concluded.extend(next.concluded);
+    total.finished_runs.extend(next.finished_runs);
+}
+
+/// A seed for the ids an event creates.
+fn seed() -> u64 {
+    uuid::Uuid::new_v4().as_u64_pair().0
+}
+
+/// Applies `events` and executes the resulting effects for up to [`EFFECT_ROUNDS`] rounds.
+/// Returns the queue as it was after the first commit (what the caller's request did).
+pub async fn apply_and_run(
+    app: &App,
+    actor: Actor<'_>,
+    id: &QueueId,
+    events: &[Event],
+) -> Result<Applied, ApiError> {
+    let applied = apply(app, actor, id, events).await?;
+    let effects = applied.transition.effects.clone();
+    run_effects(app, id, &applied.transition.snapshot.queue, effects).await;
+    Ok(applied)
+}
+
+/// Executes effects and reports their outcomes, round after round. Failures to report are
+/// logged: the effects stay in the outbox and the tick retries them.
+pub async fn run_effects(app: &App, id: &QueueId, queue: &Queue, effects: Vec<PendingEffect>) {
+    let Ok(host) = app.host() else {
+        return;
+    };
+    let mut queue = queue.clone();
+    let mut effects = effects;
+    for _ in 0..EFFECT_ROUNDS {
+        if effects.is_empty() {
+            return;
+        }
+        let mut outcomes = Vec::with_capacity(effects.len());
+        for effect in &effects {
+            outcomes.push(effects::execute(host, &queue, effect).await);
+        }
+        match apply(app, Actor::Service, id, &outcomes).await {
+            Ok(applied) => {
+                queue = applied.transition.snapshot.queue;
+                effects = applied.transition.effects;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "effect outcomes not recorded; the tick retries");
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! The pull request endpoints: submit, cancel, restart, read, impacted targets, test runs.
+
+use super::drive::apply_and_run;
+use super::shell::{Actor, load_owned};
+use crate::app::App;
+use crate::error::ApiError;
+use crate::wire::testing::TestingDetails;
+use crate::wire::{QueueTarget, Submission, SubmittedPullRequest, TargetsUpload};
+use mq_core::engine::{CancelReason, Event};
+use mq_core::entry::{Entry, UploadedTargets};
+use mq_core::error::{DomainError, ErrorCode};
+use mq_core::git::{PrFacts, Verdict};
+use mq_core::ids::{OrgId, PrNumber, QueueId};
+use mq_core::settings::{DirectMergeMode, QueueMode};
+use mq_core::snapshot::Queue;
+use mq_githost::{CommitChecks, GitHost, HostError};
+
+/// Submits a pull request (or updates the priority of its active entry).
+pub async fn submit(app: &App, org: &OrgId, s: &Submission) -> Result<(), ApiError> {
+    let id = s.target.id();
+    let snapshot = load_owned(app, org, &id).await?;
+    let host = app.host()?;
+    let facts = pr_facts(host, &snapshot.queue, s.pr).await?;
+    let mut events = vec![Event::Submit {
+        head_checks_passed: head_checks_passed(host, &snapshot.queue, &facts).await?,
+        pr: facts.clone(),
+        priority: s.priority,
+        no_batch: s.no_batch,
+        force: false,
+    }];
+    if let Some(uploaded) = app.store.uploaded_targets(&id, s.pr).await?
+        && uploaded.head_sha == facts.head_sha
+    {
+        events.push(Event::SetImpactedTargets {
+            pr: s.pr,
+            head_sha: uploaded.head_sha,
+            targets: uploaded.targets,
+        });
+    }
+    apply_and_run(app, Actor::Org(org), &id, &events).await?;
+    Ok(())
+}
+
+/// Removes a pull request from the queue; 409 when it is not active.
+pub async fn cancel(app: &App, org: &OrgId, id: &QueueId, pr: PrNumber) -> Result<(), ApiError> {
+    let event = Event::Cancel {
+        pr,
+        reason: CancelReason::Api,
+    };
+    apply_and_run(app, Actor::Org(org), id, &[event]).await?;
+    Ok(())
+}
+
+/// Re-runs the tests of a pull request's group in place; 409 when it is not testing.
+pub async fn restart(app: &App, org: &OrgId, id: &QueueId, pr: PrNumber) -> Result<(), ApiError> {
+    apply_and_run(app, Actor::Org(org), id, &[Event::Restart { pr }]).await?;
+    Ok(())
+}
+
+/// The latest entry of a pull request in the queue, active or concluded.
+pub async fn submitted(
+    app: &App,
+    org: &OrgId,
+    id: &QueueId,
+    pr: PrNumber,
+) -> Result<SubmittedPullRequest, ApiError> {
+    crate::endpoint::record_queue(id);
+    let (queue, entry) = match app.store.load_entry(id, pr).await? {
+        Some((queue, entry)) if &queue.org == org => (queue, entry),
+        _ => return Err(DomainError::queue_not_found().into()),
+    };
+    let entry = entry.ok_or_else(|| never_submitted(pr))?;
+    Ok(view(&queue, &entry))
+}
+
+/// The public view of an entry of `queue`.
+pub fn view(queue: &Queue, entry: &Entry) -> SubmittedPullRequest {
+    let parallel = queue.config.mode == QueueMode::Parallel;
+    SubmittedPullRequest::of(entry, &queue.branch, parallel)
+}
+
+/// Records impacted targets for a pull request's head. An active entry takes them at once
+/// (409 when `sha` is not the head it is queued with); otherwise `sha` must be the head the
+/// Git host reports, and the targets wait for the submission.
+pub async fn set_impacted_targets(
+    app: &App,
+    org: &OrgId,
+    upload: &TargetsUpload,
+) -> Result<(), ApiError> {
+    let id = upload.target.id();
+    let snapshot = load_owned(app, org, &id).await?;
+    if snapshot.entry_for_pr(upload.pr).is_none() {
+        let facts = pr_facts(app.host()?, &snapshot.queue, upload.pr).await?;
+        if facts.head_sha != upload.head_sha {
+            return Err(sha_mismatch(upload, &facts).into());
+        }
+    }
+    let event = Event::SetImpactedTargets {
+        pr: upload.pr,
+        head_sha: upload.head_sha.clone(),
+        targets: upload.targets.clone(),
+    };
+    if snapshot.entry_for_pr(upload.pr).is_some() {
+        apply_and_run(app, Actor::Org(org), &id, &[event]).await?;
+    }
+    let uploaded = UploadedTargets {
+        head_sha: upload.head_sha.clone(),
+        targets: upload.targets.clone(),
+        uploaded_at: app.now(),
+    };
+    app.store
+        .put_uploaded_targets(&id, upload.pr, &uploaded)
+        .await?;
+    Ok(())
+}
+
+/// A test run of the queue, active or finished.
+pub async fn testing_details(
+    app: &App,
+    org: &OrgId,
+    target: &QueueTarget,
+    run_id: &str,
+) -> Result<TestingDetails, ApiError> {
+    let id = target.id();
+    crate::endpoint::record_queue(&id);
+    let (queue, run) = match app.store.load_run(&id, run_id).await? {
+        Some((queue, run)) if &queue.org == org => (queue, run),
+        _ => return Err(DomainError::queue_not_found().into()),
+    };
+    let run = run.ok_or_else(|| {
+        DomainError::not_found(
+            ErrorCode::TestRunNotFound,
+            format!("test run {run_id} not found in this queue"),
+        )
+    })?;
+    Ok(TestingDetails::of(&run, &queue.repo))
+}
+
+/// Whether every required status passed on the pull request's own head; read only where
+/// direct merge may use it (`directMergeMode: always`).
+pub async fn head_checks_passed(
+    host: &dyn GitHost,
+    queue: &Queue,
+    pr: &PrFacts,
+) -> Result<bool, ApiError> {
+    if queue.config.direct_merge_mode != DirectMergeMode::Always {
+        return Ok(false);
+    }
+    let required = if queue.config.required_statuses.is_empty() {
+        host.required_statuses(&queue.repo, &queue.branch)
+            .await?
+            .contexts
+    } else {
+        queue.config.required_statuses.clone()
+    };
+    let checks = host.commit_checks(&queue.repo, &pr.head_sha).await?;
+    Ok(!required.is_empty() && required.iter().all(|name| passed(&checks, name)))
+}
+
+/// Whether the latest status and the latest check run named `name` (whichever exist) passed.
+fn passed(checks: &CommitChecks, name: &str) -> bool {
+    let status = checks
+        .statuses
+        .iter()
+        .filter(|s| s.context == name)
+        .max_by_key(|s| s.updated_at)
+        .map(|s| s.state.verdict());
+    let check = checks
+        .check_runs
+        .iter()
+        .filter(|c| c.name == name)
+        .max_by_key(|c| (c.updated_at, c.id))
+        .map(|c| c.verdict());
+    let verdicts: Vec<Verdict> = status.into_iter().chain(check).collect();
+    !verdicts.is_empty() && verdicts.iter().all(|v| *v == Verdict::Passed)
+}
+
+/// What the Git host says about a pull request now; 404 when it has no such pull request.
+pub async fn pr_facts(host: &dyn GitHost, queue: &Queue, pr: PrNumber) -> Result<PrFacts, ApiError> {
+    match host.pull_request(&queue.repo, pr, &queue.branch).await {
+        Ok(facts) => Ok(facts),
+        Err(HostError::NotFound(_)) => Err(DomainError::not_found(
+            ErrorCode::PullRequestNotFound,
+            format!("pull request #{pr} not found in {}", queue.repo),
+        )
+        .into()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn never_submitted(pr: PrNumber) -> ApiError {
+    DomainError::not_found(
+        ErrorCode::PullRequestNotFound,
+        format!("pull request #{pr} was never submitted to this queue"),
+    )
+    .into()
+}
+
+fn sha_mismatch(upload: &TargetsUpload, facts: &PrFacts) -> DomainError {
+    DomainError::conflict(
+        ErrorCode::ShaMismatch,
+        format!(
+            "pr.sha {} is not the head of pull request #{} ({})",
+            upload.head_sha.short(),
+            upload.pr,
+            facts.head_sha.short()
+        ),
+    )
+}

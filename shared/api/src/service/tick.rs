@@ -1,0 +1,115 @@
+//! The tick: what the schedule does every minute (and the local gateway every few seconds).
+//!
+//! For every queue with work (a `Query` on the work index, never a `Scan`), under a lease so
+//! two ticks never work one queue at once: read what CI reported on the test branches in
+//! flight, advance timeouts and batching waits (`Event::Tick`), and execute the effects that
+//! are due, including those whose earlier execution failed.
+
+use super::drive::{apply, run_effects};
+use super::shell::Actor;
+use crate::app::App;
+use crate::error::ApiError;
+use mq_core::engine::Event;
+use mq_core::ids::QueueId;
+use mq_core::run::RunStatus;
+use mq_core::snapshot::QueueSnapshot;
+use mq_githost::GitHost;
+
+/// How long a tick may hold a queue before another tick may take it over.
+pub const LEASE_MILLIS: i64 = 60_000;
+
+/// What one tick did, for its log line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TickReport {
+    /// Queues with work.
+    pub queues: usize,
+    /// Queues this tick worked on (the others were leased by another tick).
+    pub worked: usize,
+    /// Queues whose work failed (they are retried by the next tick).
+    pub failed: usize,
+}
+
+/// Runs one tick over every queue with work; `owner` names this tick in the leases.
+pub async fn run(app: &App, owner: &str) -> Result<TickReport, ApiError> {
+    let ids = app.store.queues_with_work().await?;
+    let mut report = TickReport {
+        queues: ids.len(),
+        ..TickReport::default()
+    };
+    for id in ids {
+        match tick_queue(app, &id, owner).await {
+            Ok(true) => report.worked += 1,
+            Ok(false) => {}
+            Err(e) => {
+                report.failed += 1;
+                tracing::warn!(queue = %id, error = %e, "tick failed for a queue");
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// Ticks one queue if its lease is free; returns whether it did.
+pub async fn tick_queue(app: &App, id: &QueueId, owner: &str) -> Result<bool, ApiError> {
+    let now = app.now();
+    let until = now.plus_millis(LEASE_MILLIS);
+    match app.store.acquire_lease(id, owner, now, until).await {
+        Ok(true) => {}
+        Ok(false) | Err(mq_store::StoreError::NotFound) => return Ok(false),
+        Err(e) => return Err(e.into()),
+    }
+    let result = advance(app, id).await;
+    if let Err(e) = app.store.release_lease(id, owner).await {
+        tracing::warn!(queue = %id, error = %e, "lease not released; it expires");
+    }
+    result.map(|()| true)
+}
+
+async fn advance(app: &App, id: &QueueId) -> Result<(), ApiError> {
+    let Some(snapshot) = app.store.load(id).await? else {
+        return Ok(());
+    };
+    let mut events = match app.githost.as_deref() {
+        Some(host) => ci_reports(host, &snapshot).await,
+        None => Vec::new(),
+    };
+    events.push(Event::Tick);
+    let applied = apply(app, Actor::Service, id, &events).await?;
+    let snapshot = &applied.transition.snapshot;
+    run_effects(app, id, &snapshot.queue, applied.transition.effects.clone()).await;
+    Ok(())
+}
+
+/// What CI reported on the test branches in flight, as events (the engine ignores what it
+/// already knows). A run whose checks cannot be read now is read again next tick.
+async fn ci_reports(host: &dyn GitHost, snapshot: &QueueSnapshot) -> Vec<Event> {
+    let mut events = Vec::new();
+    let in_flight = snapshot
+        .runs
+        .iter()
+        .filter(|r| r.status == RunStatus::InProgress);
+    for run in in_flight {
+        let Some(sha) = &run.sha else { continue };
+        match host.commit_checks(&snapshot.queue.repo, sha).await {
+            Ok(checks) => {
+                events.extend(checks.statuses.into_iter().map(|status| {
+                    Event::StatusReported {
+                        sha: sha.clone(),
+                        status,
+                    }
+                }));
+                events.extend(
+                    checks
+                        .check_runs
+                        .into_iter()
+                        .map(|check| Event::CheckRunReported {
+                            sha: sha.clone(),
+                            check,
+                        }),
+                );
+            }
+            Err(e) => tracing::warn!(run = %run.id, error = %e, "checks not readable"),
+        }
+    }
+    events
+}

@@ -1,0 +1,208 @@
+//! Git host deliveries turned into engine events for the queues they concern.
+//!
+//! - a status or check run on a commit completes the test runs whose branch tip it is;
+//! - a pull request change updates (or cancels) its active entries;
+//! - a push to a queue's target branch that the queue did not make restarts its testing;
+//! - a `/service merge` or `/service cancel` comment submits or cancels, where the queue
+//!   accepts commands and the commenter may write to the repository.
+
+use super::drive::{apply_and_run, run_effects};
+use super::pull_requests::pr_facts;
+use super::shell::Actor;
+use crate::app::App;
+use crate::error::ApiError;
+use mq_core::engine::{CancelReason, Event};
+use mq_core::ids::{PrNumber, QueueId, RepoRef};
+use mq_core::priority::Priority;
+use mq_core::snapshot::Queue;
+use mq_githost::webhook::{CommentCommand, HostFact, InvalidCommand, PrChange};
+
+/// Commenters whose `/service` commands are followed: those who may write to the repository.
+pub const TRUSTED_ASSOCIATIONS: [&str; 3] = ["OWNER", "MEMBER", "COLLABORATOR"];
+
+/// What a delivery did: the queues it reached.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Delivered {
+    pub queues: Vec<QueueId>,
+}
+
+/// Applies a verified delivery to the queues it concerns.
+pub async fn deliver(app: &App, fact: HostFact) -> Result<Delivered, ApiError> {
+    match fact {
+        HostFact::Status { sha, status, .. } => {
+            let event = Event::StatusReported {
+                sha: sha.clone(),
+                status,
+            };
+            to_runs_of(app, &sha, event).await
+        }
+        HostFact::CheckRun { sha, check, .. } => {
+            let event = Event::CheckRunReported {
+                sha: sha.clone(),
+                check,
+            };
+            to_runs_of(app, &sha, event).await
+        }
+        HostFact::PullRequest { repo, change, pr } => pull_request(app, &repo, change, pr).await,
+        HostFact::Push {
+            repo,
+            branch,
+            after,
+            deleted: false,
+            ..
+        } => {
+            let queues = queues_on(app, &repo, |q| q.branch == branch).await?;
+            send(app, queues, Event::TargetMoved { sha: after }).await
+        }
+        HostFact::Command {
+            repo,
+            pr,
+            author_association,
+            command,
+            ..
+        } => comment_command(app, &repo, pr, &author_association, command).await,
+        HostFact::Push { .. }
+        | HostFact::Ping { .. }
+        | HostFact::CheckSuiteCompleted { .. }
+        | HostFact::Ignored { .. } => Ok(Delivered::default()),
+    }
+}
+
+/// Sends a CI result (a status or check run event) to every queue with a run on that commit.
+pub async fn to_runs_of(
+    app: &App,
+    sha: &mq_core::ids::Sha,
+    event: Event,
+) -> Result<Delivered, ApiError> {
+    let mut queues: Vec<QueueId> = app
+        .store
+        .runs_by_sha(sha)
+        .await?
+        .into_iter()
+        .map(|l| l.queue)
+        .collect();
+    queues.dedup();
+    send(app, queues, event).await
+}
+
+/// A pull request changed: every queue with an active entry for it hears of it. The
+/// delivery's view of mergeability is provisional, so an open pull request is read anew.
+async fn pull_request(
+    app: &App,
+    repo: &RepoRef,
+    change: PrChange,
+    pr: mq_core::git::PrFacts,
+) -> Result<Delivered, ApiError> {
+    let number = pr.number;
+    let mut reached = Delivered::default();
+    for queue in queues_on(app, repo, |_| true).await? {
+        let Some(snapshot) = app.store.load(&queue).await? else {
+            continue;
+        };
+        if snapshot.entry_for_pr(number).is_none() {
+            continue;
+        }
+        let facts = match (&change, app.githost.as_deref()) {
+            (PrChange::Closed, _) | (_, None) => pr.clone(),
+            (_, Some(host)) => pr_facts(host, &snapshot.queue, number).await?,
+        };
+        apply_and_run(app, Actor::Service, &queue, &[Event::PrUpdated { pr: facts }]).await?;
+        reached.queues.push(queue);
+    }
+    Ok(reached)
+}
+
+/// A `/service` comment: followed when the commenter may write to the repository and the
+/// queue of the pull request's base branch accepts commands; otherwise answered in a comment.
+async fn comment_command(
+    app: &App,
+    repo: &RepoRef,
+    pr: PrNumber,
+    association: &str,
+    command: Result<CommentCommand, InvalidCommand>,
+) -> Result<Delivered, ApiError> {
+    let host = app.host()?;
+    let Some(queue) = queue_of_pull_request(app, repo, pr).await? else {
+        return Ok(Delivered::default());
+    };
+    if !queue.config.commands_enabled {
+        return Ok(Delivered::default());
+    }
+    let reply = |text: String| async move {
+        if queue.config.comments_enabled
+            && let Err(e) = host.upsert_comment(repo, pr, &text).await
+        {
+            tracing::warn!(error = %e, "command reply not posted");
+        }
+    };
+    if !TRUSTED_ASSOCIATIONS.contains(&association) {
+        reply(format!(
+            "Only people who can write to this repository may use `/service` commands."
+        ))
+        .await;
+        return Ok(Delivered::default());
+    }
+    let event = match command {
+        Ok(CommentCommand::Merge { priority, no_batch }) => Event::Submit {
+            pr: pr_facts(host, &queue, pr).await?,
+            priority: priority.unwrap_or(Priority::default_priority()),
+            no_batch,
+            force: false,
+            head_checks_passed: false,
+        },
+        Ok(CommentCommand::Cancel) => Event::Cancel {
+            pr,
+            reason: CancelReason::Comment,
+        },
+        Err(InvalidCommand(message)) => {
+            reply(message).await;
+            return Ok(Delivered::default());
+        }
+    };
+    match apply_and_run(app, Actor::Org(&queue.org), &queue.id, &[event]).await {
+        Ok(_) => Ok(Delivered {
+            queues: vec![queue.id],
+        }),
+        Err(e) if e.status.is_client_error() => {
+            reply(format!("The merge queue could not do that: {}", e.message)).await;
+            Ok(Delivered::default())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The queue on the pull request's base branch, if there is one.
+async fn queue_of_pull_request(
+    app: &App,
+    repo: &RepoRef,
+    pr: PrNumber,
+) -> Result<Option<Queue>, ApiError> {
+    let host = app.host()?;
+    let queues = app.store.queues_of_repo(&repo.key()).await?;
+    let Some(any) = queues.first() else {
+        return Ok(None);
+    };
+    let facts = pr_facts(host, any, pr).await?;
+    Ok(queues.into_iter().find(|q| q.branch == facts.base_branch))
+}
+
+/// The queues of a repository that `keep` selects.
+async fn queues_on(
+    app: &App,
+    repo: &RepoRef,
+    keep: impl Fn(&Queue) -> bool,
+) -> Result<Vec<QueueId>, ApiError> {
+    let queues = app.store.queues_of_repo(&repo.key()).await?;
+    Ok(queues.into_iter().filter(keep).map(|q| q.id).collect())
+}
+
+/// Applies a fact to each queue and executes what follows.
+async fn send(app: &App, queues: Vec<QueueId>, event: Event) -> Result<Delivered, ApiError> {
+    for id in &queues {
+        let applied = super::drive::apply(app, Actor::Service, id, std::slice::from_ref(&event))
+            .await?;
+        let snapshot = &applied.transition.snapshot;
+        run_effects(app, id, &snapshot.queue, applied.transition.effects.clone()).await;
+    }
+    Ok(Delivered { queues })
+}

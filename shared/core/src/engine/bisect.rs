@@ -6,10 +6,12 @@
 //! queue (its entries `pending`, ordered by priority and submission as before); a single pull
 //! request that fails alone is a culprit and fails.
 //!
-//! With `optimizationMode: bisection_skip_redundant_tests`: the sibling of a passing half
-//! that is a single pull request is the culprit without a run, and a set already known to
-//! fail on this base (the batch itself, a failed split) is split again at once instead of
-//! being tested. A change of the target's base outside the queue forgets known failures.
+//! With `optimizationMode: bisection_skip_redundant_tests`, a split whose result is implied
+//! is not run: the sibling of a passing half is implied to fail (their parent failed), so a
+//! single pull request there is the culprit at once and a larger one is split again without
+//! a test; any set known to fail on this base (the batch itself, a failed split) is split at
+//! once instead of being tested. Only failures are reused, never passes, and a move of the
+//! target outside the queue forgets them.
 
 use super::line::key_of;
 use super::work::Work;
@@ -137,17 +139,34 @@ impl Work {
         for &pr in &split.prs {
             self.set_state(pr, EntryState::Pending);
         }
-        if self.skip_redundant() && split.sibling.len() == 1 {
-            let sibling = self.s.queue.engine.bisections[b]
-                .splits
-                .iter()
-                .position(|s| s.prs == split.sibling);
-            if let Some(j) = sibling {
-                let culprit = self.s.queue.engine.bisections[b].splits.remove(j);
-                if let Some(run) = &culprit.run {
-                    self.close_run(run, "bisection");
-                }
-                self.fail_culprits(b, &culprit.prs);
+        if self.skip_redundant() {
+            self.imply_sibling_failed(b, &split.sibling);
+        }
+    }
+
+    /// The parent set failed and this half passed: the other half is implied to fail. A
+    /// single pull request is the culprit at once; a larger half still waiting is split
+    /// without being tested (one already testing finishes).
+    fn imply_sibling_failed(&mut self, b: usize, sibling: &[PrNumber]) {
+        let Some(j) = self.s.queue.engine.bisections[b]
+            .splits
+            .iter()
+            .position(|s| s.prs == sibling)
+        else {
+            return;
+        };
+        let split = &self.s.queue.engine.bisections[b].splits[j];
+        if split.prs.len() == 1 {
+            let culprit = self.s.queue.engine.bisections[b].splits.remove(j);
+            if let Some(run) = &culprit.run {
+                self.close_run(run, "bisection");
+            }
+            self.fail_culprits(b, &culprit.prs);
+        } else if split.run.is_none() {
+            let known = sorted(sibling);
+            let bisection = &mut self.s.queue.engine.bisections[b];
+            if !bisection.failed_sets.contains(&known) {
+                bisection.failed_sets.push(known);
             }
         }
     }

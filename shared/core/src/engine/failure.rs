@@ -5,8 +5,9 @@
 //! all passed, the group waits until `pendingFailureDepth` groups behind it (that contain
 //! it) have finished; with `canOptimisticallyMerge` a pass among them clears it (the failure
 //! was a flake). Otherwise it fails — a batch is bisected first — and every group that
-//! contained it restarts without it. The window also closes when no further group can join
-//! it (nothing waits that would contain the group, or the queue is not running).
+//! contained it restarts without it. The window also closes when every group in it finished
+//! and no further group could start behind it now (no slot, nothing ready, a batch still
+//! forming, or the queue not running): waiting would stall the line.
 
 use super::work::Work;
 use crate::entry::EntryState;
@@ -77,8 +78,10 @@ impl Work {
         if self.cfg().can_optimistically_merge && passed_behind {
             return Decision::Clear;
         }
+        // New groups start before this rule runs, so a window shorter than the depth and
+        // entirely finished will not grow now: it closes.
         let all_finished = window.iter().all(|r| r.status != RunStatus::InProgress);
-        if all_finished && (window.len() >= depth || !self.more_can_join(run)) {
+        if all_finished {
             Decision::Fail
         } else {
             Decision::Wait
@@ -101,22 +104,6 @@ impl Work {
             self.set_state(pr, EntryState::PendingFailure);
         }
         true
-    }
-
-    /// Whether a group could still start behind `run` and join its window: the queue runs
-    /// and an entry waits whose branch would contain `run`.
-    fn more_can_join(&self, run: &TestRun) -> bool {
-        if !self.can_start() {
-            return false;
-        }
-        let waiting = self.waiting();
-        if !self.parallel() {
-            return !waiting.is_empty();
-        }
-        let targets = self.targets_of(&self.active_prs(run));
-        waiting
-            .iter()
-            .any(|&pr| self.targets_of(&[pr]).intersects(&targets))
     }
 
     /// A failed group leaves the line: a batch goes to bisection, a single pull request

@@ -168,8 +168,8 @@ impl Work {
     /// Re-evaluates every rule until nothing changes.
     fn settle(&mut self) {
         for _ in 0..MAX_SETTLE_ROUNDS {
-            let mut changed = self.refresh_readiness();
-            changed |= self.finish_switch();
+            let mut changed = self.finish_switch();
+            changed |= self.refresh_readiness();
             changed |= self.enforce_concurrency();
             changed |= self.start_held();
             changed |= self.fill();

@@ -21,7 +21,7 @@ use mq_core::git::{
 use mq_core::ids::{OrgId, PrNumber, RepoRef, Sha};
 use mq_core::priority::Priority;
 use mq_core::run::{RunKind, RunStatus, TestRun};
-use mq_core::settings::{QueueConfig, QueueState, SettingsPatch};
+use mq_core::settings::{QueueConfig, QueueMode, QueueState, SettingsPatch};
 use mq_core::snapshot::{Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
 use mq_core::{DomainError, ErrorCode};
@@ -200,14 +200,16 @@ impl Harness {
         }
     }
 
+    /// The pull request as the host describes it: merged once the target holds it.
     pub fn facts(&self, pr: PrNumber) -> PrFacts {
+        let merged = self.host.target.contains(&pr);
         PrFacts {
             number: pr,
             title: format!("Change {pr}"),
             author: "octocat".into(),
             head_sha: self.head(pr),
             base_branch: "main".into(),
-            state: PrState::Open,
+            state: if merged { PrState::Merged } else { PrState::Open },
             mergeability: Mergeability::Mergeable,
             based_on_target_head: false,
             draft: false,
@@ -419,7 +421,11 @@ impl Harness {
                 }
                 let mut next = self.host.target.clone();
                 next.extend(prs.iter().map(|p| p.pr));
-                self.check_merge(run_id.is_some(), &next, tested_sha.as_ref(), prs[0].pr);
+                if self.snap.queue.config.mode == QueueMode::Single {
+                    self.check_merge(run_id.is_some(), &next, tested_sha.as_ref(), prs[0].pr);
+                } else {
+                    self.check_lane_merge(run_id.as_deref(), prs);
+                }
                 let sha = self.host.commit(next.clone());
                 self.host.target = next.clone();
                 self.host.target_history.push(next);
@@ -459,6 +465,24 @@ impl Harness {
         } else if !self.green_heads.contains(&pr) {
             self.violations
                 .push(format!("direct merge of PR {pr} whose head is not green"));
+        }
+    }
+
+    /// Parallel mode: the merged pull requests end the content of a run that passed.
+    fn check_lane_merge(&mut self, run_id: Option<&str>, prs: &[mq_core::engine::BranchPr]) {
+        let tested = run_id
+            .and_then(|id| self.run(id))
+            .and_then(|r| r.sha.as_ref())
+            .and_then(|sha| self.host.commits.get(sha))
+            .cloned();
+        let merged: Content = prs.iter().map(|p| p.pr).collect();
+        let ok = tested.as_ref().is_some_and(|c| {
+            self.passed.contains(c) && c.len() >= merged.len() && c.ends_with(&merged)
+        });
+        if !ok {
+            self.violations.push(format!(
+                "merged {merged:?} without a passing run ending with them ({tested:?})"
+            ));
         }
     }
 

@@ -201,8 +201,16 @@ fn run(settings: &SettingsPatch, ops: &[Op], bad: &BTreeSet<u32>) -> Harness {
     h
 }
 
+/// 96 cases per property, or `PROPTEST_CASES` for a longer search.
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(96)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
 
     /// SEMANTICS §5: every state the queue moves the target to passed CI exactly, or is a
     /// prefix of a passing optimistic chain (checked by the driver at every merge), and

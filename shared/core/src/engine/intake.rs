@@ -122,8 +122,9 @@ impl Work {
         Ok(())
     }
 
-    /// `restartTestsOnPullRequest`: re-runs the entry's group in place, on the same base;
-    /// no other group restarts. Valid in `testing` and `pending_failure`.
+    /// `restartTestsOnPullRequest`: re-runs the entry's group in place, with the same
+    /// pull requests ahead of it (those merged since are in the target); no other group
+    /// restarts. Valid in `testing` and `pending_failure`.
     pub fn restart(&mut self, pr: PrNumber) -> Result<(), DomainError> {
         let state = self.active_entry(pr)?.state;
         if !matches!(state, EntryState::Testing | EntryState::PendingFailure) {
@@ -145,8 +146,8 @@ impl Work {
         Ok(())
     }
 
-    /// A new run of the same group, place, base and dependencies. When no testing slot is
-    /// free (or the queue is not running) it is held and starts when one frees.
+    /// A new run of the same group, place and dependencies. When no testing slot is free
+    /// (or the queue is not running) it is held and starts when one frees.
     fn rerun_in_place(&mut self, id: &str) {
         let Some(old) = self.run(id).cloned() else {
             return;

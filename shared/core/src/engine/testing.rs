@@ -184,11 +184,18 @@ impl Work {
         id
     }
 
-    /// Emits the effect that creates a run's branch.
+    /// Emits the effect that creates a run's branch: the current target head, the run's
+    /// dependencies still in the queue (those merged since are in the target), its PRs.
     pub fn request_branch(&mut self, id: &str) {
+        let head = self.s.queue.engine.target_head.clone();
         let Some(run) = self.run(id) else { return };
-        let prs: Vec<BranchPr> = run
+        let deps: Vec<PrNumber> = run
             .dependent_prs
+            .iter()
+            .copied()
+            .filter(|&pr| self.entry(pr).is_some())
+            .collect();
+        let prs: Vec<BranchPr> = deps
             .iter()
             .chain(run.tested.iter().map(|t| &t.pr))
             .filter_map(|&pr| self.branch_pr(pr))
@@ -196,10 +203,15 @@ impl Work {
         let effect = Effect::CreateTestBranch {
             run_id: run.id.clone(),
             branch: run.branch.clone(),
-            base: run.base_sha.clone(),
+            base: head.clone(),
             prs,
-            dependent_prs: run.dependent_prs.clone(),
+            dependent_prs: deps.clone(),
         };
+        if let Some(run) = self.run_mut(id) {
+            run.base_sha = head;
+            run.dependent_prs = deps;
+            run.diverged = false;
+        }
         self.emit(effect);
     }
 

@@ -3,7 +3,7 @@
 use crate::engine::{PendingEffect, Transition};
 use crate::entry::Entry;
 use crate::ids::{OrgId, PrNumber, QueueId, RepoRef, Sha};
-use crate::run::TestRun;
+use crate::run::{Bisection, RunStatus, TestRun};
 use crate::settings::{ModeAndState, QueueConfig, QueueMode, QueueState};
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -20,6 +20,10 @@ pub struct EngineState {
     pub next_run: u64,
     /// Next effect number, for effect ids.
     pub next_effect: u64,
+    /// Next place in the line, for groups that join it.
+    pub next_place: u64,
+    /// Failed batches being bisected.
+    pub bisections: Vec<Bisection>,
 }
 
 /// A queue: one target branch of one repository, owned by one organisation.
@@ -93,7 +97,8 @@ pub struct QueueSnapshot {
     pub queue: Queue,
     /// Every non-terminal entry, at most one per pull request.
     pub entries: Vec<Entry>,
-    /// Every run not yet finished.
+    /// Every run in progress, and every finished run whose group is still in line (passed
+    /// and waiting to merge, or failed and waiting for the pending-failure rules).
     pub runs: Vec<TestRun>,
     /// Effects emitted and not yet executed.
     pub outbox: Vec<PendingEffect>,
@@ -124,7 +129,7 @@ impl QueueSnapshot {
 
     /// True while a test run of the queue is in flight.
     pub fn is_testing(&self) -> bool {
-        !self.runs.is_empty()
+        self.runs.iter().any(|r| r.status == RunStatus::InProgress)
     }
 }
 

@@ -1,17 +1,72 @@
 //! The queue engine: a pure state machine `(snapshot, event, context) -> transition`.
 //!
-//! This module holds the engine's contract, shared with the shell (`shared/api`) and the
-//! store: the events it consumes, the effects it emits, and the transition it returns.
+//! [`step`] is the only entry point. It never reads a clock, draws random numbers or does
+//! I/O: time and the seed for new ids come in [`Ctx`], so the same snapshot, event and
+//! context always give the same transition.
+//!
+//! # How the shell drives it
+//!
+//! Load the snapshot, call [`step`], commit `transition.snapshot` with the version check,
+//! then execute `transition.effects` on the Git host and feed each result back as
+//! [`Event::EffectSucceeded`] or [`Event::EffectFailed`] (another step and commit). Effects
+//! stay in `snapshot.outbox` until their result is fed back; [`Event::Tick`] emits again
+//! those whose lease or backoff ran out. CI results arrive as [`Event::StatusReported`] and
+//! [`Event::CheckRunReported`] keyed by the test branch's sha. A refusal ([`DomainError`]:
+//! 409 for a pull request not active, not testing or being merged, a queue draining or
+//! switching modes, impacted targets for another sha) changes nothing.
+//!
+//! # The line
+//!
+//! Active entries are `not_ready` (readiness not met), `pending` (waiting for a test),
+//! or in a *group* of the line: a main test run in `snapshot.runs` holding one pull request,
+//! or a batch. A group's test branch (`mq-test/<branch>/<run id>`) holds the target head,
+//! the groups it depends on (every group ahead in single mode; the groups ahead with
+//! intersecting impacted targets, transitively, in parallel mode) and then the group, so a
+//! pass proves the target's future state. The rules, module by module:
+//!
+//! - `testing`: what starts next (priority, then submission; urgent preemption; batching)
+//!   and at most `concurrency` main runs in flight;
+//! - `results`: required statuses and their sources, statuses and check runs folded into
+//!   pass/fail, `testingTimeoutMinutes`;
+//! - `failure`: pending failure, `pendingFailureDepth`, optimistic merge;
+//! - `bisect`: bisection of failed batches, `bisectionConcurrency`, skipping redundant tests;
+//! - `merging`: merges in line order, one in flight, direct merge outcomes;
+//! - `line`: order, dependencies, and restarts when a branch no longer predicts the target;
+//! - `intake`: submit, cancel, restart, impacted targets, pull request facts, outside pushes;
+//! - `config`: `updateQueue`, paused / draining / switching_modes;
+//! - `outbox`: effect results, retries and the tick;
+//! - [`view`]: what the API shows (queue order, an entry with its readiness, a test run).
+//!
+//! After every event the engine *settles*: readiness, the end of a mode switch, the
+//! concurrency limit, held restarts, new groups, pending failures, bisections and the next
+//! merge are re-evaluated until nothing changes.
 
+mod bisect;
+mod config;
 mod effects;
 mod events;
+mod failure;
+mod intake;
+mod line;
+mod merging;
+mod notify;
+mod outbox;
+mod results;
+mod testing;
+pub mod view;
+mod work;
 
 pub use effects::{BranchPr, Effect, PendingEffect};
 pub use events::{CancelReason, Ctx, EffectOutcome, Event, MergeRefusal};
+pub use outbox::{MAX_ATTEMPTS, backoff_ms};
+pub use results::{reason, required_verdict, run_verdict};
+pub use work::{EFFECT_LEASE_MS, TEST_BRANCH_PREFIX};
 
 use crate::entry::Entry;
+use crate::error::DomainError;
 use crate::run::TestRun;
 use crate::snapshot::QueueSnapshot;
+use work::Work;
 
 /// What one event did to a queue.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,7 +77,8 @@ pub struct Transition {
     pub effects: Vec<PendingEffect>,
     /// Entries that reached a terminal state in this event (they left `snapshot.entries`).
     pub concluded: Vec<Entry>,
-    /// Runs that finished in this event (they left `snapshot.runs`).
+    /// Runs that left `snapshot.runs` in this event (finished or cancelled, and no longer
+    /// needed by the line): kept as history.
     pub finished_runs: Vec<TestRun>,
 }
 
@@ -34,6 +90,95 @@ impl Transition {
             effects: Vec::new(),
             concluded: Vec::new(),
             finished_runs: Vec::new(),
+        }
+    }
+}
+
+/// Applies one event to a queue. A refusal changes nothing.
+pub fn step(snapshot: &QueueSnapshot, event: &Event, ctx: Ctx) -> Result<Transition, DomainError> {
+    let mut work = Work::new(snapshot, ctx);
+    work.apply(event)?;
+    work.settle();
+    Ok(work.finish())
+}
+
+/// Rounds of settling after which the engine stops (each round makes progress; this bounds
+/// a step even if a rule were to oscillate).
+const MAX_SETTLE_ROUNDS: usize = 64;
+
+impl Work {
+    fn apply(&mut self, event: &Event) -> Result<(), DomainError> {
+        match event {
+            Event::Submit {
+                pr,
+                priority,
+                no_batch,
+                force,
+                head_checks_passed,
+            } => self.submit(&intake::Submission {
+                pr,
+                priority: *priority,
+                no_batch: *no_batch,
+                force: *force,
+                head_checks_passed: *head_checks_passed,
+            }),
+            Event::Cancel { pr, reason } => self.cancel(*pr, *reason),
+            Event::Restart { pr } => self.restart(*pr),
+            Event::SetImpactedTargets {
+                pr,
+                head_sha,
+                targets,
+            } => self.set_impacted_targets(*pr, head_sha, targets),
+            Event::UpdateSettings { patch } => self.update_settings(patch),
+            Event::PrUpdated { pr } => {
+                self.pr_updated(pr);
+                Ok(())
+            }
+            Event::TargetMoved { sha } => {
+                self.target_moved(sha);
+                Ok(())
+            }
+            Event::StatusReported { sha, status } => {
+                self.status_reported(sha, status);
+                Ok(())
+            }
+            Event::CheckRunReported { sha, check } => {
+                self.check_reported(sha, check);
+                Ok(())
+            }
+            Event::EffectSucceeded { effect_id, outcome } => {
+                self.effect_succeeded(effect_id, outcome);
+                Ok(())
+            }
+            Event::EffectFailed {
+                effect_id,
+                error,
+                permanent,
+            } => {
+                self.effect_failed(effect_id, error, *permanent);
+                Ok(())
+            }
+            Event::Tick => {
+                self.tick();
+                Ok(())
+            }
+        }
+    }
+
+    /// Re-evaluates every rule until nothing changes.
+    fn settle(&mut self) {
+        for _ in 0..MAX_SETTLE_ROUNDS {
+            let mut changed = self.finish_switch();
+            changed |= self.refresh_readiness();
+            changed |= self.enforce_concurrency();
+            changed |= self.start_held();
+            changed |= self.fill();
+            changed |= self.resolve_failures();
+            changed |= self.run_bisections();
+            changed |= self.merge_next();
+            if !changed {
+                return;
+            }
         }
     }
 }

@@ -7,11 +7,16 @@ use mq_api::wire::PrRequest;
 use mq_api::{App, http};
 
 pub async fn handle(app: &App, req: Request) -> Response<Body> {
-    mq_api::serve(app, req, "getSubmittedPullRequest", |caller, req| async move {
-        let body: PrRequest = parse_json(&req)?;
-        let (target, pr) = body.target()?;
-        let view = pull_requests::submitted(app, &caller.org, &target.id(), pr).await?;
-        Ok(http::ok(&view))
-    })
+    mq_api::serve(
+        app,
+        req,
+        "getSubmittedPullRequest",
+        |caller, req| async move {
+            let body: PrRequest = parse_json(&req)?;
+            let (target, pr) = body.target()?;
+            let view = pull_requests::submitted(app, &caller.org, &target.id(), pr).await?;
+            Ok(http::ok(&view))
+        },
+    )
     .await
 }

@@ -7,11 +7,16 @@ use mq_api::wire::PrRequest;
 use mq_api::{App, http};
 
 pub async fn handle(app: &App, req: Request) -> Response<Body> {
-    mq_api::serve(app, req, "restartTestsOnPullRequest", |caller, req| async move {
-        let body: PrRequest = parse_json(&req)?;
-        let (target, pr) = body.target()?;
-        pull_requests::restart(app, &caller.org, &target.id(), pr).await?;
-        Ok(http::empty_ok())
-    })
+    mq_api::serve(
+        app,
+        req,
+        "restartTestsOnPullRequest",
+        |caller, req| async move {
+            let body: PrRequest = parse_json(&req)?;
+            let (target, pr) = body.target()?;
+            pull_requests::restart(app, &caller.org, &target.id(), pr).await?;
+            Ok(http::empty_ok())
+        },
+    )
     .await
 }

@@ -18,7 +18,9 @@ async fn main() -> Result<(), Error> {
             failed = report.failed,
             "tick finished"
         );
-        Ok::<_, Error>(json!({ "queues": report.queues, "worked": report.worked, "failed": report.failed }))
+        Ok::<_, Error>(
+            json!({ "queues": report.queues, "worked": report.worked, "failed": report.failed }),
+        )
     }))
     .await
 }

@@ -28,7 +28,12 @@ pub struct HostArgs {
     #[arg(long, env = "MQ_GITHUB_PRIVATE_KEY", hide_env_values = true)]
     pub github_private_key: Option<String>,
     /// Act on GitHub with this token instead of an App.
-    #[arg(long, env = "MQ_GITHUB_TOKEN", hide_env_values = true, conflicts_with = "repos_dir")]
+    #[arg(
+        long,
+        env = "MQ_GITHUB_TOKEN",
+        hide_env_values = true,
+        conflicts_with = "repos_dir"
+    )]
     pub github_token: Option<String>,
     /// GitHub Enterprise Server: the API's base URL (`https://git.example.com/api/v3`).
     #[arg(long, env = "MQ_GITHUB_API_URL")]
@@ -96,7 +101,11 @@ fn open_local(dir: &std::path::Path, args: &HostArgs) -> OpenedHost {
 }
 
 fn github_auth(args: &HostArgs) -> Result<Option<GitHubAuth>, String> {
-    match (&args.github_app_id, &args.github_private_key, &args.github_token) {
+    match (
+        &args.github_app_id,
+        &args.github_private_key,
+        &args.github_token,
+    ) {
         (Some(app_id), Some(key), _) => Ok(Some(GitHubAuth::App {
             app_id: *app_id,
             private_key_pem: read_key(key)?,

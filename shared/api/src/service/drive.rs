@@ -45,10 +45,7 @@ pub fn apply_in_order(
 ) -> Result<Transition, DomainError> {
     let mut total = Transition::unchanged(snapshot);
     for (i, event) in events.iter().enumerate() {
-        let ctx = Ctx {
-            now,
-            seed: seed(),
-        };
+        let ctx = Ctx { now, seed: seed() };
         match step(&total.snapshot, event, ctx) {
             Ok(t) => merge(&mut total, t),
             Err(e) if strict && i == 0 => return Err(e),

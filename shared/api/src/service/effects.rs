@@ -104,6 +104,13 @@ async fn outcome(host: &dyn GitHost, queue: &Queue, effect: &Effect) -> HostResu
             host.set_status(repo, sha, &status).await?;
             Ok(EffectOutcome::Done)
         }
+        Effect::FetchChecks { sha, .. } => {
+            let checks = host.commit_checks(repo, sha).await?;
+            Ok(EffectOutcome::Checks {
+                statuses: checks.statuses,
+                check_runs: checks.check_runs,
+            })
+        }
         Effect::RefreshPullRequest { pr } => {
             let facts = host.pull_request(repo, *pr, &queue.branch).await?;
             Ok(EffectOutcome::PullRequest { pr: facts })

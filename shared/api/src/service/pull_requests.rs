@@ -6,12 +6,12 @@ use crate::app::App;
 use crate::error::ApiError;
 use crate::wire::testing::TestingDetails;
 use crate::wire::{QueueTarget, Submission, SubmittedPullRequest, TargetsUpload};
-use mq_core::engine::{CancelReason, Event};
-use mq_core::entry::{Entry, UploadedTargets};
+use mq_core::engine::{CancelReason, Event, view};
+use mq_core::entry::UploadedTargets;
 use mq_core::error::{DomainError, ErrorCode};
 use mq_core::git::{PrFacts, Verdict};
 use mq_core::ids::{OrgId, PrNumber, QueueId};
-use mq_core::settings::{DirectMergeMode, QueueMode};
+use mq_core::settings::DirectMergeMode;
 use mq_core::snapshot::Queue;
 use mq_githost::{CommitChecks, GitHost, HostError};
 
@@ -70,13 +70,7 @@ pub async fn submitted(
         _ => return Err(DomainError::queue_not_found().into()),
     };
     let entry = entry.ok_or_else(|| never_submitted(pr))?;
-    Ok(view(&queue, &entry))
-}
-
-/// The public view of an entry of `queue`.
-pub fn view(queue: &Queue, entry: &Entry) -> SubmittedPullRequest {
-    let parallel = queue.config.mode == QueueMode::Parallel;
-    SubmittedPullRequest::of(entry, &queue.branch, parallel)
+    Ok(view::pull_request(&queue, &entry).into())
 }
 
 /// Records impacted targets for a pull request's head. An active entry takes them at once
@@ -133,7 +127,7 @@ pub async fn testing_details(
             format!("test run {run_id} not found in this queue"),
         )
     })?;
-    Ok(TestingDetails::of(&run, &queue.repo))
+    Ok(view::test_run(&queue, &run).into())
 }
 
 /// Whether every required status passed on the pull request's own head; read only where
@@ -176,7 +170,11 @@ fn passed(checks: &CommitChecks, name: &str) -> bool {
 }
 
 /// What the Git host says about a pull request now; 404 when it has no such pull request.
-pub async fn pr_facts(host: &dyn GitHost, queue: &Queue, pr: PrNumber) -> Result<PrFacts, ApiError> {
+pub async fn pr_facts(
+    host: &dyn GitHost,
+    queue: &Queue,
+    pr: PrNumber,
+) -> Result<PrFacts, ApiError> {
     match host.pull_request(&queue.repo, pr, &queue.branch).await {
         Ok(facts) => Ok(facts),
         Err(HostError::NotFound(_)) => Err(DomainError::not_found(

@@ -1,10 +1,11 @@
 //! Queue administration: create, read, update, delete.
 
-use super::shell::{MAX_COMMIT_ATTEMPTS, backoff, load_owned, mutate};
+use super::drive::apply_and_run;
+use super::shell::{Actor, MAX_COMMIT_ATTEMPTS, backoff, load_owned};
 use crate::app::App;
 use crate::error::ApiError;
 use crate::wire::{EnqueuedPullRequest, QueueTarget, QueueView, QueueWithEntries};
-use mq_core::engine::Transition;
+use mq_core::engine::{Event, view};
 use mq_core::error::{DomainError, ErrorCode};
 use mq_core::ids::{OrgId, QueueId};
 use mq_core::settings::SettingsPatch;
@@ -47,36 +48,19 @@ pub async fn get(app: &App, org: &OrgId, id: &QueueId) -> Result<QueueSnapshot, 
     load_owned(app, org, id).await
 }
 
-/// Applies a partial update: settings, requested state, mode (SEMANTICS §8).
+/// Applies a partial update: settings, requested state, mode (SEMANTICS §8), through the
+/// engine, which starts or stops testing as the new settings say.
 pub async fn update(
     app: &App,
     org: &OrgId,
     id: &QueueId,
     patch: &SettingsPatch,
 ) -> Result<Queue, ApiError> {
-    let applied = mutate(app, org, id, |snapshot, _now| {
-        apply_settings(snapshot, patch)
-    })
-    .await?;
+    let event = Event::UpdateSettings {
+        patch: patch.clone(),
+    };
+    let applied = apply_and_run(app, Actor::Org(org), id, &[event]).await?;
     Ok(applied.transition.snapshot.queue)
-}
-
-fn apply_settings(
-    snapshot: &QueueSnapshot,
-    patch: &SettingsPatch,
-) -> Result<Transition, DomainError> {
-    let mut after = snapshot.clone();
-    patch.apply_fields(&mut after.queue.config);
-    let testing = snapshot.is_testing();
-    let mut next = snapshot
-        .queue
-        .mode_and_state()
-        .update(patch.state, patch.mode, testing)?;
-    if !testing {
-        next = next.finish_switch();
-    }
-    after.queue.set_mode_and_state(next);
-    Ok(Transition::unchanged(&after))
 }
 
 /// Deletes a queue with no active entries; 409 while any is active.
@@ -107,16 +91,9 @@ fn not_empty(snapshot: &QueueSnapshot) -> ApiError {
 pub fn view_with_entries(snapshot: &QueueSnapshot) -> QueueWithEntries {
     QueueWithEntries {
         queue: QueueView::from(&snapshot.queue),
-        enqueued_pull_requests: queue_order(snapshot)
+        enqueued_pull_requests: view::queue_order(snapshot)
             .into_iter()
-            .map(EnqueuedPullRequest::from)
+            .map(|e| EnqueuedPullRequest::from(view::pull_request(&snapshot.queue, e)))
             .collect(),
     }
-}
-
-/// Entries as the queue will take them: by priority value, then submission.
-fn queue_order(snapshot: &QueueSnapshot) -> Vec<&mq_core::entry::Entry> {
-    let mut entries: Vec<_> = snapshot.entries.iter().collect();
-    entries.sort_by_key(|e| (e.priority.value, e.seq));
-    entries
 }

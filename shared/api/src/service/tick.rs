@@ -92,12 +92,15 @@ async fn ci_reports(host: &dyn GitHost, snapshot: &QueueSnapshot) -> Vec<Event> 
         let Some(sha) = &run.sha else { continue };
         match host.commit_checks(&snapshot.queue.repo, sha).await {
             Ok(checks) => {
-                events.extend(checks.statuses.into_iter().map(|status| {
-                    Event::StatusReported {
-                        sha: sha.clone(),
-                        status,
-                    }
-                }));
+                events.extend(
+                    checks
+                        .statuses
+                        .into_iter()
+                        .map(|status| Event::StatusReported {
+                            sha: sha.clone(),
+                            status,
+                        }),
+                );
                 events.extend(
                     checks
                         .check_runs

@@ -106,7 +106,13 @@ async fn pull_request(
             (PrChange::Closed, _) | (_, None) => pr.clone(),
             (_, Some(host)) => pr_facts(host, &snapshot.queue, number).await?,
         };
-        apply_and_run(app, Actor::Service, &queue, &[Event::PrUpdated { pr: facts }]).await?;
+        apply_and_run(
+            app,
+            Actor::Service,
+            &queue,
+            &[Event::PrUpdated { pr: facts }],
+        )
+        .await?;
         reached.queues.push(queue);
     }
     Ok(reached)
@@ -136,9 +142,9 @@ async fn comment_command(
         }
     };
     if !TRUSTED_ASSOCIATIONS.contains(&association) {
-        reply(format!(
-            "Only people who can write to this repository may use `/service` commands."
-        ))
+        reply(
+            "Only people who can write to this repository may use `/service` commands.".to_owned(),
+        )
         .await;
         return Ok(Delivered::default());
     }
@@ -199,8 +205,8 @@ async fn queues_on(
 /// Applies a fact to each queue and executes what follows.
 async fn send(app: &App, queues: Vec<QueueId>, event: Event) -> Result<Delivered, ApiError> {
     for id in &queues {
-        let applied = super::drive::apply(app, Actor::Service, id, std::slice::from_ref(&event))
-            .await?;
+        let applied =
+            super::drive::apply(app, Actor::Service, id, std::slice::from_ref(&event)).await?;
         let snapshot = &applied.transition.snapshot;
         run_effects(app, id, &snapshot.queue, applied.transition.effects.clone()).await;
     }

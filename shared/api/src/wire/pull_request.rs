@@ -2,7 +2,8 @@
 
 use super::common::{Int, QueueTarget, RepoBody};
 use mq_core::DomainError;
-use mq_core::entry::{Entry, EntryState, ImpactedTargets};
+use mq_core::engine::view::PullRequestView;
+use mq_core::entry::{EntryState, ImpactedTargets};
 use mq_core::ids::{PrNumber, Sha};
 use mq_core::priority::Priority;
 use serde::{Deserialize, Deserializer, Serialize};
@@ -258,31 +259,28 @@ pub struct SubmittedPullRequest {
     pub used_default_priority_name: Option<String>,
 }
 
-impl SubmittedPullRequest {
-    /// The view of an entry of a queue on `branch`; `parallel` when the queue is in parallel
-    /// mode (impacted targets are then required).
-    pub fn of(e: &Entry, branch: &str, parallel: bool) -> Self {
-        let r = e.readiness(branch, parallel);
+impl From<PullRequestView> for SubmittedPullRequest {
+    fn from(v: PullRequestView) -> Self {
         Self {
-            state_changed_at: e.state_changed_at.to_rfc3339(),
-            priority_value: e.priority.value,
-            priority_name: e.priority.name(),
-            skip_the_line: e.priority.is_urgent(),
-            force_enqueued: e.force_enqueued,
-            is_currently_submitted_to_queue: e.state.is_active(),
-            pr_number: e.pr,
-            pr_title: e.pr_facts.title.clone(),
-            pr_sha: e.pr_facts.head_sha.to_string(),
-            pr_base_branch: e.pr_facts.base_branch.clone(),
-            pr_author: e.pr_facts.author.clone(),
-            id: e.id.clone(),
-            state: e.state,
+            state_changed_at: v.state_changed_at.to_rfc3339(),
+            priority_value: v.priority_value,
+            priority_name: v.priority_name,
+            skip_the_line: v.skip_the_line,
+            force_enqueued: v.force_enqueued,
+            is_currently_submitted_to_queue: v.is_currently_submitted_to_queue,
+            pr_number: v.pr_number,
+            pr_title: v.pr_title,
+            pr_sha: v.pr_sha,
+            pr_base_branch: v.pr_base_branch,
+            pr_author: v.pr_author,
+            id: v.id,
+            state: v.state,
             readiness: ReadinessView {
-                requires_impacted_targets: r.requires_impacted_targets,
-                does_base_branch_match: r.does_base_branch_match,
-                has_impacted_targets: r.has_impacted_targets,
+                requires_impacted_targets: v.readiness.requires_impacted_targets,
+                does_base_branch_match: v.readiness.does_base_branch_match,
+                has_impacted_targets: v.readiness.has_impacted_targets,
             },
-            used_default_priority_name: e.priority.defaulted.then(|| e.priority.name()),
+            used_default_priority_name: v.used_default_priority_name,
         }
     }
 }

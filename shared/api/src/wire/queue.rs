@@ -2,7 +2,7 @@
 
 use super::common::{Int, QueueTarget, RepoBody};
 use mq_core::DomainError;
-use mq_core::entry::Entry;
+use mq_core::engine::view::PullRequestView;
 use mq_core::settings::{
     DirectMergeMode, MergeMethod, OptimizationMode, QueueMode, QueueState, RequestedState,
     SettingsPatch, setting_int,
@@ -155,21 +155,21 @@ pub struct EnqueuedPullRequest {
     pub used_default_priority_name: Option<String>,
 }
 
-impl From<&Entry> for EnqueuedPullRequest {
-    fn from(e: &Entry) -> Self {
+impl From<PullRequestView> for EnqueuedPullRequest {
+    fn from(v: PullRequestView) -> Self {
         Self {
-            state_changed_at: e.state_changed_at.to_rfc3339(),
-            priority_value: e.priority.value,
-            priority_name: e.priority.name(),
-            skip_the_line: e.priority.is_urgent(),
-            no_batch: e.no_batch,
-            pr_number: e.pr,
-            pr_title: e.pr_facts.title.clone(),
-            pr_sha: e.pr_facts.head_sha.to_string(),
-            pr_base_branch: e.pr_facts.base_branch.clone(),
-            pr_author: e.pr_facts.author.clone(),
-            id: e.id.clone(),
-            used_default_priority_name: e.priority.defaulted.then(|| e.priority.name()),
+            state_changed_at: v.state_changed_at.to_rfc3339(),
+            priority_value: v.priority_value,
+            priority_name: v.priority_name,
+            skip_the_line: v.skip_the_line,
+            no_batch: v.no_batch,
+            pr_number: v.pr_number,
+            pr_title: v.pr_title,
+            pr_sha: v.pr_sha,
+            pr_base_branch: v.pr_base_branch,
+            pr_author: v.pr_author,
+            id: v.id,
+            used_default_priority_name: v.used_default_priority_name,
         }
     }
 }

@@ -2,9 +2,9 @@
 
 use super::common::{QueueTarget, RepoBody};
 use mq_core::DomainError;
+use mq_core::engine::view::TestRunView;
 use mq_core::git::RequiredStatusesSource;
-use mq_core::ids::RepoRef;
-use mq_core::run::{RunStatus, TestRun};
+use mq_core::run::RunStatus;
 use serde::{Deserialize, Serialize};
 
 /// Longest accepted test run id.
@@ -80,71 +80,49 @@ pub struct TestingDetails {
     pub dependent_prs: Vec<u32>,
 }
 
-impl TestingDetails {
-    /// The public record of a run of a queue on `repo`.
-    pub fn of(run: &TestRun, repo: &RepoRef) -> Self {
-        let required = run.required.as_ref();
+impl From<TestRunView> for TestingDetails {
+    fn from(v: TestRunView) -> Self {
         Self {
-            required_statuses: required.map(|r| r.contexts.clone()).unwrap_or_default(),
-            test_branch: run.branch.clone(),
-            test_branch_sha: run
-                .sha
-                .as_ref()
-                .map(ToString::to_string)
-                .unwrap_or_default(),
-            check_suites: check_suites(run),
-            status_checks: run
-                .statuses
-                .iter()
+            required_statuses: v.required_statuses,
+            test_branch: v.test_branch,
+            test_branch_sha: v.test_branch_sha,
+            check_suites: v
+                .check_suites
+                .into_iter()
+                .map(|s| CheckSuiteView {
+                    check_runs: s
+                        .check_runs
+                        .into_iter()
+                        .map(|c| CheckRunView {
+                            name: c.name,
+                            url: c.url,
+                        })
+                        .collect(),
+                })
+                .collect(),
+            status_checks: v
+                .status_checks
+                .into_iter()
                 .map(|s| StatusCheckView {
-                    context: s.context.clone(),
-                    url: s.url.clone(),
+                    context: s.context,
+                    url: s.url,
                 })
                 .collect(),
-            tested_pull_requests: run
-                .tested
-                .iter()
+            tested_pull_requests: v
+                .tested_pull_requests
+                .into_iter()
                 .map(|t| TestedPullRequestView {
-                    pr_number: t.pr,
-                    pr_url: pr_url(repo, t.pr),
-                    title: t.title.clone(),
+                    pr_number: t.pr_number,
+                    pr_url: t.pr_url,
+                    title: t.title,
                 })
                 .collect(),
-            required_statuses_source: required.and_then(|r| r.source),
-            created_at: run.created_at.to_rfc3339(),
-            status: run.status,
-            impacted_targets: run.impacted_targets.clone(),
-            impacted_targets_for_tested_prs: run.impacted_targets_for_tested_prs.clone(),
-            dependent_prs: run.dependent_prs.clone(),
+            required_statuses_source: v.required_statuses_source,
+            created_at: v.created_at.to_rfc3339(),
+            status: v.status,
+            impacted_targets: v.impacted_targets,
+            impacted_targets_for_tested_prs: v.impacted_targets_for_tested_prs,
+            dependent_prs: v.dependent_prs,
         }
     }
-}
-
-/// Check runs grouped by their suite, suites in order of first appearance.
-fn check_suites(run: &TestRun) -> Vec<CheckSuiteView> {
-    let mut suites: Vec<(u64, CheckSuiteView)> = Vec::new();
-    for c in &run.check_runs {
-        let view = CheckRunView {
-            name: c.name.clone(),
-            url: c.url.clone(),
-        };
-        match suites.iter_mut().find(|(id, _)| *id == c.suite_id) {
-            Some((_, suite)) => suite.check_runs.push(view),
-            None => suites.push((
-                c.suite_id,
-                CheckSuiteView {
-                    check_runs: vec![view],
-                },
-            )),
-        }
-    }
-    suites.into_iter().map(|(_, s)| s).collect()
-}
-
-/// The web address of a pull request on its host.
-pub fn pr_url(repo: &RepoRef, pr: u32) -> String {
-    format!(
-        "https://{}/{}/{}/pull/{pr}",
-        repo.host, repo.owner, repo.name
-    )
 }

@@ -208,7 +208,10 @@ impl Work {
             if id == new || is_merging || key_of(r.place) <= new_key {
                 continue;
             }
-            if r.dependent_prs.iter().any(|p| run.tested.iter().any(|t| t.pr == *p)) {
+            if r.dependent_prs
+                .iter()
+                .any(|p| run.tested.iter().any(|t| t.pr == *p))
+            {
                 continue;
             }
             let targets = self.targets_of(&self.active_prs(r));

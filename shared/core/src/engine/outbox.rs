@@ -72,7 +72,10 @@ impl Work {
                     check_runs,
                 },
             ) => {
-                if self.run(run_id).is_some_and(|r| r.sha.as_ref() == Some(sha)) {
+                if self
+                    .run(run_id)
+                    .is_some_and(|r| r.sha.as_ref() == Some(sha))
+                {
                     self.checks_fetched(run_id, statuses, check_runs);
                 }
             }

@@ -171,7 +171,11 @@ pub fn test_run(queue: &Queue, run: &TestRun) -> TestRunView {
     TestRunView {
         required_statuses,
         test_branch: run.branch.clone(),
-        test_branch_sha: run.sha.as_ref().map(ToString::to_string).unwrap_or_default(),
+        test_branch_sha: run
+            .sha
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default(),
         check_suites: check_suites(run),
         status_checks: run
             .statuses
@@ -222,5 +226,8 @@ fn check_suites(run: &TestRun) -> Vec<CheckSuiteView> {
 
 /// The web address of a pull request: `https://<host>/<owner>/<name>/pull/<number>`.
 pub fn pr_url(repo: &RepoRef, pr: PrNumber) -> String {
-    format!("https://{}/{}/{}/pull/{pr}", repo.host, repo.owner, repo.name)
+    format!(
+        "https://{}/{}/{}/pull/{pr}",
+        repo.host, repo.owner, repo.name
+    )
 }

@@ -7,6 +7,7 @@ use lambda_http::http::HeaderValue;
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt, Response};
 use mq_core::ids::OrgId;
+use std::cell::Cell;
 use std::future::Future;
 use std::time::Instant;
 use tracing::Instrument;
@@ -71,7 +72,8 @@ where
         queue = tracing::field::Empty,
     );
     let started = Instant::now();
-    let result = handler(request_id.clone(), req)
+    let result = QUEUE_RECORDED
+        .scope(Cell::new(false), handler(request_id.clone(), req))
         .instrument(span.clone())
         .await;
     let mut response = result.unwrap_or_else(|e| e.to_response());
@@ -88,9 +90,19 @@ where
     response
 }
 
-/// Records the queue a request works on, for the log span.
+tokio::task_local! {
+    /// Whether the request's span already names its queue.
+    static QUEUE_RECORDED: Cell<bool>;
+}
+
+/// Records the queue a request works on, for the log span (once per request).
 pub fn record_queue(queue: &mq_core::ids::QueueId) {
-    tracing::Span::current().record("queue", queue.as_str());
+    let first = QUEUE_RECORDED
+        .try_with(|recorded| !recorded.replace(true))
+        .unwrap_or(true);
+    if first {
+        tracing::Span::current().record("queue", queue.as_str());
+    }
 }
 
 /// API Gateway's request id on Lambda, else the Lambda invocation id, else a new one.

@@ -66,7 +66,10 @@ pub fn open_host(args: &HostArgs) -> Result<OpenedHost, String> {
         });
     };
     let mut config = GitHubConfig::new(auth);
-    let api_host = api_host(args.github_api_url.as_deref())?;
+    let api_host = args
+        .github_api_url
+        .as_deref()
+        .map_or_else(|| "github.com".to_owned(), mq_api::secrets::api_host);
     if let Some(url) = &args.github_api_url {
         config = config.with_api(url.clone(), api_host.clone());
     }
@@ -122,20 +125,4 @@ fn read_key(value: &str) -> Result<String, String> {
         return Ok(value.to_owned());
     }
     std::fs::read_to_string(value).map_err(|e| format!("cannot read the private key {value}: {e}"))
-}
-
-/// The host name repositories carry: `github.com`, or the Enterprise Server's.
-fn api_host(api_url: Option<&str>) -> Result<String, String> {
-    let Some(url) = api_url else {
-        return Ok("github.com".to_owned());
-    };
-    let rest = url
-        .split_once("://")
-        .map(|(_, rest)| rest)
-        .ok_or_else(|| format!("--github-api-url `{url}` is not a URL"))?;
-    let host = rest.split(['/', ':']).next().unwrap_or_default();
-    if host.is_empty() {
-        return Err(format!("--github-api-url `{url}` has no host"));
-    }
-    Ok(host.to_owned())
 }

@@ -60,7 +60,10 @@ impl App {
 
     /// The deployed application: DynamoDB tables named by the environment
     /// (`MQ_QUEUES_TABLE`, ...), AWS settings from the standard chain. `MQ_DYNAMODB_ENDPOINT`
-    /// points the client at another endpoint (a local DynamoDB-compatible server).
+    /// points the client at another endpoint (a local DynamoDB-compatible server). With
+    /// `MQ_GITHUB_APP_ID` and `MQ_GITHUB_PRIVATE_KEY_SECRET_ARN` it acts on GitHub as that App;
+    /// with `MQ_WEBHOOK_SECRET_ARN` it accepts GitHub's deliveries. Secrets are read from
+    /// Secrets Manager, once per process.
     pub async fn from_env() -> Self {
         let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
         if let Ok(endpoint) = std::env::var("MQ_DYNAMODB_ENDPOINT") {
@@ -69,7 +72,19 @@ impl App {
         let config = loader.load().await;
         let client = aws_sdk_dynamodb::Client::new(&config);
         let store = DynamoStore::new(client, TableNames::from_env());
-        Self::new(Arc::new(store), Arc::new(SystemClock))
+        let mut app = Self::new(Arc::new(store), Arc::new(SystemClock));
+        let secrets = crate::secrets::Secrets::new(&config);
+        match crate::secrets::github_from_env(&secrets).await {
+            Ok(Some((host, webhook))) => {
+                app = app.with_githost(host);
+                if let Some(receiver) = webhook {
+                    app = app.with_webhook(receiver);
+                }
+            }
+            Ok(None) => {}
+            Err(e) => tracing::error!(error = %e, "GitHub is not configured"),
+        }
+        app
     }
 
     pub fn now(&self) -> Timestamp {

@@ -9,6 +9,7 @@ pub mod error;
 pub mod http;
 pub mod lambda;
 pub mod logging;
+pub mod secrets;
 pub mod service;
 pub mod wire;
 

@@ -3,6 +3,7 @@
 //! the local CI's results delivered in process.
 
 pub mod background;
+pub mod example;
 pub mod host;
 pub mod routes;
 pub mod server;

@@ -10,6 +10,9 @@
 use clap::Parser;
 use local_gateway::Gateway;
 use local_gateway::background::{spawn_status_listener, spawn_tick};
+use local_gateway::example::{
+    EXAMPLE_CI_COMMAND, EXAMPLE_REPOS_DIR, create_example_queue, create_example_repo,
+};
 use local_gateway::host::{HostArgs, open_host};
 use local_gateway::tokens::{LOCAL_ORG, parse_token_list, register};
 use mq_api::{App, Clock, SystemClock};
@@ -38,6 +41,11 @@ struct Args {
     /// Tokens of several organisations: `org1:token1,org2:token2`.
     #[arg(long, env = "MQ_API_TOKENS", hide_env_values = true)]
     tokens: Option<String>,
+    /// Create an example repository (`github.com/acme/rocket`, three pull requests) under
+    /// the repositories directory (default `.local/repos`), test it with `test ! -e FAIL`, and
+    /// create its queue.
+    #[arg(long)]
+    example: bool,
     /// Seconds between ticks (timeouts, batching waits, retries); fractions allowed.
     #[arg(long, default_value_t = 5.0, value_parser = parse_interval)]
     tick_interval: f64,
@@ -64,7 +72,10 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn run(args: Args) -> Result<(), String> {
+async fn run(mut args: Args) -> Result<(), String> {
+    if args.example {
+        prepare_example(&mut args)?;
+    }
     let store = open_store(&args).await?;
     let mut app = App::new(store.clone(), Arc::new(SystemClock));
     let opened = open_host(&args.host)?;
@@ -79,6 +90,9 @@ async fn run(args: Args) -> Result<(), String> {
     let local = OrgId::parse(LOCAL_ORG).map_err(|e| e.to_string())?;
     given.extend(args.api_tokens.iter().map(|t| (local.clone(), t.clone())));
     let generated = register(store.as_ref(), given, SystemClock.now()).await?;
+    if args.example {
+        create_example_queue(&app, &local).await?;
+    }
     let gateway = Gateway::start(app.clone(), args.listen)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
@@ -95,6 +109,21 @@ async fn run(args: Args) -> Result<(), String> {
         _ = gateway.wait() => {}
         _ = tokio::signal::ctrl_c() => println!("stopping"),
     }
+    Ok(())
+}
+
+/// Points the flags at the example repository, creating it if needed.
+fn prepare_example(args: &mut Args) -> Result<(), String> {
+    let dir = args
+        .host
+        .repos_dir
+        .get_or_insert_with(|| EXAMPLE_REPOS_DIR.into())
+        .clone();
+    args.host
+        .ci_command
+        .get_or_insert_with(|| EXAMPLE_CI_COMMAND.to_owned());
+    let repo = create_example_repo(&dir)?;
+    println!("example repository: {}", repo.display());
     Ok(())
 }
 

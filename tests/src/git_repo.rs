@@ -3,6 +3,7 @@
 //! `refs/pull/<n>/head`), with a `main` branch, and a work tree beside it to make commits in.
 
 use serde_json::Value;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -197,6 +198,14 @@ impl GitRepo {
                 report["state"] == state
             })
             .map(|r| r[prefix.len()..r.len() - suffix.len()].to_owned())
+            .collect()
+    }
+
+    /// The trees of the commits on which `context` last reported success.
+    pub fn passed_trees(&self, context: &str) -> BTreeSet<String> {
+        self.commits_with_status(context, "success")
+            .iter()
+            .map(|c| self.tree(c))
             .collect()
     }
 

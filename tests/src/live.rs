@@ -29,6 +29,8 @@ pub const CI: &str = "local-ci";
 pub const DEADLINE: Duration = Duration::from_secs(60);
 /// Between two looks while waiting.
 const POLL: Duration = Duration::from_millis(25);
+/// Where the CI command notes the branches it tested, in the temporary directory.
+const TESTED_BRANCHES: &str = "tested-branches.log";
 
 /// The system clock, moved forward by the test.
 #[derive(Debug, Default)]
@@ -69,7 +71,8 @@ impl Default for LiveOptions {
 }
 
 impl LiveOptions {
-    /// Tests every test branch with this shell command (status `local-ci`).
+    /// Tests every test branch with this shell command (status `local-ci`); the command also
+    /// notes each branch it tests (see [`LiveEnv::tested_branches`]).
     pub fn ci(mut self, command: &str) -> Self {
         self.ci_command = Some(command.to_owned());
         self
@@ -139,7 +142,12 @@ impl LiveEnv {
             .expect("temporary directory");
         let mut host = LocalGitHost::new(dir.path().join("repos"));
         if let Some(command) = &options.ci_command {
-            host = host.with_ci(CiConfig::new(command.clone()).with_concurrency(4));
+            let log = dir.path().join(TESTED_BRANCHES);
+            let noting = format!(
+                "echo \"$MERGE_QUEUE_BRANCH\" >> '{}'; {command}",
+                log.display()
+            );
+            host = host.with_ci(CiConfig::new(noting).with_concurrency(4));
         }
         let store = new_store(backend).await;
         let clock = Arc::new(TestClock::default());
@@ -175,6 +183,15 @@ impl LiveEnv {
     /// A file in the temporary directory (for a CI command to write to).
     pub fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
+    }
+
+    /// The branches the CI command tested, in the order it started them.
+    pub fn tested_branches(&self) -> Vec<String> {
+        std::fs::read_to_string(self.dir.path().join(TESTED_BRANCHES))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
     }
 
     /// Creates the queue of `repo`'s `main` with `settings`.
@@ -240,7 +257,7 @@ impl LiveEnv {
     /// if it ends in another state.
     pub async fn wait_for_state(&self, repo: &GitRepo, pr: u32, state: &str) -> Value {
         let what = format!("#{pr} to be {state}");
-        wait_until(&what, || async {
+        wait_for(&what, || async {
             let seen = self.pull_request(repo, pr).await;
             let now = seen["state"].as_str().unwrap_or_default();
             let terminal = ["merged", "failed", "cancelled"].contains(&now);
@@ -248,7 +265,11 @@ impl LiveEnv {
                 now == state || !terminal,
                 "#{pr} ended {now}, expected {state}: {seen}"
             );
-            (now == state).then_some(seen)
+            if now == state {
+                Ok(seen)
+            } else {
+                Err(format!("{seen}; queue: {}", self.queue(repo).await))
+            }
         })
         .await
     }
@@ -335,14 +356,29 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
+    wait_for(what, || {
+        let fut = look();
+        async move { fut.await.ok_or_else(String::new) }
+    })
+    .await
+}
+
+/// Polls `look` until it returns `Ok`, for at most [`DEADLINE`]; on timeout the test fails
+/// with the last `Err` (what was seen instead).
+pub async fn wait_for<T, F, Fut>(what: &str, mut look: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, String>>,
+{
     let started = Instant::now();
     loop {
-        if let Some(found) = look().await {
-            return found;
-        }
+        let seen = match look().await {
+            Ok(found) => return found,
+            Err(seen) => seen,
+        };
         assert!(
             started.elapsed() < DEADLINE,
-            "gave up waiting for {what} after {DEADLINE:?}"
+            "gave up waiting for {what} after {DEADLINE:?}; last seen: {seen}"
         );
         tokio::time::sleep(POLL).await;
     }

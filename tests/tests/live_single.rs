@@ -6,7 +6,6 @@ use e2e::git_repo::{FAIL_FILE, GitRepo};
 use e2e::live::{CI, LiveEnv};
 use e2e::{Backend, live_on_both_stores};
 use serde_json::json;
-use std::collections::BTreeSet;
 
 live_on_both_stores!(nine_of_ten_merge_in_order_and_the_breaker_fails);
 
@@ -69,11 +68,7 @@ async fn nine_of_ten_merge_in_order_and_the_breaker_fails(backend: Backend) {
 /// Every commit of `main`'s history, and every commit `main` was moved to, has the tree of a
 /// commit on which the CI command passed, and no `FAIL` file.
 fn assert_every_main_passed_ci(repo: &GitRepo) {
-    let passed: BTreeSet<String> = repo
-        .commits_with_status(CI, "success")
-        .iter()
-        .map(|c| repo.tree(c))
-        .collect();
+    let passed = repo.passed_trees(CI);
     let history = repo.history("main");
     let moves = repo.moves("main");
     assert!(!moves.is_empty(), "main moved");

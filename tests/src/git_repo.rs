@@ -138,7 +138,12 @@ impl GitRepo {
 
     /// The commit `branch` points at.
     pub fn head(&self, branch: &str) -> Option<String> {
-        self.try_git(&["rev-parse", "--verify", "--quiet", &format!("refs/heads/{branch}")])
+        self.try_git(&[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("refs/heads/{branch}"),
+        ])
     }
 
     /// The head commit of pull request `n`.
@@ -177,7 +182,12 @@ impl GitRepo {
 
     /// Every commit `branch` was moved to after it was created, oldest first (its reflog).
     pub fn moves(&self, branch: &str) -> Vec<String> {
-        let log = self.git(&["reflog", "show", "--format=%H", &format!("refs/heads/{branch}")]);
+        let log = self.git(&[
+            "reflog",
+            "show",
+            "--format=%H",
+            &format!("refs/heads/{branch}"),
+        ]);
         let mut moves = lines(&log);
         moves.pop();
         moves.reverse();

@@ -339,6 +339,20 @@ impl LiveEnv {
             .unwrap_or_default()
     }
 
+    /// Waits until the queue's comment on `pr` says `words`.
+    pub async fn wait_for_comment(&self, repo: &GitRepo, pr: u32, words: &str) -> String {
+        let what = format!("a comment on #{pr} saying \"{words}\"");
+        wait_for(&what, || async {
+            let comment = self.comment(repo, pr).await;
+            if comment.contains(words) {
+                Ok(comment)
+            } else {
+                Err(comment)
+            }
+        })
+        .await
+    }
+
     /// Runs the tick over every queue with work, as the schedule does, until it worked on
     /// each (the background tick may hold a queue's lease for a moment).
     pub async fn tick(&self) {
@@ -402,12 +416,13 @@ pub fn pr_body(repo: &GitRepo, pr: u32, extra: Value) -> Value {
 }
 
 /// Declares each scenario twice, over the in-memory store and over DynamoDB on moto; a
-/// scenario is `async fn name(backend: Backend)`.
+/// scenario is `async fn name(backend: Backend)`, and may carry attributes (`#[ignore]`).
 #[macro_export]
 macro_rules! live_on_both_stores {
-    ($($name:ident),+ $(,)?) => {
+    ($( $(#[$attr:meta])* $name:ident ),+ $(,)?) => {
         mod in_memory {
             $(
+                $(#[$attr])*
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
                     super::$name($crate::Backend::Memory).await;
@@ -416,6 +431,7 @@ macro_rules! live_on_both_stores {
         }
         mod dynamodb_on_moto {
             $(
+                $(#[$attr])*
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
                     super::$name($crate::Backend::DynamoDb).await;

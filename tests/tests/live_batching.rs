@@ -15,10 +15,7 @@ live_on_both_stores!(
 const CULPRIT: u32 = 6;
 
 async fn a_failing_batch_is_bisected_to_its_culprit(backend: Backend) {
-    let env = LiveEnv::options()
-        .ci("test ! -e FAIL")
-        .start(backend)
-        .await;
+    let env = LiveEnv::options().ci("test ! -e FAIL").start(backend).await;
     let repo = env.repo("rocket");
     repo.require_statuses("main", &[CI]);
     repo.add_prs(8, &[CULPRIT]);

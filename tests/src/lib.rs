@@ -1,6 +1,7 @@
 //! The harness of the end-to-end tests: a gateway on a free loopback port over a fresh store
 //! (in memory, or DynamoDB on the run's moto server), tokens for two organisations, and an
-//! HTTP client.
+//! HTTP client. [`live`] adds a local Git host on real repositories ([`git_repo`]), CI, the
+//! tick and a clock the test moves.
 
 pub mod fixtures;
 pub mod git_repo;

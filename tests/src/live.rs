@@ -131,6 +131,7 @@ impl LiveEnv {
         Self::start_with(backend, LiveOptions::default()).await
     }
 
+    /// Options to start with: a CI command, a webhook secret.
     pub fn options() -> LiveOptions {
         LiveOptions::default()
     }
@@ -178,11 +179,6 @@ impl LiveEnv {
 
     pub fn repos_dir(&self) -> PathBuf {
         self.dir.path().join("repos")
-    }
-
-    /// A file in the temporary directory (for a CI command to write to).
-    pub fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
     }
 
     /// The branches the CI command tested, in the order it started them.
@@ -304,14 +300,6 @@ impl LiveEnv {
     pub async fn pass(&self, repo: &GitRepo, pr: u32) -> Run {
         let run = self.wait_for_run(repo, pr).await;
         self.set_status(repo, &run.sha, CI, StatusState::Success)
-            .await;
-        run
-    }
-
-    /// Reports `local-ci` as failed on the run testing `pr`.
-    pub async fn fail(&self, repo: &GitRepo, pr: u32) -> Run {
-        let run = self.wait_for_run(repo, pr).await;
-        self.set_status(repo, &run.sha, CI, StatusState::Failure)
             .await;
         run
     }

@@ -19,6 +19,7 @@ live_on_both_stores!(
     draining_refuses_submissions_and_finishes_running_work,
     a_run_past_the_timeout_fails_on_the_tick,
     direct_merge_skips_the_test_run,
+    a_push_to_main_outside_the_queue_is_tested_before_merging,
 );
 
 /// A queue on `rocket` with `count` pull requests, requiring `local-ci`.
@@ -332,4 +333,26 @@ async fn direct_merge_skips_the_test_run(backend: Backend) {
     env.pass(&repo, 2).await;
     env.wait_for_state(&repo, 2, "merged").await;
     assert_eq!(repo.history_subjects("main"), main_subjects(&[1, 2]));
+}
+
+async fn a_push_to_main_outside_the_queue_is_tested_before_merging(backend: Backend) {
+    let env = LiveEnv::start(backend).await;
+    let repo = queue_with_prs(&env, 1, json!({})).await;
+    env.submit(&repo, 1).await;
+    let stale = env.wait_for_run(&repo, 1).await;
+
+    let pushed = repo.push_commit("main", "hotfix.txt");
+    env.set_status(&repo, &stale.sha, CI, StatusState::Success)
+        .await;
+    let fresh = wait_for_new_run(&env, &repo, 1, &stale).await;
+    assert_eq!(
+        repo.files(&fresh.sha),
+        ["README.md", "change-1.txt", "hotfix.txt"],
+        "#1 is tested again on the pushed head"
+    );
+    assert_eq!(repo.head("main"), Some(pushed), "nothing merged untested");
+    env.set_status(&repo, &fresh.sha, CI, StatusState::Success)
+        .await;
+    env.wait_for_state(&repo, 1, "merged").await;
+    assert_eq!(repo.tree("main"), repo.tree(&fresh.sha));
 }

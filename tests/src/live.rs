@@ -1,6 +1,6 @@
 //! The live environment: the gateway over a store (memory, or DynamoDB on moto) with a local
 //! Git host on a temporary directory, optionally a CI command, the status listener, a fast
-//! in-process tick, and a clock the test moves forward. Helpers speak the API over HTTP and
+//! in-process tick, and a clock the test moves forward. Its methods speak the API over HTTP and
 //! wait for what a user would wait for.
 
 use crate::git_repo::{GitRepo, HOST, OWNER};

@@ -1,8 +1,11 @@
 //! The harness of the end-to-end tests: a gateway on a free loopback port over a fresh store
 //! (in memory, or DynamoDB on the run's moto server), tokens for two organisations, and an
-//! HTTP client.
+//! HTTP client. [`live`] adds a local Git host on real repositories ([`git_repo`]), CI, the
+//! tick and a clock the test moves.
 
 pub mod fixtures;
+pub mod git_repo;
+pub mod live;
 
 use local_gateway::Gateway;
 use mq_api::auth::record_for;
@@ -57,12 +60,13 @@ impl Reply {
 
 impl TestEnv {
     pub async fn start(backend: Backend) -> Self {
-        let store = match backend {
-            Backend::Memory => Arc::new(MemoryStore::new()) as Arc<dyn Store>,
-            Backend::DynamoDb => dynamo_store().await,
-        };
-        register_tokens(store.as_ref()).await;
+        let store = new_store(backend).await;
         let app = Arc::new(App::new(store.clone(), Arc::new(SystemClock)));
+        Self::serve(store, app).await
+    }
+
+    /// A gateway serving `app`, whose store is `store` (made by [`new_store`]).
+    pub async fn serve(store: Arc<dyn Store>, app: Arc<App>) -> Self {
         let gateway = Gateway::start(app, "127.0.0.1:0".parse().unwrap())
             .await
             .expect("gateway starts");
@@ -125,6 +129,16 @@ async fn reply(response: reqwest::Response) -> Reply {
         body,
         headers,
     }
+}
+
+/// A fresh store of `backend` with the test tokens registered.
+pub async fn new_store(backend: Backend) -> Arc<dyn Store> {
+    let store = match backend {
+        Backend::Memory => Arc::new(MemoryStore::new()) as Arc<dyn Store>,
+        Backend::DynamoDb => dynamo_store().await,
+    };
+    register_tokens(store.as_ref()).await;
+    store
 }
 
 async fn register_tokens(store: &dyn Store) {

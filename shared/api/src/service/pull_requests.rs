@@ -1,7 +1,7 @@
 //! The pull request endpoints: submit, cancel, restart, read, impacted targets, test runs.
 
 use super::drive::apply_and_run;
-use super::shell::{Actor, load_owned};
+use super::shell::{Actor, Applied, load_owned};
 use crate::app::App;
 use crate::error::ApiError;
 use crate::wire::testing::TestingDetails;
@@ -41,20 +41,42 @@ pub async fn submit(app: &App, org: &OrgId, s: &Submission) -> Result<(), ApiErr
     Ok(())
 }
 
-/// Removes a pull request from the queue; 409 when it is not active.
+/// Removes a pull request from the queue; 409 when it is not active, 404 when it was never
+/// submitted.
 pub async fn cancel(app: &App, org: &OrgId, id: &QueueId, pr: PrNumber) -> Result<(), ApiError> {
     let event = Event::Cancel {
         pr,
         reason: CancelReason::Api,
     };
-    apply_and_run(app, Actor::Org(org), id, &[event]).await?;
-    Ok(())
+    let applied = apply_and_run(app, Actor::Org(org), id, &[event]).await;
+    not_found_if_never_submitted(app, id, pr, applied).await
 }
 
-/// Re-runs the tests of a pull request's group in place; 409 when it is not testing.
+/// Re-runs the tests of a pull request's group in place; 409 when it is not testing, 404 when
+/// it was never submitted.
 pub async fn restart(app: &App, org: &OrgId, id: &QueueId, pr: PrNumber) -> Result<(), ApiError> {
-    apply_and_run(app, Actor::Org(org), id, &[Event::Restart { pr }]).await?;
-    Ok(())
+    let applied = apply_and_run(app, Actor::Org(org), id, &[Event::Restart { pr }]).await;
+    not_found_if_never_submitted(app, id, pr, applied).await
+}
+
+/// The engine refuses a pull request without an active entry with 409; one that has no entry
+/// at all, not even a concluded one, was never submitted: 404 (SEMANTICS §1).
+async fn not_found_if_never_submitted(
+    app: &App,
+    id: &QueueId,
+    pr: PrNumber,
+    applied: Result<Applied, ApiError>,
+) -> Result<(), ApiError> {
+    match applied {
+        Ok(_) => Ok(()),
+        Err(e) if e.code == ErrorCode::PullRequestNotActive.as_str() => {
+            match app.store.load_entry(id, pr).await? {
+                Some((_, None)) => Err(never_submitted(pr)),
+                _ => Err(e),
+            }
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// The latest entry of a pull request in the queue, active or concluded.

@@ -1,0 +1,102 @@
+//! Parallel mode on a real repository: impacted targets split the queue into lanes that test
+//! and merge independently; a pull request that shares targets with one ahead is tested on
+//! top of it and reports it in `dependentPrs`.
+
+use e2e::live::{CI, LiveEnv};
+use e2e::{Backend, live_on_both_stores};
+use serde_json::json;
+
+live_on_both_stores!(independent_lanes_merge_independently);
+
+async fn independent_lanes_merge_independently(backend: Backend) {
+    let env = LiveEnv::start(backend).await;
+    let repo = env.repo("rocket");
+    let heads = repo.add_prs(4, &[]);
+    let settings = json!({"mode": "parallel", "concurrency": 3, "requiredStatuses": [CI]});
+    env.create_queue(&repo, settings).await;
+
+    // Targets uploaded before submission wait for it; after submission they apply at once.
+    let before = env
+        .set_impacted_targets(&repo, 1, &heads[0], json!(["api"]))
+        .await;
+    assert_eq!(before.status, 200, "{:?}", before.body);
+    env.submit(&repo, 1).await;
+    for (pr, targets) in [(2, json!(["web"])), (3, json!(["api", "docs"]))] {
+        env.submit(&repo, pr).await;
+        let head = &heads[pr as usize - 1];
+        let after = env.set_impacted_targets(&repo, pr, head, targets).await;
+        assert_eq!(after.status, 200, "{:?}", after.body);
+    }
+    env.submit(&repo, 4).await;
+    let waiting = env.pull_request(&repo, 4).await;
+    assert_eq!(waiting["state"], "not_ready");
+    assert_eq!(
+        waiting["readiness"],
+        json!({"requiresImpactedTargets": true, "hasImpactedTargets": false,
+               "doesBaseBranchMatch": true}),
+        "without targets a pull request waits in parallel mode"
+    );
+
+    let api = env.wait_for_run(&repo, 1).await;
+    let web = env.wait_for_run(&repo, 2).await;
+    let dependent = env.wait_for_run(&repo, 3).await;
+    assert_eq!(api.details["dependentPrs"], json!([]));
+    assert_eq!(web.details["dependentPrs"], json!([]));
+    assert_eq!(dependent.details["dependentPrs"], json!([1]));
+    assert_eq!(dependent.details["impactedTargets"], json!(["api", "docs"]));
+    assert_eq!(
+        dependent.details["impactedTargetsForTestedPrs"],
+        json!(["api", "docs"])
+    );
+    assert_eq!(web.details["impactedTargets"], json!(["web"]));
+    assert_eq!(
+        repo.files(&dependent.sha),
+        ["README.md", "change-1.txt", "change-3.txt"],
+        "#3 is tested on top of #1 and without #2"
+    );
+
+    // The web lane merges while the api lane is still testing.
+    env.pass(&repo, 2).await;
+    env.wait_for_state(&repo, 2, "merged").await;
+    for pr in [1, 3] {
+        assert_eq!(env.pull_request(&repo, pr).await["state"], "testing");
+    }
+    assert_eq!(repo.history_subjects("main"), ["Change 2 (#2)"]);
+
+    env.pass(&repo, 3).await;
+    env.wait_for_state(&repo, 3, "tests_passed").await;
+    assert_eq!(
+        repo.history_subjects("main"),
+        ["Change 2 (#2)"],
+        "#3 waits for #1, which it depends on"
+    );
+    env.pass(&repo, 1).await;
+    env.wait_for_state(&repo, 1, "merged").await;
+    env.wait_for_state(&repo, 3, "merged").await;
+
+    let all = env
+        .set_impacted_targets(&repo, 4, &heads[3], json!("ALL"))
+        .await;
+    assert_eq!(all.status, 200, "{:?}", all.body);
+    env.pass(&repo, 4).await;
+    env.wait_for_state(&repo, 4, "merged").await;
+    assert_eq!(
+        repo.history_subjects("main"),
+        [
+            "Change 2 (#2)",
+            "Change 1 (#1)",
+            "Change 3 (#3)",
+            "Change 4 (#4)"
+        ]
+    );
+    assert_eq!(
+        repo.files("main"),
+        [
+            "README.md",
+            "change-1.txt",
+            "change-2.txt",
+            "change-3.txt",
+            "change-4.txt"
+        ]
+    );
+}

@@ -1,0 +1,392 @@
+//! The pull request endpoints on a live queue: the exact shapes of `getSubmittedPullRequest`
+//! (spec §2.5), `getQueue.enqueuedPullRequests` (§2.4) and `getMergeQueueTestingDetails`
+//! (§2.6) for a running and a finished run, and their errors (SEMANTICS §1, §4).
+
+use e2e::git_repo::{AUTHOR, GitRepo, PrSpec};
+use e2e::live::{CI, LiveEnv, body, pr_body, wait_for};
+use e2e::{ACME, Backend, UMBRELLA, live_on_both_stores};
+use mq_core::git::StatusState;
+use serde_json::{Value, json};
+
+live_on_both_stores!(
+    submitted_and_enqueued_pull_requests_have_every_field,
+    testing_details_of_a_running_and_a_finished_run,
+    impacted_targets_for_another_sha_conflict,
+    unknown_pull_requests_and_other_organisations_get_not_found,
+    cancel_and_restart_of_inactive_pull_requests_conflict,
+);
+
+/// Fields of `getSubmittedPullRequest` (spec §2.5).
+const SUBMITTED_FIELDS: [&str; 15] = [
+    "stateChangedAt",
+    "priorityValue",
+    "priorityName",
+    "skipTheLine",
+    "forceEnqueued",
+    "isCurrentlySubmittedToQueue",
+    "prNumber",
+    "prTitle",
+    "prSha",
+    "prBaseBranch",
+    "prAuthor",
+    "id",
+    "state",
+    "readiness",
+    "usedDefaultPriorityName",
+];
+
+/// Fields of an item of `enqueuedPullRequests` (spec §2.4).
+const ENQUEUED_FIELDS: [&str; 12] = [
+    "stateChangedAt",
+    "priorityValue",
+    "priorityName",
+    "skipTheLine",
+    "noBatch",
+    "prNumber",
+    "prTitle",
+    "prSha",
+    "prBaseBranch",
+    "prAuthor",
+    "id",
+    "usedDefaultPriorityName",
+];
+
+/// Required fields of `getMergeQueueTestingDetails` (spec §2.6), and the optional ones every
+/// run has.
+const DETAILS_FIELDS: [&str; 9] = [
+    "requiredStatuses",
+    "testBranch",
+    "testBranchSha",
+    "checkSuites",
+    "statusChecks",
+    "testedPullRequests",
+    "requiredStatusesSource",
+    "createdAt",
+    "status",
+];
+
+fn keys(object: &Value) -> Vec<&str> {
+    let mut keys: Vec<&str> = object
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    keys
+}
+
+fn sorted<const N: usize>(fields: [&'static str; N]) -> Vec<&'static str> {
+    let mut fields = fields.to_vec();
+    fields.sort_unstable();
+    fields
+}
+
+/// An RFC 3339 UTC timestamp with milliseconds, as SEMANTICS §1 says.
+fn assert_timestamp(value: &Value) {
+    let text = value.as_str().unwrap_or_default();
+    let bytes = text.as_bytes();
+    let shaped = text.len() == 24
+        && text.ends_with('Z')
+        && bytes[10] == b'T'
+        && bytes[19] == b'.'
+        && text[..4].parse::<u32>().is_ok();
+    assert!(shaped, "not an RFC 3339 timestamp in UTC with ms: {value}");
+}
+
+async fn submitted_and_enqueued_pull_requests_have_every_field(backend: Backend) {
+    let env = LiveEnv::start(backend).await;
+    let repo = env.repo("rocket");
+    repo.add_branch("release");
+    let heads = [
+        repo.add_pr(PrSpec::new(1)),
+        repo.add_pr(PrSpec::new(2).based_on("release")),
+    ];
+    env.create_queue(&repo, json!({"requiredStatuses": [CI]}))
+        .await;
+
+    let submitted = env
+        .submit_with(&repo, 1, json!({"priority": "high", "noBatch": true}))
+        .await;
+    assert_eq!((submitted.status, &submitted.body), (200, &json!({})));
+    env.submit(&repo, 2).await;
+    let first = env.wait_for_state(&repo, 1, "testing").await;
+    let mut expected = sorted(SUBMITTED_FIELDS);
+    expected.retain(|f| *f != "usedDefaultPriorityName");
+    assert_eq!(keys(&first), expected, "a priority was given: {first}");
+    assert_timestamp(&first["stateChangedAt"]);
+    assert!(!first["id"].as_str().unwrap_or_default().is_empty());
+    let mut without_time = first.clone();
+    without_time["stateChangedAt"] = json!(null);
+    without_time["id"] = json!(null);
+    assert_eq!(
+        without_time,
+        json!({
+            "stateChangedAt": null, "id": null, "state": "testing",
+            "priorityValue": 10, "priorityName": "high", "skipTheLine": false,
+            "forceEnqueued": false, "isCurrentlySubmittedToQueue": true,
+            "prNumber": 1, "prTitle": "Change 1", "prSha": heads[0],
+            "prBaseBranch": "main", "prAuthor": AUTHOR,
+            "readiness": {"requiresImpactedTargets": false, "doesBaseBranchMatch": true,
+                          "hasImpactedTargets": false},
+        })
+    );
+
+    let second = env.pull_request(&repo, 2).await;
+    assert_eq!(keys(&second), sorted(SUBMITTED_FIELDS));
+    assert_eq!(second["state"], "not_ready");
+    assert_eq!(second["readiness"]["doesBaseBranchMatch"], false);
+    assert_eq!(second["prBaseBranch"], "release");
+    assert_eq!(
+        (
+            &second["priorityValue"],
+            &second["priorityName"],
+            &second["usedDefaultPriorityName"]
+        ),
+        (&json!(100), &json!("medium"), &json!("medium"))
+    );
+
+    let queue = env.queue(&repo).await;
+    let items = queue["enqueuedPullRequests"].as_array().unwrap();
+    assert_eq!(items.len(), 2);
+    assert_eq!(keys(&items[1]), sorted(ENQUEUED_FIELDS));
+    let mut listed = sorted(ENQUEUED_FIELDS);
+    listed.retain(|f| *f != "usedDefaultPriorityName");
+    assert_eq!(keys(&items[0]), listed);
+    assert_eq!(
+        (&items[0]["prNumber"], &items[0]["noBatch"], &items[0]["id"]),
+        (&json!(1), &json!(true), &first["id"])
+    );
+    assert_eq!(items[0]["stateChangedAt"], first["stateChangedAt"]);
+    for field in [
+        "prTitle",
+        "prSha",
+        "prBaseBranch",
+        "prAuthor",
+        "priorityValue",
+    ] {
+        assert_eq!(items[1][field], second[field], "{field}");
+    }
+
+    // Submitting an active pull request again changes its priority in place.
+    env.submit_with(&repo, 2, json!({"priority": 200})).await;
+    let again = env.pull_request(&repo, 2).await;
+    assert_eq!(
+        (&again["id"], &again["priorityName"]),
+        (&second["id"], &json!("low"))
+    );
+    // After a terminal state, a submission is a new entry.
+    assert_eq!(env.pr_call("cancelPullRequest", &repo, 2).await.status, 200);
+    let cancelled = env.pull_request(&repo, 2).await;
+    assert_eq!(cancelled["state"], "cancelled");
+    assert_eq!(cancelled["isCurrentlySubmittedToQueue"], false);
+    let queue = env.queue(&repo).await;
+    let numbers: Vec<&Value> = queue["enqueuedPullRequests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| &e["prNumber"])
+        .collect();
+    assert_eq!(numbers, [&json!(1)], "a cancelled entry leaves the list");
+    env.submit(&repo, 2).await;
+    let renewed = env.pull_request(&repo, 2).await;
+    assert_ne!(renewed["id"], second["id"]);
+    assert_eq!(renewed["isCurrentlySubmittedToQueue"], true);
+}
+
+async fn testing_details_of_a_running_and_a_finished_run(backend: Backend) {
+    let env = LiveEnv::start(backend).await;
+    let repo = env.repo("rocket");
+    repo.require_statuses("main", &[CI]);
+    repo.add_prs(2, &[]);
+    env.create_queue(&repo, json!({"concurrency": 2})).await;
+    env.submit(&repo, 1).await;
+    env.submit(&repo, 2).await;
+    let run = env.wait_for_run(&repo, 2).await;
+    env.set_status(&repo, &run.sha, CI, StatusState::Pending)
+        .await;
+    let running = wait_for("the pending status in the run", || async {
+        let details = env.details(&repo, &run.id).await;
+        match details["statusChecks"].as_array() {
+            Some(checks) if !checks.is_empty() => Ok(details),
+            _ => Err(details.to_string()),
+        }
+    })
+    .await;
+    assert_details(&repo, &run.id, &run.sha, &running, "in_progress");
+
+    env.pass(&repo, 1).await;
+    env.pass(&repo, 2).await;
+    env.wait_for_state(&repo, 2, "merged").await;
+    let finished = env.details(&repo, &run.id).await;
+    assert_details(&repo, &run.id, &run.sha, &finished, "succeeded");
+    assert_eq!(finished["createdAt"], running["createdAt"]);
+
+    let unknown = env
+        .post(
+            "getMergeQueueTestingDetails",
+            Some(ACME),
+            &body(&repo, json!({"testRunId": "no-such-run"})),
+        )
+        .await;
+    assert_eq!(
+        (unknown.status, unknown.code()),
+        (404, "TEST_RUN_NOT_FOUND")
+    );
+}
+
+fn assert_details(repo: &GitRepo, id: &str, sha: &str, details: &Value, status: &str) {
+    for field in DETAILS_FIELDS {
+        assert!(details.get(field).is_some(), "{field} missing: {details}");
+    }
+    for field in ["impactedTargets", "impactedTargetsForTestedPrs"] {
+        assert!(
+            details.get(field).is_none(),
+            "{field} is only there with impacted targets: {details}"
+        );
+    }
+    let branch = format!("mq-test/main/{id}");
+    assert_eq!(details["testBranch"], branch);
+    assert_eq!(details["testBranchSha"], sha);
+    if status == "in_progress" {
+        assert_eq!(repo.head(&branch).as_deref(), Some(sha), "the branch's tip");
+    }
+    assert_eq!(details["status"], status);
+    assert_eq!(details["requiredStatuses"], json!([CI]));
+    assert_eq!(
+        details["requiredStatusesSource"],
+        "repo_provider_branch_protection"
+    );
+    assert_eq!(details["checkSuites"], json!([]));
+    assert_eq!(
+        details["statusChecks"],
+        json!([{"context": CI, "url": format!("https://ci.example.com/{CI}/{sha}")}])
+    );
+    assert_eq!(
+        details["testedPullRequests"],
+        json!([{"prNumber": 2, "prUrl": "https://github.com/acme/rocket/pull/2",
+                "title": "Change 2"}])
+    );
+    assert_timestamp(&details["createdAt"]);
+}
+
+async fn impacted_targets_for_another_sha_conflict(backend: Backend) {
+    let env = LiveEnv::start(backend).await;
+    let repo = env.repo("rocket");
+    let heads = repo.add_prs(2, &[]);
+    env.create_queue(&repo, json!({"mode": "parallel", "requiredStatuses": [CI]}))
+        .await;
+
+    let early = env
+        .set_impacted_targets(&repo, 1, &heads[1], json!(["api"]))
+        .await;
+    assert_eq!((early.status, early.code()), (409, "SHA_MISMATCH"));
+    env.submit(&repo, 1).await;
+    let queued = env
+        .set_impacted_targets(&repo, 1, &heads[1], json!(["api"]))
+        .await;
+    assert_eq!((queued.status, queued.code()), (409, "SHA_MISMATCH"));
+    assert_eq!(
+        env.pull_request(&repo, 1).await["readiness"]["hasImpactedTargets"],
+        false,
+        "a refused upload changes nothing"
+    );
+    let mut no_sha = body(&repo, json!({"impactedTargets": ["api"]}));
+    no_sha["pr"] = json!({"number": 1});
+    let missing = env.post("setImpactedTargets", Some(ACME), &no_sha).await;
+    assert_eq!(missing.status, 400);
+    assert!(
+        missing.message().contains("pr.sha"),
+        "{}",
+        missing.message()
+    );
+
+    let right = env
+        .set_impacted_targets(&repo, 1, &heads[0], json!(["api"]))
+        .await;
+    assert_eq!((right.status, &right.body), (200, &json!({})));
+    env.wait_for_state(&repo, 1, "testing").await;
+}
+
+async fn unknown_pull_requests_and_other_organisations_get_not_found(backend: Backend) {
+    let env = LiveEnv::start(backend).await;
+    let repo = env.repo("rocket");
+    let heads = repo.add_prs(2, &[]);
+    env.create_queue(&repo, json!({"requiredStatuses": [CI]}))
+        .await;
+    env.submit(&repo, 1).await;
+    let run = env.wait_for_run(&repo, 1).await;
+
+    let never = env.pr_call("getSubmittedPullRequest", &repo, 2).await;
+    assert_eq!(
+        (never.status, never.code()),
+        (404, "PULL_REQUEST_NOT_FOUND")
+    );
+    let missing = env.pr_call("submitPullRequest", &repo, 99).await;
+    assert_eq!(
+        (missing.status, missing.code()),
+        (404, "PULL_REQUEST_NOT_FOUND")
+    );
+    let no_queue = env.repo("probe");
+    no_queue.add_prs(1, &[]);
+    let elsewhere = env.pr_call("submitPullRequest", &no_queue, 1).await;
+    assert_eq!(
+        (elsewhere.status, elsewhere.code()),
+        (404, "QUEUE_NOT_FOUND")
+    );
+
+    let mut targets = pr_body(&repo, 1, json!({"impactedTargets": ["api"]}));
+    targets["pr"]["sha"] = json!(heads[0]);
+    let calls = [
+        ("submitPullRequest", pr_body(&repo, 2, json!({}))),
+        ("cancelPullRequest", pr_body(&repo, 1, json!({}))),
+        ("restartTestsOnPullRequest", pr_body(&repo, 1, json!({}))),
+        ("getSubmittedPullRequest", pr_body(&repo, 1, json!({}))),
+        ("setImpactedTargets", targets),
+        (
+            "getMergeQueueTestingDetails",
+            body(&repo, json!({"testRunId": run.id})),
+        ),
+    ];
+    for (path, request) in &calls {
+        let reply = env.post(path, Some(UMBRELLA), request).await;
+        assert_eq!(
+            (reply.status, reply.code()),
+            (404, "QUEUE_NOT_FOUND"),
+            "{path} as another organisation"
+        );
+    }
+    let still = env.pull_request(&repo, 1).await;
+    assert_eq!(still["state"], "testing", "nothing changed");
+    assert_eq!(
+        env.pr_call("getSubmittedPullRequest", &repo, 2)
+            .await
+            .status,
+        404
+    );
+}
+
+async fn cancel_and_restart_of_inactive_pull_requests_conflict(backend: Backend) {
+    let env = LiveEnv::start(backend).await;
+    let repo = env.repo("rocket");
+    repo.add_prs(2, &[]);
+    env.create_queue(&repo, json!({"requiredStatuses": [CI]}))
+        .await;
+    env.submit(&repo, 1).await;
+    assert_eq!(env.pr_call("cancelPullRequest", &repo, 1).await.status, 200);
+
+    for path in ["cancelPullRequest", "restartTestsOnPullRequest"] {
+        let inactive = env.pr_call(path, &repo, 1).await;
+        assert_eq!(
+            (inactive.status, inactive.code()),
+            (409, "PULL_REQUEST_NOT_ACTIVE"),
+            "{path} of a cancelled pull request"
+        );
+        let never = env.pr_call(path, &repo, 2).await;
+        assert_eq!(
+            (never.status, never.code()),
+            (404, "PULL_REQUEST_NOT_FOUND"),
+            "{path} of a pull request never submitted"
+        );
+    }
+}

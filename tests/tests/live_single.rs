@@ -1,0 +1,81 @@
+//! A single-mode queue on a real repository with a real CI command: ten pull requests, one of
+//! which breaks the build, submitted over HTTP; the queue merges the other nine in order and
+//! `main` only ever moves to commits that passed CI.
+
+use e2e::git_repo::{FAIL_FILE, GitRepo};
+use e2e::live::{CI, LiveEnv};
+use e2e::{Backend, live_on_both_stores};
+use serde_json::json;
+
+live_on_both_stores!(nine_of_ten_merge_in_order_and_the_breaker_fails);
+
+/// The CI command: fails when the tree holds a file named `FAIL`.
+const CI_COMMAND: &str = "test ! -e FAIL";
+const BREAKER: u32 = 4;
+
+async fn nine_of_ten_merge_in_order_and_the_breaker_fails(backend: Backend) {
+    let env = LiveEnv::options().ci(CI_COMMAND).start(backend).await;
+    let repo = env.repo("rocket");
+    repo.require_statuses("main", &[CI]);
+    repo.add_prs(10, &[BREAKER]);
+    env.create_queue(&repo, json!({"concurrency": 3})).await;
+
+    for pr in 1..=10 {
+        env.submit(&repo, pr).await;
+    }
+    let queued = env.queue(&repo).await;
+    let numbers: Vec<u64> = queued["enqueuedPullRequests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["prNumber"].as_u64())
+        .collect();
+    assert!(
+        numbers.windows(2).all(|w| w[0] < w[1]),
+        "the queue keeps submission order: {numbers:?}"
+    );
+
+    let merged: Vec<u32> = (1..=10).filter(|&pr| pr != BREAKER).collect();
+    for &pr in &merged {
+        env.wait_for_state(&repo, pr, "merged").await;
+    }
+    let failed = env.wait_for_state(&repo, BREAKER, "failed").await;
+    assert_eq!(failed["isCurrentlySubmittedToQueue"], false);
+    env.wait_for_comment(&repo, BREAKER, "a required status failed")
+        .await;
+
+    let subjects: Vec<String> = merged
+        .iter()
+        .map(|pr| format!("Change {pr} (#{pr})"))
+        .collect();
+    assert_eq!(
+        repo.history_subjects("main"),
+        subjects,
+        "main holds exactly the nine, one commit each, in submission order"
+    );
+    let mut files: Vec<String> = merged.iter().map(|pr| format!("change-{pr}.txt")).collect();
+    files.push("README.md".to_owned());
+    files.sort();
+    assert_eq!(repo.files("main"), files);
+    assert_every_main_passed_ci(&repo);
+    assert_eq!(env.queue(&repo).await["enqueuedPullRequests"], json!([]));
+}
+
+/// Every commit of `main`'s history, and every commit `main` was moved to, has the tree of a
+/// commit on which the CI command passed, and no `FAIL` file.
+fn assert_every_main_passed_ci(repo: &GitRepo) {
+    let passed = repo.passed_trees(CI);
+    let history = repo.history("main");
+    let moves = repo.moves("main");
+    assert!(!moves.is_empty(), "main moved");
+    for commit in history.iter().chain(&moves) {
+        assert!(
+            !repo.files(commit).contains(&FAIL_FILE.to_owned()),
+            "{commit} on main holds FAIL"
+        );
+        assert!(
+            passed.contains(&repo.tree(commit)),
+            "{commit} on main has a tree CI never passed"
+        );
+    }
+}

@@ -12,8 +12,6 @@ live_on_both_stores!(
     urgent_preempts_the_running_test,
     cancel_during_testing_restarts_the_groups_behind,
     restart_reruns_one_group_in_place,
-    #[ignore = "a test branch rebuilt within the same second is the same commit, so the \
-                restart reads the previous run's failure back and fails untested"]
     a_restart_after_a_failure_is_tested_anew,
     paused_queues_neither_start_nor_merge_until_resumed,
     draining_refuses_submissions_and_finishes_running_work,

@@ -74,9 +74,16 @@ pub(crate) async fn read_chain<S: CommitSource>(
     }))
 }
 
-/// The message of a test branch's merge commit for `pr`.
-pub(crate) fn merge_message(pr: &BranchPr) -> String {
-    format!("Merge pull request #{}: {}", pr.pr, pr.title)
+/// The message of a test branch's merge commit for `pr`. With the branch's name as a
+/// trailer, every build of a test branch is a commit of its own, even one made in the same
+/// second from the same heads as a previous run's (whose CI results must not be taken for
+/// the new run's).
+pub(crate) fn merge_message(pr: &BranchPr, test_branch: Option<&str>) -> String {
+    let subject = format!("Merge pull request #{}: {}", pr.pr, pr.title);
+    match test_branch {
+        Some(branch) => format!("{subject}\n\nTest-Branch: {branch}"),
+        None => subject,
+    }
 }
 
 /// The message of the one commit a squash merge writes for `pr`.

@@ -41,7 +41,7 @@ pub(crate) async fn create(
         let payload = json!({
             "base": request.branch,
             "head": pr.head_sha.as_str(),
-            "commit_message": merge_message(pr),
+            "commit_message": merge_message(pr, Some(&request.branch)),
         });
         let path = format!("{}/merges", repo_path(repo));
         let reply = client

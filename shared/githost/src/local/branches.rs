@@ -17,7 +17,13 @@ pub(crate) enum Chain {
 }
 
 /// Merges each head onto `base` in order, one merge commit each; nothing is published.
-pub(crate) async fn merge_chain(git: &Git, base: &Sha, prs: &[BranchPr]) -> HostResult<Chain> {
+/// `test_branch` names the branch being built, for the commits' messages.
+pub(crate) async fn merge_chain(
+    git: &Git,
+    base: &Sha,
+    prs: &[BranchPr],
+    test_branch: Option<&str>,
+) -> HostResult<Chain> {
     let mut tip = base.clone();
     for pr in prs {
         let head = commit(git, "head_sha", &pr.head_sha).await?;
@@ -25,7 +31,7 @@ pub(crate) async fn merge_chain(git: &Git, base: &Sha, prs: &[BranchPr]) -> Host
             None => return Ok(Chain::Conflict(pr.pr)),
             Some(tree) => {
                 tip = git
-                    .commit_tree(&tree, &[&tip, &head], &merge_message(pr), None)
+                    .commit_tree(&tree, &[&tip, &head], &merge_message(pr, test_branch), None)
                     .await?;
             }
         }
@@ -53,7 +59,7 @@ pub(crate) async fn create(
     };
     let name = branch_ref(&request.branch);
     let existing = git.resolve(&name).await?;
-    match merge_chain(git, &base, &request.prs).await? {
+    match merge_chain(git, &base, &request.prs, Some(&request.branch)).await? {
         Chain::Conflict(pr) => {
             if let Some(old) = existing {
                 git.delete_ref(&name, old.as_str()).await?;

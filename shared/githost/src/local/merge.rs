@@ -48,7 +48,7 @@ async fn new_target(
     let tested = match &request.tested_sha {
         Some(tested) => branches::commit(git, "tested_sha", tested).await?,
         // A direct merge: the pull requests merged onto the target as a test branch would be.
-        None => match merge_chain(git, actual, &request.prs).await? {
+        None => match merge_chain(git, actual, &request.prs, None).await? {
             Chain::Built(sha) => sha,
             Chain::Conflict(pr) => {
                 return Ok(Err(MergeOutcome::Rejected {

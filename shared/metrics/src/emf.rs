@@ -26,6 +26,9 @@ use std::time::{Duration, SystemTime};
 pub const NAMESPACE: &str = "MergeQueue";
 
 /// The EMF lines of one queue's figures at `now`, one JSON object per line (no newline).
+///
+/// Print each one on its own line to standard output as it is (`println!`), not through the
+/// JSON logger, which would wrap it in a log object that CloudWatch does not read as EMF.
 pub fn emf_lines(figures: &QueueFigures, now: Timestamp) -> Vec<String> {
     lines_of(figures, now)
         .iter()

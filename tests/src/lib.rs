@@ -3,10 +3,12 @@
 //! HTTP client.
 
 pub mod fixtures;
+pub mod prometheus;
+pub mod timeline;
 
 use local_gateway::Gateway;
 use mq_api::auth::record_for;
-use mq_api::{App, SystemClock};
+use mq_api::{App, Clock, SystemClock};
 use mq_core::ids::OrgId;
 use mq_core::time::Timestamp;
 use mq_store::{DynamoStore, MemoryStore, Store, TableNames};
@@ -33,6 +35,25 @@ pub struct TestEnv {
     pub gateway: Gateway,
     pub store: Arc<dyn Store>,
     pub http: reqwest::Client,
+    /// The gateway's clock: the system's until a test sets it.
+    pub clock: Arc<TestClock>,
+}
+
+/// The system clock until a test sets a time; from then on, stopped at what it was set to.
+#[derive(Default)]
+pub struct TestClock(std::sync::Mutex<Option<Timestamp>>);
+
+impl TestClock {
+    pub fn set(&self, at: Timestamp) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(at);
+    }
+}
+
+impl Clock for TestClock {
+    fn now(&self) -> Timestamp {
+        let set = *self.0.lock().unwrap_or_else(|p| p.into_inner());
+        set.unwrap_or_else(|| SystemClock.now())
+    }
 }
 
 /// A response: status and JSON body (`Value::Null` when the body is not JSON).
@@ -62,7 +83,8 @@ impl TestEnv {
             Backend::DynamoDb => dynamo_store().await,
         };
         register_tokens(store.as_ref()).await;
-        let app = Arc::new(App::new(store.clone(), Arc::new(SystemClock)));
+        let clock = Arc::new(TestClock::default());
+        let app = Arc::new(App::new(store.clone(), clock.clone()));
         let gateway = Gateway::start(app, "127.0.0.1:0".parse().unwrap())
             .await
             .expect("gateway starts");
@@ -70,6 +92,7 @@ impl TestEnv {
             gateway,
             store,
             http: reqwest::Client::new(),
+            clock,
         }
     }
 
@@ -112,6 +135,54 @@ impl TestEnv {
         let r = self.post(path, Some(ACME), body).await;
         assert_eq!(r.status, 200, "{path} {body}: {:?}", r.body);
         r.body
+    }
+}
+
+/// How a GET request presents its token.
+#[derive(Debug, Clone, Copy)]
+pub enum Auth<'a> {
+    None,
+    ApiToken(&'a str),
+    Bearer(&'a str),
+}
+
+/// A response with a text body.
+#[derive(Debug)]
+pub struct TextReply {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub text: String,
+}
+
+impl TextReply {
+    /// The body as JSON (`Value::Null` when it is not JSON).
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.text).unwrap_or(Value::Null)
+    }
+
+    pub fn header(&self, name: &str) -> &str {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+    }
+}
+
+impl TestEnv {
+    /// GETs `path` (with its query string) under the base URL.
+    pub async fn get(&self, path_and_query: &str, auth: Auth<'_>) -> TextReply {
+        let mut req = self.http.get(self.url(path_and_query));
+        req = match auth {
+            Auth::None => req,
+            Auth::ApiToken(t) => req.header("x-api-token", t),
+            Auth::Bearer(t) => req.bearer_auth(t),
+        };
+        let response = req.send().await.expect("request sent");
+        TextReply {
+            status: response.status().as_u16(),
+            headers: response.headers().clone(),
+            text: response.text().await.expect("body read"),
+        }
     }
 }
 

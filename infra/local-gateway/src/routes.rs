@@ -36,4 +36,5 @@ routes! {
     POST "/v1/deleteQueue" => delete_queue,
     POST "/v1/getQueue" => get_queue,
     POST "/v1/updateQueue" => update_queue,
+    GET "/v1/getMergeQueueMetrics" => get_merge_queue_metrics,
 }

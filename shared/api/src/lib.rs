@@ -12,6 +12,6 @@ pub mod logging;
 pub mod service;
 pub mod wire;
 
-pub use app::{App, Clock, SystemClock};
+pub use app::{App, Clock, ManualClock, SystemClock};
 pub use endpoint::{Caller, serve};
 pub use error::ApiError;

@@ -8,6 +8,7 @@ use crate::port::{QueueStore, RunLocation, StoreResult, TokenRecord, TokenStore}
 use async_trait::async_trait;
 use mq_core::engine::PendingEffect;
 use mq_core::entry::Entry;
+use mq_core::history::Restart;
 use mq_core::ids::{OrgId, PrNumber, QueueId, Sha};
 use mq_core::run::TestRun;
 use mq_core::snapshot::{Commit, Queue, QueueSnapshot};
@@ -28,6 +29,8 @@ struct Inner {
     latest_concluded: HashMap<(QueueId, PrNumber), Entry>,
     concluded_log: BTreeMap<(QueueId, Timestamp, String), Entry>,
     finished_runs: HashMap<(QueueId, String), TestRun>,
+    /// Keyed like the DynamoDB items: time, entry, the entry's counter afterwards.
+    restart_log: BTreeMap<(QueueId, Timestamp, String, u32), Restart>,
     tokens: BTreeMap<String, TokenRecord>,
 }
 
@@ -108,6 +111,10 @@ impl Inner {
         for r in &commit.finished_runs {
             self.finished_runs
                 .insert((id.clone(), r.id.clone()), r.clone());
+        }
+        for r in &commit.restarts {
+            let key = (id.clone(), r.at, r.entry_id.clone(), r.total);
+            self.restart_log.insert(key, r.clone());
         }
     }
 }
@@ -258,6 +265,22 @@ impl QueueStore for MemoryStore {
             .collect();
         runs.sort_by_key(|r| (r.finished_at, r.id.clone()));
         Ok(runs)
+    }
+
+    async fn restarts_between(
+        &self,
+        id: &QueueId,
+        from: Timestamp,
+        to: Timestamp,
+    ) -> StoreResult<Vec<Restart>> {
+        let inner = self.lock();
+        let start = (id.clone(), from, String::new(), 0);
+        Ok(inner
+            .restart_log
+            .range(start..)
+            .take_while(|((q, at, _, _), _)| q == id && *at < to)
+            .map(|(_, r)| r.clone())
+            .collect())
     }
 
     async fn acquire_lease(

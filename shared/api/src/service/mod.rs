@@ -1,4 +1,5 @@
 //! The application service: what an endpoint does, between parsing and rendering.
 
+pub mod metrics;
 pub mod queues;
 pub mod shell;

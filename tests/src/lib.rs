@@ -6,10 +6,12 @@
 pub mod fixtures;
 pub mod git_repo;
 pub mod live;
+pub mod prometheus;
+pub mod timeline;
 
 use local_gateway::Gateway;
 use mq_api::auth::record_for;
-use mq_api::{App, SystemClock};
+use mq_api::{App, Clock, SystemClock};
 use mq_core::ids::OrgId;
 use mq_core::time::Timestamp;
 use mq_store::{DynamoStore, MemoryStore, Store, TableNames};
@@ -36,6 +38,36 @@ pub struct TestEnv {
     pub gateway: Gateway,
     pub store: Arc<dyn Store>,
     pub http: reqwest::Client,
+    /// The gateway's clock: the system's until a test sets it.
+    pub clock: Arc<TestClock>,
+}
+
+/// The system clock, moved forward by the test (`advance_minutes`), or stopped at a time the
+/// test sets (`set`).
+#[derive(Debug, Default)]
+pub struct TestClock {
+    stopped_at: std::sync::Mutex<Option<Timestamp>>,
+    offset_ms: std::sync::atomic::AtomicI64,
+}
+
+impl TestClock {
+    /// Stops the clock at `at`.
+    pub fn set(&self, at: Timestamp) {
+        *self.stopped_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(at);
+    }
+
+    /// Moves the clock forward.
+    pub fn advance_minutes(&self, minutes: i64) {
+        self.offset_ms.fetch_add(minutes * 60_000, Ordering::SeqCst);
+    }
+}
+
+impl Clock for TestClock {
+    fn now(&self) -> Timestamp {
+        let stopped = *self.stopped_at.lock().unwrap_or_else(|p| p.into_inner());
+        let base = stopped.unwrap_or_else(|| SystemClock.now());
+        base.plus_millis(self.offset_ms.load(Ordering::SeqCst))
+    }
 }
 
 /// A response: status and JSON body (`Value::Null` when the body is not JSON).
@@ -61,12 +93,14 @@ impl Reply {
 impl TestEnv {
     pub async fn start(backend: Backend) -> Self {
         let store = new_store(backend).await;
-        let app = Arc::new(App::new(store.clone(), Arc::new(SystemClock)));
-        Self::serve(store, app).await
+        let clock = Arc::new(TestClock::default());
+        let app = Arc::new(App::new(store.clone(), clock.clone()));
+        Self::serve(store, app, clock).await
     }
 
-    /// A gateway serving `app`, whose store is `store` (made by [`new_store`]).
-    pub async fn serve(store: Arc<dyn Store>, app: Arc<App>) -> Self {
+    /// A gateway serving `app`, whose store is `store` (made by [`new_store`]) and whose clock
+    /// is `clock`.
+    pub async fn serve(store: Arc<dyn Store>, app: Arc<App>, clock: Arc<TestClock>) -> Self {
         let gateway = Gateway::start(app, "127.0.0.1:0".parse().unwrap())
             .await
             .expect("gateway starts");
@@ -74,6 +108,7 @@ impl TestEnv {
             gateway,
             store,
             http: reqwest::Client::new(),
+            clock,
         }
     }
 
@@ -116,6 +151,54 @@ impl TestEnv {
         let r = self.post(path, Some(ACME), body).await;
         assert_eq!(r.status, 200, "{path} {body}: {:?}", r.body);
         r.body
+    }
+}
+
+/// How a GET request presents its token.
+#[derive(Debug, Clone, Copy)]
+pub enum Auth<'a> {
+    None,
+    ApiToken(&'a str),
+    Bearer(&'a str),
+}
+
+/// A response with a text body.
+#[derive(Debug)]
+pub struct TextReply {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub text: String,
+}
+
+impl TextReply {
+    /// The body as JSON (`Value::Null` when it is not JSON).
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.text).unwrap_or(Value::Null)
+    }
+
+    pub fn header(&self, name: &str) -> &str {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+    }
+}
+
+impl TestEnv {
+    /// GETs `path` (with its query string) under the base URL.
+    pub async fn get(&self, path_and_query: &str, auth: Auth<'_>) -> TextReply {
+        let mut req = self.http.get(self.url(path_and_query));
+        req = match auth {
+            Auth::None => req,
+            Auth::ApiToken(t) => req.header("x-api-token", t),
+            Auth::Bearer(t) => req.bearer_auth(t),
+        };
+        let response = req.send().await.expect("request sent");
+        TextReply {
+            status: response.status().as_u16(),
+            headers: response.headers().clone(),
+            text: response.text().await.expect("body read"),
+        }
     }
 }
 

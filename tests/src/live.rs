@@ -4,13 +4,12 @@
 //! wait for what a user would wait for.
 
 use crate::git_repo::{GitRepo, HOST, OWNER};
-use crate::{ACME, Backend, Reply, TestEnv, new_store};
+use crate::{ACME, Backend, Reply, TestClock, TestEnv, new_store};
 use local_gateway::background::{spawn_status_listener, spawn_tick};
+use mq_api::App;
 use mq_api::service::tick;
-use mq_api::{App, Clock, SystemClock};
 use mq_core::git::StatusState;
 use mq_core::ids::{RepoRef, Sha};
-use mq_core::time::Timestamp;
 use mq_githost::local::{CiConfig, LocalGitHost};
 use mq_githost::webhook::WebhookReceiver;
 use mq_githost::{GitHost, StatusUpdate};
@@ -19,7 +18,6 @@ use std::future::Future;
 use std::ops::Deref;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 
@@ -31,24 +29,6 @@ pub const DEADLINE: Duration = Duration::from_secs(60);
 const POLL: Duration = Duration::from_millis(25);
 /// Where the CI command notes the branches it tested, in the temporary directory.
 const TESTED_BRANCHES: &str = "tested-branches.log";
-
-/// The system clock, moved forward by the test.
-#[derive(Debug, Default)]
-pub struct TestClock {
-    offset_ms: AtomicI64,
-}
-
-impl TestClock {
-    pub fn advance_minutes(&self, minutes: i64) {
-        self.offset_ms.fetch_add(minutes * 60_000, Ordering::SeqCst);
-    }
-}
-
-impl Clock for TestClock {
-    fn now(&self) -> Timestamp {
-        Timestamp(SystemClock.now().0 + self.offset_ms.load(Ordering::SeqCst))
-    }
-}
 
 /// What runs beside the gateway.
 #[derive(Debug, Clone)]
@@ -161,7 +141,7 @@ impl LiveEnv {
         if options.status_listener {
             tasks.push(spawn_status_listener(app.clone(), host.subscribe()));
         }
-        let env = TestEnv::serve(store, app.clone()).await;
+        let env = TestEnv::serve(store, app.clone(), clock.clone()).await;
         Self {
             env,
             app,

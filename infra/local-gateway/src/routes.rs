@@ -43,4 +43,5 @@ routes! {
     POST "/v1/getQueue" => get_queue,
     POST "/v1/updateQueue" => update_queue,
     POST "/v1/webhooks/github" => github_webhook,
+    GET "/v1/getMergeQueueMetrics" => get_merge_queue_metrics,
 }

@@ -9,6 +9,7 @@ use axum::routing::{MethodFilter, on};
 use http_body_util::BodyExt;
 use lambda_http::{RequestExt, aws_lambda_events::query_map::QueryMap};
 use mq_api::body::MAX_BODY_BYTES;
+use mq_api::endpoint::unrouted;
 use mq_api::{ApiError, App};
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -24,7 +25,10 @@ pub fn router(app: Arc<App>) -> Router {
         router = router.route(route.path, method_router(app.clone(), route));
     }
     router.fallback(|| async {
-        to_http(ApiError::not_found("NOT_FOUND", "no such endpoint").to_response())
+        to_http(unrouted(&ApiError::not_found(
+            "NOT_FOUND",
+            "no such endpoint",
+        )))
     })
 }
 
@@ -41,7 +45,7 @@ fn method_router(app: Arc<App>, route: Route) -> axum::routing::MethodRouter {
     })
     .fallback(move || {
         let allowed = allowed.clone();
-        async move { to_http(ApiError::method_not_allowed(&allowed).to_response()) }
+        async move { to_http(unrouted(&ApiError::method_not_allowed(&allowed))) }
     })
 }
 
@@ -50,7 +54,9 @@ async fn dispatch(app: Arc<App>, handler: Handler, req: HttpRequest) -> HttpResp
     let bytes = match read_capped(body, MAX_BODY_BYTES + 1).await {
         Ok(bytes) => bytes,
         Err(()) => {
-            return to_http(ApiError::bad_request("cannot read the request body").to_response());
+            return to_http(unrouted(&ApiError::bad_request(
+                "cannot read the request body",
+            )));
         }
     };
     let query = query_map(parts.uri.query());

@@ -25,6 +25,26 @@ impl Clock for SystemClock {
     }
 }
 
+/// A clock that says what it is told: for tests, replays and reproducible figures.
+pub struct ManualClock(std::sync::atomic::AtomicI64);
+
+impl ManualClock {
+    pub fn new(at: Timestamp) -> Self {
+        Self(std::sync::atomic::AtomicI64::new(at.millis()))
+    }
+
+    pub fn set(&self, at: Timestamp) {
+        self.0
+            .store(at.millis(), std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Timestamp {
+        Timestamp(self.0.load(std::sync::atomic::Ordering::SeqCst))
+    }
+}
+
 /// Everything a handler needs, built once per process and shared across invocations.
 #[derive(Clone)]
 pub struct App {

@@ -90,6 +90,19 @@ where
     response
 }
 
+/// The answer to a request no handler takes (unknown path, wrong method, unreadable body):
+/// the error with a new request id, logged like any other request.
+pub fn unrouted(error: &ApiError) -> Response<Body> {
+    let request_id = uuid::Uuid::new_v4().to_string();
+    tracing::info_span!("request", request_id = %request_id, route = "unrouted")
+        .in_scope(|| tracing::info!(status = error.status.as_u16(), "request finished"));
+    let mut response = error.to_response();
+    if let Ok(v) = HeaderValue::from_str(&request_id) {
+        response.headers_mut().insert(REQUEST_ID_HEADER, v);
+    }
+    response
+}
+
 tokio::task_local! {
     /// Whether the request's span already names its queue.
     static QUEUE_RECORDED: Cell<bool>;
@@ -116,4 +129,69 @@ fn request_id(req: &Request) -> String {
         .or_else(|| req.lambda_context_ref().map(|c| c.request_id.clone()))
         .filter(|id| !id.is_empty())
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::{App, ManualClock};
+    use crate::auth::record_for;
+    use lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequestContext;
+    use mq_core::time::Timestamp;
+    use mq_store::{MemoryStore, TokenStore};
+    use std::sync::Arc;
+
+    async fn app() -> App {
+        let store = Arc::new(MemoryStore::new());
+        let org = OrgId::parse("acme").unwrap();
+        store
+            .put_token(&record_for("t", org, "test", Timestamp(0)))
+            .await
+            .unwrap();
+        App::new(store, Arc::new(ManualClock::new(Timestamp(0))))
+    }
+
+    fn request(gateway_id: Option<&str>) -> Request {
+        let req = lambda_http::http::Request::builder()
+            .header("x-api-token", "t")
+            .body(Body::Empty)
+            .unwrap();
+        match gateway_id {
+            None => req,
+            Some(id) => {
+                let mut ctx = ApiGatewayV2httpRequestContext::default();
+                ctx.request_id = Some(id.to_owned());
+                req.with_request_context(RequestContext::ApiGatewayV2(ctx))
+            }
+        }
+    }
+
+    async fn answer(app: &App, req: Request) -> Response<Body> {
+        serve(app, req, "test", |caller, _| async move {
+            assert_eq!(caller.org.as_str(), "acme");
+            Ok(crate::http::empty_ok())
+        })
+        .await
+    }
+
+    #[tokio::test]
+    async fn api_gateway_request_ids_are_kept() {
+        let app = app().await;
+        let response = answer(&app, request(Some("gw-42"))).await;
+        assert_eq!(response.headers()[REQUEST_ID_HEADER], "gw-42");
+    }
+
+    #[tokio::test]
+    async fn without_a_gateway_id_each_request_gets_a_new_one() {
+        let app = app().await;
+        let a = answer(&app, request(None)).await;
+        let b = answer(&app, request(None)).await;
+        assert_ne!(
+            a.headers()[REQUEST_ID_HEADER],
+            b.headers()[REQUEST_ID_HEADER]
+        );
+        let refused = unrouted(&ApiError::method_not_allowed("GET"));
+        assert_eq!(refused.status().as_u16(), 405);
+        assert!(refused.headers().contains_key(REQUEST_ID_HEADER));
+    }
 }

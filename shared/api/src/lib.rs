@@ -13,6 +13,6 @@ pub mod secrets;
 pub mod service;
 pub mod wire;
 
-pub use app::{App, Clock, SystemClock};
+pub use app::{App, Clock, ManualClock, SystemClock};
 pub use endpoint::{Caller, serve};
 pub use error::ApiError;

@@ -2,6 +2,7 @@
 
 use crate::engine::{PendingEffect, Transition};
 use crate::entry::Entry;
+use crate::history::{Restart, restarts_between};
 use crate::ids::{OrgId, PrNumber, QueueId, RepoRef, Sha};
 use crate::run::{Bisection, RunStatus, TestRun};
 use crate::settings::{ModeAndState, QueueConfig, QueueMode, QueueState};
@@ -151,6 +152,8 @@ pub struct Commit {
     pub concluded: Vec<Entry>,
     /// Runs that finished: kept as history.
     pub finished_runs: Vec<TestRun>,
+    /// Restarts of entries (increases of their `restarts` counters): kept as history.
+    pub restarts: Vec<Restart>,
     /// Active entries afterwards (guards `deleteQueue`).
     pub active_entries: u32,
     /// Whether the queue still needs the tick afterwards.
@@ -175,6 +178,11 @@ impl Commit {
             delete_effects: removed(&before.outbox, &after.outbox, |x| x.id.clone()),
             concluded: transition.concluded.clone(),
             finished_runs: transition.finished_runs.clone(),
+            restarts: restarts_between(
+                &before.entries,
+                after.entries.iter().chain(&transition.concluded),
+                now,
+            ),
             active_entries: u32::try_from(after.entries.len()).unwrap_or(u32::MAX),
             has_work: after.has_work(),
         }
@@ -197,6 +205,7 @@ impl Commit {
             + self.delete_effects.len()
             + self.concluded.len()
             + self.finished_runs.len()
+            + self.restarts.len()
     }
 }
 

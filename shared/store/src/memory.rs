@@ -8,6 +8,7 @@ use crate::port::{QueueStore, RunLocation, StoreResult, TokenRecord, TokenStore}
 use async_trait::async_trait;
 use mq_core::engine::PendingEffect;
 use mq_core::entry::{Entry, UploadedTargets};
+use mq_core::history::Restart;
 use mq_core::ids::{OrgId, PrNumber, QueueId, Sha};
 use mq_core::run::TestRun;
 use mq_core::snapshot::{Commit, Queue, QueueSnapshot};
@@ -29,6 +30,8 @@ struct Inner {
     concluded_log: BTreeMap<(QueueId, Timestamp, String), Entry>,
     finished_runs: HashMap<(QueueId, String), TestRun>,
     uploaded_targets: HashMap<(QueueId, PrNumber), UploadedTargets>,
+    /// Keyed like the DynamoDB items: time, entry, the entry's counter afterwards.
+    restart_log: BTreeMap<(QueueId, Timestamp, String, u32), Restart>,
     tokens: BTreeMap<String, TokenRecord>,
 }
 
@@ -109,6 +112,10 @@ impl Inner {
         for r in &commit.finished_runs {
             self.finished_runs
                 .insert((id.clone(), r.id.clone()), r.clone());
+        }
+        for r in &commit.restarts {
+            let key = (id.clone(), r.at, r.entry_id.clone(), r.total);
+            self.restart_log.insert(key, r.clone());
         }
     }
 }
@@ -279,6 +286,22 @@ impl QueueStore for MemoryStore {
             .collect();
         runs.sort_by_key(|r| (r.finished_at, r.id.clone()));
         Ok(runs)
+    }
+
+    async fn restarts_between(
+        &self,
+        id: &QueueId,
+        from: Timestamp,
+        to: Timestamp,
+    ) -> StoreResult<Vec<Restart>> {
+        let inner = self.lock();
+        let start = (id.clone(), from, String::new(), 0);
+        Ok(inner
+            .restart_log
+            .range(start..)
+            .take_while(|((q, at, _, _), _)| q == id && *at < to)
+            .map(|(_, r)| r.clone())
+            .collect())
     }
 
     async fn acquire_lease(

@@ -3,6 +3,7 @@
 use crate::error::StoreError;
 use async_trait::async_trait;
 use mq_core::entry::{Entry, UploadedTargets};
+use mq_core::history::Restart;
 use mq_core::ids::{OrgId, PrNumber, QueueId, Sha};
 use mq_core::run::TestRun;
 use mq_core::snapshot::{Commit, Queue, QueueSnapshot};
@@ -113,6 +114,14 @@ pub trait QueueStore: Send + Sync {
         from: Timestamp,
         to: Timestamp,
     ) -> StoreResult<Vec<TestRun>>;
+
+    /// Restarts of a queue's entries recorded in `[from, to)`, oldest first.
+    async fn restarts_between(
+        &self,
+        id: &QueueId,
+        from: Timestamp,
+        to: Timestamp,
+    ) -> StoreResult<Vec<Restart>>;
 
     /// Takes the queue's lease for `owner` until `until` if it is free or expired at `now`
     /// (or already held by `owner`). Returns whether the lease is held.

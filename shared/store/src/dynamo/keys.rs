@@ -6,8 +6,9 @@
 //!   `work-index` (`work_shard`, only while the queue has work), `sha-index` (`test_sha`, on
 //!   runs whose branch exists).
 //! - PullRequests: per queue, `PR#<pr>` (latest concluded entry of each PR),
-//!   `DONE#<concluded ms>#<entry id>` (conclusion log, expires) and `TARGETS#<pr>` (impacted
-//!   targets last uploaded for the PR, expires).
+//!   `DONE#<concluded ms>#<entry id>` (conclusion log, expires),
+//!   `RESTART#<ms>#<entry id>#<restarts so far>` (restart log, expires) and `TARGETS#<pr>`
+//!   (impacted targets last uploaded for the PR, expires).
 //! - TestRuns: per queue, finished runs by id; `finished-index` (local) on `finished_ms`.
 //! - ApiTokens: by `token_hash`; `created-index` on (`kind`, `created_at`).
 
@@ -82,6 +83,19 @@ pub fn done_range(from: Timestamp, to: Timestamp) -> (String, String) {
     )
 }
 
+pub fn restart_sk(at: Timestamp, entry_id: &str, total: u32) -> String {
+    format!("RESTART#{:013}#{entry_id}#{total:010}", at.millis().max(0))
+}
+
+/// Inclusive bounds of `RESTART#` keys for restarts in `[from, to)`.
+pub fn restart_range(from: Timestamp, to: Timestamp) -> (String, String) {
+    let last = to.millis().saturating_sub(1).max(0);
+    (
+        format!("RESTART#{:013}#", from.millis().max(0)),
+        format!("RESTART#{last:013}#~"),
+    )
+}
+
 /// Epoch seconds after which a history item expires.
 pub fn expires_at(at: Timestamp) -> i64 {
     at.millis() / 1000 + HISTORY_RETENTION_DAYS * 86_400
@@ -99,5 +113,21 @@ mod tests {
         assert!(lo <= done_sk(Timestamp(1000), "0000") && done_sk(Timestamp(1999), "ffff") <= hi);
         assert!(done_sk(Timestamp(2000), "0") > hi);
         assert!(done_sk(Timestamp(999), "f") < lo);
+    }
+
+    #[test]
+    fn restart_keys_sort_by_time_within_their_own_range() {
+        let (lo, hi) = restart_range(Timestamp(1000), Timestamp(2000));
+        let first = restart_sk(Timestamp(1000), "e-1", 1);
+        let last = restart_sk(Timestamp(1999), "zz", 4_000_000_000);
+        assert!(lo <= first && first < last && last <= hi);
+        assert!(restart_sk(Timestamp(2000), "a", 1) > hi);
+        assert!(restart_sk(Timestamp(999), "z", 9) < lo);
+        assert!(restart_sk(Timestamp(5), "e", 9) < restart_sk(Timestamp(5), "e", 10));
+        let (done_lo, done_hi) = done_range(Timestamp(0), Timestamp(i64::MAX));
+        assert!(
+            !(done_lo <= first && first <= done_hi),
+            "no overlap with the conclusion log"
+        );
     }
 }

@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{Delete, KeysAndAttributes, Put, TransactWriteItem, WriteRequest};
 use mq_core::entry::{Entry, UploadedTargets};
+use mq_core::history::Restart;
 use mq_core::ids::{OrgId, PrNumber, QueueId, Sha};
 use mq_core::run::TestRun;
 use mq_core::snapshot::{Commit, Queue, QueueSnapshot};
@@ -244,18 +245,9 @@ impl QueueStore for DynamoStore {
             return Ok(Vec::new());
         }
         let (lo, hi) = done_range(from, to);
-        let query = self
-            .client
-            .query()
-            .table_name(&self.tables.pull_requests)
-            .consistent_read(true)
-            .key_condition_expression("#pk = :pk AND #sk BETWEEN :lo AND :hi")
-            .expression_attribute_names("#pk", PK)
-            .expression_attribute_names("#sk", SK)
-            .expression_attribute_values(":pk", s(id.as_str()))
-            .expression_attribute_values(":lo", s(lo))
-            .expression_attribute_values(":hi", s(hi));
-        let items = query_pages(query).await?;
+        let items = self
+            .query_sort_range(&self.tables.pull_requests, id.as_str(), &lo, &hi)
+            .await?;
         items.into_iter().map(from_item).collect()
     }
 
@@ -281,6 +273,22 @@ impl QueueStore for DynamoStore {
             .expression_attribute_values(":lo", n(from.millis()))
             .expression_attribute_values(":hi", n(to.millis() - 1));
         let items = query_pages(query).await?;
+        items.into_iter().map(from_item).collect()
+    }
+
+    async fn restarts_between(
+        &self,
+        id: &QueueId,
+        from: Timestamp,
+        to: Timestamp,
+    ) -> StoreResult<Vec<Restart>> {
+        if to <= from {
+            return Ok(Vec::new());
+        }
+        let (lo, hi) = restart_range(from, to);
+        let items = self
+            .query_sort_range(&self.tables.pull_requests, id.as_str(), &lo, &hi)
+            .await?;
         items.into_iter().map(from_item).collect()
     }
 
@@ -382,6 +390,12 @@ impl DynamoStore {
             history.push(put_action(
                 &self.tables.test_runs,
                 finished_run_item(id, r, commit.queue.updated_at)?,
+            )?);
+        }
+        for r in &commit.restarts {
+            history.push(put_action(
+                &self.tables.pull_requests,
+                restart_item(id, r)?,
             )?);
         }
         Ok((live, history))
@@ -529,6 +543,28 @@ impl DynamoStore {
         query_pages(query).await
     }
 
+    /// The items of partition `pk` whose sort key is in `[lo, hi]`, in key order.
+    async fn query_sort_range(
+        &self,
+        table: &str,
+        pk: &str,
+        lo: &str,
+        hi: &str,
+    ) -> StoreResult<Vec<Item>> {
+        let query = self
+            .client
+            .query()
+            .table_name(table)
+            .consistent_read(true)
+            .key_condition_expression("#pk = :pk AND #sk BETWEEN :lo AND :hi")
+            .expression_attribute_names("#pk", PK)
+            .expression_attribute_names("#sk", SK)
+            .expression_attribute_values(":pk", s(pk))
+            .expression_attribute_values(":lo", s(lo))
+            .expression_attribute_values(":hi", s(hi));
+        query_pages(query).await
+    }
+
     async fn query_index(
         &self,
         table: &str,
@@ -641,6 +677,20 @@ fn finished_run_item(queue_id: &str, run: &TestRun, fallback: Timestamp) -> Stor
             (SK, s(run.id.as_str())),
             (FINISHED_MS, n(finished.millis())),
             (EXPIRES_AT, n(expires_at(finished))),
+        ],
+    )
+}
+
+fn restart_item(queue_id: &str, restart: &Restart) -> StoreResult<Item> {
+    to_item(
+        restart,
+        &[
+            (PK, s(queue_id)),
+            (
+                SK,
+                s(restart_sk(restart.at, &restart.entry_id, restart.total)),
+            ),
+            (EXPIRES_AT, n(expires_at(restart.at))),
         ],
     )
 }

@@ -51,6 +51,7 @@ macro_rules! all_contract_tests {
             tokens_are_stored_listed_and_revoked,
             concurrent_commits_lose_no_update,
             uploaded_targets_are_kept_per_pull_request,
+            restarts_are_kept_as_history,
         );
     };
 }
@@ -675,4 +676,88 @@ pub async fn uploaded_targets_are_kept_per_pull_request(store: Arc<dyn Store>) {
     store.put_uploaded_targets(&id, 7, &second).await.unwrap();
     assert_eq!(store.uploaded_targets(&id, 7).await.unwrap(), Some(second));
     assert_eq!(store.uploaded_targets(&id, 8).await.unwrap(), None);
+}
+
+/// Increases of entries' restart counters are kept with their time and read back by window.
+pub async fn restarts_are_kept_as_history(store: Arc<dyn Store>) {
+    let before = create(&*store, "rocket").await;
+    let id = before.queue.id.clone();
+    let mut first = before.clone();
+    first.entries = vec![
+        entry(1, EntryState::Testing, T0),
+        entry(2, EntryState::Testing, T0),
+    ];
+    store
+        .commit(&commit(&before, first, vec![], vec![], T0))
+        .await
+        .unwrap();
+
+    let (t1, t2, t3) = (
+        T0.plus_millis(60_000),
+        T0.plus_millis(120_000),
+        T0.plus_millis(180_000),
+    );
+    let step = |restarts: [u32; 2], concluded_at: Option<Timestamp>, at: Timestamp| {
+        let store = store.clone();
+        let id = id.clone();
+        async move {
+            let snap = store.load(&id).await.unwrap().unwrap();
+            let mut after = snap.clone();
+            for (e, n) in after.entries.iter_mut().zip(restarts) {
+                e.restarts = n;
+            }
+            let mut done = vec![];
+            if let Some(when) = concluded_at {
+                let last = after.entries.pop().unwrap();
+                done.push(concluded(last, EntryState::Failed, when));
+            }
+            let c = commit(&snap, after, done, vec![], at);
+            store.commit(&c).await.unwrap();
+            c.restarts.len()
+        }
+    };
+    assert_eq!(step([1, 0], None, t1).await, 1);
+    assert_eq!(step([3, 1], None, t2).await, 2);
+    assert_eq!(
+        step([3, 2], Some(t3), t3).await,
+        1,
+        "a concluding entry's restart counts"
+    );
+    assert_eq!(step([3, 2], None, t3.plus_millis(5)).await, 0);
+
+    let all = store
+        .restarts_between(&id, T0, t3.plus_millis(1))
+        .await
+        .unwrap();
+    let seen: Vec<(u32, i64, u32, u32)> = all
+        .iter()
+        .map(|r| (r.pr, r.at.millis() - T0.millis(), r.count, r.total))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (1, 60_000, 1, 1),
+            (1, 120_000, 2, 3),
+            (2, 120_000, 1, 1),
+            (2, 180_000, 1, 2)
+        ]
+    );
+    assert_eq!(all[0].entry_id, format!("entry-1-{}", T0.millis()));
+    let second = store.restarts_between(&id, t1, t2).await.unwrap();
+    assert_eq!(second.len(), 1, "end is exclusive");
+    assert!(
+        store
+            .restarts_between(&id, t3.plus_millis(1), t3.plus_millis(60_000))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let other = queue("acme", "probe", "main").id;
+    assert!(
+        store
+            .restarts_between(&other, T0, t3)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }

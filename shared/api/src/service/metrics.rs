@@ -1,0 +1,172 @@
+//! Metrics: each queue's figures, from its snapshot and the last hour of its history.
+//!
+//! A queue costs four `Query`s (snapshot, conclusions, finished runs, restarts), run at once;
+//! an organisation's queues are loaded [`PARALLEL_QUEUES`] at a time, so 50 queues take a few
+//! round trips, not 200.
+
+use crate::app::App;
+use crate::error::ApiError;
+use futures_util::{StreamExt, TryStreamExt, stream};
+use mq_core::DomainError;
+use mq_core::error::ErrorCode;
+use mq_core::ids::{OrgId, RepoRef};
+use mq_core::metrics::{History, QueueFacts, QueueFigures, Window, figures};
+use mq_core::snapshot::{Queue, QueueSnapshot};
+use mq_core::time::Timestamp;
+use mq_store::{QueueStore, StoreError};
+
+/// Queues loaded at once for one request.
+pub const PARALLEL_QUEUES: usize = 16;
+
+/// The last hour of a queue's history before `now`.
+pub async fn history(
+    store: &dyn QueueStore,
+    queue: &Queue,
+    now: Timestamp,
+) -> Result<History, StoreError> {
+    let window = Window::last_hour(queue, now);
+    let (id, from, to) = (&queue.id, window.from, window.to);
+    let (concluded, finished_runs, restarts) = tokio::try_join!(
+        store.concluded_between(id, from, to),
+        store.runs_finished_between(id, from, to),
+        store.restarts_between(id, from, to),
+    )?;
+    Ok(History {
+        concluded,
+        finished_runs,
+        restarts,
+    })
+}
+
+/// The figures of a queue whose snapshot the caller already holds (as the tick does).
+pub async fn figures_of_snapshot(
+    store: &dyn QueueStore,
+    snapshot: QueueSnapshot,
+    now: Timestamp,
+) -> Result<QueueFigures, StoreError> {
+    let history = history(store, &snapshot.queue, now).await?;
+    Ok(figures(&QueueFacts { snapshot, history }, now))
+}
+
+/// The figures of one queue at `now`, snapshot and history read at once; `None` when the
+/// queue is gone.
+pub async fn figures_of_queue(
+    store: &dyn QueueStore,
+    queue: &Queue,
+    now: Timestamp,
+) -> Result<Option<QueueFigures>, StoreError> {
+    let (snapshot, history) = tokio::try_join!(store.load(&queue.id), history(store, queue, now))?;
+    Ok(snapshot.map(|snapshot| figures(&QueueFacts { snapshot, history }, now)))
+}
+
+/// The figures of the organisation's queues, or of its queues on `repo`, ordered by
+/// repository and branch. Only the organisation's queues are ever read. 404 when `repo` is
+/// given and the organisation has no queue on it.
+pub async fn figures_of(
+    app: &App,
+    org: &OrgId,
+    repo: Option<&RepoRef>,
+) -> Result<Vec<QueueFigures>, ApiError> {
+    let mut queues = queues_of(app, org, repo).await?;
+    queues.sort_by(|a, b| (a.repo.key(), &a.branch).cmp(&(b.repo.key(), &b.branch)));
+    let now = app.now();
+    let store = app.store.as_ref();
+    let loads: Vec<_> = queues
+        .iter()
+        .map(|queue| figures_of_queue(store, queue, now))
+        .collect();
+    let loaded: Vec<Option<QueueFigures>> = stream::iter(loads)
+        .buffered(PARALLEL_QUEUES)
+        .try_collect()
+        .await?;
+    Ok(loaded.into_iter().flatten().collect())
+}
+
+async fn queues_of(app: &App, org: &OrgId, repo: Option<&RepoRef>) -> Result<Vec<Queue>, ApiError> {
+    let Some(repo) = repo else {
+        return Ok(app.store.queues_of_org(org).await?);
+    };
+    let mine: Vec<Queue> = app
+        .store
+        .queues_of_repo(&repo.key())
+        .await?
+        .into_iter()
+        .filter(|q| &q.org == org)
+        .collect();
+    if mine.is_empty() {
+        return Err(DomainError::not_found(
+            ErrorCode::QueueNotFound,
+            format!("no queue of your organisation on repository {repo}"),
+        )
+        .into());
+    }
+    Ok(mine)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::ManualClock;
+    use mq_core::settings::{QueueConfig, QueueState};
+    use mq_store::MemoryStore;
+    use std::sync::Arc;
+
+    const NOW: Timestamp = Timestamp(1_795_000_000_000);
+
+    async fn app_with(queues: &[(&str, &str, &str)]) -> App {
+        let store = Arc::new(MemoryStore::new());
+        for (org, repo, branch) in queues {
+            let queue = Queue::new(
+                OrgId::parse(org).unwrap(),
+                RepoRef::new("github.com", "acme", repo).unwrap(),
+                (*branch).to_owned(),
+                QueueConfig::default(),
+                QueueState::Running,
+                Timestamp(0),
+            );
+            store.create_queue(&queue).await.unwrap();
+        }
+        App::new(store, Arc::new(ManualClock::new(NOW)))
+    }
+
+    fn labels(figures: &[QueueFigures]) -> Vec<(String, String)> {
+        figures
+            .iter()
+            .map(|f| (f.repo.clone(), f.branch.clone()))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn an_organisation_sees_its_own_queues_in_order() {
+        let app = app_with(&[
+            ("acme", "rocket", "main"),
+            ("umbrella", "rocket", "release"),
+            ("acme", "probe", "main"),
+            ("acme", "rocket", "dev"),
+        ])
+        .await;
+        let acme = OrgId::parse("acme").unwrap();
+        let all = figures_of(&app, &acme, None).await.unwrap();
+        let expected = [("probe", "main"), ("rocket", "dev"), ("rocket", "main")]
+            .map(|(r, b)| (format!("acme/{r}"), b.to_owned()));
+        assert_eq!(labels(&all), expected);
+
+        let rocket = RepoRef::new("github.com", "ACME", "Rocket").unwrap();
+        let one = figures_of(&app, &acme, Some(&rocket)).await.unwrap();
+        assert_eq!(
+            labels(&one),
+            expected[1..],
+            "umbrella's release queue is not acme's"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_repository_without_queues_of_the_organisation_is_not_found() {
+        let app = app_with(&[("umbrella", "hive", "main")]).await;
+        let acme = OrgId::parse("acme").unwrap();
+        let hive = RepoRef::new("github.com", "acme", "hive").unwrap();
+        let err = figures_of(&app, &acme, Some(&hive)).await.unwrap_err();
+        assert_eq!((err.status.as_u16(), err.code), (404, "QUEUE_NOT_FOUND"));
+        assert!(figures_of(&app, &acme, None).await.unwrap().is_empty());
+    }
+}

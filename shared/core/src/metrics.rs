@@ -1,0 +1,287 @@
+//! Figures for dashboards and alarms, computed from a queue's stored facts: the live snapshot
+//! and the last hour of history. Pure: the caller loads the facts and says what time it is.
+//!
+//! Definitions (the window is the last hour, `[now - 1h, now)`, and never reaches back before
+//! the queue was created):
+//!
+//! - depth: active entries not in `not_ready`; awaiting mergeability: entries in `not_ready`.
+//! - per lane (`main` runs, `bisection` runs): pull requests under test and runs in flight,
+//!   the lane's concurrency limit, runs finished in the window by status, and for every pull
+//!   request of a run that succeeded or failed in the window, how long that run tested
+//!   (finish minus start).
+//! - per outcome (merged, failed, cancelled): entries concluded in the window, how long each
+//!   was in the queue (conclusion minus submission) and how many CI runs it took.
+//! - wait: for every entry whose first test started in the window, the time from becoming
+//!   ready (or from submission, if it never waited for readiness) to that first test.
+//! - restarts: restarts recorded in the window.
+
+use crate::entry::{Entry, EntryState};
+use crate::history::Restart;
+use crate::run::{RunKind, RunStatus, TestRun};
+use crate::settings::QueueState;
+use crate::snapshot::{Queue, QueueSnapshot};
+use crate::time::Timestamp;
+use crate::wire_enum;
+use std::collections::{BTreeMap, HashSet};
+
+/// The length of the rolling window: one hour.
+pub const WINDOW_MS: i64 = 3_600_000;
+
+wire_enum! {
+    /// How an entry left the queue.
+    pub enum Outcome {
+        Merged => "merged",
+        Failed => "failed",
+        Cancelled => "cancelled",
+    }
+}
+
+impl Outcome {
+    /// The outcome of a terminal state; `None` for an active one.
+    pub const fn of(state: EntryState) -> Option<Self> {
+        match state {
+            EntryState::Merged => Some(Outcome::Merged),
+            EntryState::Failed => Some(Outcome::Failed),
+            EntryState::Cancelled => Some(Outcome::Cancelled),
+            _ => None,
+        }
+    }
+}
+
+/// The statuses a finished run can have.
+pub const FINISHED_STATUSES: [RunStatus; 3] = [
+    RunStatus::Succeeded,
+    RunStatus::Failed,
+    RunStatus::Cancelled,
+];
+
+/// The time span the rolling figures cover: `[from, to)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub from: Timestamp,
+    pub to: Timestamp,
+}
+
+impl Window {
+    /// The last hour before `now`, but nothing before the queue was created (a queue deleted
+    /// and created again does not inherit its predecessor's history).
+    pub fn last_hour(queue: &Queue, now: Timestamp) -> Self {
+        Self {
+            from: now.plus_millis(-WINDOW_MS).max(queue.created_at),
+            to: now,
+        }
+    }
+
+    pub fn contains(&self, t: Timestamp) -> bool {
+        self.from <= t && t < self.to
+    }
+}
+
+/// What the store holds about a queue's last hour.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct History {
+    /// Entries concluded in the window.
+    pub concluded: Vec<Entry>,
+    /// Runs finished in the window.
+    pub finished_runs: Vec<TestRun>,
+    /// Restarts recorded in the window.
+    pub restarts: Vec<Restart>,
+}
+
+/// Everything the figures of one queue are computed from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueFacts {
+    pub snapshot: QueueSnapshot,
+    pub history: History,
+}
+
+/// The figures of one lane of a queue: its main runs, or its bisection runs.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LaneFigures {
+    /// Pull requests under test in runs in flight.
+    pub prs_testing: u64,
+    pub runs_active: u64,
+    /// The lane's concurrency setting.
+    pub runs_limit: u64,
+    /// Runs finished in the window, by status (every finished status present).
+    pub runs_finished: BTreeMap<RunStatus, u64>,
+    /// Per pull request of each run that succeeded or failed in the window: seconds it tested.
+    pub test_seconds: Vec<f64>,
+}
+
+/// The figures of the entries that left the queue one way in the window.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct OutcomeFigures {
+    pub count: u64,
+    /// Seconds from submission to conclusion, per entry.
+    pub time_in_queue_seconds: Vec<f64>,
+    /// CI runs that included the entry, per entry.
+    pub ci_runs: Vec<u32>,
+}
+
+/// Every figure of one queue at one moment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueueFigures {
+    /// `owner/name`, as metrics label it.
+    pub repo: String,
+    pub branch: String,
+    pub state: QueueState,
+    pub depth: u64,
+    pub awaiting_mergeability: u64,
+    /// Git host effects not yet carried out (the outbox).
+    pub effects_pending: u64,
+    pub restarts: u64,
+    /// Seconds each entry first tested in the window waited for its first test.
+    pub wait_seconds: Vec<f64>,
+    pub main: LaneFigures,
+    pub bisection: LaneFigures,
+    /// Every outcome present, zero or not.
+    pub outcomes: BTreeMap<Outcome, OutcomeFigures>,
+}
+
+impl QueueFigures {
+    pub fn lane(&self, kind: RunKind) -> &LaneFigures {
+        match kind {
+            RunKind::Main => &self.main,
+            RunKind::Bisection => &self.bisection,
+        }
+    }
+
+    pub fn outcome(&self, outcome: Outcome) -> &OutcomeFigures {
+        // Every outcome is inserted by `figures`; the fallback only serves hand-made values.
+        static NONE: OutcomeFigures = OutcomeFigures {
+            count: 0,
+            time_in_queue_seconds: Vec::new(),
+            ci_runs: Vec::new(),
+        };
+        self.outcomes.get(&outcome).unwrap_or(&NONE)
+    }
+}
+
+/// The figures of a queue at `now`.
+pub fn figures(facts: &QueueFacts, now: Timestamp) -> QueueFigures {
+    let snapshot = &facts.snapshot;
+    let queue = &snapshot.queue;
+    let window = Window::last_hour(queue, now);
+    let history = &facts.history;
+    QueueFigures {
+        repo: queue.repo.full_name(),
+        branch: queue.branch.clone(),
+        state: queue.state,
+        depth: count(snapshot.entries.iter().filter(|e| is_queued(e))),
+        awaiting_mergeability: count(
+            snapshot
+                .entries
+                .iter()
+                .filter(|e| e.state == EntryState::NotReady),
+        ),
+        effects_pending: count(snapshot.outbox.iter()),
+        restarts: history
+            .restarts
+            .iter()
+            .filter(|r| window.contains(r.at))
+            .map(|r| u64::from(r.count))
+            .sum(),
+        wait_seconds: wait_seconds(snapshot, history, window),
+        main: lane(facts, RunKind::Main, window),
+        bisection: lane(facts, RunKind::Bisection, window),
+        outcomes: outcomes(&history.concluded, window),
+    }
+}
+
+/// In the queue proper: active and past readiness.
+fn is_queued(entry: &Entry) -> bool {
+    entry.state.is_active() && entry.state != EntryState::NotReady
+}
+
+fn count<T>(items: impl Iterator<Item = T>) -> u64 {
+    items.count() as u64
+}
+
+fn seconds(from: Timestamp, to: Timestamp) -> f64 {
+    to.millis_since(from) as f64 / 1000.0
+}
+
+fn lane(facts: &QueueFacts, kind: RunKind, window: Window) -> LaneFigures {
+    let config = &facts.snapshot.queue.config;
+    let active: Vec<&TestRun> = facts
+        .snapshot
+        .runs
+        .iter()
+        .filter(|r| r.kind == kind && !r.is_finished())
+        .collect();
+    let finished: Vec<&TestRun> = facts
+        .history
+        .finished_runs
+        .iter()
+        .filter(|r| r.kind == kind && r.finished_at.is_some_and(|t| window.contains(t)))
+        .collect();
+    LaneFigures {
+        prs_testing: active.iter().map(|r| r.tested.len() as u64).sum(),
+        runs_active: active.len() as u64,
+        runs_limit: u64::from(match kind {
+            RunKind::Main => config.concurrency,
+            RunKind::Bisection => config.bisection_concurrency,
+        }),
+        runs_finished: FINISHED_STATUSES
+            .iter()
+            .map(|&s| (s, count(finished.iter().filter(|r| r.status == s))))
+            .collect(),
+        test_seconds: finished.iter().flat_map(|r| run_test_seconds(r)).collect(),
+    }
+}
+
+/// One observation per tested pull request of a run that ran to a result.
+fn run_test_seconds(run: &TestRun) -> Vec<f64> {
+    let ran_to_result = matches!(run.status, RunStatus::Succeeded | RunStatus::Failed);
+    match run.finished_at {
+        Some(end) if ran_to_result => {
+            let start = run.started_at.unwrap_or(run.created_at);
+            vec![seconds(start, end); run.tested.len()]
+        }
+        _ => Vec::new(),
+    }
+}
+
+fn outcomes(concluded: &[Entry], window: Window) -> BTreeMap<Outcome, OutcomeFigures> {
+    let mut by_outcome: BTreeMap<Outcome, OutcomeFigures> = Outcome::ALL
+        .iter()
+        .map(|&o| (o, OutcomeFigures::default()))
+        .collect();
+    for entry in concluded {
+        let (Some(outcome), Some(at)) = (Outcome::of(entry.state), entry.concluded_at) else {
+            continue;
+        };
+        if !window.contains(at) {
+            continue;
+        }
+        let figures = by_outcome.entry(outcome).or_default();
+        figures.count += 1;
+        figures
+            .time_in_queue_seconds
+            .push(seconds(entry.submitted_at, at));
+        figures.ci_runs.push(entry.ci_runs);
+    }
+    by_outcome
+}
+
+/// Waits of the entries, active or concluded, whose first test started in the window.
+fn wait_seconds(snapshot: &QueueSnapshot, history: &History, window: Window) -> Vec<f64> {
+    // The snapshot and the history are read separately: an entry concluded in between is in
+    // both, and counts once.
+    let concluded: HashSet<&str> = history.concluded.iter().map(|e| e.id.as_str()).collect();
+    let active = snapshot
+        .entries
+        .iter()
+        .filter(|e| !concluded.contains(e.id.as_str()));
+    active
+        .chain(&history.concluded)
+        .filter_map(|e| {
+            let tested = e.first_tested_at.filter(|t| window.contains(*t))?;
+            Some(seconds(e.ready_at.unwrap_or(e.submitted_at), tested))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

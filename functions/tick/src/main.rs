@@ -1,8 +1,10 @@
-//! The tick Lambda function, invoked every minute by EventBridge Scheduler.
+//! The tick Lambda function, invoked every minute by EventBridge Scheduler. After the tick it
+//! prints every queue's gauges in CloudWatch Embedded Metric Format (one JSON object per line
+//! on standard output), for CloudWatch alarms and dashboards.
 
 use lambda_runtime::{Error, LambdaEvent, service_fn};
 use mq_api::App;
-use mq_api::service::tick;
+use mq_api::service::{metrics, tick};
 use serde_json::{Value, json};
 
 #[tokio::main]
@@ -18,9 +20,33 @@ async fn main() -> Result<(), Error> {
             failed = report.failed,
             "tick finished"
         );
+        emit_metrics(app, &report).await;
         Ok::<_, Error>(
             json!({ "queues": report.queues, "worked": report.worked, "failed": report.failed }),
         )
     }))
     .await
+}
+
+/// Prints the gauges of every queue the tick worked on, as EMF lines.
+async fn emit_metrics(app: &App, report: &tick::TickReport) {
+    let now = app.now();
+    for id in &report.worked_queues {
+        let snapshot = match app.store.load(id).await {
+            Ok(Some(snapshot)) => snapshot,
+            Ok(None) => continue,
+            Err(e) => {
+                tracing::warn!(queue = %id, error = %e, "metrics not emitted");
+                continue;
+            }
+        };
+        match metrics::figures_of_snapshot(app.store.as_ref(), snapshot, now).await {
+            Ok(figures) => {
+                for line in mq_metrics::emf::emf_lines(&figures, now) {
+                    println!("{line}");
+                }
+            }
+            Err(e) => tracing::warn!(queue = %id, error = %e, "metrics not emitted"),
+        }
+    }
 }

@@ -25,6 +25,8 @@ pub struct TickReport {
     pub queues: usize,
     /// Queues this tick worked on (the others were leased by another tick).
     pub worked: usize,
+    /// The queues it worked on.
+    pub worked_queues: Vec<QueueId>,
     /// Queues whose work failed (they are retried by the next tick).
     pub failed: usize,
 }
@@ -38,7 +40,10 @@ pub async fn run(app: &App, owner: &str) -> Result<TickReport, ApiError> {
     };
     for id in ids {
         match tick_queue(app, &id, owner).await {
-            Ok(true) => report.worked += 1,
+            Ok(true) => {
+                report.worked += 1;
+                report.worked_queues.push(id);
+            }
             Ok(false) => {}
             Err(e) => {
                 report.failed += 1;

@@ -18,7 +18,18 @@ fn fixture(name: &str) -> Report {
 }
 
 /// (file, cases, attempts, retries, passed, failed, skipped, passed on retry)
-const COUNTS: [(&str, usize, usize, usize, usize, usize, usize, usize); 14] = [
+type Counts = (
+    &'static str,
+    usize,
+    usize,
+    usize,
+    usize,
+    usize,
+    usize,
+    usize,
+);
+
+const COUNTS: [Counts; 14] = [
     ("gotestsum-default.xml", 7, 7, 0, 5, 1, 1, 0),
     ("gotestsum-relative.xml", 7, 7, 0, 4, 2, 1, 0),
     ("gotestsum-rerun.xml", 7, 10, 3, 5, 1, 1, 0),

@@ -194,6 +194,9 @@ pub struct UploadRecord {
     pub created_at: Timestamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<UploadSummary>,
+    /// Why ingesting it failed (uploads through S3 have no client to tell).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// One test case's result in an upload, as kept raw (until it expires).

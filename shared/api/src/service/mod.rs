@@ -2,3 +2,4 @@
 
 pub mod queues;
 pub mod shell;
+pub mod test_health;

@@ -29,3 +29,4 @@ pub use identity::{TestIdentity, test_case_id};
 pub use quarantine::QuarantineOverride;
 pub use settings::{RepoHealthSettings, Thresholds};
 pub use test_case::{NewResult, TestCase};
+pub use upload::{UploadMetadata, UploadSummary, upload_key};

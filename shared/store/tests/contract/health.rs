@@ -271,6 +271,7 @@ fn upload(upload_id: &str) -> UploadRecord {
         metadata,
         created_at: T0,
         summary: None,
+        error: None,
     }
 }
 

@@ -3,6 +3,7 @@
 //! HTTP client.
 
 pub mod fixtures;
+pub mod health;
 
 use local_gateway::Gateway;
 use mq_api::auth::record_for;
@@ -33,6 +34,9 @@ pub struct TestEnv {
     pub gateway: Gateway,
     pub store: Arc<dyn Store>,
     pub http: reqwest::Client,
+    /// The application the gateway serves.
+    pub app: Arc<App>,
+    pub backend: Backend,
 }
 
 /// A response: status and JSON body (`Value::Null` when the body is not JSON).
@@ -57,20 +61,36 @@ impl Reply {
 
 impl TestEnv {
     pub async fn start(backend: Backend) -> Self {
+        Self::start_with(backend, |app| app).await
+    }
+
+    /// Starts with the application changed by `configure` (an uploads bucket, say).
+    pub async fn start_with(backend: Backend, configure: impl FnOnce(App) -> App) -> Self {
         let store = match backend {
             Backend::Memory => Arc::new(MemoryStore::new()) as Arc<dyn Store>,
             Backend::DynamoDb => dynamo_store().await,
         };
         register_tokens(store.as_ref()).await;
-        let app = Arc::new(App::new(store.clone(), Arc::new(SystemClock)));
-        let gateway = Gateway::start(app, "127.0.0.1:0".parse().unwrap())
+        let app = Arc::new(configure(App::new(store.clone(), Arc::new(SystemClock))));
+        let gateway = Gateway::start(app.clone(), "127.0.0.1:0".parse().unwrap())
             .await
             .expect("gateway starts");
         Self {
             gateway,
             store,
             http: reqwest::Client::new(),
+            app,
+            backend,
         }
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// The application the gateway serves (to call the service directly).
+    pub fn app(&self) -> Arc<App> {
+        self.app.clone()
     }
 
     pub fn url(&self, path: &str) -> String {

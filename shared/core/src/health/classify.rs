@@ -1,8 +1,11 @@
 //! The status rules (SEMANTICS §9), most severe first:
 //!
 //! - **BROKEN** when, on stable branches, the last 3 results failed, or at least 80% of the
-//!   last 20 did (given at least 5). It recovers after 2 passes in a row; results before the
-//!   recovery no longer count towards BROKEN.
+//!   last 20 did (given at least 5). A test that already failed intermittently needs a longer
+//!   streak, one its own failure rate makes unlikely (`required_streak`). It recovers after
+//!   2 passes: in a row for a test that was really broken (it does not pass at all until
+//!   fixed); a test that passes between failures while "broken" was intermittent, and the
+//!   FLAKY rules judge it. Results before the recovery no longer count towards BROKEN.
 //! - **FLAKY** on evidence of inconsistency: one commit with both a pass and a fail (any
 //!   branch, retries within one run included); a short run of failures between passes on
 //!   stable branches; or intermittent failures making at least 20% of at least 10 stable
@@ -77,7 +80,7 @@ pub struct Verdict {
 /// Applies the rules to a test's results (oldest first) at `now`.
 pub fn classify(history: &[ResultRecord], t: &Thresholds, now: Timestamp) -> Verdict {
     let stable: Vec<&ResultRecord> = history.iter().filter(|r| r.stable).collect();
-    let replay = replay_broken(&stable, t);
+    let replay = replay_broken(history, &stable, t);
     if let Some(reason) = replay.broken {
         return verdict(StatusKind::Broken, reason, None);
     }
@@ -119,7 +122,7 @@ fn verdict(kind: StatusKind, reason: String, flaky_until: Option<Timestamp>) -> 
 fn healthy_reason(replay: &Replay, t: &Thresholds) -> String {
     match &replay.recovered {
         Some(commit) => format!(
-            "recovered: {} passes in a row on stable branches (through commit {commit}) after being broken",
+            "recovered: {} passes on stable branches (through commit {commit}) after being broken",
             t.broken_recovery_passes
         ),
         None => "no rule fired: no breakage or flaky evidence".to_owned(),
@@ -133,58 +136,130 @@ struct Replay {
     recovered: Option<String>,
 }
 
-fn replay_broken(stable: &[&ResultRecord], t: &Thresholds) -> Replay {
+/// Walks the stable results in order: a breakage starts when a BROKEN rule fires on the
+/// results since the last recovery, and ends after `broken_recovery_passes` passes.
+fn replay_broken(history: &[ResultRecord], stable: &[&ResultRecord], t: &Thresholds) -> Replay {
     let mut replay = Replay {
         broken: None,
         recovered: None,
     };
-    let mut window_start = 0;
+    let mut since = 0;
     let mut passes = 0;
+    // When each past breakage began and ended: its failures are not intermittency.
+    let mut breakages: Vec<(Timestamp, Timestamp)> = Vec::new();
+    let mut began = Timestamp(0);
     for (i, r) in stable.iter().enumerate() {
         if replay.broken.is_some() {
-            passes = if r.outcome.passed() { passes + 1 } else { 0 };
+            passes += u32::from(r.outcome.passed());
             if passes >= t.broken_recovery_passes {
+                breakages.push((began, r.at));
                 replay.broken = None;
                 replay.recovered = Some(r.commit.clone());
-                window_start = i + 1;
+                since = i + 1;
                 passes = 0;
             }
-        } else if let Some(reason) = broken_rule(&stable[window_start..=i], t) {
+            continue;
+        }
+        let past = Past {
+            history,
+            breakages: &breakages,
+        };
+        if let Some((reason, at)) = broken_rule(&past, &stable[since..=i], t) {
             replay.broken = Some(reason);
+            began = at;
             passes = 0;
         }
     }
     replay
 }
 
-/// The BROKEN rules on the stable results since the last recovery (newest last).
-fn broken_rule(results: &[&ResultRecord], t: &Thresholds) -> Option<String> {
-    let k = t.broken_consecutive_failures as usize;
-    if results.len() >= k
-        && results[results.len() - k..]
+/// Every result, and the spans of the breakages already recognised.
+struct Past<'a> {
+    history: &'a [ResultRecord],
+    breakages: &'a [(Timestamp, Timestamp)],
+}
+
+impl Past<'_> {
+    /// Results (any branch) before `at` that were not part of a breakage: the trailing
+    /// failures just before `at` belong to the streak that begins there.
+    fn before(&self, at: Timestamp) -> Vec<&ResultRecord> {
+        let mut before: Vec<&ResultRecord> = self
+            .history
             .iter()
-            .all(|r| r.outcome.failed())
-    {
-        let commits: Vec<&str> = results[results.len() - k..]
-            .iter()
-            .map(|r| r.commit.as_str())
+            .filter(|r| r.at < at)
+            .filter(|r| {
+                !self
+                    .breakages
+                    .iter()
+                    .any(|(b, e)| (*b..=*e).contains(&r.at))
+            })
             .collect();
-        return Some(format!(
-            "broken: the last {k} results on stable branches failed (commits {})",
-            commits.join(", ")
-        ));
+        while before.last().is_some_and(|r| r.outcome.failed()) {
+            before.pop();
+        }
+        before
+    }
+}
+
+/// The BROKEN rules on the stable results since the last recovery (newest last): the
+/// reason and when the breakage began.
+fn broken_rule(
+    past: &Past<'_>,
+    results: &[&ResultRecord],
+    t: &Thresholds,
+) -> Option<(String, Timestamp)> {
+    let streak = results
+        .iter()
+        .rev()
+        .take_while(|r| r.outcome.failed())
+        .count();
+    if streak > 0 {
+        let first = results[results.len() - streak];
+        if streak >= required_streak(&past.before(first.at), t) {
+            let commits: Vec<&str> = results[results.len() - streak..]
+                .iter()
+                .map(|r| r.commit.as_str())
+                .collect();
+            let reason = format!(
+                "broken: the last {streak} results on stable branches failed (commits {})",
+                commits.join(", ")
+            );
+            return Some((reason, first.at));
+        }
     }
     let window = &results[results.len().saturating_sub(t.broken_window as usize)..];
     let failed = window.iter().filter(|r| r.outcome.failed()).count();
     let enough = window.len() >= t.broken_min_results as usize;
-    if enough && failed * 100 >= t.broken_failure_percent as usize * window.len() {
-        return Some(format!(
+    (enough && failed * 100 >= t.broken_failure_percent as usize * window.len()).then(|| {
+        let reason = format!(
             "broken: {failed} of the last {} results on stable branches failed (threshold {}%)",
             window.len(),
             t.broken_failure_percent
-        ));
+        );
+        (reason, window[0].at)
+    })
+}
+
+/// How unlikely a streak must be, under the test's own failure rate, to be a breakage rather
+/// than bad luck.
+const STREAK_CHANCE: f64 = 0.01;
+
+/// The failures in a row that make a test BROKEN: `broken_consecutive_failures` for a test
+/// that did not fail before. A test that failed and passed before the streak (failure rate
+/// `f` over its last `flaky_window` results on any branch, breakages left out) needs a streak
+/// its flakiness explains less than 1% of the time (`f^k < 0.01`: 4 at 25%, 7 at 50%), at
+/// most `broken_window`, where the failure-rate rule takes over. Without this, a test failing
+/// half of its runs would be called BROKEN by every chance streak of three.
+fn required_streak(before: &[&ResultRecord], t: &Thresholds) -> usize {
+    let base = t.broken_consecutive_failures as usize;
+    let window = &before[before.len().saturating_sub(t.flaky_window as usize)..];
+    let failed = window.iter().filter(|r| r.outcome.failed()).count();
+    if failed == 0 {
+        return base;
     }
-    None
+    let rate = failed as f64 / window.len() as f64;
+    let needed = (STREAK_CHANCE.ln() / rate.ln()).ceil();
+    (needed as usize).clamp(base, (t.broken_window as usize).max(base))
 }
 
 /// Evidence of flakiness: when it was seen and what it was.

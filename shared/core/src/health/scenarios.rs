@@ -186,8 +186,28 @@ fn intermittent_failures_of_twenty_percent_over_ten_runs_are_flaky() {
 
 #[test]
 fn broken_is_more_severe_than_flaky() {
+    // One intermittent failure in four results (25%): a streak of 4 is a breakage.
     let s = story().main("PFPPFFF");
+    assert_eq!(
+        s.status(),
+        Flaky,
+        "3 in a row is within this test's bad luck"
+    );
+    let s = s.main("F");
     assert_eq!(s.status(), Broken);
+    assert!(
+        s.reason().starts_with("broken: the last 4 results"),
+        "{}",
+        s.reason()
+    );
+}
+
+#[test]
+fn a_test_failing_nearly_half_its_runs_needs_six_failures_in_a_row() {
+    // 5 intermittent failures in 11 results (45%): 0.45^6 < 1%.
+    let s = story().main("PFPFPFPFPFP").main("FFFFF");
+    assert_eq!(s.status(), Flaky);
+    assert_eq!(s.main("F").status(), Broken);
 }
 
 #[test]
@@ -197,17 +217,18 @@ fn broken_recovers_after_two_passes_in_a_row() {
     let s = s.main("P");
     assert_eq!(s.status(), Healthy);
     assert!(
-        s.reason().starts_with("recovered: 2 passes in a row"),
+        s.reason()
+            .starts_with("recovered: 2 passes on stable branches"),
         "{}",
         s.reason()
     );
 }
 
 #[test]
-fn passes_that_are_not_in_a_row_keep_it_broken() {
-    let s = story().main("PPFFFPFP");
-    assert_eq!(s.status(), Broken, "the passes must be in a row");
-    // Recovered, but the lone failure between two passes is flaky evidence.
+fn a_broken_test_that_passes_between_failures_is_flaky() {
+    let s = story().main("PPFFFPF");
+    assert_eq!(s.status(), Broken, "one pass is not enough");
+    // A second pass, after a failure: it passes and fails, it is not broken.
     let s = s.main("P");
     assert_eq!(s.status(), Flaky);
 }

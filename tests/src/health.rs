@@ -1,4 +1,4 @@
-//! Helpers of the test-health scenarios: real JUnit files, generated reports, multipart bodies.
+//! What the test-health scenarios share: real JUnit files, generated reports, multipart bodies.
 
 use crate::{ACME, Reply, TestEnv};
 use serde_json::{Value, json};
@@ -141,4 +141,33 @@ pub fn names(page: &Value) -> Vec<String> {
         .collect();
     names.sort();
     names
+}
+
+/// A report of `n` test cases as a large suite writes them: mostly passing, some failing,
+/// some passing on a rerun, each with a little output (about 250 bytes per case).
+pub fn generated_mix(n: usize) -> Vec<u8> {
+    let mut xml = String::with_capacity(n * 260);
+    xml.push_str(&format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"bench\" tests=\"{n}\">\n"
+    ));
+    for suite in 0..n.div_ceil(100) {
+        xml.push_str(&format!(
+            "  <testsuite name=\"com.example.Suite{suite:04}\" tests=\"100\">\n"
+        ));
+        for i in suite * 100..((suite + 1) * 100).min(n) {
+            let body = match i % 50 {
+                0 => {
+                    "<failure message=\"expected 4 but was 5\" type=\"AssertionError\">at Suite.java:42</failure>"
+                }
+                1 => "<flakyFailure message=\"timeout\" type=\"TimeoutException\"/>",
+                _ => "<system-out>checked 12 cases in 3 ms; all assertions held</system-out>",
+            };
+            xml.push_str(&format!(
+                "    <testcase classname=\"com.example.Suite{suite:04}\" name=\"test_case_number_{i:06}_does_something\" file=\"src/test/java/com/example/Suite{suite:04}.java\" time=\"0.012\">{body}</testcase>\n"
+            ));
+        }
+        xml.push_str("  </testsuite>\n");
+    }
+    xml.push_str("</testsuites>\n");
+    xml.into_bytes()
 }

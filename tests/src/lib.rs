@@ -3,6 +3,7 @@
 //! HTTP client.
 
 pub mod fixtures;
+pub mod health;
 pub mod prometheus;
 pub mod timeline;
 
@@ -37,6 +38,9 @@ pub struct TestEnv {
     pub http: reqwest::Client,
     /// The gateway's clock: the system's until a test sets it.
     pub clock: Arc<TestClock>,
+    /// The application the gateway serves.
+    pub app: Arc<App>,
+    pub backend: Backend,
 }
 
 /// The system clock until a test sets a time; from then on, stopped at what it was set to.
@@ -78,14 +82,19 @@ impl Reply {
 
 impl TestEnv {
     pub async fn start(backend: Backend) -> Self {
+        Self::start_with(backend, |app| app).await
+    }
+
+    /// Starts with the application changed by `configure` (an uploads bucket, say).
+    pub async fn start_with(backend: Backend, configure: impl FnOnce(App) -> App) -> Self {
         let store = match backend {
             Backend::Memory => Arc::new(MemoryStore::new()) as Arc<dyn Store>,
             Backend::DynamoDb => dynamo_store().await,
         };
         register_tokens(store.as_ref()).await;
         let clock = Arc::new(TestClock::default());
-        let app = Arc::new(App::new(store.clone(), clock.clone()));
-        let gateway = Gateway::start(app, "127.0.0.1:0".parse().unwrap())
+        let app = Arc::new(configure(App::new(store.clone(), clock.clone())));
+        let gateway = Gateway::start(app.clone(), "127.0.0.1:0".parse().unwrap())
             .await
             .expect("gateway starts");
         Self {
@@ -93,7 +102,18 @@ impl TestEnv {
             store,
             http: reqwest::Client::new(),
             clock,
+            app,
+            backend,
         }
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// The application the gateway serves (to call the service directly).
+    pub fn app(&self) -> Arc<App> {
+        self.app.clone()
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -47,11 +47,23 @@ impl Clock for ManualClock {
 pub struct App {
     pub store: Arc<dyn Store>,
     pub clock: Arc<dyn Clock>,
+    /// The bucket of large test reports (presigned uploads), when configured.
+    pub uploads: Option<Arc<crate::uploads::UploadBucket>>,
 }
 
 impl App {
     pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Self {
-        Self { store, clock }
+        Self {
+            store,
+            clock,
+            uploads: None,
+        }
+    }
+
+    /// The same application with a bucket for large test reports.
+    pub fn with_uploads(mut self, bucket: crate::uploads::UploadBucket) -> Self {
+        self.uploads = Some(Arc::new(bucket));
+        self
     }
 
     /// The deployed application: DynamoDB tables named by the environment
@@ -65,7 +77,14 @@ impl App {
         let config = loader.load().await;
         let client = aws_sdk_dynamodb::Client::new(&config);
         let store = DynamoStore::new(client, TableNames::from_env());
-        Self::new(Arc::new(store), Arc::new(SystemClock))
+        let app = Self::new(Arc::new(store), Arc::new(SystemClock));
+        match std::env::var("MQ_UPLOADS_BUCKET") {
+            Ok(bucket) => app.with_uploads(crate::uploads::UploadBucket::new(
+                aws_sdk_s3::Client::new(&config),
+                bucket,
+            )),
+            Err(_) => app,
+        }
     }
 
     pub fn now(&self) -> Timestamp {

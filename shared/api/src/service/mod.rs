@@ -3,3 +3,4 @@
 pub mod metrics;
 pub mod queues;
 pub mod shell;
+pub mod test_health;

@@ -3,6 +3,7 @@
 pub mod common;
 pub mod metrics;
 pub mod queue;
+pub mod test_health;
 
 pub use common::{Int, QueueRequest, QueueTarget, RepoBody};
 pub use queue::{EnqueuedPullRequest, QueueSettingsRequest, QueueView, QueueWithEntries};

@@ -17,15 +17,24 @@ use support::{Content, Harness};
 /// One thing that can happen to a queue.
 #[derive(Debug, Clone)]
 enum Op {
-    Submit { pr: u32, priority: u8, no_batch: bool },
+    Submit {
+        pr: u32,
+        priority: u8,
+        no_batch: bool,
+    },
     Cancel(u32),
     Restart(u32),
     PushToPr(u32),
     Close(u32),
     /// CI answers the `n`-th run in progress; `flake` makes a good run fail.
-    Answer { n: usize, flake: bool },
+    Answer {
+        n: usize,
+        flake: bool,
+    },
     /// CI answers every run in progress.
-    AnswerAll { flake: bool },
+    AnswerAll {
+        flake: bool,
+    },
     Tick(u32),
     PushOutside,
     SetState(RequestedState),
@@ -39,25 +48,43 @@ fn priority() -> impl Strategy<Value = u8> {
 fn op(prs: u32, outside: bool) -> impl Strategy<Value = Op> {
     let pr = 1..=prs;
     let mut ops = vec![
-        (6, (pr.clone(), priority(), any::<bool>())
-            .prop_map(|(pr, priority, no_batch)| Op::Submit { pr, priority, no_batch })
-            .boxed()),
+        (
+            6,
+            (pr.clone(), priority(), any::<bool>())
+                .prop_map(|(pr, priority, no_batch)| Op::Submit {
+                    pr,
+                    priority,
+                    no_batch,
+                })
+                .boxed(),
+        ),
         (1, pr.clone().prop_map(Op::Cancel).boxed()),
         (1, pr.clone().prop_map(Op::Restart).boxed()),
         (1, pr.clone().prop_map(Op::PushToPr).boxed()),
         (1, pr.prop_map(Op::Close).boxed()),
-        (6, (0..4usize, prop::bool::weighted(0.15))
-            .prop_map(|(n, flake)| Op::Answer { n, flake })
-            .boxed()),
-        (2, prop::bool::weighted(0.1).prop_map(|flake| Op::AnswerAll { flake }).boxed()),
+        (
+            6,
+            (0..4usize, prop::bool::weighted(0.15))
+                .prop_map(|(n, flake)| Op::Answer { n, flake })
+                .boxed(),
+        ),
+        (
+            2,
+            prop::bool::weighted(0.1)
+                .prop_map(|flake| Op::AnswerAll { flake })
+                .boxed(),
+        ),
         (2, (0..8u32).prop_map(Op::Tick).boxed()),
-        (1, prop_oneof![
-            Just(RequestedState::Running),
-            Just(RequestedState::Paused),
-            Just(RequestedState::Draining),
-        ]
-        .prop_map(Op::SetState)
-        .boxed()),
+        (
+            1,
+            prop_oneof![
+                Just(RequestedState::Running),
+                Just(RequestedState::Paused),
+                Just(RequestedState::Draining),
+            ]
+            .prop_map(Op::SetState)
+            .boxed(),
+        ),
         (1, (1..=4u32).prop_map(Op::Concurrency).boxed()),
     ];
     if outside {
@@ -77,21 +104,23 @@ fn settings() -> impl Strategy<Value = SettingsPatch> {
         1..=3u32,
         any::<bool>(),
     )
-        .prop_map(|(c, batch, min, optimistic, depth, bisect, skip)| SettingsPatch {
-            concurrency: Some(c),
-            batch: Some(batch),
-            batching_min_size: Some(min),
-            batching_max_wait_time_minutes: Some(3),
-            can_optimistically_merge: Some(optimistic),
-            pending_failure_depth: Some(depth),
-            bisection_concurrency: Some(bisect),
-            optimization_mode: Some(if skip {
-                OptimizationMode::BisectionSkipRedundantTests
-            } else {
-                OptimizationMode::Off
-            }),
-            ..Default::default()
-        })
+        .prop_map(
+            |(c, batch, min, optimistic, depth, bisect, skip)| SettingsPatch {
+                concurrency: Some(c),
+                batch: Some(batch),
+                batching_min_size: Some(min),
+                batching_max_wait_time_minutes: Some(3),
+                can_optimistically_merge: Some(optimistic),
+                pending_failure_depth: Some(depth),
+                bisection_concurrency: Some(bisect),
+                optimization_mode: Some(if skip {
+                    OptimizationMode::BisectionSkipRedundantTests
+                } else {
+                    OptimizationMode::Off
+                }),
+                ..Default::default()
+            },
+        )
 }
 
 /// CI's answer for a content: fails when it holds a bad pull request, or on a flake.
@@ -310,7 +339,7 @@ proptest! {
             can_optimistically_merge: Some(true),
             ..Default::default()
         });
-        let lane = |pr: u32| if pr % 2 == 0 { "even" } else { "odd" };
+        let lane = |pr: u32| if pr.is_multiple_of(2) { "even" } else { "odd" };
         for (pr, action, flake) in ops {
             let restarts_before: BTreeMap<u32, u32> =
                 h.snap.entries.iter().map(|e| (e.pr, e.restarts)).collect();

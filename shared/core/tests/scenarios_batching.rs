@@ -149,10 +149,18 @@ fn a_split_that_passes_goes_back_to_the_queue_in_its_place() {
         .iter()
         .map(|e| e.pr)
         .collect();
-    assert_eq!(order, vec![3, 4, 1, 2, 5], "back ahead of the low-priority 5");
+    assert_eq!(
+        order,
+        vec![3, 4, 1, 2, 5],
+        "back ahead of the low-priority 5"
+    );
     h.advance_minutes(5);
     h.tick();
-    assert_eq!(h.content_of(&h.run_of(1)), vec![1, 2, 5], "a batch of what waits");
+    assert_eq!(
+        h.content_of(&h.run_of(1)),
+        vec![1, 2, 5],
+        "a batch of what waits"
+    );
 }
 
 #[test]
@@ -176,8 +184,16 @@ fn skipping_redundant_tests_blames_the_single_sibling_of_a_passing_half() {
         assert_eq!(h.content_of(&left), vec![1]);
         h.pass(&left);
     }
-    assert_eq!(skip.state(2), Failed, "the sibling of a passing half is the culprit");
-    assert_eq!(plain.state(2), PendingFailure, "without the option, [2] is tested");
+    assert_eq!(
+        skip.state(2),
+        Failed,
+        "the sibling of a passing half is the culprit"
+    );
+    assert_eq!(
+        plain.state(2),
+        PendingFailure,
+        "without the option, [2] is tested"
+    );
     let bisections = |h: &Harness| {
         h.emitted_where(|e| matches!(e, Effect::CreateTestBranch { run_id, .. } if run_id.contains("-bisection")))
             .len()

@@ -26,7 +26,10 @@ fn a_submission_without_priority_is_medium_and_marked_default() {
     let mut h = queue(1);
     h.submit(1);
     let e = h.entry(1).unwrap();
-    assert_eq!((e.priority.value, e.priority.name()), (100, "medium".into()));
+    assert_eq!(
+        (e.priority.value, e.priority.name()),
+        (100, "medium".into())
+    );
     assert!(e.priority.defaulted);
     assert!(!e.force_enqueued);
 }
@@ -208,7 +211,10 @@ fn tests_passed_waits_for_every_group_ahead_to_merge() {
     h.submit(2);
     h.pass_pr(2);
     assert_eq!(h.state(2), TestsPassed);
-    assert!(h.emitted_where(|e| matches!(e, Effect::Merge { .. })).is_empty());
+    assert!(
+        h.emitted_where(|e| matches!(e, Effect::Merge { .. }))
+            .is_empty()
+    );
     h.pass_pr(1);
     assert_eq!(h.merged_prs(), vec![1, 2]);
     assert_eq!(h.host.target, vec![1, 2]);
@@ -273,7 +279,12 @@ fn cancelling_by_api_closing_pushing_or_rebasing_cancels_the_entry() {
     let reasons: Vec<String> = (1..=4).map(|pr| h.conclusion(pr)).collect();
     assert_eq!(
         reasons,
-        vec!["cancelled_by_api", "pr_closed", "new_commits", "base_changed"]
+        vec![
+            "cancelled_by_api",
+            "pr_closed",
+            "new_commits",
+            "base_changed"
+        ]
     );
     assert!(h.snap.entries.is_empty());
     assert!(h.testing_runs().is_empty(), "their runs were cancelled");
@@ -417,7 +428,11 @@ fn pending_failure_waits_for_the_depth_window_then_fails_and_restarts_the_rest()
     h.fail_pr(2);
     assert_eq!(h.state(1), PendingFailure, "3 has not finished");
     h.fail_pr(3);
-    assert_eq!(h.state(1), Failed, "two groups behind finished without a pass");
+    assert_eq!(
+        h.state(1),
+        Failed,
+        "two groups behind finished without a pass"
+    );
     for pr in 2..=4 {
         assert_eq!(h.state(pr), Testing, "PR {pr} restarts without 1");
         assert!(!h.content_of(&h.run_of(pr)).contains(&1));

@@ -62,14 +62,27 @@ fn a_new_head_cancels_the_entry_and_its_targets_go_with_it() {
 #[test]
 fn entries_depend_on_intersecting_entries_ahead_transitively() {
     let mut h = parallel(4);
-    for (pr, targets) in [(1, vec!["a"]), (2, vec!["b"]), (3, vec!["a", "c"]), (4, vec!["c"])] {
+    for (pr, targets) in [
+        (1, vec!["a"]),
+        (2, vec!["b"]),
+        (3, vec!["a", "c"]),
+        (4, vec!["c"]),
+    ] {
         h.submit(pr);
         h.set_targets(pr, &targets);
     }
     assert_eq!(h.content_of(&h.run_of(1)), vec![1]);
-    assert_eq!(h.content_of(&h.run_of(2)), vec![2], "disjoint: its own lane");
+    assert_eq!(
+        h.content_of(&h.run_of(2)),
+        vec![2],
+        "disjoint: its own lane"
+    );
     assert_eq!(h.content_of(&h.run_of(3)), vec![1, 3]);
-    assert_eq!(h.content_of(&h.run_of(4)), vec![1, 3, 4], "through 3, 4 depends on 1");
+    assert_eq!(
+        h.content_of(&h.run_of(4)),
+        vec![1, 3, 4],
+        "through 3, 4 depends on 1"
+    );
     let run = h.run(&h.run_of(4)).unwrap().clone();
     let view = test_run(&h.snap.queue, &run);
     assert_eq!(view.dependent_prs, vec![1, 3]);
@@ -77,7 +90,10 @@ fn entries_depend_on_intersecting_entries_ahead_transitively() {
         view.impacted_targets,
         Some(vec!["a".to_owned(), "c".to_owned()])
     );
-    assert_eq!(view.impacted_targets_for_tested_prs, Some(vec!["c".to_owned()]));
+    assert_eq!(
+        view.impacted_targets_for_tested_prs,
+        Some(vec!["c".to_owned()])
+    );
 }
 
 #[test]
@@ -129,7 +145,10 @@ fn a_failure_restarts_only_the_entries_that_depend_on_it() {
     assert_eq!(h.state(1), Failed);
     assert_eq!(h.content_of(&h.run_of(3)), vec![3], "3 restarts without 1");
     assert_eq!((h.run_of(2), h.run_of(4)), (r2, r4), "lane b untouched");
-    assert_eq!(h.entry(2).unwrap().restarts + h.entry(4).unwrap().restarts, 0);
+    assert_eq!(
+        h.entry(2).unwrap().restarts + h.entry(4).unwrap().restarts,
+        0
+    );
     h.assert_clean();
 }
 
@@ -146,7 +165,10 @@ fn a_mode_change_makes_entries_without_targets_wait() {
         mode: Some(QueueMode::Parallel),
         ..Default::default()
     });
-    assert_eq!(h.snap.queue.state, mq_core::settings::QueueState::SwitchingModes);
+    assert_eq!(
+        h.snap.queue.state,
+        mq_core::settings::QueueState::SwitchingModes
+    );
     h.pass_pr(1);
     assert_eq!(h.snap.queue.config.mode, QueueMode::Parallel);
     assert_eq!(h.state(2), NotReady, "parallel mode needs impacted targets");

@@ -35,8 +35,15 @@ fn paused_starts_nothing_keeps_results_and_merges_when_resumed() {
     h.submit(2);
     assert_eq!(h.state(2), Pending, "nothing starts while paused");
     h.pass_pr(1);
-    assert_eq!(h.state(1), TestsPassed, "the result is kept, nothing merges");
-    assert!(h.emitted_where(|e| matches!(e, Effect::Merge { .. })).is_empty());
+    assert_eq!(
+        h.state(1),
+        TestsPassed,
+        "the result is kept, nothing merges"
+    );
+    assert!(
+        h.emitted_where(|e| matches!(e, Effect::Merge { .. }))
+            .is_empty()
+    );
     set_state(&mut h, RequestedState::Running);
     assert_eq!(h.state(1), Merged);
     assert_eq!(h.state(2), Testing);
@@ -103,7 +110,10 @@ fn a_higher_concurrency_starts_more_and_a_lower_one_sends_the_last_back() {
         ..Default::default()
     });
     assert_eq!(h.testing_runs().len(), 2);
-    assert_eq!((h.state(1), h.state(2), h.state(3)), (Testing, Testing, Pending));
+    assert_eq!(
+        (h.state(1), h.state(2), h.state(3)),
+        (Testing, Testing, Pending)
+    );
     h.assert_clean();
 }
 
@@ -207,7 +217,10 @@ fn without_a_queue_list_the_repository_sources_apply_and_an_empty_update_is_igno
         required_statuses: Some(vec![]),
         ..Default::default()
     });
-    assert_eq!(h.snap.queue.config.required_statuses, vec!["lint".to_owned()]);
+    assert_eq!(
+        h.snap.queue.config.required_statuses,
+        vec!["lint".to_owned()]
+    );
     h.update(SettingsPatch {
         delete_required_statuses: Some(true),
         ..Default::default()
@@ -234,7 +247,11 @@ fn a_run_with_no_required_statuses_from_any_source_fails() {
 
 #[test]
 fn the_merge_method_is_passed_to_the_git_host() {
-    for method in [MergeMethod::MergeCommit, MergeMethod::Squash, MergeMethod::Rebase] {
+    for method in [
+        MergeMethod::MergeCommit,
+        MergeMethod::Squash,
+        MergeMethod::Rebase,
+    ] {
         let mut h = Harness::with(SettingsPatch {
             merge_method: Some(method),
             ..Default::default()
@@ -254,8 +271,14 @@ fn comments_and_status_checks_follow_their_settings() {
     });
     h.submit(1);
     h.pass_pr(1);
-    assert!(h.emitted_where(|e| matches!(e, Effect::PostComment { .. })).is_empty());
-    assert!(!h.emitted_where(|e| matches!(e, Effect::SetStatusCheck { .. })).is_empty());
+    assert!(
+        h.emitted_where(|e| matches!(e, Effect::PostComment { .. }))
+            .is_empty()
+    );
+    assert!(
+        !h.emitted_where(|e| matches!(e, Effect::SetStatusCheck { .. }))
+            .is_empty()
+    );
 }
 
 // ---- the outbox ---------------------------------------------------------------------------
@@ -376,7 +399,10 @@ fn a_finished_run_is_kept_as_history_with_its_status() {
     let done = h.finished_runs.iter().find(|r| r.id == run).unwrap();
     assert_eq!(done.status, RunStatus::Succeeded);
     let view = test_run(&h.snap.queue, done);
-    assert_eq!(view.tested_pull_requests[0].pr_url, "https://github.com/acme/rocket/pull/1");
+    assert_eq!(
+        view.tested_pull_requests[0].pr_url,
+        "https://github.com/acme/rocket/pull/1"
+    );
     assert_eq!(view.status_checks[0].context, "ci");
     assert!(!view.test_branch_sha.is_empty());
 }

@@ -66,6 +66,7 @@ impl Work {
             conclusion: None,
         };
         self.s.entries.push(entry);
+        self.entries_changed();
         self.refresh_readiness();
         self.notify_submitted(sub.pr.number);
         if sub.head_checks_passed && self.direct_merge_applies(sub.pr.number) {
@@ -86,7 +87,8 @@ impl Work {
         let ready = readiness.does_base_branch_match && readiness.mergeable && !e.pr_facts.draft;
         let ahead = self.s.entries.iter().filter(|o| o.pr != pr).any(|o| {
             o.state != EntryState::NotReady
-                && (!self.parallel() || self.targets_of(&[o.pr]).intersects(&self.targets_of(&[pr])))
+                && (!self.parallel()
+                    || self.targets_of(&[o.pr]).intersects(&self.targets_of(&[pr])))
         });
         self.cfg().direct_merge_mode == DirectMergeMode::Always
             && self.can_start()
@@ -152,7 +154,8 @@ impl Work {
         let Some(old) = self.run(id).cloned() else {
             return;
         };
-        let slot_after = self.main_in_flight() - usize::from(old.status == RunStatus::InProgress && !old.held)
+        let slot_after = self.main_in_flight()
+            - usize::from(old.status == RunStatus::InProgress && !old.held)
             < self.cfg().concurrency as usize;
         self.close_run(id, "restart");
         let new_id = self.next_run_id(RunKind::Main);

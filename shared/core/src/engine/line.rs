@@ -35,20 +35,34 @@ pub fn merging_prs_of(s: &QueueSnapshot) -> BTreeSet<PrNumber> {
         .collect()
 }
 
-/// The groups of a snapshot's line, front first.
-pub fn line_of(s: &QueueSnapshot) -> Vec<&TestRun> {
-    let merging = merging_prs_of(s);
-    let mut keyed: Vec<(LineKey, &TestRun)> = s
+/// Positions in `s.runs` of the groups of a snapshot's line, front first.
+pub fn line_positions(s: &QueueSnapshot) -> Vec<usize> {
+    let has_merge = s
+        .outbox
+        .iter()
+        .any(|x| matches!(x.effect, Effect::Merge { .. }));
+    let merging = if has_merge {
+        merging_prs_of(s)
+    } else {
+        BTreeSet::new()
+    };
+    let mut keyed: Vec<(LineKey, usize)> = s
         .runs
         .iter()
-        .filter(|r| r.kind == RunKind::Main)
-        .map(|r| {
-            let is_merging = r.tested.iter().any(|t| merging.contains(&t.pr));
-            ((u8::from(!is_merging), r.place), r)
+        .enumerate()
+        .filter(|(_, r)| r.kind == RunKind::Main)
+        .map(|(i, r)| {
+            let is_merging = has_merge && r.tested.iter().any(|t| merging.contains(&t.pr));
+            ((u8::from(!is_merging), r.place), i)
         })
         .collect();
-    keyed.sort_by(|a, b| (a.0, &a.1.id).cmp(&(b.0, &b.1.id)));
-    keyed.into_iter().map(|(_, r)| r).collect()
+    keyed.sort_by(|a, b| (a.0, &s.runs[a.1].id).cmp(&(b.0, &s.runs[b.1].id)));
+    keyed.into_iter().map(|(_, i)| i).collect()
+}
+
+/// The groups of a snapshot's line, front first.
+pub fn line_of(s: &QueueSnapshot) -> Vec<&TestRun> {
+    line_positions(s).into_iter().map(|i| &s.runs[i]).collect()
 }
 
 impl Work {
@@ -65,7 +79,10 @@ impl Work {
 
     /// The line: ids of main runs, front first.
     pub fn line(&self) -> Vec<String> {
-        line_of(&self.s).into_iter().map(|r| r.id.clone()).collect()
+        line_positions(&self.s)
+            .into_iter()
+            .map(|i| self.s.runs[i].id.clone())
+            .collect()
     }
 
     /// The union of the impacted targets of `prs`; `ALL` when one has none for its head.
@@ -116,25 +133,32 @@ impl Work {
         deps
     }
 
-    /// The groups still in line that `run`'s branch contains, front first.
-    pub fn live_deps(&self, run: &TestRun) -> Vec<String> {
-        self.line()
-            .into_iter()
-            .filter(|id| {
-                self.run(id)
-                    .is_some_and(|d| d.tested.iter().any(|t| run.dependent_prs.contains(&t.pr)))
+    /// Positions (in `s.runs`) of the groups in `line` that the run at `at` contains.
+    pub fn deps_in(&self, line: &[usize], at: usize) -> Vec<usize> {
+        let run = &self.s.runs[at];
+        line.iter()
+            .copied()
+            .filter(|&j| {
+                j != at
+                    && self.s.runs[j]
+                        .tested
+                        .iter()
+                        .any(|t| run.dependent_prs.contains(&t.pr))
             })
             .collect()
     }
 
-    /// The groups in line whose branches contain `run`'s pull requests, front first.
-    pub fn dependents(&self, run: &TestRun) -> Vec<String> {
-        let prs: Vec<PrNumber> = run.tested.iter().map(|t| t.pr).collect();
-        self.line()
-            .into_iter()
-            .filter(|id| {
-                self.run(id)
-                    .is_some_and(|d| d.dependent_prs.iter().any(|p| prs.contains(p)))
+    /// Positions of the groups in `line` whose branches contain the run at `at`.
+    pub fn dependents_in(&self, line: &[usize], at: usize) -> Vec<usize> {
+        let tested = &self.s.runs[at].tested;
+        line.iter()
+            .copied()
+            .filter(|&j| {
+                j != at
+                    && self.s.runs[j]
+                        .dependent_prs
+                        .iter()
+                        .any(|p| tested.iter().any(|t| t.pr == *p))
             })
             .collect()
     }
@@ -208,7 +232,10 @@ impl Work {
             if id == new || is_merging || key_of(r.place) <= new_key {
                 continue;
             }
-            if r.dependent_prs.iter().any(|p| run.tested.iter().any(|t| t.pr == *p)) {
+            if r.dependent_prs
+                .iter()
+                .any(|p| run.tested.iter().any(|t| t.pr == *p))
+            {
                 continue;
             }
             let targets = self.targets_of(&self.active_prs(r));

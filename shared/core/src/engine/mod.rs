@@ -102,9 +102,9 @@ pub fn step(snapshot: &QueueSnapshot, event: &Event, ctx: Ctx) -> Result<Transit
     Ok(work.finish())
 }
 
-/// Rounds of settling after which the engine stops (each round makes progress; this bounds
-/// a step even if a rule were to oscillate).
-const MAX_SETTLE_ROUNDS: usize = 64;
+/// Rounds of settling after which the engine stops: each round makes progress, so this
+/// only bounds a step if a rule were to oscillate (debug builds then panic).
+const MAX_SETTLE_ROUNDS: usize = 1024;
 
 impl Work {
     fn apply(&mut self, event: &Event) -> Result<(), DomainError> {
@@ -180,5 +180,6 @@ impl Work {
                 return;
             }
         }
+        debug_assert!(false, "the engine did not settle");
     }
 }

@@ -24,7 +24,12 @@ impl Work {
         let Some(e) = self.entry(pr) else { return };
         let sha = e.pr_facts.head_sha.clone();
         let run = e.current_run.clone().unwrap_or_default();
-        self.status(pr, sha, StatusState::Pending, format!("Testing in run {run}"));
+        self.status(
+            pr,
+            sha,
+            StatusState::Pending,
+            format!("Testing in run {run}"),
+        );
     }
 
     pub fn notify_concluded(&mut self, e: &Entry) {
@@ -60,7 +65,13 @@ impl Work {
         }
     }
 
-    fn status(&mut self, pr: PrNumber, sha: crate::ids::Sha, state: StatusState, description: String) {
+    fn status(
+        &mut self,
+        pr: PrNumber,
+        sha: crate::ids::Sha,
+        state: StatusState,
+        description: String,
+    ) {
         if self.cfg().status_check_enabled {
             self.emit(Effect::SetStatusCheck {
                 pr,

@@ -57,10 +57,10 @@ impl Work {
                     }
                 }
             }
-            (Effect::Merge { run_id, prs, .. }, EffectOutcome::MergeRefused { refusal }) => {
-                if !prs.is_empty() {
-                    self.merge_refused(run_id.as_deref(), prs, refusal);
-                }
+            (Effect::Merge { run_id, prs, .. }, EffectOutcome::MergeRefused { refusal })
+                if !prs.is_empty() =>
+            {
+                self.merge_refused(run_id.as_deref(), prs, refusal);
             }
             (Effect::RefreshPullRequest { .. }, EffectOutcome::PullRequest { pr }) => {
                 self.pr_updated(pr);
@@ -71,10 +71,11 @@ impl Work {
                     statuses,
                     check_runs,
                 },
-            ) => {
-                if self.run(run_id).is_some_and(|r| r.sha.as_ref() == Some(sha)) {
-                    self.checks_fetched(run_id, statuses, check_runs);
-                }
+            ) if self
+                .run(run_id)
+                .is_some_and(|r| r.sha.as_ref() == Some(sha)) =>
+            {
+                self.checks_fetched(run_id, statuses, check_runs);
             }
             _ => {}
         }

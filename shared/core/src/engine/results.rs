@@ -3,9 +3,7 @@
 
 use super::work::Work;
 use crate::entry::EntryState;
-use crate::git::{
-    CheckRunReport, RequiredStatuses, RequiredStatusesSource, StatusReport, Verdict,
-};
+use crate::git::{CheckRunReport, RequiredStatuses, RequiredStatusesSource, StatusReport, Verdict};
 use crate::ids::{PrNumber, Sha};
 use crate::run::{RunKind, RunStatus, TestRun};
 

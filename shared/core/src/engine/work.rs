@@ -8,6 +8,8 @@ use crate::run::{RunKind, RunStatus, TestRun};
 use crate::settings::{QueueConfig, QueueMode, QueueState};
 use crate::snapshot::QueueSnapshot;
 use crate::time::Timestamp;
+use std::cell::RefCell;
+use std::collections::HashMap;
 
 /// Test branches are named `<prefix>/<target branch>/<run id>`.
 pub const TEST_BRANCH_PREFIX: &str = "mq-test";
@@ -23,6 +25,8 @@ pub(super) struct Work {
     pub effects: Vec<PendingEffect>,
     pub concluded: Vec<Entry>,
     pub finished_runs: Vec<TestRun>,
+    /// Position of each PR's entry in `s.entries`, rebuilt after entries come or go.
+    index: RefCell<Option<HashMap<PrNumber, usize>>>,
 }
 
 impl Work {
@@ -34,6 +38,7 @@ impl Work {
             effects: Vec::new(),
             concluded: Vec::new(),
             finished_runs: Vec::new(),
+            index: RefCell::new(None),
         }
     }
 
@@ -64,12 +69,30 @@ impl Work {
         self.s.queue.state != QueueState::Paused
     }
 
+    fn position(&self, pr: PrNumber) -> Option<usize> {
+        let mut index = self.index.borrow_mut();
+        let map = index.get_or_insert_with(|| {
+            self.s
+                .entries
+                .iter()
+                .enumerate()
+                .map(|(i, e)| (e.pr, i))
+                .collect()
+        });
+        map.get(&pr).copied()
+    }
+
+    /// Entries were added or removed: positions must be computed again.
+    pub fn entries_changed(&self) {
+        *self.index.borrow_mut() = None;
+    }
+
     pub fn entry(&self, pr: PrNumber) -> Option<&Entry> {
-        self.s.entries.iter().find(|e| e.pr == pr)
+        self.position(pr).map(|i| &self.s.entries[i])
     }
 
     pub fn entry_mut(&mut self, pr: PrNumber) -> Option<&mut Entry> {
-        self.s.entries.iter_mut().find(|e| e.pr == pr)
+        self.position(pr).map(|i| &mut self.s.entries[i])
     }
 
     pub fn state_of(&self, pr: PrNumber) -> Option<EntryState> {
@@ -158,10 +181,11 @@ impl Work {
 
     /// Ends an entry's life in the queue: it leaves the snapshot for history.
     pub fn conclude(&mut self, pr: PrNumber, state: EntryState, reason: &str, detail: &str) {
-        let Some(i) = self.s.entries.iter().position(|e| e.pr == pr) else {
+        let Some(i) = self.position(pr) else {
             return;
         };
         let mut entry = self.s.entries.remove(i);
+        self.entries_changed();
         entry.state = state;
         entry.state_changed_at = self.now;
         entry.concluded_at = Some(self.now);

@@ -209,7 +209,11 @@ impl Harness {
             author: "octocat".into(),
             head_sha: self.head(pr),
             base_branch: "main".into(),
-            state: if merged { PrState::Merged } else { PrState::Open },
+            state: if merged {
+                PrState::Merged
+            } else {
+                PrState::Open
+            },
             mergeability: Mergeability::Mergeable,
             based_on_target_head: false,
             draft: false,
@@ -378,7 +382,12 @@ impl Harness {
                 branch, base, prs, ..
             } => {
                 let base_sha = base.clone().unwrap_or_else(|| self.host.target_sha());
-                let mut content = self.host.commits.get(&base_sha).cloned().unwrap_or_default();
+                let mut content = self
+                    .host
+                    .commits
+                    .get(&base_sha)
+                    .cloned()
+                    .unwrap_or_default();
                 for p in prs {
                     if self.host.conflicts.contains(&p.pr) {
                         return EffectOutcome::BranchConflict { pr: p.pr };
@@ -495,8 +504,10 @@ impl Harness {
             .filter(|r| r.kind == RunKind::Main && r.status == RunStatus::InProgress && !r.held)
             .count();
         if main > cfg.concurrency as usize {
-            self.violations
-                .push(format!("{main} runs in flight, concurrency {}", cfg.concurrency));
+            self.violations.push(format!(
+                "{main} runs in flight, concurrency {}",
+                cfg.concurrency
+            ));
         }
         let bisecting = s
             .runs
@@ -512,7 +523,8 @@ impl Harness {
         let mut seen = BTreeSet::new();
         for e in &s.entries {
             if !seen.insert(e.pr) {
-                self.violations.push(format!("PR {} has two active entries", e.pr));
+                self.violations
+                    .push(format!("PR {} has two active entries", e.pr));
             }
             if e.state.is_terminal() {
                 self.violations

@@ -213,6 +213,7 @@ impl Work {
             targets: targets.clone(),
             uploaded_at: now,
         });
+        self.readiness_stale = true;
         Ok(())
     }
 
@@ -239,6 +240,7 @@ impl Work {
         if let Some(e) = self.entry_mut(facts.number) {
             e.pr_facts = facts.clone();
         }
+        self.readiness_stale = true;
     }
 
     /// A push the queue did not make moved the target: every group restarts on the new head.

@@ -216,7 +216,9 @@ impl Work {
     fn settle(&mut self) {
         for _ in 0..MAX_SETTLE_ROUNDS {
             let mut changed = self.finish_switch();
-            changed |= self.refresh_readiness();
+            if std::mem::take(&mut self.readiness_stale) {
+                changed |= self.refresh_readiness();
+            }
             changed |= self.enforce_concurrency();
             changed |= self.start_held();
             changed |= self.fill();

@@ -9,7 +9,6 @@ use crate::settings::{QueueConfig, QueueMode, QueueState};
 use crate::snapshot::QueueSnapshot;
 use crate::time::Timestamp;
 use std::cell::RefCell;
-use std::collections::HashMap;
 
 /// Test branches are named `<prefix>/<target branch>/<run id>`.
 pub const TEST_BRANCH_PREFIX: &str = "mq-test";
@@ -25,8 +24,10 @@ pub(super) struct Work {
     pub effects: Vec<PendingEffect>,
     pub concluded: Vec<Entry>,
     pub finished_runs: Vec<TestRun>,
-    /// Position of each PR's entry in `s.entries`, rebuilt after entries come or go.
-    index: RefCell<Option<HashMap<PrNumber, usize>>>,
+    /// Each PR's entry position in `s.entries`, sorted by PR; rebuilt after entries come or go.
+    index: RefCell<Option<Vec<(PrNumber, usize)>>>,
+    /// Something that decides readiness changed (facts, targets, mode): re-check it.
+    pub readiness_stale: bool,
 }
 
 impl Work {
@@ -39,6 +40,7 @@ impl Work {
             concluded: Vec::new(),
             finished_runs: Vec::new(),
             index: RefCell::new(None),
+            readiness_stale: false,
         }
     }
 
@@ -71,15 +73,21 @@ impl Work {
 
     fn position(&self, pr: PrNumber) -> Option<usize> {
         let mut index = self.index.borrow_mut();
-        let map = index.get_or_insert_with(|| {
-            self.s
+        let sorted = index.get_or_insert_with(|| {
+            let mut v: Vec<(PrNumber, usize)> = self
+                .s
                 .entries
                 .iter()
                 .enumerate()
                 .map(|(i, e)| (e.pr, i))
-                .collect()
+                .collect();
+            v.sort_unstable();
+            v
         });
-        map.get(&pr).copied()
+        sorted
+            .binary_search_by_key(&pr, |&(p, _)| p)
+            .ok()
+            .map(|i| sorted[i].1)
     }
 
     /// Entries were added or removed: positions must be computed again.

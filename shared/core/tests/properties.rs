@@ -137,13 +137,26 @@ fn apply(h: &mut Harness, op: &Op, bad: &BTreeSet<u32>) {
         } => {
             let facts = h.facts(*pr);
             h.host.heads.insert(*pr, facts.head_sha.clone());
-            let _ = h.apply(Event::Submit {
+            let submitted = h.apply(Event::Submit {
                 pr: facts,
                 priority: Priority::of(*priority),
                 no_batch: *no_batch,
                 force: false,
                 head_checks_passed: false,
             });
+            if submitted.is_ok() && h.snap.queue.config.mode == QueueMode::Parallel {
+                // Three overlapping lanes: a PR impacts its own lane and, for every fourth
+                // PR, the next one too.
+                let mut targets = BTreeSet::from([format!("lane{}", pr % 3)]);
+                if pr % 4 == 0 {
+                    targets.insert(format!("lane{}", (pr + 1) % 3));
+                }
+                h.ok(Event::SetImpactedTargets {
+                    pr: *pr,
+                    head_sha: h.head(*pr),
+                    targets: ImpactedTargets::List(targets),
+                });
+            }
         }
         Op::Cancel(pr) => {
             let _ = h.apply(Event::Cancel {

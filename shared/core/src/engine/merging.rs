@@ -151,13 +151,9 @@ impl Work {
         }
     }
 
-    /// The merge failed for good (the effect could not be executed).
-    pub fn merge_failed(&mut self, run_id: Option<&str>, prs: &[BranchPr]) {
+    /// The merge failed for good (the effect could not be executed): its pull requests fail.
+    pub fn merge_failed(&mut self, prs: &[BranchPr]) {
         let in_merge: Vec<PrNumber> = prs.iter().map(|p| p.pr).collect();
-        if run_id.is_none() {
-            self.remove_entries(&in_merge, EntryState::Failed, "merge_failed");
-            return;
-        }
         self.remove_entries(&in_merge, EntryState::Failed, "merge_failed");
     }
 

@@ -104,7 +104,7 @@ impl Work {
                     self.run_failed(&run_id, super::results::reason::BRANCH_ERROR);
                 }
             }
-            Effect::Merge { run_id, prs, .. } => self.merge_failed(run_id.as_deref(), &prs),
+            Effect::Merge { prs, .. } => self.merge_failed(&prs),
             _ => {}
         }
     }

@@ -106,7 +106,7 @@ pub fn presets() -> Vec<Scenario> {
                 seed: 7,
             },
             concurrency: 8,
-            policies: vec![predictive(8, 1)],
+            policies: vec![predictive(8, 1), batching(8, 4)],
         },
         Scenario {
             name: "batching",
@@ -122,7 +122,7 @@ pub fn presets() -> Vec<Scenario> {
                 seed: 11,
             },
             concurrency: 4,
-            policies: vec![predictive(4, 1), batching(4, 10)],
+            policies: vec![predictive(4, 1), batching(2, 12)],
         },
         Scenario {
             name: "flaky",

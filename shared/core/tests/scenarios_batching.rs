@@ -291,3 +291,39 @@ fn closing_a_pull_request_under_bisection_takes_it_out_of_its_split() {
     );
     h.assert_clean();
 }
+
+#[test]
+fn skipping_redundant_tests_tests_the_halves_one_after_the_other() {
+    let mut h = Harness::with(SettingsPatch {
+        batch: Some(true),
+        batching_min_size: Some(4),
+        concurrency: Some(1),
+        bisection_concurrency: Some(4),
+        optimization_mode: Some(OptimizationMode::BisectionSkipRedundantTests),
+        ..Default::default()
+    });
+    for pr in 1..=4 {
+        h.submit(pr);
+    }
+    h.fail_pr(1);
+    let halves: Vec<Vec<u32>> = h
+        .testing_runs()
+        .iter()
+        .filter(|r| r.kind == RunKind::Bisection)
+        .map(|r| r.tested.iter().map(|t| t.pr).collect())
+        .collect();
+    assert_eq!(
+        halves,
+        vec![vec![1, 2]],
+        "the second half waits for the first"
+    );
+    h.fail_pr(1);
+    // [1,2] failed: [3,4] is still needed (it may hold another culprit), and [1,2] splits.
+    let mut testing: Vec<Vec<u32>> = h
+        .testing_runs()
+        .iter()
+        .map(|r| r.tested.iter().map(|t| t.pr).collect())
+        .collect();
+    testing.sort();
+    assert_eq!(testing, vec![vec![1], vec![3, 4]]);
+}

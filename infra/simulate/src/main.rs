@@ -154,8 +154,9 @@ fn print_table(s: &Scenario, figures: &[Figures]) {
     let github = figures
         .iter()
         .find(|f| f.policy.starts_with("baseline: github"));
+    let width = figures.iter().map(|f| f.policy.len()).max().unwrap_or(6);
     println!(
-        "   {:<62} {:>8} {:>8} {:>8} {:>9} {:>5} {:>7} {:>7} {:>7} {:>7}",
+        "   {:<width$} {:>8} {:>8} {:>8} {:>10} {:>4} {:>6} {:>6} {:>6} {:>8}",
         "policy",
         "merges/h",
         "mean min",
@@ -178,7 +179,7 @@ fn print_table(s: &Scenario, figures: &[Figures]) {
         };
         let opt = |x: Option<f64>| x.map_or("-".to_owned(), |x| format!("{x:.3}"));
         println!(
-            "   {:<62} {:>8.2} {:>8.1} {:>8.1} {:>9.3} {:>5} {:>7} {:>7} {:>7} {:>7}",
+            "   {:<width$} {:>8.2} {:>8.1} {:>8.1} {:>10.3} {:>4} {:>6} {:>6} {:>6} {:>8}",
             f.policy,
             f.merges_per_hour,
             f.mean_minutes_to_merge,

@@ -15,6 +15,9 @@ use crate::run::{LinePlace, RunKind, RunStatus, TestRun};
 use crate::snapshot::QueueSnapshot;
 use std::collections::{BTreeMap, BTreeSet};
 
+/// What a pull request without uploaded targets impacts.
+static ALL: ImpactedTargets = ImpactedTargets::All;
+
 /// A group's position: groups being merged first (0), then the others (1), by place.
 pub(super) type LineKey = (u8, LinePlace);
 
@@ -120,17 +123,41 @@ impl Work {
         if !self.parallel() {
             return ahead.into_iter().map(|(_, r)| r.id.clone()).collect();
         }
-        let mut reach = self.targets_of(prs);
+        // The targets the new group reaches: its own, then those of every group it depends
+        // on (borrowed, not merged into one set: this runs for every new group).
+        let mut reach: Vec<&ImpactedTargets> = Vec::new();
+        for &pr in prs {
+            self.push_targets(pr, &mut reach);
+        }
         let mut deps = Vec::new();
         for (_, run) in ahead.into_iter().rev() {
-            let targets = self.targets_of(&self.active_prs(run));
-            if targets.intersects(&reach) {
-                reach.absorb(&targets);
+            let mut targets = Vec::new();
+            for t in &run.tested {
+                self.push_targets(t.pr, &mut targets);
+            }
+            let hits = targets
+                .iter()
+                .any(|a| reach.iter().any(|b| a.intersects(b)));
+            if hits {
+                reach.extend(targets);
                 deps.push(run.id.clone());
             }
         }
         deps.reverse();
         deps
+    }
+
+    /// Adds a pull request's targets to `out` (`ALL` when it has none for its head).
+    fn push_targets<'a>(&'a self, pr: PrNumber, out: &mut Vec<&'a ImpactedTargets>) {
+        match self.entry(pr) {
+            Some(e) if e.has_impacted_targets() => {
+                if let Some(t) = &e.impacted {
+                    out.push(&t.targets);
+                }
+            }
+            Some(_) => out.push(&ALL),
+            None => {}
+        }
     }
 
     /// Positions (in `s.runs`) of the groups in `line` that the run at `at` contains.
@@ -179,12 +206,11 @@ impl Work {
         let mut to_close: Vec<String> = restart;
         let mut queue: BTreeMap<LineKey, Vec<PrNumber>> = BTreeMap::new();
         loop {
-            for id in self.line() {
-                let contains_removed = self
-                    .run(&id)
-                    .is_some_and(|r| r.dependent_prs.iter().any(|p| removed.contains(p)));
-                if contains_removed && !to_close.contains(&id) {
-                    to_close.push(id);
+            for r in &self.s.runs {
+                let contains_removed =
+                    r.kind == RunKind::Main && r.dependent_prs.iter().any(|p| removed.contains(p));
+                if contains_removed && !to_close.contains(&r.id) {
+                    to_close.push(r.id.clone());
                 }
             }
             for id in std::mem::take(&mut to_close) {

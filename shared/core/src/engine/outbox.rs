@@ -112,7 +112,6 @@ impl Work {
     /// The schedule: effects due again, timeouts, refreshes of pull requests whose
     /// mergeability is still unknown. Batching waits end in the settling that follows.
     pub fn tick(&mut self) {
-        self.readiness_stale = true;
         self.emit_due_effects();
         self.expire_runs();
         self.refresh_unknown_mergeability();

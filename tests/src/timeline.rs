@@ -98,6 +98,7 @@ impl Step {
                 let at = self.at;
                 let e = self.entry(pr);
                 e.ready_at = Some(at);
+                e.pr_facts.mergeability = Mergeability::Mergeable;
                 set_state(e, EntryState::Pending, at);
             }
             Event::Start(id, prs) => self.start(id, &prs),
@@ -147,7 +148,15 @@ impl Step {
             no_batch: false,
             force_enqueued: false,
             submitted_at: at,
-            pr_facts: facts(pr),
+            pr_facts: PrFacts {
+                // Not ready: the host is still computing whether it merges.
+                mergeability: if ready {
+                    Mergeability::Mergeable
+                } else {
+                    Mergeability::InProgress
+                },
+                ..facts(pr)
+            },
             impacted: None,
             current_run: None,
             dependent_prs: vec![],
@@ -273,5 +282,9 @@ fn run(id: &str, kind: RunKind, tested: Vec<TestedPr>, at: Timestamp) -> TestRun
         started_at: Some(at),
         finished_at: None,
         reason: None,
+        place: Default::default(),
+        held: false,
+        diverged: false,
+        bisection_of: None,
     }
 }

@@ -53,6 +53,23 @@ impl ImpactedTargets {
             (ImpactedTargets::List(a), ImpactedTargets::List(b)) => !a.is_disjoint(b),
         }
     }
+
+    /// Adds `other`'s targets to these (`ALL` absorbs everything).
+    pub fn absorb(&mut self, other: &ImpactedTargets) {
+        match (&mut *self, other) {
+            (ImpactedTargets::All, _) => {}
+            (_, ImpactedTargets::All) => *self = ImpactedTargets::All,
+            (ImpactedTargets::List(a), ImpactedTargets::List(b)) => a.extend(b.iter().cloned()),
+        }
+    }
+
+    /// The targets as `impactedTargets` lists them: `["ALL"]` for everything.
+    pub fn to_list(&self) -> Vec<String> {
+        match self {
+            ImpactedTargets::All => vec!["ALL".to_owned()],
+            ImpactedTargets::List(set) => set.iter().cloned().collect(),
+        }
+    }
 }
 
 /// Impacted targets as uploaded, with the head sha they were uploaded for.

@@ -14,6 +14,10 @@ pub enum ErrorCode {
     QueueAlreadyExists,
     QueueNotEmpty,
     PullRequestNotActive,
+    /// Restart asked for an entry that is neither testing nor pending failure.
+    PullRequestNotTesting,
+    /// The pull request is being merged; it can no longer be cancelled.
+    PullRequestMerging,
     QueueDraining,
     QueueSwitchingModes,
     ShaMismatch,
@@ -31,6 +35,8 @@ impl ErrorCode {
             ErrorCode::QueueAlreadyExists => "QUEUE_ALREADY_EXISTS",
             ErrorCode::QueueNotEmpty => "QUEUE_NOT_EMPTY",
             ErrorCode::PullRequestNotActive => "PULL_REQUEST_NOT_ACTIVE",
+            ErrorCode::PullRequestNotTesting => "PULL_REQUEST_NOT_TESTING",
+            ErrorCode::PullRequestMerging => "PULL_REQUEST_MERGING",
             ErrorCode::QueueDraining => "QUEUE_DRAINING",
             ErrorCode::QueueSwitchingModes => "QUEUE_SWITCHING_MODES",
             ErrorCode::ShaMismatch => "SHA_MISMATCH",

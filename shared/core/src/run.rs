@@ -24,6 +24,23 @@ wire_enum! {
     }
 }
 
+/// Where a group stands in the line (SEMANTICS §3): urgent groups first, then in the order
+/// the groups joined. A group keeps its place when it restarts.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
+pub struct LinePlace {
+    /// [`LinePlace::URGENT`] or [`LinePlace::NORMAL`].
+    pub class: u8,
+    /// When the group joined the line (a counter of the queue).
+    pub seq: u64,
+}
+
+impl LinePlace {
+    pub const URGENT: u8 = 0;
+    pub const NORMAL: u8 = 1;
+}
+
 /// A pull request under test in a run, as `testedPullRequests` reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TestedPr {
@@ -75,6 +92,48 @@ pub struct TestRun {
     /// Why the run failed or was cancelled: `tests_failed`, `timeout`, `restart`, ...
     #[serde(default)]
     pub reason: Option<String>,
+    /// The group's place in the line (main runs), or the failed group's (bisection runs).
+    #[serde(default)]
+    pub place: LinePlace,
+    /// A restart asked for while every testing slot was busy: the branch is created when a
+    /// slot frees.
+    #[serde(default)]
+    pub held: bool,
+    /// The target received merges this run does not contain (parallel mode): its tested
+    /// commit is no longer exactly the target's future state.
+    #[serde(default)]
+    pub diverged: bool,
+    /// For a bisection run: the id of the failed run whose batch it splits.
+    #[serde(default)]
+    pub bisection_of: Option<String>,
+}
+
+/// The search for the culprits of a failed batch (SEMANTICS §6), kept on the queue item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bisection {
+    /// The failed run of the batch.
+    pub run_id: String,
+    /// The batch's place in the line: splits are tested on what was ahead of it.
+    pub place: LinePlace,
+    /// Why the batch failed (`tests_failed`, `timeout`, ...): the culprits fail for it.
+    pub reason: String,
+    /// Splits still to test or testing.
+    pub splits: Vec<Split>,
+    /// Sets of pull requests known to fail on this bisection's base, each sorted.
+    #[serde(default)]
+    pub failed_sets: Vec<Vec<PrNumber>>,
+}
+
+/// One half of a failed set, tested by a bisection run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Split {
+    /// The pull requests, in queue order.
+    pub prs: Vec<PrNumber>,
+    /// The other half of the same failed set.
+    pub sibling: Vec<PrNumber>,
+    /// The bisection run testing it; `None` while it waits for a bisection slot.
+    #[serde(default)]
+    pub run: Option<String>,
 }
 
 impl TestRun {

@@ -4,7 +4,7 @@ use crate::engine::{PendingEffect, Transition};
 use crate::entry::Entry;
 use crate::history::{Restart, restarts_between};
 use crate::ids::{OrgId, PrNumber, QueueId, RepoRef, Sha};
-use crate::run::TestRun;
+use crate::run::{Bisection, RunStatus, TestRun};
 use crate::settings::{ModeAndState, QueueConfig, QueueMode, QueueState};
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -21,6 +21,10 @@ pub struct EngineState {
     pub next_run: u64,
     /// Next effect number, for effect ids.
     pub next_effect: u64,
+    /// Next place in the line, for groups that join it.
+    pub next_place: u64,
+    /// Failed batches being bisected.
+    pub bisections: Vec<Bisection>,
 }
 
 /// A queue: one target branch of one repository, owned by one organisation.
@@ -94,7 +98,8 @@ pub struct QueueSnapshot {
     pub queue: Queue,
     /// Every non-terminal entry, at most one per pull request.
     pub entries: Vec<Entry>,
-    /// Every run not yet finished.
+    /// Every run in progress, and every finished run whose group is still in line (passed
+    /// and waiting to merge, or failed and waiting for the pending-failure rules).
     pub runs: Vec<TestRun>,
     /// Effects emitted and not yet executed.
     pub outbox: Vec<PendingEffect>,
@@ -125,7 +130,7 @@ impl QueueSnapshot {
 
     /// True while a test run of the queue is in flight.
     pub fn is_testing(&self) -> bool {
-        !self.runs.is_empty()
+        self.runs.iter().any(|r| r.status == RunStatus::InProgress)
     }
 }
 

@@ -4,7 +4,8 @@ use super::shell::{MAX_COMMIT_ATTEMPTS, backoff, load_owned, mutate};
 use crate::app::App;
 use crate::error::ApiError;
 use crate::wire::{EnqueuedPullRequest, QueueTarget, QueueView, QueueWithEntries};
-use mq_core::engine::Transition;
+use mq_core::engine::view::queue_order;
+use mq_core::engine::{Ctx, Event, step};
 use mq_core::error::{DomainError, ErrorCode};
 use mq_core::ids::{OrgId, QueueId};
 use mq_core::settings::SettingsPatch;
@@ -54,29 +55,15 @@ pub async fn update(
     id: &QueueId,
     patch: &SettingsPatch,
 ) -> Result<Queue, ApiError> {
-    let applied = mutate(app, org, id, |snapshot, _now| {
-        apply_settings(snapshot, patch)
+    let event = Event::UpdateSettings {
+        patch: patch.clone(),
+    };
+    let applied = mutate(app, org, id, |snapshot, now| {
+        let seed = uuid::Uuid::new_v4().as_u64_pair().0;
+        step(snapshot, &event, Ctx { now, seed })
     })
     .await?;
     Ok(applied.transition.snapshot.queue)
-}
-
-fn apply_settings(
-    snapshot: &QueueSnapshot,
-    patch: &SettingsPatch,
-) -> Result<Transition, DomainError> {
-    let mut after = snapshot.clone();
-    patch.apply_fields(&mut after.queue.config);
-    let testing = snapshot.is_testing();
-    let mut next = snapshot
-        .queue
-        .mode_and_state()
-        .update(patch.state, patch.mode, testing)?;
-    if !testing {
-        next = next.finish_switch();
-    }
-    after.queue.set_mode_and_state(next);
-    Ok(Transition::unchanged(&after))
 }
 
 /// Deletes a queue with no active entries; 409 while any is active.
@@ -112,11 +99,4 @@ pub fn view_with_entries(snapshot: &QueueSnapshot) -> QueueWithEntries {
             .map(EnqueuedPullRequest::from)
             .collect(),
     }
-}
-
-/// Entries as the queue will take them: by priority value, then submission.
-fn queue_order(snapshot: &QueueSnapshot) -> Vec<&mq_core::entry::Entry> {
-    let mut entries: Vec<_> = snapshot.entries.iter().collect();
-    entries.sort_by_key(|e| (e.priority.value, e.seq));
-    entries
 }

@@ -62,6 +62,12 @@ pub enum Effect {
     RefreshPullRequest {
         pr: PrNumber,
     },
+    /// Read the statuses and check runs already reported on a test branch's tip: CI may
+    /// report before the run's sha is known. The answer is `EffectOutcome::Checks`.
+    FetchChecks {
+        run_id: String,
+        sha: Sha,
+    },
 }
 
 /// An effect in the outbox, with its retry bookkeeping.

@@ -37,11 +37,16 @@ pub enum Event {
     /// `submitPullRequest` or the `/service merge` comment command; `pr` is what the Git host
     /// said about the pull request at submission. Resubmitting an active entry updates its
     /// priority and `no_batch` in place.
+    ///
+    /// `head_checks_passed` says whether every required status of the pull request's own head
+    /// passed (the shell reads them from the Git host); only direct merge
+    /// (`directMergeMode: always`) uses it, together with `pr.based_on_target_head`.
     Submit {
         pr: PrFacts,
         priority: Priority,
         no_batch: bool,
         force: bool,
+        head_checks_passed: bool,
     },
     Cancel {
         pr: PrNumber,
@@ -116,6 +121,11 @@ pub enum EffectOutcome {
     MergeRefused { refusal: MergeRefusal },
     /// The pull request as it is now (answer to a refresh).
     PullRequest { pr: PrFacts },
+    /// What CI had reported on a test branch's tip (answer to a fetch of checks).
+    Checks {
+        statuses: Vec<StatusReport>,
+        check_runs: Vec<CheckRunReport>,
+    },
 }
 
 /// Why the Git host refused a merge.

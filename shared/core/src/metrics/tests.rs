@@ -115,6 +115,10 @@ fn run(id: &str, kind: RunKind, prs: &[u32], started: i64) -> TestRun {
         started_at: Some(ago(started)),
         finished_at: None,
         reason: None,
+        place: Default::default(),
+        held: false,
+        diverged: false,
+        bisection_of: None,
     }
 }
 

@@ -96,6 +96,10 @@ pub fn run(id: &str, prs: &[u32], sha: Option<&str>, at: Timestamp) -> TestRun {
         started_at: None,
         finished_at: None,
         reason: None,
+        place: Default::default(),
+        held: false,
+        diverged: false,
+        bisection_of: None,
     }
 }
 

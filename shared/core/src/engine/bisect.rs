@@ -1,0 +1,297 @@
+//! Bisection of a failed batch (SEMANTICS §6).
+//!
+//! The batch's pull requests stay in `pending_failure` while their batch is split in halves,
+//! recursively; each split is a bisection run (its id ends in `-bisection`) on what was ahead
+//! of the batch, at most `bisectionConcurrency` at once. A split that passes goes back to the
+//! queue (its entries `pending`, ordered by priority and submission as before); a single pull
+//! request that fails alone is a culprit and fails.
+//!
+//! With `optimizationMode: bisection_skip_redundant_tests`, a split whose result is implied
+//! is not run: the halves of a set are tested one after the other, and the sibling of a
+//! passing half is implied to fail (their parent failed), so a single pull request there is
+//! the culprit at once and a larger one is split again without a test; any set known to fail
+//! on this base (the batch itself, a failed split) is split at once instead of being tested.
+//! Only failures are reused, never passes, and a move of the target outside the queue
+//! forgets them. Without the option both halves test at once (faster, more CI).
+
+use super::line::key_of;
+use super::work::Work;
+use crate::entry::EntryState;
+use crate::ids::PrNumber;
+use crate::run::{Bisection, RunKind, Split, TestRun};
+use crate::settings::OptimizationMode;
+
+impl Work {
+    fn skip_redundant(&self) -> bool {
+        self.cfg().optimization_mode == OptimizationMode::BisectionSkipRedundantTests
+    }
+
+    /// Starts the search for the culprits of a failed batch.
+    pub fn start_bisection(&mut self, run: &TestRun, prs: &[PrNumber], why: &str) {
+        let (left, right) = halves(prs);
+        let bisection = Bisection {
+            run_id: run.id.clone(),
+            place: run.place,
+            reason: why.to_owned(),
+            splits: vec![
+                Split {
+                    prs: left.clone(),
+                    sibling: right.clone(),
+                    run: None,
+                },
+                Split {
+                    prs: right,
+                    sibling: left,
+                    run: None,
+                },
+            ],
+            failed_sets: vec![sorted(prs)],
+        };
+        for &pr in prs {
+            self.set_state(pr, EntryState::PendingFailure);
+        }
+        self.s.queue.engine.bisections.push(bisection);
+    }
+
+    /// Starts waiting splits while bisection slots are free; settles known results.
+    pub fn run_bisections(&mut self) -> bool {
+        let mut changed = false;
+        let mut b = 0;
+        while b < self.s.queue.engine.bisections.len() {
+            changed |= self.advance_bisection(b);
+            if self.s.queue.engine.bisections[b].splits.is_empty() {
+                self.s.queue.engine.bisections.remove(b);
+                changed = true;
+            } else {
+                b += 1;
+            }
+        }
+        changed
+    }
+
+    fn advance_bisection(&mut self, b: usize) -> bool {
+        let mut changed = false;
+        let mut i = 0;
+        while i < self.s.queue.engine.bisections[b].splits.len() {
+            let bisection = &self.s.queue.engine.bisections[b];
+            let split = &bisection.splits[i];
+            if split.run.is_some() {
+                i += 1;
+                continue;
+            }
+            let known_failed = bisection.failed_sets.contains(&sorted(&split.prs));
+            if self.skip_redundant() && known_failed {
+                let split = self.s.queue.engine.bisections[b].splits.remove(i);
+                self.split_settled_failed(b, split);
+                changed = true;
+                continue;
+            }
+            let first_half_pending = bisection.splits[..i].iter().any(|s| s.prs == split.sibling);
+            if self.skip_redundant() && first_half_pending {
+                // Its result may be implied by its sibling's: wait for that first.
+                i += 1;
+                continue;
+            }
+            let budget = self.cfg().bisection_concurrency.max(1) as usize;
+            if !self.can_start() || self.bisection_in_flight() >= budget {
+                break;
+            }
+            let place = bisection.place;
+            let failed_run = bisection.run_id.clone();
+            let prs = split.prs.clone();
+            let deps = self.deps_ahead(key_of(place), &prs);
+            let dependent_prs: Vec<PrNumber> = deps
+                .iter()
+                .filter_map(|id| self.run(id))
+                .flat_map(|r| self.active_prs(r))
+                .collect();
+            let id = self.create_run(
+                RunKind::Bisection,
+                place,
+                prs,
+                dependent_prs,
+                Some(failed_run),
+            );
+            self.s.queue.engine.bisections[b].splits[i].run = Some(id);
+            changed = true;
+            i += 1;
+        }
+        changed
+    }
+
+    /// Where a bisection run's split is: (bisection index, split index).
+    fn split_of_run(&self, run_id: &str) -> Option<(usize, usize)> {
+        self.s
+            .queue
+            .engine
+            .bisections
+            .iter()
+            .enumerate()
+            .find_map(|(b, bis)| {
+                bis.splits
+                    .iter()
+                    .position(|s| s.run.as_deref() == Some(run_id))
+                    .map(|i| (b, i))
+            })
+    }
+
+    /// A split passed: its pull requests go back to the queue.
+    pub fn split_passed(&mut self, run_id: &str) {
+        let Some((b, i)) = self.split_of_run(run_id) else {
+            self.close_run(run_id, "bisection");
+            return;
+        };
+        let split = self.s.queue.engine.bisections[b].splits.remove(i);
+        self.close_run(run_id, "bisection");
+        for &pr in &split.prs {
+            self.set_state(pr, EntryState::Pending);
+        }
+        if self.skip_redundant() {
+            self.imply_sibling_failed(b, &split.sibling);
+        }
+    }
+
+    /// The parent set failed and this half passed: the other half is implied to fail. A
+    /// single pull request is the culprit at once; a larger half still waiting is split
+    /// without being tested (one already testing finishes).
+    fn imply_sibling_failed(&mut self, b: usize, sibling: &[PrNumber]) {
+        let Some(j) = self.s.queue.engine.bisections[b]
+            .splits
+            .iter()
+            .position(|s| s.prs == sibling)
+        else {
+            return;
+        };
+        let split = &self.s.queue.engine.bisections[b].splits[j];
+        if split.prs.len() == 1 {
+            let culprit = self.s.queue.engine.bisections[b].splits.remove(j);
+            if let Some(run) = &culprit.run {
+                self.close_run(run, "bisection");
+            }
+            self.fail_culprits(b, &culprit.prs);
+        } else if split.run.is_none() {
+            let known = sorted(sibling);
+            let bisection = &mut self.s.queue.engine.bisections[b];
+            if !bisection.failed_sets.contains(&known) {
+                bisection.failed_sets.push(known);
+            }
+        }
+    }
+
+    /// A split failed: a single pull request is a culprit, a larger split is halved.
+    pub fn split_failed(&mut self, run_id: &str) {
+        let Some((b, i)) = self.split_of_run(run_id) else {
+            self.close_run(run_id, "bisection");
+            return;
+        };
+        let split = self.s.queue.engine.bisections[b].splits.remove(i);
+        self.close_run(run_id, "bisection");
+        self.split_settled_failed(b, split);
+    }
+
+    fn split_settled_failed(&mut self, b: usize, split: Split) {
+        let known = sorted(&split.prs);
+        let bisection = &mut self.s.queue.engine.bisections[b];
+        if !bisection.failed_sets.contains(&known) {
+            bisection.failed_sets.push(known);
+        }
+        if split.prs.len() <= 1 {
+            self.fail_culprits(b, &split.prs);
+            return;
+        }
+        let (left, right) = halves(&split.prs);
+        let bisection = &mut self.s.queue.engine.bisections[b];
+        bisection.splits.push(Split {
+            prs: left.clone(),
+            sibling: right.clone(),
+            run: None,
+        });
+        bisection.splits.push(Split {
+            prs: right,
+            sibling: left,
+            run: None,
+        });
+    }
+
+    fn fail_culprits(&mut self, b: usize, prs: &[PrNumber]) {
+        let why = self.s.queue.engine.bisections[b].reason.clone();
+        let detail = format!(
+            "{} (found by bisecting its batch)",
+            super::failure::failure_detail(&why)
+        );
+        for &pr in prs {
+            self.conclude(pr, EntryState::Failed, &why, &detail);
+        }
+    }
+
+    /// Takes a pull request out of the bisection it is in (cancelled, closed, ...); a split
+    /// testing it is cancelled and waits again without it.
+    pub fn leave_bisection(&mut self, pr: PrNumber) {
+        let found = self
+            .s
+            .queue
+            .engine
+            .bisections
+            .iter()
+            .enumerate()
+            .find_map(|(b, bis)| {
+                bis.splits
+                    .iter()
+                    .position(|s| s.prs.contains(&pr))
+                    .map(|i| (b, i))
+            });
+        let Some((b, i)) = found else { return };
+        let split = &mut self.s.queue.engine.bisections[b].splits[i];
+        split.prs.retain(|&p| p != pr);
+        let run = split.run.take();
+        if split.prs.is_empty() {
+            self.s.queue.engine.bisections[b].splits.remove(i);
+        }
+        if let Some(run) = run {
+            self.close_run(&run, "cancelled");
+        }
+    }
+
+    /// Re-runs the split a pull request is in, when it is testing.
+    pub fn restart_split(&mut self, pr: PrNumber) {
+        let found = self
+            .s
+            .queue
+            .engine
+            .bisections
+            .iter()
+            .enumerate()
+            .find_map(|(b, bis)| {
+                bis.splits
+                    .iter()
+                    .position(|s| s.prs.contains(&pr))
+                    .map(|i| (b, i))
+            });
+        let Some((b, i)) = found else { return };
+        if let Some(run) = self.s.queue.engine.bisections[b].splits[i].run.take() {
+            self.close_run(&run, "restart");
+        }
+    }
+
+    /// Whether a pull request is in a bisection.
+    pub fn in_bisection(&self, pr: PrNumber) -> bool {
+        self.s
+            .queue
+            .engine
+            .bisections
+            .iter()
+            .any(|b| b.splits.iter().any(|s| s.prs.contains(&pr)))
+    }
+}
+
+/// Splits a set in two halves (the first the larger), keeping the order.
+pub fn halves(prs: &[PrNumber]) -> (Vec<PrNumber>, Vec<PrNumber>) {
+    let mid = prs.len().div_ceil(2);
+    (prs[..mid].to_vec(), prs[mid..].to_vec())
+}
+
+fn sorted(prs: &[PrNumber]) -> Vec<PrNumber> {
+    let mut v = prs.to_vec();
+    v.sort_unstable();
+    v
+}

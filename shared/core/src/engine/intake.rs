@@ -1,0 +1,343 @@
+//! Commands and facts about pull requests: submit, cancel, restart, impacted targets, what
+//! the Git host says about a pull request, and the target branch moving outside the queue
+//! (SEMANTICS §3, §4, §7, §8).
+
+use super::CancelReason;
+use super::work::Work;
+use super::{BranchPr, Effect};
+use crate::entry::{Entry, EntryState, ImpactedTargets, UploadedTargets};
+use crate::error::{DomainError, ErrorCode};
+use crate::git::{PrFacts, PrState};
+use crate::ids::{PrNumber, Sha};
+use crate::priority::Priority;
+use crate::run::{RunKind, RunStatus};
+use crate::settings::{DirectMergeMode, accepts_submissions};
+use std::collections::BTreeSet;
+
+/// A submission, as the engine receives it.
+pub(super) struct Submission<'a> {
+    pub pr: &'a PrFacts,
+    pub priority: Priority,
+    pub no_batch: bool,
+    pub force: bool,
+    pub head_checks_passed: bool,
+}
+
+impl Work {
+    /// Submits a pull request, or updates an active entry's priority and `noBatch`.
+    pub fn submit(&mut self, sub: &Submission<'_>) -> Result<(), DomainError> {
+        accepts_submissions(self.s.queue.state)?;
+        if sub.pr.state != PrState::Open {
+            return Err(DomainError::conflict(
+                ErrorCode::PullRequestNotOpen,
+                format!("pull request {} is not open", sub.pr.number),
+            ));
+        }
+        if let Some(e) = self.entry(sub.pr.number) {
+            if e.pr_facts.head_sha == sub.pr.head_sha {
+                let e = self.entry_mut(sub.pr.number).expect("entry exists");
+                e.priority = sub.priority;
+                e.no_batch = sub.no_batch;
+                return Ok(());
+            }
+            self.remove_entries(&[sub.pr.number], EntryState::Cancelled, "new_commits");
+        }
+        let seq = self.s.queue.engine.next_seq;
+        self.s.queue.engine.next_seq += 1;
+        let entry = Entry {
+            id: self.next_entry_id(seq),
+            pr: sub.pr.number,
+            seq,
+            state: EntryState::NotReady,
+            state_changed_at: self.now,
+            priority: sub.priority,
+            no_batch: sub.no_batch,
+            force_enqueued: sub.force,
+            submitted_at: self.now,
+            pr_facts: sub.pr.clone(),
+            impacted: None,
+            current_run: None,
+            dependent_prs: Vec::new(),
+            ready_at: None,
+            first_tested_at: None,
+            concluded_at: None,
+            ci_runs: 0,
+            restarts: 0,
+            conclusion: None,
+        };
+        self.s.entries.push(entry);
+        self.entries_changed();
+        self.refresh_readiness();
+        self.notify_submitted(sub.pr.number);
+        if sub.head_checks_passed && self.direct_merge_applies(sub.pr.number) {
+            self.direct_merge(sub.pr.number);
+        }
+        Ok(())
+    }
+
+    /// SEMANTICS §8: with `directMergeMode: always`, a ready pull request based on the target
+    /// head, whose own required statuses passed, merges at once when nothing is ahead of it
+    /// (in parallel mode, when nothing it depends on is in line or waiting; without uploaded
+    /// targets that means nothing at all).
+    fn direct_merge_applies(&self, pr: PrNumber) -> bool {
+        let Some(e) = self.entry(pr) else {
+            return false;
+        };
+        let readiness = e.readiness(&self.s.queue.branch, false);
+        let ready = readiness.does_base_branch_match && readiness.mergeable && !e.pr_facts.draft;
+        let ahead = self.s.entries.iter().filter(|o| o.pr != pr).any(|o| {
+            o.state != EntryState::NotReady
+                && (!self.parallel()
+                    || self.targets_of(&[o.pr]).intersects(&self.targets_of(&[pr])))
+        });
+        self.cfg().direct_merge_mode == DirectMergeMode::Always
+            && self.can_start()
+            && ready
+            && e.pr_facts.based_on_target_head
+            && !ahead
+            && !self.merge_in_flight()
+    }
+
+    fn direct_merge(&mut self, pr: PrNumber) {
+        self.set_state(pr, EntryState::TestsPassed);
+        let prs: Vec<BranchPr> = self.branch_pr(pr).into_iter().collect();
+        let effect = Effect::Merge {
+            run_id: None,
+            prs,
+            method: self.cfg().merge_method,
+            expected_target_sha: self.s.queue.engine.target_head.clone(),
+            tested_sha: None,
+        };
+        self.emit(effect);
+    }
+
+    /// `cancelPullRequest` and the cancel comment command.
+    pub fn cancel(&mut self, pr: PrNumber, why: CancelReason) -> Result<(), DomainError> {
+        self.active_entry(pr)?;
+        if self.merging_prs().contains(&pr) {
+            return Err(DomainError::conflict(
+                ErrorCode::PullRequestMerging,
+                format!("pull request {pr} is being merged and can no longer be cancelled"),
+            ));
+        }
+        self.remove_entries(&[pr], EntryState::Cancelled, cancel_reason(why));
+        Ok(())
+    }
+
+    /// `restartTestsOnPullRequest`: re-runs the entry's group in place, with the same
+    /// pull requests ahead of it (those merged since are in the target); no other group
+    /// restarts. Valid in `testing` and `pending_failure`.
+    pub fn restart(&mut self, pr: PrNumber) -> Result<(), DomainError> {
+        let state = self.active_entry(pr)?.state;
+        if !matches!(state, EntryState::Testing | EntryState::PendingFailure) {
+            return Err(DomainError::conflict(
+                ErrorCode::PullRequestNotTesting,
+                format!(
+                    "pull request {pr} is {state}; only a testing or pending_failure pull request can be restarted"
+                ),
+            ));
+        }
+        if self.in_bisection(pr) {
+            self.restart_split(pr);
+            return Ok(());
+        }
+        let run_id = self.entry(pr).and_then(|e| e.current_run.clone());
+        if let Some(id) = run_id {
+            self.rerun_in_place(&id);
+        }
+        Ok(())
+    }
+
+    /// A new run of the same group, place and dependencies. When no testing slot is free
+    /// (or the queue is not running) it is held and starts when one frees.
+    fn rerun_in_place(&mut self, id: &str) {
+        let Some(old) = self.run(id).cloned() else {
+            return;
+        };
+        let slot_after = self.main_in_flight()
+            - usize::from(old.status == RunStatus::InProgress && !old.held)
+            < self.cfg().concurrency as usize;
+        self.close_run(id, "restart");
+        let new_id = self.next_run_id(RunKind::Main);
+        let mut run = old.clone();
+        run.id = new_id.clone();
+        run.branch = self.branch_for(&new_id);
+        run.status = RunStatus::InProgress;
+        run.created_at = self.now;
+        run.sha = None;
+        run.required = None;
+        run.statuses.clear();
+        run.check_runs.clear();
+        run.started_at = None;
+        run.finished_at = None;
+        run.reason = None;
+        run.held = !(slot_after && self.can_start());
+        let prs = self.active_prs(&old);
+        for &pr in &prs {
+            if let Some(e) = self.entry_mut(pr) {
+                e.current_run = Some(new_id.clone());
+                e.restarts += 1;
+                e.ci_runs += 1;
+            }
+            self.set_state(pr, EntryState::Testing);
+        }
+        let held = run.held;
+        self.s.runs.push(run);
+        if !held {
+            self.request_branch(&new_id);
+        }
+    }
+
+    /// `setImpactedTargets` for the entry's current head.
+    pub fn set_impacted_targets(
+        &mut self,
+        pr: PrNumber,
+        head_sha: &Sha,
+        targets: &ImpactedTargets,
+    ) -> Result<(), DomainError> {
+        let entry = self.active_entry(pr)?;
+        if &entry.pr_facts.head_sha != head_sha {
+            return Err(DomainError::conflict(
+                ErrorCode::ShaMismatch,
+                format!(
+                    "impacted targets were uploaded for {}, but pull request {pr} is at {}",
+                    head_sha.short(),
+                    entry.pr_facts.head_sha.short()
+                ),
+            ));
+        }
+        let now = self.now;
+        let e = self.entry_mut(pr).expect("entry exists");
+        e.impacted = Some(UploadedTargets {
+            head_sha: head_sha.clone(),
+            targets: targets.clone(),
+            uploaded_at: now,
+        });
+        self.readiness_stale = true;
+        Ok(())
+    }
+
+    /// The Git host describes a pull request anew: closed, new commits and a changed base
+    /// cancel its entry; other changes (title, mergeability) update it.
+    pub fn pr_updated(&mut self, facts: &PrFacts) {
+        let Some(entry) = self.entry(facts.number) else {
+            return;
+        };
+        let old = entry.pr_facts.clone();
+        let why = if facts.state != PrState::Open {
+            Some("pr_closed")
+        } else if facts.head_sha != old.head_sha {
+            Some("new_commits")
+        } else if facts.base_branch != old.base_branch && old.base_branch == self.s.queue.branch {
+            Some("base_changed")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            self.remove_entries(&[facts.number], EntryState::Cancelled, why);
+            return;
+        }
+        if let Some(e) = self.entry_mut(facts.number) {
+            e.pr_facts = facts.clone();
+        }
+        self.readiness_stale = true;
+    }
+
+    /// A push the queue did not make moved the target: every group restarts on the new head.
+    pub fn target_moved(&mut self, sha: &Sha) {
+        if self.merge_in_flight() {
+            // The push may be the merge itself; a foreign push makes the merge fail with
+            // `TargetMoved`, which restarts everything then.
+            return;
+        }
+        self.target_moved_to(sha);
+    }
+
+    pub fn target_moved_to(&mut self, sha: &Sha) {
+        if self.s.queue.engine.target_head.as_ref() == Some(sha) {
+            return;
+        }
+        self.s.queue.engine.target_head = Some(sha.clone());
+        for b in &mut self.s.queue.engine.bisections {
+            b.failed_sets.clear();
+        }
+        let everything = self.line();
+        self.reshuffle(everything, BTreeSet::new(), "target_moved");
+    }
+
+    /// Ends the entries of `prs` (cancelled or failed): they leave their group, which
+    /// restarts without them, and every group containing them restarts.
+    pub fn remove_entries(&mut self, prs: &[PrNumber], state: EntryState, why: &str) {
+        let mut groups = Vec::new();
+        for &pr in prs {
+            let Some(e) = self.entry(pr) else { continue };
+            if let Some(run) = e.current_run.clone()
+                && self.run(&run).is_some_and(|r| r.kind == RunKind::Main)
+                && !groups.contains(&run)
+            {
+                groups.push(run);
+            }
+            self.leave_bisection(pr);
+            let detail = cancel_detail(why);
+            self.conclude(pr, state, why, &detail);
+        }
+        let removed: BTreeSet<PrNumber> = prs.iter().copied().collect();
+        self.reshuffle(groups, removed, "restart");
+    }
+
+    /// Moves entries between `not_ready` and `pending` as their readiness changes
+    /// (SEMANTICS §4, spec §2.5); drafts are not ready.
+    pub fn refresh_readiness(&mut self) -> bool {
+        let branch = self.s.queue.branch.clone();
+        let parallel = self.parallel();
+        let now = self.now;
+        let mut changed = false;
+        for e in &mut self.s.entries {
+            let ready = e.readiness(&branch, parallel).is_ready() && !e.pr_facts.draft;
+            let next = match (e.state, ready) {
+                (EntryState::NotReady, true) => EntryState::Pending,
+                (EntryState::Pending, false) if e.current_run.is_none() => EntryState::NotReady,
+                _ => continue,
+            };
+            e.state = next;
+            e.state_changed_at = now;
+            if next == EntryState::Pending {
+                e.ready_at.get_or_insert(now);
+            }
+            changed = true;
+        }
+        changed
+    }
+
+    /// The active entry of a pull request, or 409 when there is none (the shell, which
+    /// reads history, answers 404 first for a pull request never submitted).
+    fn active_entry(&self, pr: PrNumber) -> Result<&Entry, DomainError> {
+        self.entry(pr).ok_or_else(|| {
+            DomainError::conflict(
+                ErrorCode::PullRequestNotActive,
+                format!("pull request {pr} is not active in the queue"),
+            )
+        })
+    }
+}
+
+fn cancel_reason(why: CancelReason) -> &'static str {
+    match why {
+        CancelReason::Api => "cancelled_by_api",
+        CancelReason::Comment => "cancelled_by_comment",
+        CancelReason::PrClosed => "pr_closed",
+        CancelReason::NewCommits => "new_commits",
+        CancelReason::BaseChanged => "base_changed",
+    }
+}
+
+fn cancel_detail(why: &str) -> String {
+    match why {
+        "cancelled_by_api" => "cancelled through the API".to_owned(),
+        "cancelled_by_comment" => "cancelled by a comment command".to_owned(),
+        "pr_closed" => "the pull request was closed".to_owned(),
+        "new_commits" => "new commits were pushed to the pull request".to_owned(),
+        "base_changed" => "the pull request's base branch changed".to_owned(),
+        other => super::failure::failure_detail(other),
+    }
+}

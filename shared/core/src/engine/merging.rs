@@ -1,0 +1,190 @@
+//! Merging passed groups into the target, and what the Git host answers (SEMANTICS §4, §5,
+//! §8).
+//!
+//! One merge is in flight at a time. The merge takes the front-most group whose own run
+//! passed and whose dependencies all passed, extended to the furthest such group whose
+//! branch contains it: everything up to that group merges at once, each pull request as its
+//! own commit (by `mergeMethod`), and the target is expected to end at the tested tree of
+//! the last group. A group cleared by optimistic merge only ever merges as part of the group
+//! whose pass cleared it. Nothing merges while the queue is paused.
+
+use super::line::line_positions;
+use super::work::Work;
+use super::{BranchPr, Effect, MergeRefusal};
+use crate::entry::EntryState;
+use crate::ids::{PrNumber, Sha};
+use crate::run::{RunKind, RunStatus};
+use crate::settings::QueueMode;
+use std::collections::BTreeSet;
+
+impl Work {
+    /// Emits the next merge, if one can happen.
+    pub fn merge_next(&mut self) -> bool {
+        if !self.can_merge() || self.merge_in_flight() {
+            return false;
+        }
+        let line = line_positions(&self.s);
+        let candidates: Vec<(usize, Vec<usize>)> = line
+            .iter()
+            .copied()
+            .filter(|&at| {
+                let r = &self.s.runs[at];
+                r.status == RunStatus::Succeeded && self.group_passed(r)
+            })
+            .filter_map(|at| {
+                let deps = self.deps_in(&line, at);
+                let ok = deps.iter().all(|&d| self.group_passed(&self.s.runs[d]));
+                ok.then_some((at, deps))
+            })
+            .collect();
+        let Some((first, first_deps)) = candidates.first().cloned() else {
+            return false;
+        };
+        let (last, mut set) = candidates
+            .iter()
+            .rev()
+            .find(|(_, deps)| deps.contains(&first) && first_deps.iter().all(|d| deps.contains(d)))
+            .cloned()
+            .unwrap_or((first, first_deps));
+        set.push(last);
+        let ids: Vec<String> = set.iter().map(|&i| self.s.runs[i].id.clone()).collect();
+        let last_id = self.s.runs[last].id.clone();
+        self.emit_merge(&last_id, &ids);
+        true
+    }
+
+    fn emit_merge(&mut self, last: &str, groups: &[String]) {
+        let prs: Vec<BranchPr> = groups
+            .iter()
+            .filter_map(|id| self.run(id))
+            .flat_map(|r| self.active_prs(r))
+            .filter_map(|pr| self.branch_pr(pr))
+            .collect();
+        let Some(run) = self.run(last) else { return };
+        let tested_sha = if run.diverged { None } else { run.sha.clone() };
+        let effect = Effect::Merge {
+            run_id: Some(last.to_owned()),
+            prs,
+            method: self.cfg().merge_method,
+            expected_target_sha: self.s.queue.engine.target_head.clone(),
+            tested_sha,
+        };
+        self.emit(effect);
+    }
+
+    /// The target now holds `prs`: their entries are merged and their groups leave the line.
+    pub fn merged(&mut self, prs: &[BranchPr], target_sha: &Sha) {
+        self.s.queue.engine.target_head = Some(target_sha.clone());
+        let merged: BTreeSet<PrNumber> = prs.iter().map(|p| p.pr).collect();
+        for &pr in &merged {
+            self.conclude(pr, EntryState::Merged, "merged", "merged");
+        }
+        let done: Vec<String> = self
+            .s
+            .runs
+            .iter()
+            .filter(|r| r.kind == RunKind::Main && self.active_prs(r).is_empty())
+            .map(|r| r.id.clone())
+            .collect();
+        for id in &done {
+            self.close_run(id, "merged");
+        }
+        self.after_foreign_merge(&merged);
+    }
+
+    /// Groups whose branch lacks some of `merged`: in parallel mode they no longer predict
+    /// the exact target (their merge carries no tested sha); in single mode they restart.
+    fn after_foreign_merge(&mut self, merged: &BTreeSet<PrNumber>) {
+        let lacking: Vec<String> = self
+            .s
+            .runs
+            .iter()
+            .filter(|r| r.kind == RunKind::Main)
+            .filter(|r| !merged.iter().all(|p| r.dependent_prs.contains(p)))
+            .map(|r| r.id.clone())
+            .collect();
+        if self.cfg().mode == QueueMode::Parallel {
+            for id in &lacking {
+                if let Some(r) = self.run_mut(id) {
+                    r.diverged = true;
+                }
+            }
+        } else if !lacking.is_empty() {
+            self.reshuffle(lacking, BTreeSet::new(), "target_moved");
+        }
+    }
+
+    /// A direct merge landed.
+    pub fn direct_merged(&mut self, pr: PrNumber, target_sha: &Sha) {
+        self.s.queue.engine.target_head = Some(target_sha.clone());
+        self.conclude(pr, EntryState::Merged, "merged", "merged");
+        let merged = BTreeSet::from([pr]);
+        self.after_foreign_merge(&merged);
+    }
+
+    /// The Git host refused a merge: `prs` were in it, `run_id` its last group (`None` for a
+    /// direct merge).
+    pub fn merge_refused(
+        &mut self,
+        run_id: Option<&str>,
+        prs: &[BranchPr],
+        refusal: &MergeRefusal,
+    ) {
+        let in_merge: Vec<PrNumber> = prs.iter().map(|p| p.pr).collect();
+        if run_id.is_none() {
+            self.direct_merge_refused(in_merge[0], refusal);
+            return;
+        }
+        match refusal {
+            MergeRefusal::TargetMoved { actual } => self.target_moved_to(actual),
+            MergeRefusal::PrChanged { pr } => {
+                self.remove_entries(&[*pr], EntryState::Cancelled, "new_commits");
+                self.restart_merge_groups(&in_merge);
+            }
+            MergeRefusal::Rejected { pr: Some(pr), .. } if in_merge.contains(pr) => {
+                self.remove_entries(&[*pr], EntryState::Failed, "merge_failed");
+                self.restart_merge_groups(&in_merge);
+            }
+            MergeRefusal::Rejected { .. } => {
+                self.remove_entries(&in_merge, EntryState::Failed, "merge_failed");
+            }
+        }
+    }
+
+    /// The merge failed for good (the effect could not be executed): its pull requests fail.
+    pub fn merge_failed(&mut self, prs: &[BranchPr]) {
+        let in_merge: Vec<PrNumber> = prs.iter().map(|p| p.pr).collect();
+        self.remove_entries(&in_merge, EntryState::Failed, "merge_failed");
+    }
+
+    /// Groups of a refused merge that still wait to merge restart on the current target.
+    fn restart_merge_groups(&mut self, in_merge: &[PrNumber]) {
+        let groups: Vec<String> = self
+            .line()
+            .into_iter()
+            .filter(|id| {
+                self.run(id).is_some_and(|r| {
+                    r.tested.iter().any(|t| in_merge.contains(&t.pr)) && self.group_passed(r)
+                })
+            })
+            .collect();
+        if !groups.is_empty() {
+            self.reshuffle(groups, BTreeSet::new(), "merge_refused");
+        }
+    }
+
+    fn direct_merge_refused(&mut self, pr: PrNumber, refusal: &MergeRefusal) {
+        match refusal {
+            MergeRefusal::TargetMoved { actual } => {
+                self.set_state(pr, EntryState::Pending);
+                self.target_moved_to(actual);
+            }
+            MergeRefusal::PrChanged { .. } => {
+                self.remove_entries(&[pr], EntryState::Cancelled, "new_commits");
+            }
+            MergeRefusal::Rejected { .. } => {
+                self.remove_entries(&[pr], EntryState::Failed, "merge_failed");
+            }
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! The outbox: results of executed effects, retries with backoff, and the tick.
+//!
+//! An effect stays in `snapshot.outbox` until its result is fed back. A transient failure
+//! is retried by the tick after a backoff (1, 2, 4, ... minutes, at most an hour); after
+//! [`MAX_ATTEMPTS`] failures, or a permanent one, the effect is dropped and its intent fails
+//! (a test branch that cannot be created fails its run; a merge that cannot be done fails
+//! its pull requests). The tick also emits again effects whose lease ran out without an
+//! answer, except merges while the queue is paused.
+
+use super::work::{EFFECT_LEASE_MS, Work};
+use super::{Effect, EffectOutcome, PendingEffect};
+use crate::entry::EntryState;
+use crate::git::Mergeability;
+use crate::run::RunStatus;
+
+/// Failed executions after which an effect is given up.
+pub const MAX_ATTEMPTS: u32 = 8;
+
+impl Work {
+    fn take_effect(&mut self, id: &str) -> Option<PendingEffect> {
+        let i = self.s.outbox.iter().position(|x| x.id == id)?;
+        Some(self.s.outbox.remove(i))
+    }
+
+    /// An effect was executed: apply what the Git host answered.
+    pub fn effect_succeeded(&mut self, id: &str, outcome: &EffectOutcome) {
+        let Some(done) = self.take_effect(id) else {
+            return;
+        };
+        match (&done.effect, outcome) {
+            (
+                Effect::CreateTestBranch { run_id, branch, .. },
+                EffectOutcome::BranchCreated {
+                    sha,
+                    base_sha,
+                    required,
+                },
+            ) => {
+                if self.run(run_id).is_some() {
+                    self.branch_created(run_id, sha, base_sha, required);
+                } else {
+                    self.emit(Effect::DeleteBranch {
+                        branch: branch.clone(),
+                    });
+                }
+            }
+            (Effect::CreateTestBranch { run_id, .. }, EffectOutcome::BranchConflict { pr }) => {
+                self.branch_conflict(run_id, *pr);
+            }
+            (Effect::Merge { run_id, prs, .. }, EffectOutcome::Merged { target_sha }) => {
+                match run_id {
+                    Some(_) => self.merged(prs, target_sha),
+                    None => {
+                        if let Some(p) = prs.first() {
+                            self.direct_merged(p.pr, target_sha);
+                        }
+                    }
+                }
+            }
+            (Effect::Merge { run_id, prs, .. }, EffectOutcome::MergeRefused { refusal })
+                if !prs.is_empty() =>
+            {
+                self.merge_refused(run_id.as_deref(), prs, refusal);
+            }
+            (Effect::RefreshPullRequest { .. }, EffectOutcome::PullRequest { pr }) => {
+                self.pr_updated(pr);
+            }
+            (
+                Effect::FetchChecks { run_id, sha },
+                EffectOutcome::Checks {
+                    statuses,
+                    check_runs,
+                },
+            ) if self
+                .run(run_id)
+                .is_some_and(|r| r.sha.as_ref() == Some(sha)) =>
+            {
+                self.checks_fetched(run_id, statuses, check_runs);
+            }
+            _ => {}
+        }
+    }
+
+    /// An effect could not be executed.
+    pub fn effect_failed(&mut self, id: &str, error: &str, permanent: bool) {
+        let Some(x) = self.s.outbox.iter_mut().find(|x| x.id == id) else {
+            return;
+        };
+        x.attempts += 1;
+        x.last_error = Some(error.chars().take(500).collect());
+        if !permanent && x.attempts < MAX_ATTEMPTS {
+            x.next_attempt_at = self.now.plus_millis(backoff_ms(x.attempts));
+            return;
+        }
+        let Some(given_up) = self.take_effect(id) else {
+            return;
+        };
+        match given_up.effect {
+            Effect::CreateTestBranch { run_id, .. } => {
+                let live = self
+                    .run(&run_id)
+                    .is_some_and(|r| r.status == RunStatus::InProgress);
+                if live {
+                    self.run_failed(&run_id, super::results::reason::BRANCH_ERROR);
+                }
+            }
+            Effect::Merge { prs, .. } => self.merge_failed(&prs),
+            _ => {}
+        }
+    }
+
+    /// The schedule: effects due again, timeouts, refreshes of pull requests whose
+    /// mergeability is still unknown. Batching waits end in the settling that follows.
+    pub fn tick(&mut self) {
+        self.emit_due_effects();
+        self.expire_runs();
+        self.refresh_unknown_mergeability();
+    }
+
+    fn emit_due_effects(&mut self) {
+        let now = self.now;
+        let paused = !self.can_merge();
+        let mut stale = Vec::new();
+        for i in 0..self.s.outbox.len() {
+            let x = &self.s.outbox[i];
+            if x.next_attempt_at > now || (paused && matches!(x.effect, Effect::Merge { .. })) {
+                continue;
+            }
+            if let Effect::CreateTestBranch { run_id, .. } | Effect::FetchChecks { run_id, .. } =
+                &x.effect
+                && self.run(run_id).is_none()
+            {
+                stale.push(x.id.clone());
+                continue;
+            }
+            let lease = EFFECT_LEASE_MS.max(backoff_ms(x.attempts));
+            let x = &mut self.s.outbox[i];
+            x.next_attempt_at = now.plus_millis(lease);
+            self.effects.push(x.clone());
+        }
+        for id in stale {
+            if let Some(Effect::CreateTestBranch { branch, .. }) =
+                self.take_effect(&id).map(|x| x.effect)
+            {
+                self.emit(Effect::DeleteBranch { branch });
+            }
+        }
+    }
+
+    fn refresh_unknown_mergeability(&mut self) {
+        let unknown: Vec<_> = self
+            .s
+            .entries
+            .iter()
+            .filter(|e| e.state == EntryState::NotReady)
+            .filter(|e| {
+                matches!(
+                    e.pr_facts.mergeability,
+                    Mergeability::Unspecified | Mergeability::InProgress
+                )
+            })
+            .map(|e| e.pr)
+            .collect();
+        for pr in unknown {
+            let asked = self
+                .s
+                .outbox
+                .iter()
+                .any(|x| x.effect == Effect::RefreshPullRequest { pr });
+            if !asked {
+                self.emit(Effect::RefreshPullRequest { pr });
+            }
+        }
+    }
+}
+
+/// 1, 2, 4, ... minutes after the n-th failure, at most an hour.
+pub fn backoff_ms(attempts: u32) -> i64 {
+    let minutes = 1i64 << attempts.saturating_sub(1).min(6);
+    minutes.min(60) * 60_000
+}

@@ -1,0 +1,263 @@
+//! What CI says about a run: the branch's creation, required statuses and where they come
+//! from (SEMANTICS §8), statuses and check runs folded into pass, fail or pending, timeouts.
+
+use super::work::Work;
+use crate::entry::EntryState;
+use crate::git::{CheckRunReport, RequiredStatuses, RequiredStatusesSource, StatusReport, Verdict};
+use crate::ids::{PrNumber, Sha};
+use crate::run::{RunKind, RunStatus, TestRun};
+
+/// Failure reasons of runs, given to the entries that fail because of them.
+pub mod reason {
+    pub const TESTS_FAILED: &str = "tests_failed";
+    pub const TIMEOUT: &str = "timeout";
+    pub const NO_REQUIRED_STATUSES: &str = "no_required_statuses";
+    pub const MERGE_CONFLICT: &str = "merge_conflict";
+    pub const BRANCH_ERROR: &str = "test_branch_error";
+}
+
+impl Work {
+    /// The test branch exists: record its tip and resolve the required statuses.
+    pub fn branch_created(
+        &mut self,
+        run_id: &str,
+        sha: &Sha,
+        base_sha: &Sha,
+        required: &RequiredStatuses,
+    ) {
+        let own = self.cfg().required_statuses.clone();
+        if self.s.queue.engine.target_head.is_none() {
+            self.s.queue.engine.target_head = Some(base_sha.clone());
+        }
+        let now = self.now;
+        let Some(run) = self.run_mut(run_id) else {
+            return;
+        };
+        if run.status != RunStatus::InProgress || run.sha.is_some() {
+            return;
+        }
+        run.sha = Some(sha.clone());
+        run.base_sha = Some(base_sha.clone());
+        run.started_at = Some(now);
+        run.required = Some(if own.is_empty() {
+            required.clone()
+        } else {
+            RequiredStatuses {
+                contexts: own,
+                source: Some(RequiredStatusesSource::MergeInstance),
+            }
+        });
+        let none = run.required.as_ref().is_none_or(|r| r.contexts.is_empty());
+        if none {
+            self.run_failed(run_id, reason::NO_REQUIRED_STATUSES);
+            return;
+        }
+        self.emit(super::Effect::FetchChecks {
+            run_id: run_id.to_owned(),
+            sha: sha.clone(),
+        });
+    }
+
+    /// The Git host could not merge `pr` into the test branch.
+    pub fn branch_conflict(&mut self, run_id: &str, _pr: PrNumber) {
+        if self
+            .run(run_id)
+            .is_some_and(|r| r.status == RunStatus::InProgress)
+        {
+            self.run_failed(run_id, reason::MERGE_CONFLICT);
+        }
+    }
+
+    /// A commit status arrived for `sha`.
+    pub fn status_reported(&mut self, sha: &Sha, status: &StatusReport) {
+        let Some(id) = self.live_run_with_sha(sha) else {
+            return;
+        };
+        if let Some(run) = self.run_mut(&id) {
+            record_status(run, status);
+        }
+        self.evaluate(&id);
+    }
+
+    /// A check run arrived for `sha`.
+    pub fn check_reported(&mut self, sha: &Sha, check: &CheckRunReport) {
+        let Some(id) = self.live_run_with_sha(sha) else {
+            return;
+        };
+        if let Some(run) = self.run_mut(&id) {
+            record_check(run, check);
+        }
+        self.evaluate(&id);
+    }
+
+    /// What CI had already reported when the branch became known.
+    pub fn checks_fetched(
+        &mut self,
+        run_id: &str,
+        statuses: &[StatusReport],
+        checks: &[CheckRunReport],
+    ) {
+        let Some(run) = self.run_mut(run_id) else {
+            return;
+        };
+        if run.status != RunStatus::InProgress {
+            return;
+        }
+        for s in statuses {
+            record_status(run, s);
+        }
+        for c in checks {
+            record_check(run, c);
+        }
+        self.evaluate(run_id);
+    }
+
+    fn live_run_with_sha(&self, sha: &Sha) -> Option<String> {
+        self.s
+            .runs
+            .iter()
+            .find(|r| r.status == RunStatus::InProgress && r.sha.as_ref() == Some(sha))
+            .map(|r| r.id.clone())
+    }
+
+    /// Decides a run once every required status passed, or one failed.
+    fn evaluate(&mut self, run_id: &str) {
+        let verdict = match self.run(run_id) {
+            Some(run) if run.status == RunStatus::InProgress => run_verdict(run),
+            _ => return,
+        };
+        match verdict {
+            Verdict::Passed => self.run_passed(run_id),
+            Verdict::Failed => self.run_failed(run_id, reason::TESTS_FAILED),
+            Verdict::Pending => {}
+        }
+    }
+
+    fn run_passed(&mut self, run_id: &str) {
+        let now = self.now;
+        let Some(run) = self.run_mut(run_id) else {
+            return;
+        };
+        run.status = RunStatus::Succeeded;
+        run.finished_at = Some(now);
+        let kind = run.kind;
+        let prs: Vec<PrNumber> = run.tested.iter().map(|t| t.pr).collect();
+        match kind {
+            RunKind::Main => {
+                for pr in prs {
+                    self.set_state(pr, EntryState::TestsPassed);
+                }
+            }
+            RunKind::Bisection => self.split_passed(run_id),
+        }
+    }
+
+    /// A run failed (a required status failed, the branch conflicted, no statuses are
+    /// required, or it timed out): its group waits in `pending_failure`.
+    pub fn run_failed(&mut self, run_id: &str, why: &str) {
+        let now = self.now;
+        let Some(run) = self.run_mut(run_id) else {
+            return;
+        };
+        run.status = RunStatus::Failed;
+        run.finished_at = Some(now);
+        run.reason = Some(why.to_owned());
+        let kind = run.kind;
+        let prs: Vec<PrNumber> = run.tested.iter().map(|t| t.pr).collect();
+        match kind {
+            RunKind::Main => {
+                for pr in prs {
+                    self.set_state(pr, EntryState::PendingFailure);
+                }
+            }
+            RunKind::Bisection => self.split_failed(run_id),
+        }
+    }
+
+    /// Runs in progress for `testingTimeoutMinutes` are cancelled and count as failures.
+    pub fn expire_runs(&mut self) {
+        let limit = self.cfg().testing_timeout_minutes;
+        let expired: Vec<(String, String)> = self
+            .s
+            .runs
+            .iter()
+            .filter(|r| r.status == RunStatus::InProgress && !r.held)
+            .filter(|r| self.now >= r.created_at.plus_minutes(limit))
+            .map(|r| (r.id.clone(), r.branch.clone()))
+            .collect();
+        for (id, branch) in expired {
+            self.emit(super::Effect::CancelRun {
+                run_id: id.clone(),
+                branch,
+            });
+            self.run_failed(&id, reason::TIMEOUT);
+        }
+    }
+}
+
+/// Keeps the latest status per context.
+fn record_status(run: &mut TestRun, status: &StatusReport) {
+    match run
+        .statuses
+        .iter_mut()
+        .find(|s| s.context == status.context)
+    {
+        Some(old) if old.updated_at <= status.updated_at => *old = status.clone(),
+        Some(_) => {}
+        None => run.statuses.push(status.clone()),
+    }
+}
+
+/// Keeps the latest report per check run id.
+fn record_check(run: &mut TestRun, check: &CheckRunReport) {
+    match run.check_runs.iter_mut().find(|c| c.id == check.id) {
+        Some(old) if old.updated_at <= check.updated_at => *old = check.clone(),
+        Some(_) => {}
+        None => run.check_runs.push(check.clone()),
+    }
+}
+
+/// A run passes when every required status passed, fails when one failed.
+pub fn run_verdict(run: &TestRun) -> Verdict {
+    let Some(required) = &run.required else {
+        return Verdict::Pending;
+    };
+    let mut pending = false;
+    for name in &required.contexts {
+        match required_verdict(run, name) {
+            Verdict::Failed => return Verdict::Failed,
+            Verdict::Pending => pending = true,
+            Verdict::Passed => {}
+        }
+    }
+    if pending {
+        Verdict::Pending
+    } else {
+        Verdict::Passed
+    }
+}
+
+/// One required name: the latest commit status with that context and the latest check run
+/// with that name; a failure of either fails, both (or the one present) passing passes.
+pub fn required_verdict(run: &TestRun, name: &str) -> Verdict {
+    let status = run
+        .statuses
+        .iter()
+        .filter(|s| s.context == name)
+        .max_by_key(|s| s.updated_at)
+        .map(|s| s.state.verdict());
+    let check = run
+        .check_runs
+        .iter()
+        .filter(|c| c.name == name)
+        .max_by_key(|c| (c.updated_at, c.id))
+        .map(CheckRunReport::verdict);
+    let found: Vec<Verdict> = status.into_iter().chain(check).collect();
+    if found.contains(&Verdict::Failed) {
+        Verdict::Failed
+    } else if !found.is_empty() && found.iter().all(|v| *v == Verdict::Passed) {
+        Verdict::Passed
+    } else {
+        Verdict::Pending
+    }
+}

@@ -1,0 +1,277 @@
+//! Starting tests: which waiting entries form the next group (priorities, urgent preemption,
+//! batching), and the run that tests a group on its predicted base (SEMANTICS §3, §5, §6).
+
+use super::line::key_of;
+use super::work::Work;
+use super::{BranchPr, Effect};
+use crate::entry::EntryState;
+use crate::ids::PrNumber;
+use crate::run::{LinePlace, RunKind, RunStatus, TestRun, TestedPr};
+
+impl Work {
+    /// Ready entries waiting for a test, in the order they will be taken: by priority value,
+    /// then submission.
+    pub fn waiting(&self) -> Vec<PrNumber> {
+        let mut waiting: Vec<_> = self
+            .s
+            .entries
+            .iter()
+            .filter(|e| e.state == EntryState::Pending && e.current_run.is_none())
+            .map(|e| (e.priority.value, e.seq, e.pr))
+            .collect();
+        waiting.sort_unstable();
+        waiting.into_iter().map(|(_, _, pr)| pr).collect()
+    }
+
+    /// The entry that waits longest at the highest priority, found without sorting.
+    fn first_waiting(&self) -> Option<PrNumber> {
+        self.s
+            .entries
+            .iter()
+            .filter(|e| e.state == EntryState::Pending && e.current_run.is_none())
+            .min_by_key(|e| (e.priority.value, e.seq))
+            .map(|e| e.pr)
+    }
+
+    /// Starts groups while the queue runs and slots are free. An urgent entry at the front
+    /// starts even when every slot is busy: groups behind it restart on top of it, and those
+    /// beyond the concurrency limit drop back to `pending`.
+    pub fn fill(&mut self) -> bool {
+        let mut started = false;
+        while self.can_start() {
+            let Some(head) = self.first_waiting() else {
+                break;
+            };
+            let urgent = self.entry(head).is_some_and(|e| e.priority.is_urgent());
+            let slot = self.main_in_flight() < self.cfg().concurrency as usize;
+            let preempts = urgent && self.can_preempt();
+            if !slot && !preempts {
+                break;
+            }
+            let waiting = self.waiting();
+            let Some(group) = self.next_group(&waiting, urgent) else {
+                break;
+            };
+            let class = if urgent {
+                LinePlace::URGENT
+            } else {
+                LinePlace::NORMAL
+            };
+            let place = self.next_place(class);
+            let id = self.start_group(group, place);
+            if urgent {
+                let behind = self.groups_behind_needing(&id);
+                self.reshuffle(behind, Default::default(), "urgent");
+                self.enforce_concurrency();
+            }
+            started = true;
+        }
+        started
+    }
+
+    /// An urgent entry may take a slot from a non-urgent group that is testing.
+    fn can_preempt(&self) -> bool {
+        self.s.runs.iter().any(|r| {
+            r.kind == RunKind::Main
+                && r.status == RunStatus::InProgress
+                && !r.held
+                && r.place.class != LinePlace::URGENT
+        })
+    }
+
+    fn next_place(&mut self, class: u8) -> LinePlace {
+        let seq = self.s.queue.engine.next_place;
+        self.s.queue.engine.next_place += 1;
+        LinePlace { class, seq }
+    }
+
+    /// The next group to test. Without batching: the head. With batching: `noBatch` and
+    /// urgent entries alone; otherwise the batchable entries at the head, once
+    /// `batchingMinSize` of them wait or the oldest has waited `batchingMaxWaitTimeMinutes`
+    /// (at most `batchingMinSize` per batch). While a batch is still forming, a `noBatch`
+    /// entry behind it does not wait.
+    fn next_group(&self, waiting: &[PrNumber], head_urgent: bool) -> Option<Vec<PrNumber>> {
+        let head = waiting[0];
+        if !self.cfg().batch || head_urgent || !self.batchable(head) {
+            return Some(vec![head]);
+        }
+        let size = self.cfg().batching_min_size.max(1) as usize;
+        let batch: Vec<PrNumber> = waiting
+            .iter()
+            .copied()
+            .take_while(|&pr| self.batchable(pr))
+            .take(size)
+            .collect();
+        if batch.len() >= size || self.batch_wait_over(&batch) {
+            return Some(batch);
+        }
+        waiting
+            .iter()
+            .copied()
+            .find(|&pr| !self.batchable(pr))
+            .map(|pr| vec![pr])
+    }
+
+    fn batchable(&self, pr: PrNumber) -> bool {
+        self.entry(pr)
+            .is_some_and(|e| !e.no_batch && !e.priority.is_urgent())
+    }
+
+    fn batch_wait_over(&self, batch: &[PrNumber]) -> bool {
+        let oldest = batch
+            .iter()
+            .filter_map(|&pr| self.entry(pr))
+            .map(|e| e.ready_at.unwrap_or(e.submitted_at))
+            .min();
+        let wait = self.cfg().batching_max_wait_time_minutes;
+        oldest.is_some_and(|t| self.now >= t.plus_minutes(wait))
+    }
+
+    /// Starts a main run for `prs` at `place`, on the target head plus the groups it depends
+    /// on. Returns the run id.
+    pub fn start_group(&mut self, prs: Vec<PrNumber>, place: LinePlace) -> String {
+        let deps = self.deps_ahead(key_of(place), &prs);
+        let dependent_prs: Vec<PrNumber> = deps
+            .iter()
+            .filter_map(|id| self.run(id))
+            .flat_map(|r| self.active_prs(r))
+            .collect();
+        self.create_run(RunKind::Main, place, prs, dependent_prs, None)
+    }
+
+    /// Creates a run and asks the Git host for its branch: the target head, then
+    /// `dependent_prs`, then `prs`, one merge per pull request.
+    pub fn create_run(
+        &mut self,
+        kind: RunKind,
+        place: LinePlace,
+        prs: Vec<PrNumber>,
+        dependent_prs: Vec<PrNumber>,
+        bisection_of: Option<String>,
+    ) -> String {
+        let id = self.next_run_id(kind);
+        let run = TestRun {
+            id: id.clone(),
+            kind,
+            branch: self.branch_for(&id),
+            status: RunStatus::InProgress,
+            created_at: self.now,
+            tested: prs.iter().filter_map(|&pr| self.tested_pr(pr)).collect(),
+            dependent_prs: dependent_prs.clone(),
+            base_sha: self.s.queue.engine.target_head.clone(),
+            sha: None,
+            required: None,
+            statuses: Vec::new(),
+            check_runs: Vec::new(),
+            impacted_targets: self.targets_list(&[&dependent_prs[..], &prs[..]].concat()),
+            impacted_targets_for_tested_prs: self.targets_list(&prs),
+            started_at: None,
+            finished_at: None,
+            reason: None,
+            place,
+            held: false,
+            diverged: false,
+            bisection_of,
+        };
+        let now = self.now;
+        for &pr in &prs {
+            if let Some(e) = self.entry_mut(pr) {
+                e.current_run = Some(id.clone());
+                e.ci_runs += 1;
+                e.first_tested_at.get_or_insert(now);
+                if kind == RunKind::Main {
+                    e.dependent_prs = dependent_prs.clone();
+                }
+            }
+            if kind == RunKind::Main {
+                self.set_state(pr, EntryState::Testing);
+            }
+        }
+        self.s.runs.push(run);
+        self.request_branch(&id);
+        if kind == RunKind::Main {
+            for &pr in &prs {
+                self.notify_testing(pr);
+            }
+        }
+        id
+    }
+
+    /// Emits the effect that creates a run's branch: the current target head, the run's
+    /// dependencies still in the queue (those merged since are in the target), its PRs.
+    pub fn request_branch(&mut self, id: &str) {
+        let head = self.s.queue.engine.target_head.clone();
+        let Some(run) = self.run(id) else { return };
+        let deps: Vec<PrNumber> = run
+            .dependent_prs
+            .iter()
+            .copied()
+            .filter(|&pr| self.entry(pr).is_some())
+            .collect();
+        let prs: Vec<BranchPr> = deps
+            .iter()
+            .chain(run.tested.iter().map(|t| &t.pr))
+            .filter_map(|&pr| self.branch_pr(pr))
+            .collect();
+        let effect = Effect::CreateTestBranch {
+            run_id: run.id.clone(),
+            branch: run.branch.clone(),
+            base: head.clone(),
+            prs,
+            dependent_prs: deps.clone(),
+        };
+        if let Some(run) = self.run_mut(id) {
+            run.base_sha = head;
+            run.dependent_prs = deps;
+            run.diverged = false;
+        }
+        self.emit(effect);
+    }
+
+    /// Held restarts start first when slots free.
+    pub fn start_held(&mut self) -> bool {
+        if !self.s.runs.iter().any(|r| r.held) {
+            return false;
+        }
+        let mut started = false;
+        for id in self.line() {
+            let held = self.run(&id).is_some_and(|r| r.held);
+            let slot = self.main_in_flight() < self.cfg().concurrency as usize;
+            if held && self.can_start() && slot {
+                let now = self.now;
+                if let Some(r) = self.run_mut(&id) {
+                    r.held = false;
+                    r.created_at = now;
+                }
+                self.request_branch(&id);
+                started = true;
+            }
+        }
+        started
+    }
+
+    pub fn branch_pr(&self, pr: PrNumber) -> Option<BranchPr> {
+        self.entry(pr).map(|e| BranchPr {
+            pr,
+            head_sha: e.pr_facts.head_sha.clone(),
+            title: e.pr_facts.title.clone(),
+        })
+    }
+
+    fn tested_pr(&self, pr: PrNumber) -> Option<TestedPr> {
+        self.entry(pr).map(|e| TestedPr {
+            entry_id: e.id.clone(),
+            pr,
+            title: e.pr_facts.title.clone(),
+            head_sha: e.pr_facts.head_sha.clone(),
+        })
+    }
+
+    /// `impactedTargets` of a set of PRs: present only when one of them has targets.
+    fn targets_list(&self, prs: &[PrNumber]) -> Option<Vec<String>> {
+        let any = prs
+            .iter()
+            .any(|&pr| self.entry(pr).is_some_and(|e| e.has_impacted_targets()));
+        any.then(|| self.targets_of(prs).to_list())
+    }
+}

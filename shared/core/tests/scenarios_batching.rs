@@ -1,0 +1,329 @@
+//! Scenarios for batching and bisection (SEMANTICS §6).
+
+mod support;
+
+use mq_core::engine::{Effect, Event};
+use mq_core::entry::EntryState::*;
+use mq_core::priority::Priority;
+use mq_core::run::RunKind;
+use mq_core::settings::{OptimizationMode, SettingsPatch};
+use support::Harness;
+
+fn batching(min_size: u32, concurrency: u32) -> Harness {
+    Harness::with(SettingsPatch {
+        batch: Some(true),
+        batching_min_size: Some(min_size),
+        batching_max_wait_time_minutes: Some(5),
+        concurrency: Some(concurrency),
+        bisection_concurrency: Some(2),
+        ..Default::default()
+    })
+}
+
+#[test]
+fn a_batch_starts_once_min_size_entries_wait_and_takes_at_most_that_many() {
+    let mut h = batching(3, 1);
+    h.submit(1);
+    h.submit(2);
+    assert_eq!(h.state(1), Pending, "the batch is still forming");
+    assert!(h.testing_runs().is_empty());
+    h.submit(3);
+    h.submit(4);
+    let run = h.run_of(1);
+    assert_eq!(h.content_of(&run), vec![1, 2, 3]);
+    assert_eq!(h.state(4), Pending);
+    assert_eq!(h.run(&run).unwrap().tested.len(), 3);
+}
+
+#[test]
+fn after_the_max_wait_a_batch_takes_what_is_there() {
+    let mut h = batching(4, 1);
+    h.submit(1);
+    h.submit(2);
+    h.advance_minutes(4);
+    h.tick();
+    assert!(h.testing_runs().is_empty());
+    h.advance_minutes(1);
+    h.tick();
+    assert_eq!(h.content_of(&h.run_of(1)), vec![1, 2]);
+}
+
+#[test]
+fn no_batch_entries_are_tested_alone_and_never_wait() {
+    let mut h = batching(3, 2);
+    h.submit(1);
+    h.submit_with(2, Priority::default_priority(), true);
+    assert_eq!(h.state(1), Pending, "1 waits for its batch");
+    assert_eq!(h.content_of(&h.run_of(2)), vec![2], "2 does not wait");
+    h.submit(3);
+    h.submit(4);
+    assert_eq!(h.content_of(&h.run_of(1)), vec![2, 1, 3, 4]);
+}
+
+#[test]
+fn a_passing_batch_merges_each_pull_request_as_its_own_commit() {
+    let mut h = batching(3, 1);
+    for pr in 1..=3 {
+        h.submit(pr);
+    }
+    h.pass_pr(1);
+    let merges = h.emitted_where(|e| matches!(e, Effect::Merge { .. }));
+    let Effect::Merge { prs, .. } = merges[0] else {
+        unreachable!()
+    };
+    let numbers: Vec<u32> = prs.iter().map(|p| p.pr).collect();
+    assert_eq!(numbers, vec![1, 2, 3]);
+    assert_eq!(h.merged_prs(), vec![1, 2, 3]);
+    h.assert_clean();
+}
+
+#[test]
+fn a_failed_batch_is_bisected_and_only_the_culprit_fails() {
+    let mut h = batching(4, 1);
+    for pr in 1..=4 {
+        h.submit(pr);
+    }
+    let bad = 3;
+    // The batch fails; nothing is behind it: bisection finds 3; the others go back to the
+    // queue (they have waited long enough to form a batch of what is there) and merge.
+    for _ in 0..10 {
+        h.answer_all(|c| !c.contains(&bad));
+        h.advance_minutes(5);
+        h.tick();
+    }
+    assert_eq!(h.state(bad), Failed);
+    assert_eq!(h.conclusion(bad), "tests_failed");
+    let mut merged = h.merged_prs();
+    merged.sort_unstable();
+    assert_eq!(merged, vec![1, 2, 4]);
+    let bisections: Vec<_> = h
+        .finished_runs
+        .iter()
+        .filter(|r| r.kind == RunKind::Bisection)
+        .collect();
+    assert!(!bisections.is_empty());
+    assert!(bisections.iter().all(|r| r.id.contains("-bisection")));
+    h.assert_clean();
+}
+
+#[test]
+fn bisection_runs_respect_bisection_concurrency() {
+    let mut h = Harness::with(SettingsPatch {
+        batch: Some(true),
+        batching_min_size: Some(8),
+        concurrency: Some(1),
+        bisection_concurrency: Some(1),
+        ..Default::default()
+    });
+    for pr in 1..=8 {
+        h.submit(pr);
+    }
+    h.fail_pr(1);
+    let bisecting: Vec<_> = h
+        .testing_runs()
+        .into_iter()
+        .filter(|r| r.kind == RunKind::Bisection)
+        .map(|r| r.tested.len())
+        .collect();
+    assert_eq!(bisecting, vec![4], "one half at a time");
+    for pr in 1..=8 {
+        assert_eq!(h.state(pr), PendingFailure);
+    }
+    h.assert_clean();
+}
+
+#[test]
+fn a_split_that_passes_goes_back_to_the_queue_in_its_place() {
+    let mut h = batching(4, 1);
+    for pr in 1..=4 {
+        h.submit(pr);
+    }
+    h.submit_with(5, Priority::of(200), false);
+    h.fail_pr(1);
+    // halves [1,2] and [3,4] test on the batch's base
+    let left = h.run_of(1);
+    assert_eq!(h.content_of(&left), vec![1, 2]);
+    h.pass(&left);
+    assert_eq!((h.state(1), h.state(2)), (Pending, Pending));
+    let order: Vec<u32> = mq_core::engine::view::queue_order(&h.snap)
+        .iter()
+        .map(|e| e.pr)
+        .collect();
+    assert_eq!(
+        order,
+        vec![3, 4, 1, 2, 5],
+        "back ahead of the low-priority 5"
+    );
+    h.advance_minutes(5);
+    h.tick();
+    assert_eq!(
+        h.content_of(&h.run_of(1)),
+        vec![1, 2, 5],
+        "a batch of what waits"
+    );
+}
+
+#[test]
+fn skipping_redundant_tests_blames_the_single_sibling_of_a_passing_half() {
+    let mut plain = batching(2, 1);
+    let mut skip = batching(2, 1);
+    skip.update(SettingsPatch {
+        optimization_mode: Some(OptimizationMode::BisectionSkipRedundantTests),
+        ..Default::default()
+    });
+    for h in [&mut plain, &mut skip] {
+        h.update(SettingsPatch {
+            bisection_concurrency: Some(1),
+            ..Default::default()
+        });
+        h.submit(1);
+        h.submit(2);
+        h.fail_pr(1);
+        // [1] is tested first, passes.
+        let left = h.run_of(1);
+        assert_eq!(h.content_of(&left), vec![1]);
+        h.pass(&left);
+    }
+    assert_eq!(
+        skip.state(2),
+        Failed,
+        "the sibling of a passing half is the culprit"
+    );
+    assert_eq!(
+        plain.state(2),
+        PendingFailure,
+        "without the option, [2] is tested"
+    );
+    let bisections = |h: &Harness| {
+        h.emitted_where(|e| matches!(e, Effect::CreateTestBranch { run_id, .. } if run_id.contains("-bisection")))
+            .len()
+    };
+    assert_eq!(bisections(&skip), 1);
+    assert_eq!(bisections(&plain), 2);
+}
+
+#[test]
+fn skipping_redundant_tests_never_retests_a_set_known_to_fail() {
+    let mut h = Harness::with(SettingsPatch {
+        batch: Some(true),
+        batching_min_size: Some(4),
+        concurrency: Some(1),
+        bisection_concurrency: Some(1),
+        optimization_mode: Some(OptimizationMode::BisectionSkipRedundantTests),
+        ..Default::default()
+    });
+    for pr in 1..=4 {
+        h.submit(pr);
+    }
+    h.fail_pr(1);
+    // [1,2] passes: [3,4] is implied to fail (the batch failed) and is split at once.
+    let left = h.run_of(1);
+    h.pass(&left);
+    let right_tests: Vec<Vec<u32>> = h
+        .emitted_where(|e| matches!(e, Effect::CreateTestBranch { run_id, .. } if run_id.contains("-bisection")))
+        .iter()
+        .map(|e| match e {
+            Effect::CreateTestBranch { prs, .. } => prs.iter().map(|p| p.pr).collect(),
+            _ => unreachable!(),
+        })
+        .collect();
+    assert!(
+        !right_tests.contains(&vec![3, 4]),
+        "[3,4] was not tested: {right_tests:?}"
+    );
+    assert!(right_tests.contains(&vec![3]));
+}
+
+#[test]
+fn a_failing_batch_ahead_restarts_the_groups_behind_without_it() {
+    let mut h = batching(2, 2);
+    for pr in 1..=4 {
+        h.submit(pr);
+    }
+    let behind = h.run_of(3);
+    assert_eq!(h.content_of(&behind), vec![1, 2, 3, 4]);
+    h.fail_pr(1);
+    h.fail_pr(3);
+    // [1,2] fails (its window closed) and is bisected; [3,4] restarts without it.
+    assert_eq!(h.content_of(&h.run_of(3)), vec![3, 4]);
+    h.ok(Event::Tick);
+    h.assert_clean();
+}
+
+#[test]
+fn cancelling_a_pull_request_of_a_batch_restarts_the_batch_without_it() {
+    let mut h = batching(3, 1);
+    for pr in 1..=3 {
+        h.submit(pr);
+    }
+    h.ok(Event::Cancel {
+        pr: 2,
+        reason: mq_core::engine::CancelReason::Api,
+    });
+    assert_eq!(h.state(2), Cancelled);
+    assert_eq!(h.content_of(&h.run_of(1)), vec![1, 3]);
+    h.pass_pr(1);
+    assert_eq!(h.merged_prs(), vec![1, 3]);
+    h.assert_clean();
+}
+
+#[test]
+fn closing_a_pull_request_under_bisection_takes_it_out_of_its_split() {
+    let mut h = Harness::with(SettingsPatch {
+        batch: Some(true),
+        batching_min_size: Some(4),
+        concurrency: Some(1),
+        bisection_concurrency: Some(2),
+        ..Default::default()
+    });
+    for pr in 1..=4 {
+        h.submit(pr);
+    }
+    h.fail_pr(1);
+    let mut closed = h.facts(3);
+    closed.state = mq_core::git::PrState::Closed;
+    h.ok(Event::PrUpdated { pr: closed });
+    assert_eq!(h.state(3), Cancelled);
+    assert_eq!(
+        h.content_of(&h.run_of(4)),
+        vec![4],
+        "the split goes on without 3"
+    );
+    h.assert_clean();
+}
+
+#[test]
+fn skipping_redundant_tests_tests_the_halves_one_after_the_other() {
+    let mut h = Harness::with(SettingsPatch {
+        batch: Some(true),
+        batching_min_size: Some(4),
+        concurrency: Some(1),
+        bisection_concurrency: Some(4),
+        optimization_mode: Some(OptimizationMode::BisectionSkipRedundantTests),
+        ..Default::default()
+    });
+    for pr in 1..=4 {
+        h.submit(pr);
+    }
+    h.fail_pr(1);
+    let halves: Vec<Vec<u32>> = h
+        .testing_runs()
+        .iter()
+        .filter(|r| r.kind == RunKind::Bisection)
+        .map(|r| r.tested.iter().map(|t| t.pr).collect())
+        .collect();
+    assert_eq!(
+        halves,
+        vec![vec![1, 2]],
+        "the second half waits for the first"
+    );
+    h.fail_pr(1);
+    // [1,2] failed: [3,4] is still needed (it may hold another culprit), and [1,2] splits.
+    let mut testing: Vec<Vec<u32>> = h
+        .testing_runs()
+        .iter()
+        .map(|r| r.tested.iter().map(|t| t.pr).collect())
+        .collect();
+    testing.sort();
+    assert_eq!(testing, vec![vec![1], vec![3, 4]]);
+}

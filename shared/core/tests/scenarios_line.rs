@@ -1,0 +1,587 @@
+//! Scenarios for submissions, priorities, entry states and predictive testing in single mode
+//! (SEMANTICS §3, §4, §5), one or more per rule.
+
+mod support;
+
+use mq_core::ErrorCode;
+use mq_core::engine::{CancelReason, Effect, Event};
+use mq_core::entry::EntryState::*;
+use mq_core::git::{Mergeability, PrState};
+use mq_core::priority::Priority;
+use mq_core::run::RunStatus;
+use mq_core::settings::{RequestedState, SettingsPatch};
+use support::{CI, Harness};
+
+fn queue(concurrency: u32) -> Harness {
+    Harness::with(SettingsPatch {
+        concurrency: Some(concurrency),
+        ..Default::default()
+    })
+}
+
+// ---- §3 submissions and priorities -------------------------------------------------------
+
+#[test]
+fn a_submission_without_priority_is_medium_and_marked_default() {
+    let mut h = queue(1);
+    h.submit(1);
+    let e = h.entry(1).unwrap();
+    assert_eq!(
+        (e.priority.value, e.priority.name()),
+        (100, "medium".into())
+    );
+    assert!(e.priority.defaulted);
+    assert!(!e.force_enqueued);
+}
+
+#[test]
+fn resubmitting_an_active_pull_request_updates_priority_and_no_batch_in_place() {
+    let mut h = queue(1);
+    h.submit(1);
+    h.submit(2);
+    let id = h.entry(2).unwrap().id.clone();
+    h.submit_with(2, Priority::of(10), true);
+    let e = h.entry(2).unwrap();
+    assert_eq!(e.id, id, "same entry");
+    assert_eq!((e.priority.value, e.no_batch), (10, true));
+    assert_eq!(h.snap.entries.len(), 2);
+}
+
+#[test]
+fn resubmitting_after_a_terminal_state_creates_a_new_entry() {
+    let mut h = queue(1);
+    h.submit(1);
+    let first = h.entry(1).unwrap().id.clone();
+    h.ok(Event::Cancel {
+        pr: 1,
+        reason: CancelReason::Api,
+    });
+    h.submit(1);
+    let second = h.entry(1).unwrap().id.clone();
+    assert_ne!(first, second);
+    assert_eq!(h.concluded[0].state, Cancelled);
+}
+
+#[test]
+fn waiting_entries_go_by_priority_then_submission() {
+    let mut h = queue(1);
+    h.submit(1); // tests first
+    h.submit_with(2, Priority::of(200), false);
+    h.submit_with(3, Priority::of(100), false);
+    h.submit_with(4, Priority::of(10), false);
+    h.submit_with(5, Priority::of(10), false);
+    let order: Vec<u32> = mq_core::engine::view::queue_order(&h.snap)
+        .iter()
+        .map(|e| e.pr)
+        .collect();
+    assert_eq!(order, vec![1, 4, 5, 3, 2]);
+}
+
+#[test]
+fn a_higher_priority_never_interrupts_a_running_test() {
+    let mut h = queue(1);
+    h.submit(1);
+    let run = h.run_of(1);
+    h.submit_with(2, Priority::of(10), false);
+    assert_eq!(h.state(1), Testing);
+    assert_eq!(h.run_of(1), run, "the running test goes on");
+    assert_eq!(h.state(2), Pending);
+    h.pass_pr(1);
+    assert_eq!(h.state(1), Merged);
+    assert_eq!(h.state(2), Testing);
+    h.assert_clean();
+}
+
+#[test]
+fn urgent_goes_to_the_front_and_groups_behind_restart_on_top_of_it() {
+    let mut h = queue(2);
+    h.submit(1);
+    h.submit(2);
+    let run1 = h.run_of(1);
+    h.submit_with(3, Priority::from_name("urgent").unwrap(), false);
+    // 3 tests first; 1 restarts on top of 3; 2 is beyond the limit and waits.
+    let urgent_run = h.run_of(3);
+    assert_eq!(h.content_of(&urgent_run), vec![3]);
+    assert_ne!(h.run_of(1), run1);
+    assert_eq!(h.content_of(&h.run_of(1)), vec![3, 1]);
+    assert_eq!(h.state(2), Pending);
+    assert!(h.entry(2).unwrap().current_run.is_none());
+    assert_eq!(h.entry(1).unwrap().restarts, 1);
+    let order: Vec<u32> = mq_core::engine::view::queue_order(&h.snap)
+        .iter()
+        .map(|e| e.pr)
+        .collect();
+    assert_eq!(order, vec![3, 1, 2]);
+    h.pass_pr(3);
+    h.pass_pr(1);
+    assert_eq!(h.merged_prs(), vec![3, 1]);
+    h.assert_clean();
+}
+
+#[test]
+fn draining_and_switching_queues_refuse_submissions() {
+    let mut h = queue(1);
+    h.update(SettingsPatch {
+        state: Some(RequestedState::Draining),
+        ..Default::default()
+    });
+    let facts = h.facts(1);
+    let err = h.submit_facts(facts).unwrap_err();
+    assert_eq!(err.code, ErrorCode::QueueDraining);
+    assert!(err.message.contains("draining"));
+    assert!(h.snap.entries.is_empty());
+}
+
+// ---- §4 entry states and transitions ------------------------------------------------------
+
+#[test]
+fn a_pull_request_that_is_not_mergeable_waits_not_ready_until_it_is() {
+    let mut h = queue(1);
+    let mut facts = h.facts(1);
+    facts.mergeability = Mergeability::InProgress;
+    h.submit_facts(facts.clone()).unwrap();
+    assert_eq!(h.state(1), NotReady);
+    let view = mq_core::engine::view::pull_request(&h.snap.queue, h.entry(1).unwrap());
+    assert!(view.readiness.does_base_branch_match);
+    assert!(!view.readiness.requires_impacted_targets);
+    // The tick asks the Git host again; it now says mergeable.
+    h.advance_minutes(1);
+    h.tick();
+    assert_eq!(h.state(1), Testing);
+    assert!(
+        !h.emitted_where(|e| matches!(e, Effect::RefreshPullRequest { pr: 1 }))
+            .is_empty()
+    );
+}
+
+#[test]
+fn a_pull_request_for_another_base_is_not_ready_until_its_base_matches() {
+    let mut h = queue(1);
+    let mut facts = h.facts(1);
+    facts.base_branch = "develop".into();
+    h.submit_facts(facts.clone()).unwrap();
+    assert_eq!(h.state(1), NotReady);
+    let view = mq_core::engine::view::pull_request(&h.snap.queue, h.entry(1).unwrap());
+    assert!(!view.readiness.does_base_branch_match);
+    facts.base_branch = "main".into();
+    h.ok(Event::PrUpdated { pr: facts });
+    assert_eq!(h.state(1), Testing);
+}
+
+#[test]
+fn pending_moves_to_testing_when_a_slot_frees() {
+    let mut h = queue(1);
+    h.submit(1);
+    h.submit(2);
+    assert_eq!((h.state(1), h.state(2)), (Testing, Pending));
+    h.pass_pr(1);
+    assert_eq!(h.state(2), Testing);
+}
+
+#[test]
+fn a_pass_merges_with_the_tested_commit_and_the_target_ends_at_the_tested_tree() {
+    let mut h = queue(1);
+    h.submit(1);
+    let run = h.run_of(1);
+    let tested = h.run(&run).unwrap().sha.clone();
+    h.pass(&run);
+    let merges = h.emitted_where(|e| matches!(e, Effect::Merge { .. }));
+    match merges[0] {
+        Effect::Merge {
+            tested_sha,
+            expected_target_sha,
+            prs,
+            ..
+        } => {
+            assert_eq!(tested_sha, &tested);
+            assert_eq!(expected_target_sha, &Some(support::sha_of(&[])));
+            assert_eq!(prs[0].pr, 1);
+        }
+        _ => unreachable!(),
+    }
+    assert_eq!(h.state(1), Merged);
+    assert_eq!(h.host.target, vec![1]);
+    h.assert_clean();
+}
+
+#[test]
+fn tests_passed_waits_for_every_group_ahead_to_merge() {
+    let mut h = queue(2);
+    h.submit(1);
+    h.submit(2);
+    h.pass_pr(2);
+    assert_eq!(h.state(2), TestsPassed);
+    assert!(
+        h.emitted_where(|e| matches!(e, Effect::Merge { .. }))
+            .is_empty()
+    );
+    h.pass_pr(1);
+    assert_eq!(h.merged_prs(), vec![1, 2]);
+    assert_eq!(h.host.target, vec![1, 2]);
+    h.assert_clean();
+}
+
+#[test]
+fn a_merge_the_git_host_rejects_fails_the_pull_request() {
+    let mut h = queue(1);
+    h.auto_execute = false;
+    h.submit(1);
+    h.execute_all();
+    h.auto_execute = false;
+    let run = h.run_of(1);
+    h.pass(&run);
+    let merge = h
+        .pending
+        .iter()
+        .find(|x| matches!(x.effect, Effect::Merge { .. }))
+        .cloned()
+        .unwrap();
+    h.ok(Event::EffectSucceeded {
+        effect_id: merge.id,
+        outcome: mq_core::engine::EffectOutcome::MergeRefused {
+            refusal: mq_core::engine::MergeRefusal::Rejected {
+                pr: Some(1),
+                detail: "branch protection".into(),
+            },
+        },
+    });
+    assert_eq!(h.state(1), Failed);
+    assert_eq!(h.conclusion(1), "merge_failed");
+}
+
+#[test]
+fn a_failure_with_nothing_ahead_or_behind_fails_the_pull_request() {
+    let mut h = queue(1);
+    h.submit(1);
+    h.fail_pr(1);
+    assert_eq!(h.state(1), Failed);
+    assert_eq!(h.conclusion(1), "tests_failed");
+    assert!(h.host.target.is_empty());
+}
+
+#[test]
+fn cancelling_by_api_closing_pushing_or_rebasing_cancels_the_entry() {
+    let mut h = queue(4);
+    for pr in 1..=4 {
+        h.submit(pr);
+    }
+    h.ok(Event::Cancel {
+        pr: 1,
+        reason: CancelReason::Api,
+    });
+    let mut closed = h.facts(2);
+    closed.state = PrState::Closed;
+    h.ok(Event::PrUpdated { pr: closed });
+    h.push_to_pr(3);
+    let mut rebased = h.facts(4);
+    rebased.base_branch = "release".into();
+    h.ok(Event::PrUpdated { pr: rebased });
+    let reasons: Vec<String> = (1..=4).map(|pr| h.conclusion(pr)).collect();
+    assert_eq!(
+        reasons,
+        vec![
+            "cancelled_by_api",
+            "pr_closed",
+            "new_commits",
+            "base_changed"
+        ]
+    );
+    assert!(h.snap.entries.is_empty());
+    assert!(h.testing_runs().is_empty(), "their runs were cancelled");
+    h.assert_clean();
+}
+
+#[test]
+fn cancel_and_restart_refuse_pull_requests_that_are_not_active() {
+    let mut h = queue(1);
+    let err = h
+        .apply(Event::Cancel {
+            pr: 9,
+            reason: CancelReason::Api,
+        })
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::PullRequestNotActive);
+    h.submit(1);
+    h.fail_pr(1);
+    let err = h.apply(Event::Restart { pr: 1 }).unwrap_err();
+    assert_eq!(err.code, ErrorCode::PullRequestNotActive, "failed");
+    h.submit(2);
+    h.submit(3);
+    let err = h.apply(Event::Restart { pr: 3 }).unwrap_err();
+    assert_eq!(err.code, ErrorCode::PullRequestNotTesting, "pending");
+}
+
+#[test]
+fn restart_reruns_the_group_in_place_and_nothing_else_restarts() {
+    let mut h = queue(2);
+    h.submit(1);
+    h.submit(2);
+    let (r1, r2) = (h.run_of(1), h.run_of(2));
+    let content1 = h.content_of(&r1);
+    h.ok(Event::Restart { pr: 1 });
+    assert_ne!(h.run_of(1), r1);
+    assert_eq!(h.run_of(2), r2, "the group behind goes on");
+    assert_eq!(h.content_of(&h.run_of(1)), content1, "same base");
+    assert_eq!(h.state(1), Testing);
+    h.pass_pr(1);
+    h.pass_pr(2);
+    assert_eq!(h.merged_prs(), vec![1, 2]);
+    h.assert_clean();
+}
+
+#[test]
+fn restarting_a_pending_failure_with_every_slot_busy_waits_for_a_slot() {
+    let mut h = Harness::with(SettingsPatch {
+        concurrency: Some(1),
+        pending_failure_depth: Some(1),
+        ..Default::default()
+    });
+    h.submit(1);
+    h.submit(2);
+    h.fail_pr(1);
+    // 2 tests on top of 1 (the depth window); 1 waits in pending_failure.
+    assert_eq!(h.state(1), PendingFailure);
+    h.ok(Event::Restart { pr: 1 });
+    assert_eq!(h.state(1), Testing);
+    let held = h.run(&h.run_of(1)).unwrap().held;
+    assert!(held, "no slot: the restart waits");
+    h.fail_pr(2);
+    h.assert_clean();
+}
+
+#[test]
+fn a_cancelled_entry_cannot_be_cancelled_again_while_it_is_being_merged() {
+    let mut h = queue(1);
+    h.submit(1);
+    h.auto_execute = false;
+    h.pass_pr(1);
+    let err = h
+        .apply(Event::Cancel {
+            pr: 1,
+            reason: CancelReason::Api,
+        })
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::PullRequestMerging);
+    h.execute_all();
+    assert_eq!(h.state(1), Merged);
+}
+
+// ---- §5 predictive testing ----------------------------------------------------------------
+
+#[test]
+fn each_group_tests_the_target_plus_every_group_ahead() {
+    let mut h = queue(3);
+    for pr in 1..=3 {
+        h.submit(pr);
+    }
+    assert_eq!(h.content_of(&h.run_of(1)), vec![1]);
+    assert_eq!(h.content_of(&h.run_of(2)), vec![1, 2]);
+    assert_eq!(h.content_of(&h.run_of(3)), vec![1, 2, 3]);
+    let run3 = h.run(&h.run_of(3)).unwrap().clone();
+    assert_eq!(run3.dependent_prs, vec![1, 2]);
+    assert_eq!(run3.branch, format!("mq-test/main/{}", run3.id));
+}
+
+#[test]
+fn at_most_concurrency_groups_test_at_once() {
+    let mut h = queue(3);
+    for pr in 1..=6 {
+        h.submit(pr);
+    }
+    assert_eq!(h.testing_runs().len(), 3);
+    assert_eq!(h.state(4), Pending);
+    h.assert_clean();
+}
+
+#[test]
+fn a_failure_waits_for_the_groups_ahead_and_restarts_without_a_failed_one() {
+    let mut h = queue(3);
+    for pr in 1..=3 {
+        h.submit(pr);
+    }
+    h.fail_pr(2);
+    assert_eq!(h.state(2), PendingFailure, "1 is still testing");
+    h.fail_pr(1);
+    // 1 fails for real (nothing ahead; its window, 2, finished). 2 restarts without it.
+    assert_eq!(h.state(1), Failed);
+    assert_eq!(h.state(2), Testing);
+    assert_eq!(h.content_of(&h.run_of(2)), vec![2]);
+    assert_eq!(h.content_of(&h.run_of(3)), vec![2, 3]);
+    h.pass_pr(2);
+    h.pass_pr(3);
+    assert_eq!(h.merged_prs(), vec![2, 3]);
+    h.assert_clean();
+}
+
+#[test]
+fn pending_failure_waits_for_the_depth_window_then_fails_and_restarts_the_rest() {
+    let mut h = Harness::with(SettingsPatch {
+        concurrency: Some(4),
+        pending_failure_depth: Some(2),
+        ..Default::default()
+    });
+    for pr in 1..=4 {
+        h.submit(pr);
+    }
+    h.fail_pr(1);
+    assert_eq!(h.state(1), PendingFailure);
+    h.fail_pr(2);
+    assert_eq!(h.state(1), PendingFailure, "3 has not finished");
+    h.fail_pr(3);
+    assert_eq!(
+        h.state(1),
+        Failed,
+        "two groups behind finished without a pass"
+    );
+    for pr in 2..=4 {
+        assert_eq!(h.state(pr), Testing, "PR {pr} restarts without 1");
+        assert!(!h.content_of(&h.run_of(pr)).contains(&1));
+    }
+    h.assert_clean();
+}
+
+#[test]
+fn optimistic_merge_clears_a_failure_when_a_group_behind_passes() {
+    let mut h = Harness::with(SettingsPatch {
+        concurrency: Some(3),
+        can_optimistically_merge: Some(true),
+        ..Default::default()
+    });
+    for pr in 1..=3 {
+        h.submit(pr);
+    }
+    h.fail_pr(1); // a flake
+    assert_eq!(h.state(1), PendingFailure);
+    h.pass_pr(2);
+    assert_eq!(h.merged_prs(), vec![1, 2], "2 contained 1 and passed");
+    assert_eq!(h.host.target, vec![1, 2]);
+    h.pass_pr(3);
+    assert_eq!(h.merged_prs(), vec![1, 2, 3]);
+    h.assert_clean();
+}
+
+#[test]
+fn without_optimistic_merge_a_pass_behind_does_not_clear_the_failure() {
+    let mut h = queue(2);
+    h.submit(1);
+    h.submit(2);
+    h.fail_pr(1);
+    h.pass_pr(2);
+    assert_eq!(h.state(1), Failed);
+    assert_eq!(h.state(2), Testing, "2 restarts without 1");
+    assert_eq!(h.content_of(&h.run_of(2)), vec![2]);
+}
+
+#[test]
+fn a_push_outside_the_queue_restarts_every_testing_group_on_the_new_head() {
+    let mut h = queue(2);
+    h.submit(1);
+    h.submit(2);
+    h.push_outside();
+    let outside = h.host.target.clone();
+    for pr in [1, 2] {
+        let content = h.content_of(&h.run_of(pr));
+        assert!(content.starts_with(&outside), "{content:?}");
+        assert_eq!(h.entry(pr).unwrap().restarts, 1);
+    }
+    h.pass_pr(1);
+    h.pass_pr(2);
+    assert_eq!(h.host.target[1..], [1, 2]);
+    h.assert_clean();
+}
+
+#[test]
+fn a_merge_refused_because_the_target_moved_restarts_on_the_actual_head() {
+    let mut h = queue(1);
+    h.submit(1);
+    // Someone pushes and the webhook is lost: the merge finds out.
+    h.host.target.push(support::OUTSIDE + 7);
+    let moved = h.host.target.clone();
+    let sha = support::sha_of(&moved);
+    h.host.commits.insert(sha, moved.clone());
+    h.pass_pr(1);
+    assert_eq!(h.state(1), Testing, "restarted");
+    assert!(h.content_of(&h.run_of(1)).starts_with(&moved));
+    h.pass_pr(1);
+    assert_eq!(h.state(1), Merged);
+    h.assert_clean();
+}
+
+#[test]
+fn a_test_branch_that_conflicts_fails_the_pull_request() {
+    let mut h = queue(1);
+    h.host.conflicts.insert(1);
+    h.submit(1);
+    assert_eq!(h.state(1), Failed);
+    assert_eq!(h.conclusion(1), "merge_conflict");
+}
+
+#[test]
+fn statuses_and_check_runs_are_folded_per_required_name() {
+    use mq_core::git::{CheckConclusion, CheckRunReport, CheckStatus, StatusReport, StatusState};
+    let mut h = queue(1);
+    h.host.required.contexts = vec!["build".into(), "test".into()];
+    h.submit(1);
+    let run = h.run_of(1);
+    let sha = h.run(&run).unwrap().sha.clone().unwrap();
+    h.ok(Event::StatusReported {
+        sha: sha.clone(),
+        status: StatusReport {
+            context: "build".into(),
+            state: StatusState::Success,
+            url: String::new(),
+            description: String::new(),
+            updated_at: h.now,
+        },
+    });
+    assert_eq!(h.state(1), Testing, "test is still missing");
+    let t0 = h.now;
+    let check = |status, conclusion| CheckRunReport {
+        id: 7,
+        name: "test".into(),
+        status,
+        conclusion,
+        url: "https://ci/7".into(),
+        suite_id: 3,
+        updated_at: t0,
+    };
+    h.ok(Event::CheckRunReported {
+        sha: sha.clone(),
+        check: check(CheckStatus::InProgress, None),
+    });
+    assert_eq!(h.state(1), Testing);
+    h.advance_minutes(1);
+    let done = CheckRunReport {
+        updated_at: h.now,
+        ..check(CheckStatus::Completed, Some(CheckConclusion::Skipped))
+    };
+    h.passed.insert(h.content_of(&run));
+    h.ok(Event::CheckRunReported { sha, check: done });
+    assert_eq!(h.state(1), Merged, "skipped counts as passed");
+    let _ = CI;
+    h.assert_clean();
+}
+
+#[test]
+fn a_timed_out_check_run_fails_the_run() {
+    use mq_core::git::{CheckConclusion, CheckRunReport, CheckStatus};
+    let mut h = queue(1);
+    h.submit(1);
+    let run = h.run_of(1);
+    let sha = h.run(&run).unwrap().sha.clone().unwrap();
+    h.ok(Event::CheckRunReported {
+        sha,
+        check: CheckRunReport {
+            id: 1,
+            name: CI.into(),
+            status: CheckStatus::Completed,
+            conclusion: Some(CheckConclusion::TimedOut),
+            url: String::new(),
+            suite_id: 0,
+            updated_at: h.now,
+        },
+    });
+    assert_eq!(h.state(1), Failed);
+    let finished = h.finished_runs.iter().find(|r| r.id == run).unwrap();
+    assert_eq!(finished.status, RunStatus::Failed);
+}

@@ -1,0 +1,177 @@
+//! Scenarios for parallel mode: lanes from impacted targets (SEMANTICS §7).
+
+mod support;
+
+use mq_core::ErrorCode;
+use mq_core::engine::view::{pull_request, test_run};
+use mq_core::engine::{Effect, Event};
+use mq_core::entry::EntryState::*;
+use mq_core::entry::ImpactedTargets;
+use mq_core::ids::Sha;
+use mq_core::settings::{QueueMode, SettingsPatch};
+use support::Harness;
+
+fn parallel(concurrency: u32) -> Harness {
+    Harness::with(SettingsPatch {
+        mode: Some(QueueMode::Parallel),
+        concurrency: Some(concurrency),
+        ..Default::default()
+    })
+}
+
+#[test]
+fn without_impacted_targets_an_entry_stays_not_ready() {
+    let mut h = parallel(4);
+    h.submit(1);
+    assert_eq!(h.state(1), NotReady);
+    let view = pull_request(&h.snap.queue, h.entry(1).unwrap());
+    assert!(view.readiness.requires_impacted_targets);
+    assert!(!view.readiness.has_impacted_targets);
+    h.set_targets(1, &["//app"]);
+    assert_eq!(h.state(1), Testing);
+    let view = pull_request(&h.snap.queue, h.entry(1).unwrap());
+    assert!(view.readiness.has_impacted_targets);
+}
+
+#[test]
+fn targets_for_another_sha_are_refused() {
+    let mut h = parallel(4);
+    h.submit(1);
+    let err = h
+        .apply(Event::SetImpactedTargets {
+            pr: 1,
+            head_sha: Sha::new("f".repeat(40)),
+            targets: ImpactedTargets::All,
+        })
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::ShaMismatch);
+    assert_eq!(h.state(1), NotReady);
+}
+
+#[test]
+fn a_new_head_cancels_the_entry_and_its_targets_go_with_it() {
+    let mut h = parallel(4);
+    h.submit(1);
+    h.set_targets(1, &["//app"]);
+    h.push_to_pr(1);
+    assert_eq!(h.state(1), Cancelled);
+    h.submit(1);
+    assert_eq!(h.state(1), NotReady, "targets are needed for the new head");
+}
+
+#[test]
+fn entries_depend_on_intersecting_entries_ahead_transitively() {
+    let mut h = parallel(4);
+    for (pr, targets) in [
+        (1, vec!["a"]),
+        (2, vec!["b"]),
+        (3, vec!["a", "c"]),
+        (4, vec!["c"]),
+    ] {
+        h.submit(pr);
+        h.set_targets(pr, &targets);
+    }
+    assert_eq!(h.content_of(&h.run_of(1)), vec![1]);
+    assert_eq!(
+        h.content_of(&h.run_of(2)),
+        vec![2],
+        "disjoint: its own lane"
+    );
+    assert_eq!(h.content_of(&h.run_of(3)), vec![1, 3]);
+    assert_eq!(
+        h.content_of(&h.run_of(4)),
+        vec![1, 3, 4],
+        "through 3, 4 depends on 1"
+    );
+    let run = h.run(&h.run_of(4)).unwrap().clone();
+    let view = test_run(&h.snap.queue, &run);
+    assert_eq!(view.dependent_prs, vec![1, 3]);
+    assert_eq!(
+        view.impacted_targets,
+        Some(vec!["a".to_owned(), "c".to_owned()])
+    );
+    assert_eq!(
+        view.impacted_targets_for_tested_prs,
+        Some(vec!["c".to_owned()])
+    );
+}
+
+#[test]
+fn all_intersects_everything() {
+    let mut h = parallel(4);
+    h.submit(1);
+    h.set_targets(1, &["a"]);
+    h.submit(2);
+    h.ok(Event::SetImpactedTargets {
+        pr: 2,
+        head_sha: h.head(2),
+        targets: ImpactedTargets::All,
+    });
+    h.submit(3);
+    h.set_targets(3, &["z"]);
+    assert_eq!(h.content_of(&h.run_of(2)), vec![1, 2]);
+    assert_eq!(h.content_of(&h.run_of(3)), vec![1, 2, 3]);
+}
+
+#[test]
+fn disjoint_lanes_merge_independently() {
+    let mut h = parallel(4);
+    for (pr, t) in [(1, "a"), (2, "b")] {
+        h.submit(pr);
+        h.set_targets(pr, &[t]);
+    }
+    h.pass_pr(2);
+    assert_eq!(h.merged_prs(), vec![2], "2 does not wait for 1");
+    h.pass_pr(1);
+    assert_eq!(h.merged_prs(), vec![2, 1]);
+    // 1 was tested without 2: its merge carries no tested sha (the target moved on).
+    let merges = h.emitted_where(|e| matches!(e, Effect::Merge { .. }));
+    let Effect::Merge { tested_sha, .. } = merges[1] else {
+        unreachable!()
+    };
+    assert_eq!(tested_sha, &None);
+}
+
+#[test]
+fn a_failure_restarts_only_the_entries_that_depend_on_it() {
+    let mut h = parallel(4);
+    for (pr, t) in [(1, "a"), (2, "b"), (3, "a"), (4, "b")] {
+        h.submit(pr);
+        h.set_targets(pr, &[t]);
+    }
+    let (r2, r4) = (h.run_of(2), h.run_of(4));
+    h.fail_pr(1);
+    h.fail_pr(3);
+    assert_eq!(h.state(1), Failed);
+    assert_eq!(h.content_of(&h.run_of(3)), vec![3], "3 restarts without 1");
+    assert_eq!((h.run_of(2), h.run_of(4)), (r2, r4), "lane b untouched");
+    assert_eq!(
+        h.entry(2).unwrap().restarts + h.entry(4).unwrap().restarts,
+        0
+    );
+    h.assert_clean();
+}
+
+#[test]
+fn a_mode_change_makes_entries_without_targets_wait() {
+    let mut h = Harness::with(SettingsPatch {
+        concurrency: Some(1),
+        ..Default::default()
+    });
+    h.submit(1);
+    h.submit(2);
+    assert_eq!(h.state(2), Pending);
+    h.update(SettingsPatch {
+        mode: Some(QueueMode::Parallel),
+        ..Default::default()
+    });
+    assert_eq!(
+        h.snap.queue.state,
+        mq_core::settings::QueueState::SwitchingModes
+    );
+    h.pass_pr(1);
+    assert_eq!(h.snap.queue.config.mode, QueueMode::Parallel);
+    assert_eq!(h.state(2), NotReady, "parallel mode needs impacted targets");
+    h.set_targets(2, &["x"]);
+    assert_eq!(h.state(2), Testing);
+}

@@ -1,0 +1,436 @@
+//! Scenarios for queue settings and states (SEMANTICS §8), the outbox and the views.
+
+mod support;
+
+use mq_core::ErrorCode;
+use mq_core::engine::view::test_run;
+use mq_core::engine::{Effect, EffectOutcome, Event, MAX_ATTEMPTS};
+use mq_core::entry::EntryState::*;
+use mq_core::git::RequiredStatusesSource;
+use mq_core::run::RunStatus;
+use mq_core::settings::{
+    DirectMergeMode, MergeMethod, QueueMode, QueueState, RequestedState, SettingsPatch,
+};
+use support::Harness;
+
+fn queue(concurrency: u32) -> Harness {
+    Harness::with(SettingsPatch {
+        concurrency: Some(concurrency),
+        ..Default::default()
+    })
+}
+
+fn set_state(h: &mut Harness, state: RequestedState) {
+    h.update(SettingsPatch {
+        state: Some(state),
+        ..Default::default()
+    });
+}
+
+#[test]
+fn paused_starts_nothing_keeps_results_and_merges_when_resumed() {
+    let mut h = queue(2);
+    h.submit(1);
+    set_state(&mut h, RequestedState::Paused);
+    h.submit(2);
+    assert_eq!(h.state(2), Pending, "nothing starts while paused");
+    h.pass_pr(1);
+    assert_eq!(
+        h.state(1),
+        TestsPassed,
+        "the result is kept, nothing merges"
+    );
+    assert!(
+        h.emitted_where(|e| matches!(e, Effect::Merge { .. }))
+            .is_empty()
+    );
+    set_state(&mut h, RequestedState::Running);
+    assert_eq!(h.state(1), Merged);
+    assert_eq!(h.state(2), Testing);
+    h.assert_clean();
+}
+
+#[test]
+fn draining_finishes_running_tests_merges_them_and_starts_nothing() {
+    let mut h = queue(1);
+    h.submit(1);
+    h.submit(2);
+    set_state(&mut h, RequestedState::Draining);
+    h.pass_pr(1);
+    assert_eq!(h.state(1), Merged);
+    assert_eq!(h.state(2), Pending, "nothing new starts");
+    set_state(&mut h, RequestedState::Running);
+    assert_eq!(h.state(2), Testing);
+}
+
+#[test]
+fn a_mode_change_while_testing_switches_and_then_returns_to_running() {
+    let mut h = queue(1);
+    h.submit(1);
+    h.update(SettingsPatch {
+        mode: Some(QueueMode::Parallel),
+        ..Default::default()
+    });
+    assert_eq!(h.snap.queue.state, QueueState::SwitchingModes);
+    assert_eq!(h.snap.queue.config.mode, QueueMode::Single);
+    let err = h.submit_facts(h.facts(2)).unwrap_err();
+    assert_eq!(err.code, ErrorCode::QueueSwitchingModes);
+    h.pass_pr(1);
+    assert_eq!(h.state(1), Merged, "passing groups merge during the switch");
+    assert_eq!(h.snap.queue.state, QueueState::Running);
+    assert_eq!(h.snap.queue.config.mode, QueueMode::Parallel);
+}
+
+#[test]
+fn a_mode_change_with_nothing_testing_is_immediate() {
+    let mut h = queue(1);
+    h.update(SettingsPatch {
+        mode: Some(QueueMode::Parallel),
+        ..Default::default()
+    });
+    assert_eq!(
+        (h.snap.queue.state, h.snap.queue.config.mode),
+        (QueueState::Running, QueueMode::Parallel)
+    );
+}
+
+#[test]
+fn a_higher_concurrency_starts_more_and_a_lower_one_sends_the_last_back() {
+    let mut h = queue(1);
+    for pr in 1..=3 {
+        h.submit(pr);
+    }
+    h.update(SettingsPatch {
+        concurrency: Some(3),
+        ..Default::default()
+    });
+    assert_eq!(h.testing_runs().len(), 3);
+    h.update(SettingsPatch {
+        concurrency: Some(2),
+        ..Default::default()
+    });
+    assert_eq!(h.testing_runs().len(), 2);
+    assert_eq!(
+        (h.state(1), h.state(2), h.state(3)),
+        (Testing, Testing, Pending)
+    );
+    h.assert_clean();
+}
+
+#[test]
+fn a_run_in_progress_past_the_timeout_is_cancelled_and_fails() {
+    let mut h = Harness::with(SettingsPatch {
+        testing_timeout_minutes: Some(30),
+        ..Default::default()
+    });
+    h.submit(1);
+    let run = h.run_of(1);
+    h.advance_minutes(29);
+    h.tick();
+    assert_eq!(h.state(1), Testing);
+    h.advance_minutes(1);
+    h.tick();
+    assert_eq!(h.state(1), Failed);
+    assert_eq!(h.conclusion(1), "timeout");
+    assert!(
+        !h.emitted_where(|e| matches!(e, Effect::CancelRun { run_id, .. } if *run_id == run))
+            .is_empty()
+    );
+}
+
+#[test]
+fn direct_merge_merges_an_up_to_date_green_pull_request_without_a_run() {
+    let mut h = Harness::with(SettingsPatch {
+        direct_merge_mode: Some(DirectMergeMode::Always),
+        ..Default::default()
+    });
+    h.green_heads.insert(1);
+    let mut facts = h.facts(1);
+    facts.based_on_target_head = true;
+    h.submit_facts(facts).unwrap();
+    assert_eq!(h.state(1), Merged);
+    assert!(h.finished_runs.is_empty(), "no test run");
+    let merges = h.emitted_where(|e| matches!(e, Effect::Merge { .. }));
+    let Effect::Merge {
+        run_id, tested_sha, ..
+    } = merges[0]
+    else {
+        unreachable!()
+    };
+    assert_eq!((run_id, tested_sha), (&None, &None));
+    h.assert_clean();
+}
+
+#[test]
+fn direct_merge_needs_green_up_to_date_and_nothing_ahead() {
+    let mut h = Harness::with(SettingsPatch {
+        direct_merge_mode: Some(DirectMergeMode::Always),
+        ..Default::default()
+    });
+    // Not based on the target head: tested normally.
+    h.green_heads.insert(1);
+    h.submit(1);
+    assert_eq!(h.state(1), Testing);
+    // Up to date and green, but 1 is ahead.
+    h.green_heads.insert(2);
+    let mut facts = h.facts(2);
+    facts.based_on_target_head = true;
+    h.submit_facts(facts).unwrap();
+    assert_eq!(h.state(2), Pending);
+    // Up to date, nothing ahead, but its own statuses did not pass.
+    h.pass_pr(1);
+    h.pass_pr(2);
+    let mut facts = h.facts(3);
+    facts.based_on_target_head = true;
+    h.submit_facts(facts).unwrap();
+    assert_eq!(h.state(3), Testing);
+}
+
+#[test]
+fn the_queue_own_required_statuses_win_over_the_repository() {
+    let mut h = queue(1);
+    h.update(SettingsPatch {
+        required_statuses: Some(vec!["lint".into()]),
+        ..Default::default()
+    });
+    h.submit(1);
+    let run = h.run(&h.run_of(1)).unwrap().clone();
+    let view = test_run(&h.snap.queue, &run);
+    assert_eq!(view.required_statuses, vec!["lint".to_owned()]);
+    assert_eq!(
+        view.required_statuses_source,
+        Some(RequiredStatusesSource::MergeInstance)
+    );
+    // The repository's "ci" passing is not enough.
+    h.pass_pr(1);
+    assert_eq!(h.state(1), Testing);
+}
+
+#[test]
+fn without_a_queue_list_the_repository_sources_apply_and_an_empty_update_is_ignored() {
+    let mut h = queue(1);
+    h.update(SettingsPatch {
+        required_statuses: Some(vec!["lint".into()]),
+        ..Default::default()
+    });
+    h.update(SettingsPatch {
+        required_statuses: Some(vec![]),
+        ..Default::default()
+    });
+    assert_eq!(
+        h.snap.queue.config.required_statuses,
+        vec!["lint".to_owned()]
+    );
+    h.update(SettingsPatch {
+        delete_required_statuses: Some(true),
+        ..Default::default()
+    });
+    h.submit(1);
+    let run = h.run(&h.run_of(1)).unwrap().clone();
+    assert_eq!(
+        test_run(&h.snap.queue, &run).required_statuses_source,
+        Some(RequiredStatusesSource::RepoProviderBranchProtection)
+    );
+    h.pass_pr(1);
+    assert_eq!(h.state(1), Merged);
+}
+
+#[test]
+fn a_run_with_no_required_statuses_from_any_source_fails() {
+    let mut h = queue(1);
+    h.host.required.contexts.clear();
+    h.host.required.source = None;
+    h.submit(1);
+    assert_eq!(h.state(1), Failed);
+    assert_eq!(h.conclusion(1), "no_required_statuses");
+}
+
+#[test]
+fn the_merge_method_is_passed_to_the_git_host() {
+    for method in [
+        MergeMethod::MergeCommit,
+        MergeMethod::Squash,
+        MergeMethod::Rebase,
+    ] {
+        let mut h = Harness::with(SettingsPatch {
+            merge_method: Some(method),
+            ..Default::default()
+        });
+        h.submit(1);
+        h.pass_pr(1);
+        let merges = h.emitted_where(|e| matches!(e, Effect::Merge { .. }));
+        assert!(matches!(merges[0], Effect::Merge { method: m, .. } if *m == method));
+    }
+}
+
+#[test]
+fn comments_and_status_checks_follow_their_settings() {
+    let mut h = Harness::with(SettingsPatch {
+        comments_enabled: Some(false),
+        ..Default::default()
+    });
+    h.submit(1);
+    h.pass_pr(1);
+    assert!(
+        h.emitted_where(|e| matches!(e, Effect::PostComment { .. }))
+            .is_empty()
+    );
+    assert!(
+        !h.emitted_where(|e| matches!(e, Effect::SetStatusCheck { .. }))
+            .is_empty()
+    );
+}
+
+// ---- the outbox ---------------------------------------------------------------------------
+
+#[test]
+fn a_failed_effect_is_retried_by_the_tick_with_backoff() {
+    let mut h = queue(1);
+    h.auto_execute = false;
+    h.submit(1);
+    let create = h
+        .pending
+        .iter()
+        .find(|x| matches!(x.effect, Effect::CreateTestBranch { .. }))
+        .cloned()
+        .unwrap();
+    h.pending.clear();
+    h.ok(Event::EffectFailed {
+        effect_id: create.id.clone(),
+        error: "503 from the Git host".into(),
+        permanent: false,
+    });
+    let stored = h.snap.outbox.iter().find(|x| x.id == create.id).unwrap();
+    assert_eq!(stored.attempts, 1);
+    assert_eq!(stored.last_error.as_deref(), Some("503 from the Git host"));
+    h.advance_minutes(1);
+    let t = h.tick();
+    assert!(t.effects.iter().any(|x| x.id == create.id), "emitted again");
+    h.auto_execute = true;
+    h.execute_all();
+    assert!(h.run(&h.run_of(1)).unwrap().sha.is_some());
+}
+
+#[test]
+fn an_effect_that_keeps_failing_is_given_up_and_its_run_fails() {
+    let mut h = queue(1);
+    h.auto_execute = false;
+    h.submit(1);
+    let create = h
+        .pending
+        .iter()
+        .find(|x| matches!(x.effect, Effect::CreateTestBranch { .. }))
+        .cloned()
+        .unwrap();
+    for _ in 0..MAX_ATTEMPTS {
+        h.ok(Event::EffectFailed {
+            effect_id: create.id.clone(),
+            error: "timeout".into(),
+            permanent: false,
+        });
+    }
+    assert!(h.snap.outbox.iter().all(|x| x.id != create.id));
+    assert_eq!(h.state(1), Failed);
+    assert_eq!(h.conclusion(1), "test_branch_error");
+}
+
+#[test]
+fn results_for_unknown_effects_and_shas_change_nothing() {
+    let mut h = queue(1);
+    h.submit(1);
+    let before = h.snap.clone();
+    let t = h.ok(Event::EffectSucceeded {
+        effect_id: "nope".into(),
+        outcome: EffectOutcome::Done,
+    });
+    assert_eq!(t.snapshot, before);
+    let t = h.ok(Event::StatusReported {
+        sha: mq_core::ids::Sha::new("0".repeat(40)),
+        status: mq_core::git::StatusReport {
+            context: "ci".into(),
+            state: mq_core::git::StatusState::Failure,
+            url: String::new(),
+            description: String::new(),
+            updated_at: h.now,
+        },
+    });
+    assert_eq!(t.snapshot, before);
+}
+
+#[test]
+fn statuses_reported_before_the_branch_was_known_are_fetched() {
+    let mut h = queue(1);
+    h.auto_execute = false;
+    h.submit(1);
+    // Execute the branch creation, then answer the fetch with a success already there.
+    while let Some(x) = h.pending.pop_front() {
+        let outcome = match &x.effect {
+            Effect::FetchChecks { .. } => EffectOutcome::Checks {
+                statuses: vec![mq_core::git::StatusReport {
+                    context: "ci".into(),
+                    state: mq_core::git::StatusState::Success,
+                    url: String::new(),
+                    description: String::new(),
+                    updated_at: h.now,
+                }],
+                check_runs: vec![],
+            },
+            other => h.execute(other),
+        };
+        if matches!(x.effect, Effect::FetchChecks { .. }) {
+            let run = h.run_of(1);
+            h.passed.insert(h.content_of(&run));
+        }
+        let _ = h.apply(Event::EffectSucceeded {
+            effect_id: x.id,
+            outcome,
+        });
+    }
+    assert_eq!(h.state(1), Merged);
+    h.assert_clean();
+}
+
+#[test]
+fn a_finished_run_is_kept_as_history_with_its_status() {
+    let mut h = queue(1);
+    h.submit(1);
+    let run = h.run_of(1);
+    h.pass(&run);
+    let done = h.finished_runs.iter().find(|r| r.id == run).unwrap();
+    assert_eq!(done.status, RunStatus::Succeeded);
+    let view = test_run(&h.snap.queue, done);
+    assert_eq!(
+        view.tested_pull_requests[0].pr_url,
+        "https://github.com/acme/rocket/pull/1"
+    );
+    assert_eq!(view.status_checks[0].context, "ci");
+    assert!(!view.test_branch_sha.is_empty());
+}
+
+// ---- views ----------------------------------------------------------------------------------
+
+#[test]
+fn the_public_view_of_an_entry_follows_its_life() {
+    use mq_core::engine::view::{pull_request, queue_order};
+    use mq_core::priority::Priority;
+    let mut h = queue(1);
+    h.submit(1);
+    h.submit_with(2, Priority::from_name("urgent").unwrap(), false);
+    let urgent = pull_request(&h.snap.queue, h.entry(2).unwrap());
+    assert!(urgent.skip_the_line);
+    assert_eq!(urgent.priority_name, "urgent");
+    assert_eq!(urgent.used_default_priority_name, None);
+    let medium = pull_request(&h.snap.queue, h.entry(1).unwrap());
+    assert_eq!(medium.used_default_priority_name.as_deref(), Some("medium"));
+    assert!(medium.is_currently_submitted_to_queue);
+    h.pass_pr(2);
+    h.pass_pr(1);
+    let done = h.concluded.iter().find(|e| e.pr == 1).unwrap();
+    let view = pull_request(&h.snap.queue, done);
+    assert_eq!(view.state, Merged);
+    assert!(!view.is_currently_submitted_to_queue);
+    assert!(
+        queue_order(&h.snap).is_empty(),
+        "terminal entries leave the list"
+    );
+}

@@ -1,0 +1,623 @@
+//! A test driver for the engine: it plays the Git host and CI deterministically, feeds every
+//! effect's result back, and checks the engine's promises after every step.
+//!
+//! Commits are modelled by their content: the sequence of changes applied since the start
+//! (pull request numbers; pushes outside the queue are numbers from [`OUTSIDE`] up). A test
+//! branch is its base's content plus the pull requests merged into it. CI is answered by the
+//! test (`pass`, `fail`, or an oracle over the content), and every content that passed is
+//! remembered: a merge must move the target to a content that passed, or to a prefix of one
+//! (SEMANTICS §5's invariant).
+
+#![allow(dead_code)]
+
+use mq_core::engine::{
+    Ctx, Effect, EffectOutcome, Event, MergeRefusal, PendingEffect, Transition, step,
+};
+use mq_core::entry::{Entry, EntryState, ImpactedTargets};
+use mq_core::git::{
+    Mergeability, PrFacts, PrState, RequiredStatuses, RequiredStatusesSource, StatusReport,
+    StatusState,
+};
+use mq_core::ids::{OrgId, PrNumber, RepoRef, Sha};
+use mq_core::priority::Priority;
+use mq_core::run::{RunKind, RunStatus, TestRun};
+use mq_core::settings::{QueueConfig, QueueMode, QueueState, SettingsPatch};
+use mq_core::snapshot::{Queue, QueueSnapshot};
+use mq_core::time::Timestamp;
+use mq_core::{DomainError, ErrorCode};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// Changes pushed outside the queue are numbered from here.
+pub const OUTSIDE: u32 = 1_000_000;
+
+pub const T0: Timestamp = Timestamp(1_800_000_000_000);
+
+/// The status CI reports, required by the repository's branch protection.
+pub const CI: &str = "ci";
+
+/// A commit's content: the changes applied since the start, in order.
+pub type Content = Vec<u32>;
+
+pub fn sha_of(content: &[u32]) -> Sha {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &c in content {
+        for b in c.to_le_bytes() {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        h ^= 0xff;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    Sha::new(format!("{h:016x}{:024x}", content.len()))
+}
+
+/// The Git host: the target branch, test branches, pull request heads.
+#[derive(Debug, Clone)]
+pub struct Host {
+    pub target: Content,
+    pub commits: BTreeMap<Sha, Content>,
+    pub branches: BTreeMap<String, Sha>,
+    /// Current head sha of each pull request.
+    pub heads: BTreeMap<PrNumber, Sha>,
+    /// Pull requests that conflict when merged into a test branch.
+    pub conflicts: BTreeSet<PrNumber>,
+    /// What the repository requires (branch protection).
+    pub required: RequiredStatuses,
+    /// Every target content the queue produced, in order.
+    pub target_history: Vec<Content>,
+    pub pushes_outside: u32,
+}
+
+impl Host {
+    fn new() -> Self {
+        let mut commits = BTreeMap::new();
+        commits.insert(sha_of(&[]), Vec::new());
+        Self {
+            target: Vec::new(),
+            commits,
+            branches: BTreeMap::new(),
+            heads: BTreeMap::new(),
+            conflicts: BTreeSet::new(),
+            required: RequiredStatuses {
+                contexts: vec![CI.to_owned()],
+                source: Some(RequiredStatusesSource::RepoProviderBranchProtection),
+            },
+            target_history: Vec::new(),
+            pushes_outside: 0,
+        }
+    }
+
+    pub fn target_sha(&self) -> Sha {
+        sha_of(&self.target)
+    }
+
+    fn commit(&mut self, content: Content) -> Sha {
+        let sha = sha_of(&content);
+        self.commits.insert(sha.clone(), content);
+        sha
+    }
+}
+
+/// The driver.
+pub struct Harness {
+    pub snap: QueueSnapshot,
+    pub now: Timestamp,
+    seed: u64,
+    pub host: Host,
+    /// Execute effects as soon as they are emitted.
+    pub auto_execute: bool,
+    /// Effects emitted and not yet executed (when `auto_execute` is off).
+    pub pending: VecDeque<PendingEffect>,
+    /// Every effect emitted, in order, with the queue state when it was emitted.
+    pub emitted: Vec<(PendingEffect, QueueState)>,
+    /// Contents whose required statuses passed.
+    pub passed: BTreeSet<Content>,
+    /// Pull requests whose own head passed CI (for direct merge).
+    pub green_heads: BTreeSet<PrNumber>,
+    /// Broken promises found so far.
+    pub violations: Vec<String>,
+    /// Every entry that concluded, in order.
+    pub concluded: Vec<Entry>,
+    /// Every run that left the snapshot.
+    pub finished_runs: Vec<TestRun>,
+    /// Round-trip the snapshot through JSON after each step, as the store would.
+    pub persist: bool,
+    head_versions: BTreeMap<PrNumber, u32>,
+}
+
+impl Harness {
+    pub fn new(config: QueueConfig) -> Self {
+        let repo = RepoRef::new("github.com", "acme", "rocket").unwrap();
+        let queue = Queue::new(
+            OrgId::parse("acme").unwrap(),
+            repo,
+            "main".to_owned(),
+            config,
+            QueueState::Running,
+            T0,
+        );
+        let mut snap = QueueSnapshot::new(queue);
+        let host = Host::new();
+        snap.queue.engine.target_head = Some(host.target_sha());
+        Self {
+            snap,
+            now: T0,
+            seed: 1,
+            host,
+            auto_execute: true,
+            pending: VecDeque::new(),
+            emitted: Vec::new(),
+            passed: BTreeSet::new(),
+            green_heads: BTreeSet::new(),
+            violations: Vec::new(),
+            concluded: Vec::new(),
+            finished_runs: Vec::new(),
+            persist: false,
+            head_versions: BTreeMap::new(),
+        }
+    }
+
+    pub fn with(patch: SettingsPatch) -> Self {
+        let (config, _) = patch.initial_config().unwrap();
+        Self::new(config)
+    }
+
+    // ---- events -------------------------------------------------------------------------
+
+    /// Applies an event; on success executes its effects (when `auto_execute`).
+    pub fn apply(&mut self, event: Event) -> Result<Transition, DomainError> {
+        self.seed += 1;
+        let ctx = Ctx {
+            now: self.now,
+            seed: self.seed,
+        };
+        let before_state = self.snap.queue.state;
+        let t = step(&self.snap, &event, ctx)?;
+        self.check_step(&t, before_state);
+        self.snap = if self.persist {
+            let json = serde_json::to_string(&t.snapshot).unwrap();
+            serde_json::from_str(&json).unwrap()
+        } else {
+            t.snapshot.clone()
+        };
+        self.concluded.extend(t.concluded.iter().cloned());
+        self.finished_runs.extend(t.finished_runs.iter().cloned());
+        for x in &t.effects {
+            self.emitted.push((x.clone(), self.snap.queue.state));
+            self.pending.push_back(x.clone());
+        }
+        if self.auto_execute {
+            self.execute_all();
+        }
+        Ok(t)
+    }
+
+    /// Applies an event that must be accepted.
+    pub fn ok(&mut self, event: Event) -> Transition {
+        match self.apply(event) {
+            Ok(t) => t,
+            Err(e) => panic!("refused: {e:?}"),
+        }
+    }
+
+    /// The pull request as the host describes it: merged once the target holds it.
+    pub fn facts(&self, pr: PrNumber) -> PrFacts {
+        let merged = self.host.target.contains(&pr);
+        PrFacts {
+            number: pr,
+            title: format!("Change {pr}"),
+            author: "octocat".into(),
+            head_sha: self.head(pr),
+            base_branch: "main".into(),
+            state: if merged {
+                PrState::Merged
+            } else {
+                PrState::Open
+            },
+            mergeability: Mergeability::Mergeable,
+            based_on_target_head: false,
+            draft: false,
+        }
+    }
+
+    pub fn head(&self, pr: PrNumber) -> Sha {
+        let v = self.head_versions.get(&pr).copied().unwrap_or(0);
+        Sha::new(format!("{:032x}{pr:08x}", v + 1))
+    }
+
+    pub fn submit(&mut self, pr: PrNumber) -> Transition {
+        self.submit_with(pr, Priority::default_priority(), false)
+    }
+
+    pub fn submit_with(&mut self, pr: PrNumber, priority: Priority, no_batch: bool) -> Transition {
+        let facts = self.facts(pr);
+        self.host.heads.insert(pr, facts.head_sha.clone());
+        self.ok(Event::Submit {
+            pr: facts,
+            priority,
+            no_batch,
+            force: false,
+            head_checks_passed: self.green_heads.contains(&pr),
+        })
+    }
+
+    pub fn submit_facts(&mut self, facts: PrFacts) -> Result<Transition, DomainError> {
+        self.host.heads.insert(facts.number, facts.head_sha.clone());
+        let green = self.green_heads.contains(&facts.number);
+        self.apply(Event::Submit {
+            pr: facts,
+            priority: Priority::default_priority(),
+            no_batch: false,
+            force: false,
+            head_checks_passed: green,
+        })
+    }
+
+    /// New commits on a pull request: the host's head moves and a webhook says so.
+    pub fn push_to_pr(&mut self, pr: PrNumber) -> Transition {
+        *self.head_versions.entry(pr).or_default() += 1;
+        let facts = self.facts(pr);
+        self.host.heads.insert(pr, facts.head_sha.clone());
+        self.ok(Event::PrUpdated { pr: facts })
+    }
+
+    pub fn set_targets(&mut self, pr: PrNumber, targets: &[&str]) -> Transition {
+        let list = ImpactedTargets::List(targets.iter().map(|s| (*s).to_owned()).collect());
+        self.ok(Event::SetImpactedTargets {
+            pr,
+            head_sha: self.head(pr),
+            targets: list,
+        })
+    }
+
+    pub fn update(&mut self, patch: SettingsPatch) -> Transition {
+        self.ok(Event::UpdateSettings { patch })
+    }
+
+    pub fn advance_minutes(&mut self, minutes: u32) {
+        self.now = self.now.plus_minutes(minutes);
+    }
+
+    pub fn tick(&mut self) -> Transition {
+        self.ok(Event::Tick)
+    }
+
+    /// A push to the target outside the queue.
+    pub fn push_outside(&mut self) -> Transition {
+        self.host.pushes_outside += 1;
+        let mut content = self.host.target.clone();
+        content.push(OUTSIDE + self.host.pushes_outside);
+        let sha = self.host.commit(content.clone());
+        self.host.target = content;
+        self.ok(Event::TargetMoved { sha })
+    }
+
+    // ---- CI -----------------------------------------------------------------------------
+
+    /// Reports the required status on a run's branch tip.
+    pub fn report(&mut self, run_id: &str, pass: bool) -> Transition {
+        let sha = self
+            .run(run_id)
+            .and_then(|r| r.sha.clone())
+            .unwrap_or_else(|| panic!("run {run_id} has no branch"));
+        if pass && let Some(content) = self.host.commits.get(&sha) {
+            self.passed.insert(content.clone());
+        }
+        let status = StatusReport {
+            context: CI.to_owned(),
+            state: if pass {
+                StatusState::Success
+            } else {
+                StatusState::Failure
+            },
+            url: format!("https://ci.example/{run_id}"),
+            description: String::new(),
+            updated_at: self.now,
+        };
+        self.ok(Event::StatusReported { sha, status })
+    }
+
+    pub fn pass(&mut self, run_id: &str) -> Transition {
+        self.report(run_id, true)
+    }
+
+    pub fn fail(&mut self, run_id: &str) -> Transition {
+        self.report(run_id, false)
+    }
+
+    /// The run currently testing `pr`.
+    pub fn run_of(&self, pr: PrNumber) -> String {
+        self.entry(pr)
+            .and_then(|e| e.current_run.clone())
+            .unwrap_or_else(|| panic!("PR {pr} is not testing: {:?}", self.entry(pr)))
+    }
+
+    pub fn pass_pr(&mut self, pr: PrNumber) -> Transition {
+        let id = self.run_of(pr);
+        self.pass(&id)
+    }
+
+    pub fn fail_pr(&mut self, pr: PrNumber) -> Transition {
+        let id = self.run_of(pr);
+        self.fail(&id)
+    }
+
+    /// Answers every run in progress whose branch exists, front first: `oracle` says
+    /// whether a content passes.
+    pub fn answer_all(&mut self, mut oracle: impl FnMut(&Content) -> bool) -> usize {
+        let mut answered = 0;
+        loop {
+            let next = self.snap.runs.iter().find_map(|r| {
+                (r.status == RunStatus::InProgress && r.sha.is_some())
+                    .then(|| (r.id.clone(), r.sha.clone().unwrap()))
+            });
+            let Some((id, sha)) = next else { break };
+            let content = self.host.commits.get(&sha).cloned().unwrap_or_default();
+            let pass = oracle(&content);
+            self.report(&id, pass);
+            answered += 1;
+        }
+        answered
+    }
+
+    // ---- effects ------------------------------------------------------------------------
+
+    /// Executes every pending effect, feeding results back, until none is left.
+    pub fn execute_all(&mut self) {
+        while let Some(x) = self.pending.pop_front() {
+            if self.snap.outbox.iter().any(|o| o.id == x.id) {
+                let outcome = self.execute(&x.effect);
+                let _ = self.apply(Event::EffectSucceeded {
+                    effect_id: x.id.clone(),
+                    outcome,
+                });
+            }
+        }
+    }
+
+    /// Executes one effect on the simulated host.
+    pub fn execute(&mut self, effect: &Effect) -> EffectOutcome {
+        match effect {
+            Effect::CreateTestBranch {
+                branch, base, prs, ..
+            } => {
+                let base_sha = base.clone().unwrap_or_else(|| self.host.target_sha());
+                let mut content = self
+                    .host
+                    .commits
+                    .get(&base_sha)
+                    .cloned()
+                    .unwrap_or_default();
+                for p in prs {
+                    if self.host.conflicts.contains(&p.pr) {
+                        return EffectOutcome::BranchConflict { pr: p.pr };
+                    }
+                    content.push(p.pr);
+                }
+                let sha = self.host.commit(content);
+                self.host.branches.insert(branch.clone(), sha.clone());
+                EffectOutcome::BranchCreated {
+                    sha,
+                    base_sha,
+                    required: self.host.required.clone(),
+                }
+            }
+            Effect::CancelRun { branch, .. } | Effect::DeleteBranch { branch } => {
+                self.host.branches.remove(branch);
+                EffectOutcome::Done
+            }
+            Effect::Merge {
+                run_id,
+                prs,
+                expected_target_sha,
+                tested_sha,
+                ..
+            } => {
+                let actual = self.host.target_sha();
+                if let Some(expected) = expected_target_sha
+                    && *expected != actual
+                {
+                    return EffectOutcome::MergeRefused {
+                        refusal: MergeRefusal::TargetMoved { actual },
+                    };
+                }
+                for p in prs {
+                    if self.host.heads.get(&p.pr) != Some(&p.head_sha) {
+                        return EffectOutcome::MergeRefused {
+                            refusal: MergeRefusal::PrChanged { pr: p.pr },
+                        };
+                    }
+                }
+                let mut next = self.host.target.clone();
+                next.extend(prs.iter().map(|p| p.pr));
+                if self.snap.queue.config.mode == QueueMode::Single {
+                    self.check_merge(run_id.is_some(), &next, tested_sha.as_ref(), prs[0].pr);
+                } else {
+                    self.check_lane_merge(run_id.as_deref(), prs);
+                }
+                let sha = self.host.commit(next.clone());
+                self.host.target = next.clone();
+                self.host.target_history.push(next);
+                EffectOutcome::Merged { target_sha: sha }
+            }
+            Effect::RefreshPullRequest { pr } => EffectOutcome::PullRequest {
+                pr: self.facts(*pr),
+            },
+            Effect::FetchChecks { .. } => EffectOutcome::Checks {
+                statuses: vec![],
+                check_runs: vec![],
+            },
+            Effect::PostComment { .. } | Effect::SetStatusCheck { .. } => EffectOutcome::Done,
+        }
+    }
+
+    // ---- promises -----------------------------------------------------------------------
+
+    fn check_merge(&mut self, tested: bool, next: &Content, tested_sha: Option<&Sha>, pr: u32) {
+        if tested {
+            let green = self
+                .passed
+                .iter()
+                .any(|p| p.len() >= next.len() && p[..next.len()] == next[..]);
+            if !green {
+                self.violations
+                    .push(format!("target moved to untested content {next:?}"));
+            }
+            if let Some(t) = tested_sha {
+                let tree = self.host.commits.get(t);
+                if tree != Some(next) {
+                    self.violations.push(format!(
+                        "merge result {next:?} differs from the tested commit {tree:?}"
+                    ));
+                }
+            }
+        } else if !self.green_heads.contains(&pr) {
+            self.violations
+                .push(format!("direct merge of PR {pr} whose head is not green"));
+        }
+    }
+
+    /// Parallel mode: the merged pull requests end the content of a run that passed.
+    fn check_lane_merge(&mut self, run_id: Option<&str>, prs: &[mq_core::engine::BranchPr]) {
+        let tested = run_id
+            .and_then(|id| self.run(id))
+            .and_then(|r| r.sha.as_ref())
+            .and_then(|sha| self.host.commits.get(sha))
+            .cloned();
+        let merged: Content = prs.iter().map(|p| p.pr).collect();
+        let ok = tested.as_ref().is_some_and(|c| {
+            self.passed.contains(c) && c.len() >= merged.len() && c.ends_with(&merged)
+        });
+        if !ok {
+            self.violations.push(format!(
+                "merged {merged:?} without a passing run ending with them ({tested:?})"
+            ));
+        }
+    }
+
+    fn check_step(&mut self, t: &Transition, before: QueueState) {
+        let s = &t.snapshot;
+        let cfg = &s.queue.config;
+        let main = s
+            .runs
+            .iter()
+            .filter(|r| r.kind == RunKind::Main && r.status == RunStatus::InProgress && !r.held)
+            .count();
+        if main > cfg.concurrency as usize {
+            self.violations.push(format!(
+                "{main} runs in flight, concurrency {}",
+                cfg.concurrency
+            ));
+        }
+        let bisecting = s
+            .runs
+            .iter()
+            .filter(|r| r.kind == RunKind::Bisection && r.status == RunStatus::InProgress)
+            .count();
+        if bisecting > cfg.bisection_concurrency as usize {
+            self.violations.push(format!(
+                "{bisecting} bisection runs in flight, bisectionConcurrency {}",
+                cfg.bisection_concurrency
+            ));
+        }
+        let mut seen = BTreeSet::new();
+        for e in &s.entries {
+            if !seen.insert(e.pr) {
+                self.violations
+                    .push(format!("PR {} has two active entries", e.pr));
+            }
+            if e.state.is_terminal() {
+                self.violations
+                    .push(format!("PR {} is terminal but still active", e.pr));
+            }
+        }
+        let paused = before == QueueState::Paused && s.queue.state == QueueState::Paused;
+        if paused {
+            for x in t.effects.iter().filter(|x| x.created_at == self.now) {
+                let starts_or_merges = match &x.effect {
+                    Effect::Merge { .. } => true,
+                    Effect::CreateTestBranch { run_id, .. } => {
+                        !self.snap.runs.iter().any(|r| &r.id == run_id)
+                    }
+                    _ => false,
+                };
+                if starts_or_merges {
+                    self.violations
+                        .push(format!("paused queue emitted {:?}", x.effect));
+                }
+            }
+        }
+    }
+
+    /// Asserts that no promise was broken.
+    pub fn assert_clean(&self) {
+        assert!(self.violations.is_empty(), "{:#?}", self.violations);
+    }
+
+    // ---- reading ------------------------------------------------------------------------
+
+    pub fn entry(&self, pr: PrNumber) -> Option<&Entry> {
+        self.snap.entries.iter().find(|e| e.pr == pr)
+    }
+
+    pub fn state(&self, pr: PrNumber) -> EntryState {
+        if let Some(e) = self.entry(pr) {
+            return e.state;
+        }
+        self.concluded
+            .iter()
+            .rev()
+            .find(|e| e.pr == pr)
+            .map(|e| e.state)
+            .unwrap_or_else(|| panic!("PR {pr} was never submitted"))
+    }
+
+    pub fn conclusion(&self, pr: PrNumber) -> String {
+        self.concluded
+            .iter()
+            .rev()
+            .find(|e| e.pr == pr)
+            .and_then(|e| e.conclusion.clone())
+            .map(|c| c.reason)
+            .unwrap_or_default()
+    }
+
+    pub fn run(&self, id: &str) -> Option<&TestRun> {
+        self.snap.runs.iter().find(|r| r.id == id)
+    }
+
+    /// The content a run's branch was created with.
+    pub fn content_of(&self, run_id: &str) -> Content {
+        let sha = self.run(run_id).and_then(|r| r.sha.clone()).unwrap();
+        self.host.commits[&sha].clone()
+    }
+
+    pub fn merged_prs(&self) -> Vec<PrNumber> {
+        self.concluded
+            .iter()
+            .filter(|e| e.state == EntryState::Merged)
+            .map(|e| e.pr)
+            .collect()
+    }
+
+    pub fn testing_runs(&self) -> Vec<&TestRun> {
+        self.snap
+            .runs
+            .iter()
+            .filter(|r| r.status == RunStatus::InProgress)
+            .collect()
+    }
+
+    /// Effects of a kind emitted so far.
+    pub fn emitted_where(&self, f: impl Fn(&Effect) -> bool) -> Vec<&Effect> {
+        self.emitted
+            .iter()
+            .map(|(x, _)| &x.effect)
+            .filter(|e| f(e))
+            .collect()
+    }
+
+    pub fn code(err: &DomainError) -> ErrorCode {
+        err.code
+    }
+}

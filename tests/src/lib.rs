@@ -5,6 +5,7 @@
 
 pub mod fixtures;
 pub mod git_repo;
+pub mod health;
 pub mod live;
 pub mod prometheus;
 pub mod timeline;
@@ -40,6 +41,9 @@ pub struct TestEnv {
     pub http: reqwest::Client,
     /// The gateway's clock: the system's until a test sets it.
     pub clock: Arc<TestClock>,
+    /// The application the gateway serves.
+    pub app: Arc<App>,
+    pub backend: Backend,
 }
 
 /// The system clock, moved forward by the test (`advance_minutes`), or stopped at a time the
@@ -92,16 +96,26 @@ impl Reply {
 
 impl TestEnv {
     pub async fn start(backend: Backend) -> Self {
-        let store = new_store(backend).await;
-        let clock = Arc::new(TestClock::default());
-        let app = Arc::new(App::new(store.clone(), clock.clone()));
-        Self::serve(store, app, clock).await
+        Self::start_with(backend, |app| app).await
     }
 
-    /// A gateway serving `app`, whose store is `store` (made by [`new_store`]) and whose clock
-    /// is `clock`.
-    pub async fn serve(store: Arc<dyn Store>, app: Arc<App>, clock: Arc<TestClock>) -> Self {
-        let gateway = Gateway::start(app, "127.0.0.1:0".parse().unwrap())
+    /// Starts with the application changed by `configure` (an uploads bucket, say).
+    pub async fn start_with(backend: Backend, configure: impl FnOnce(App) -> App) -> Self {
+        let store = new_store(backend).await;
+        let clock = Arc::new(TestClock::default());
+        let app = Arc::new(configure(App::new(store.clone(), clock.clone())));
+        Self::serve(backend, store, app, clock).await
+    }
+
+    /// A gateway serving `app`, whose store is `store` (made by [`new_store`] for `backend`)
+    /// and whose clock is `clock`.
+    pub async fn serve(
+        backend: Backend,
+        store: Arc<dyn Store>,
+        app: Arc<App>,
+        clock: Arc<TestClock>,
+    ) -> Self {
+        let gateway = Gateway::start(app.clone(), "127.0.0.1:0".parse().unwrap())
             .await
             .expect("gateway starts");
         Self {
@@ -109,7 +123,18 @@ impl TestEnv {
             store,
             http: reqwest::Client::new(),
             clock,
+            app,
+            backend,
         }
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// The application the gateway serves (to call the service directly).
+    pub fn app(&self) -> Arc<App> {
+        self.app.clone()
     }
 
     pub fn url(&self, path: &str) -> String {

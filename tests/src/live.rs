@@ -141,7 +141,7 @@ impl LiveEnv {
         if options.status_listener {
             tasks.push(spawn_status_listener(app.clone(), host.subscribe()));
         }
-        let env = TestEnv::serve(store, app.clone(), clock.clone()).await;
+        let env = TestEnv::serve(backend, store, app.clone(), clock.clone()).await;
         Self {
             env,
             app,

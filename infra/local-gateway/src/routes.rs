@@ -44,4 +44,12 @@ routes! {
     POST "/v1/updateQueue" => update_queue,
     POST "/v1/webhooks/github" => github_webhook,
     GET "/v1/getMergeQueueMetrics" => get_merge_queue_metrics,
+    // test health
+    POST "/v1/flaky-tests/list-unhealthy-tests" => list_unhealthy_tests,
+    POST "/v1/flaky-tests/list-quarantined-tests" => list_quarantined_tests,
+    POST "/v1/flaky-tests/upload" => upload_test_results,
+    POST "/v1/flaky-tests/upload-url" => create_test_results_upload_url,
+    POST "/v1/flaky-tests/update-settings" => update_test_health_settings,
+    POST "/v1/flaky-tests/check-quarantined" => check_quarantined_tests,
+    POST "/v1/flaky-tests/link-ticket" => link_test_ticket,
 }

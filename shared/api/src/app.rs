@@ -54,6 +54,8 @@ pub struct App {
     pub githost: Option<Arc<dyn GitHost>>,
     /// Verifies and reads the Git host's webhook deliveries; `None` without a secret.
     pub webhook: Option<WebhookReceiver>,
+    /// The bucket of large test reports (presigned uploads), when configured.
+    pub uploads: Option<Arc<crate::uploads::UploadBucket>>,
 }
 
 impl App {
@@ -63,6 +65,7 @@ impl App {
             clock,
             githost: None,
             webhook: None,
+            uploads: None,
         }
     }
 
@@ -75,6 +78,12 @@ impl App {
     /// The same application, accepting webhook deliveries signed for `receiver`.
     pub fn with_webhook(mut self, receiver: WebhookReceiver) -> Self {
         self.webhook = Some(receiver);
+        self
+    }
+
+    /// The same application with a bucket for large test reports.
+    pub fn with_uploads(mut self, bucket: crate::uploads::UploadBucket) -> Self {
+        self.uploads = Some(Arc::new(bucket));
         self
     }
 
@@ -93,6 +102,12 @@ impl App {
         let client = aws_sdk_dynamodb::Client::new(&config);
         let store = DynamoStore::new(client, TableNames::from_env());
         let mut app = Self::new(Arc::new(store), Arc::new(SystemClock));
+        if let Ok(bucket) = std::env::var("MQ_UPLOADS_BUCKET") {
+            app = app.with_uploads(crate::uploads::UploadBucket::new(
+                aws_sdk_s3::Client::new(&config),
+                bucket,
+            ));
+        }
         let secrets = crate::secrets::Secrets::new(&config);
         match crate::secrets::github_from_env(&secrets).await {
             Ok(Some((host, webhook))) => {

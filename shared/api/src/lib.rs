@@ -12,6 +12,9 @@ pub mod logging;
 pub mod secrets;
 pub mod service;
 pub mod wire;
+// test health: upload bodies and the bucket of large reports
+pub mod multipart;
+pub mod uploads;
 
 pub use app::{App, Clock, ManualClock, SystemClock};
 pub use endpoint::{Caller, serve};

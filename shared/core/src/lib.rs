@@ -9,6 +9,7 @@ pub mod entry;
 pub mod enums;
 pub mod error;
 pub mod git;
+pub mod health;
 pub mod history;
 pub mod ids;
 pub mod metrics;

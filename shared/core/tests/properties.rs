@@ -137,13 +137,26 @@ fn apply(h: &mut Harness, op: &Op, bad: &BTreeSet<u32>) {
         } => {
             let facts = h.facts(*pr);
             h.host.heads.insert(*pr, facts.head_sha.clone());
-            let _ = h.apply(Event::Submit {
+            let submitted = h.apply(Event::Submit {
                 pr: facts,
                 priority: Priority::of(*priority),
                 no_batch: *no_batch,
                 force: false,
                 head_checks_passed: false,
             });
+            if submitted.is_ok() && h.snap.queue.config.mode == QueueMode::Parallel {
+                // Three overlapping lanes: a PR impacts its own lane and, for every fourth
+                // PR, the next one too.
+                let mut targets = BTreeSet::from([format!("lane{}", pr % 3)]);
+                if pr % 4 == 0 {
+                    targets.insert(format!("lane{}", (pr + 1) % 3));
+                }
+                h.ok(Event::SetImpactedTargets {
+                    pr: *pr,
+                    head_sha: h.head(*pr),
+                    targets: ImpactedTargets::List(targets),
+                });
+            }
         }
         Op::Cancel(pr) => {
             let _ = h.apply(Event::Cancel {
@@ -339,7 +352,7 @@ proptest! {
             can_optimistically_merge: Some(true),
             ..Default::default()
         });
-        let lane = |pr: u32| if pr % 2 == 0 { "even" } else { "odd" };
+        let lane = |pr: u32| if pr.is_multiple_of(2) { "even" } else { "odd" };
         for (pr, action, flake) in ops {
             let restarts_before: BTreeMap<u32, u32> =
                 h.snap.entries.iter().map(|e| (e.pr, e.restarts)).collect();
@@ -386,6 +399,57 @@ proptest! {
                 prop_assert_eq!(lanes.len(), 1, "{:?}", prs);
             }
         }
+    }
+
+    /// Never more main runs in flight than `concurrency`, nor bisection runs than
+    /// `bisectionConcurrency`, after any event (also when the limits change).
+    #[test]
+    fn runs_in_flight_never_exceed_the_limits(
+        settings in settings(),
+        ops in prop::collection::vec(op(10, true), 1..80),
+        bad in prop::collection::btree_set(1..=10u32, 0..4),
+    ) {
+        let mut h = Harness::with(settings);
+        for op in &ops {
+            apply(&mut h, op, &bad);
+            let cfg = &h.snap.queue.config;
+            let in_flight = |kind| h.snap.runs.iter().filter(|r| {
+                r.kind == kind && r.status == mq_core::run::RunStatus::InProgress && !r.held
+            }).count();
+            prop_assert!(in_flight(mq_core::run::RunKind::Main) <= cfg.concurrency as usize);
+            prop_assert!(
+                in_flight(mq_core::run::RunKind::Bisection) <= cfg.bisection_concurrency as usize
+            );
+        }
+        h.assert_clean();
+    }
+
+    /// From the moment a queue is paused until it resumes, no test branch is created for a
+    /// new run and no merge is emitted; results of running tests are kept.
+    #[test]
+    fn nothing_starts_or_merges_while_paused(
+        settings in settings(),
+        before in prop::collection::vec(op(10, false), 1..40),
+        during in prop::collection::vec(op(10, true), 1..40),
+        bad in prop::collection::btree_set(1..=10u32, 0..4),
+    ) {
+        let mut h = run(&settings, &before, &bad);
+        apply(&mut h, &Op::SetState(RequestedState::Paused), &bad);
+        let runs_before: BTreeSet<String> = h.snap.runs.iter().map(|r| r.id.clone()).collect();
+        let emitted_before = h.emitted.len();
+        for op in during.iter().filter(|op| !matches!(op, Op::SetState(_))) {
+            apply(&mut h, op, &bad);
+        }
+        for (x, _) in &h.emitted[emitted_before..] {
+            match &x.effect {
+                Effect::Merge { .. } => prop_assert!(false, "merged while paused: {:?}", x),
+                Effect::CreateTestBranch { run_id, .. } => {
+                    prop_assert!(runs_before.contains(run_id), "started {run_id} while paused")
+                }
+                _ => {}
+            }
+        }
+        h.assert_clean();
     }
 
     /// The same events give the same result, also when the snapshot is stored and loaded

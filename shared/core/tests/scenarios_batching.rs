@@ -249,3 +249,81 @@ fn a_failing_batch_ahead_restarts_the_groups_behind_without_it() {
     h.ok(Event::Tick);
     h.assert_clean();
 }
+
+#[test]
+fn cancelling_a_pull_request_of_a_batch_restarts_the_batch_without_it() {
+    let mut h = batching(3, 1);
+    for pr in 1..=3 {
+        h.submit(pr);
+    }
+    h.ok(Event::Cancel {
+        pr: 2,
+        reason: mq_core::engine::CancelReason::Api,
+    });
+    assert_eq!(h.state(2), Cancelled);
+    assert_eq!(h.content_of(&h.run_of(1)), vec![1, 3]);
+    h.pass_pr(1);
+    assert_eq!(h.merged_prs(), vec![1, 3]);
+    h.assert_clean();
+}
+
+#[test]
+fn closing_a_pull_request_under_bisection_takes_it_out_of_its_split() {
+    let mut h = Harness::with(SettingsPatch {
+        batch: Some(true),
+        batching_min_size: Some(4),
+        concurrency: Some(1),
+        bisection_concurrency: Some(2),
+        ..Default::default()
+    });
+    for pr in 1..=4 {
+        h.submit(pr);
+    }
+    h.fail_pr(1);
+    let mut closed = h.facts(3);
+    closed.state = mq_core::git::PrState::Closed;
+    h.ok(Event::PrUpdated { pr: closed });
+    assert_eq!(h.state(3), Cancelled);
+    assert_eq!(
+        h.content_of(&h.run_of(4)),
+        vec![4],
+        "the split goes on without 3"
+    );
+    h.assert_clean();
+}
+
+#[test]
+fn skipping_redundant_tests_tests_the_halves_one_after_the_other() {
+    let mut h = Harness::with(SettingsPatch {
+        batch: Some(true),
+        batching_min_size: Some(4),
+        concurrency: Some(1),
+        bisection_concurrency: Some(4),
+        optimization_mode: Some(OptimizationMode::BisectionSkipRedundantTests),
+        ..Default::default()
+    });
+    for pr in 1..=4 {
+        h.submit(pr);
+    }
+    h.fail_pr(1);
+    let halves: Vec<Vec<u32>> = h
+        .testing_runs()
+        .iter()
+        .filter(|r| r.kind == RunKind::Bisection)
+        .map(|r| r.tested.iter().map(|t| t.pr).collect())
+        .collect();
+    assert_eq!(
+        halves,
+        vec![vec![1, 2]],
+        "the second half waits for the first"
+    );
+    h.fail_pr(1);
+    // [1,2] failed: [3,4] is still needed (it may hold another culprit), and [1,2] splits.
+    let mut testing: Vec<Vec<u32>> = h
+        .testing_runs()
+        .iter()
+        .map(|r| r.tested.iter().map(|t| t.pr).collect())
+        .collect();
+    testing.sort();
+    assert_eq!(testing, vec![vec![1], vec![3, 4]]);
+}

@@ -406,3 +406,31 @@ fn a_finished_run_is_kept_as_history_with_its_status() {
     assert_eq!(view.status_checks[0].context, "ci");
     assert!(!view.test_branch_sha.is_empty());
 }
+
+// ---- views ----------------------------------------------------------------------------------
+
+#[test]
+fn the_public_view_of_an_entry_follows_its_life() {
+    use mq_core::engine::view::{pull_request, queue_order};
+    use mq_core::priority::Priority;
+    let mut h = queue(1);
+    h.submit(1);
+    h.submit_with(2, Priority::from_name("urgent").unwrap(), false);
+    let urgent = pull_request(&h.snap.queue, h.entry(2).unwrap());
+    assert!(urgent.skip_the_line);
+    assert_eq!(urgent.priority_name, "urgent");
+    assert_eq!(urgent.used_default_priority_name, None);
+    let medium = pull_request(&h.snap.queue, h.entry(1).unwrap());
+    assert_eq!(medium.used_default_priority_name.as_deref(), Some("medium"));
+    assert!(medium.is_currently_submitted_to_queue);
+    h.pass_pr(2);
+    h.pass_pr(1);
+    let done = h.concluded.iter().find(|e| e.pr == 1).unwrap();
+    let view = pull_request(&h.snap.queue, done);
+    assert_eq!(view.state, Merged);
+    assert!(!view.is_currently_submitted_to_queue);
+    assert!(
+        queue_order(&h.snap).is_empty(),
+        "terminal entries leave the list"
+    );
+}

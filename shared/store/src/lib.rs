@@ -7,6 +7,7 @@
 pub mod dynamo;
 pub mod error;
 pub mod memory;
+mod memory_health;
 mod order;
 pub mod port;
 pub mod tables;
@@ -14,5 +15,8 @@ pub mod tables;
 pub use dynamo::DynamoStore;
 pub use error::StoreError;
 pub use memory::MemoryStore;
+pub use port::{
+    HealthScope, PageCursor, RawResult, TestHealthStore, TestList, UploadRecord, UploadState,
+};
 pub use port::{QueueStore, RunLocation, Store, StoreResult, TokenRecord, TokenStore};
 pub use tables::TableNames;

@@ -20,6 +20,7 @@ use std::sync::{Mutex, MutexGuard};
 #[derive(Default)]
 pub struct MemoryStore {
     inner: Mutex<Inner>,
+    pub(crate) health: crate::memory_health::HealthTables,
 }
 
 #[derive(Default)]

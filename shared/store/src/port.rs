@@ -3,12 +3,16 @@
 use crate::error::StoreError;
 use async_trait::async_trait;
 use mq_core::entry::{Entry, UploadedTargets};
+use mq_core::health::{
+    Outcome, RepoHealthSettings, StatusKind, TestCase, UploadMetadata, UploadSummary,
+};
 use mq_core::history::Restart;
 use mq_core::ids::{OrgId, PrNumber, QueueId, Sha};
 use mq_core::run::TestRun;
 use mq_core::snapshot::{Commit, Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
 use serde::{Deserialize, Serialize};
+use uuid::Uuid;
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
@@ -154,6 +158,147 @@ pub trait TokenStore: Send + Sync {
 }
 
 /// Everything the application stores.
-pub trait Store: QueueStore + TokenStore {}
+pub trait Store: QueueStore + TokenStore + TestHealthStore {}
 
-impl<T: QueueStore + TokenStore> Store for T {}
+impl<T: QueueStore + TokenStore + TestHealthStore> Store for T {}
+
+// ---------------------------------------------------------------------------------------------
+// Test health
+// ---------------------------------------------------------------------------------------------
+
+/// A repository's test-health data, within one organisation.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HealthScope {
+    pub org: OrgId,
+    /// `RepoRef::key`.
+    pub repo_key: String,
+}
+
+/// A list of a repository's test cases, each kept in test case id order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TestList {
+    /// Test cases with this status (`Flaky` or `Broken`).
+    WithStatus(StatusKind),
+    /// Quarantine candidates (override always, or automatic and FLAKY); with
+    /// `overrides_only`, those quarantined by their override alone.
+    Quarantine { overrides_only: bool },
+}
+
+/// Where a page of a list starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageCursor {
+    /// The first `limit` items.
+    First,
+    /// The `limit` items after this test case id.
+    After(Uuid),
+    /// The `limit` items before this test case id.
+    Before(Uuid),
+    /// The last `limit` items.
+    Last,
+}
+
+/// Where an upload is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UploadState {
+    /// A presigned URL was handed out; the object has not been ingested.
+    AwaitingObject,
+    /// Results are being recorded (or a previous attempt stopped half way).
+    Ingesting,
+    Done,
+}
+
+/// An upload, kept (for idempotency) as long as its raw results.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UploadRecord {
+    pub org: OrgId,
+    /// [`mq_core::health::upload_key`].
+    pub key: Uuid,
+    pub state: UploadState,
+    pub metadata: UploadMetadata,
+    pub created_at: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<UploadSummary>,
+    /// Why ingesting it failed (uploads through S3 have no client to tell).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// One test case's result in an upload, as kept raw (until it expires).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RawResult {
+    #[serde(rename = "i")]
+    pub id: Uuid,
+    #[serde(rename = "o")]
+    pub outcome: Outcome,
+    #[serde(rename = "a")]
+    pub attempts: u16,
+}
+
+/// Raw results are kept this long (days), then expire.
+pub const RAW_RESULT_RETENTION_DAYS: i64 = 30;
+
+/// Test cases, their results and the repository settings of test health.
+///
+/// Test case writes are conditional on the version read: [`TestHealthStore::put_test_cases`]
+/// reports the ones that lost a race, and the caller merges again from a fresh read.
+#[async_trait]
+pub trait TestHealthStore: Send + Sync {
+    /// The repository's settings; `None` until first set.
+    async fn health_settings(&self, scope: &HealthScope)
+    -> StoreResult<Option<RepoHealthSettings>>;
+
+    /// Stores settings whose `version` is one more than the stored one (1: first write);
+    /// `Conflict` otherwise.
+    async fn put_health_settings(
+        &self,
+        scope: &HealthScope,
+        settings: &RepoHealthSettings,
+    ) -> StoreResult<()>;
+
+    /// The CODEOWNERS text last sent for the repository.
+    async fn codeowners(&self, scope: &HealthScope) -> StoreResult<Option<String>>;
+
+    async fn put_codeowners(&self, scope: &HealthScope, text: &str) -> StoreResult<()>;
+
+    /// The stored test cases among `ids` (any order; unknown ids are left out).
+    async fn get_test_cases(&self, scope: &HealthScope, ids: &[Uuid])
+    -> StoreResult<Vec<TestCase>>;
+
+    /// Writes test cases whose `version` is one more than the stored one (1: new). Returns
+    /// the ids of those not written because the stored version differs.
+    async fn put_test_cases(&self, cases: &[TestCase]) -> StoreResult<Vec<Uuid>>;
+
+    /// A page of a list, in ascending test case id order, at most `limit` items.
+    async fn list_test_cases(
+        &self,
+        scope: &HealthScope,
+        list: TestList,
+        cursor: PageCursor,
+        limit: usize,
+    ) -> StoreResult<Vec<TestCase>>;
+
+    /// How many test cases a list holds.
+    async fn count_test_cases(&self, scope: &HealthScope, list: TestList) -> StoreResult<u64>;
+
+    /// Stores a new upload; when one exists with its key, returns it and changes nothing.
+    async fn claim_upload(&self, upload: &UploadRecord) -> StoreResult<Option<UploadRecord>>;
+
+    /// Replaces an upload's record (its state and summary).
+    async fn put_upload(&self, upload: &UploadRecord) -> StoreResult<()>;
+
+    async fn get_upload(&self, org: &OrgId, key: Uuid) -> StoreResult<Option<UploadRecord>>;
+
+    /// Keeps an upload's raw results until they expire (idempotent).
+    async fn put_raw_results(
+        &self,
+        upload: &UploadRecord,
+        results: &[RawResult],
+    ) -> StoreResult<()>;
+
+    /// The raw results of an upload, while kept.
+    async fn raw_results(&self, org: &OrgId, key: Uuid) -> StoreResult<Vec<RawResult>>;
+
+    /// FLAKY test cases whose `flaky_until` is at or before `now`, at most `limit`.
+    async fn due_for_recovery(&self, now: Timestamp, limit: usize) -> StoreResult<Vec<TestCase>>;
+}

@@ -6,5 +6,6 @@ pub mod metrics;
 pub mod pull_requests;
 pub mod queues;
 pub mod shell;
+pub mod test_health;
 pub mod tick;
 pub mod webhook;

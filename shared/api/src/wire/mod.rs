@@ -4,6 +4,7 @@ pub mod common;
 pub mod metrics;
 pub mod pull_request;
 pub mod queue;
+pub mod test_health;
 pub mod testing;
 
 pub use common::{Int, QueueRequest, QueueTarget, RepoBody};

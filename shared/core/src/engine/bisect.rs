@@ -7,11 +7,12 @@
 //! request that fails alone is a culprit and fails.
 //!
 //! With `optimizationMode: bisection_skip_redundant_tests`, a split whose result is implied
-//! is not run: the sibling of a passing half is implied to fail (their parent failed), so a
-//! single pull request there is the culprit at once and a larger one is split again without
-//! a test; any set known to fail on this base (the batch itself, a failed split) is split at
-//! once instead of being tested. Only failures are reused, never passes, and a move of the
-//! target outside the queue forgets them.
+//! is not run: the halves of a set are tested one after the other, and the sibling of a
+//! passing half is implied to fail (their parent failed), so a single pull request there is
+//! the culprit at once and a larger one is split again without a test; any set known to fail
+//! on this base (the batch itself, a failed split) is split at once instead of being tested.
+//! Only failures are reused, never passes, and a move of the target outside the queue
+//! forgets them. Without the option both halves test at once (faster, more CI).
 
 use super::line::key_of;
 use super::work::Work;
@@ -83,6 +84,12 @@ impl Work {
                 let split = self.s.queue.engine.bisections[b].splits.remove(i);
                 self.split_settled_failed(b, split);
                 changed = true;
+                continue;
+            }
+            let first_half_pending = bisection.splits[..i].iter().any(|s| s.prs == split.sibling);
+            if self.skip_redundant() && first_half_pending {
+                // Its result may be implied by its sibling's: wait for that first.
+                i += 1;
                 continue;
             }
             let budget = self.cfg().bisection_concurrency.max(1) as usize;

@@ -23,6 +23,7 @@ impl Work {
             .update(patch.state, patch.mode, testing)?;
         patch.apply_fields(&mut self.s.queue.config);
         self.s.queue.set_mode_and_state(next);
+        self.readiness_stale = true;
         Ok(())
     }
 
@@ -33,6 +34,7 @@ impl Work {
         }
         let done = self.s.queue.mode_and_state().finish_switch();
         self.s.queue.set_mode_and_state(done);
+        self.readiness_stale = true;
         true
     }
 }

@@ -9,6 +9,7 @@
 //! and no further group could start behind it now (no slot, nothing ready, a batch still
 //! forming, or the queue not running): waiting would stall the line.
 
+use super::line::line_positions;
 use super::work::Work;
 use crate::entry::EntryState;
 use crate::ids::PrNumber;
@@ -23,56 +24,59 @@ enum Decision {
 }
 
 impl Work {
-    /// Applies the pending-failure rules to every failed group, front first.
+    /// Applies the pending-failure rules to failed groups, front first; stops at the first
+    /// change (settling calls it again).
     pub fn resolve_failures(&mut self) -> bool {
-        let mut changed = false;
-        for id in self.line() {
-            let Some(run) = self.run(&id).cloned() else {
-                continue;
-            };
-            if run.status != RunStatus::Failed {
+        let line = line_positions(&self.s);
+        for &at in &line {
+            if self.s.runs[at].status != RunStatus::Failed {
                 continue;
             }
-            let prs: Vec<PrNumber> = self.active_prs(&run);
+            let prs: Vec<PrNumber> = self.active_prs(&self.s.runs[at]);
             let cleared = prs
                 .iter()
                 .all(|&pr| self.state_of(pr) == Some(EntryState::TestsPassed));
             if cleared {
-                changed |= self.keep_clearance(&run, &prs);
+                if self.lost_clearance(&line, at, &prs) {
+                    for &pr in &prs {
+                        self.set_state(pr, EntryState::PendingFailure);
+                    }
+                    return true;
+                }
                 continue;
             }
-            match self.decide(&run) {
+            match self.decide(&line, at) {
                 Decision::Wait => {}
                 Decision::Clear => {
                     for &pr in &prs {
                         self.set_state(pr, EntryState::TestsPassed);
                     }
-                    changed = true;
+                    return true;
                 }
                 Decision::Fail => {
+                    let run = self.s.runs[at].clone();
                     self.fail_group(&run);
-                    changed = true;
+                    return true;
                 }
             }
         }
-        changed
+        false
     }
 
-    fn decide(&self, run: &TestRun) -> Decision {
-        let deps = self.live_deps(run);
-        let ahead_passed = deps
+    fn decide(&self, line: &[usize], at: usize) -> Decision {
+        let ahead_passed = self
+            .deps_in(line, at)
             .iter()
-            .filter_map(|id| self.run(id))
-            .all(|d| self.group_passed(d));
+            .all(|&d| self.group_passed(&self.s.runs[d]));
         if !ahead_passed {
             return Decision::Wait;
         }
         let depth = self.cfg().pending_failure_depth.max(1) as usize;
         let window: Vec<&TestRun> = self
-            .dependents(run)
-            .iter()
-            .filter_map(|id| self.run(id))
+            .dependents_in(line, at)
+            .into_iter()
             .take(depth)
+            .map(|j| &self.s.runs[j])
             .collect();
         let passed_behind = window.iter().any(|r| r.status == RunStatus::Succeeded);
         if self.cfg().can_optimistically_merge && passed_behind {
@@ -89,21 +93,17 @@ impl Work {
     }
 
     /// A group cleared by a pass behind it keeps that clearance while the passing group is
-    /// still in line; otherwise it goes back to `pending_failure` and the rules apply again.
-    fn keep_clearance(&mut self, run: &TestRun, prs: &[PrNumber]) -> bool {
+    /// still in line (or the merge is under way); otherwise the rules apply again.
+    fn lost_clearance(&self, line: &[usize], at: usize, prs: &[PrNumber]) -> bool {
         let proven = self
-            .dependents(run)
+            .dependents_in(line, at)
             .iter()
-            .filter_map(|id| self.run(id))
-            .any(|r| r.status == RunStatus::Succeeded);
-        let merging = prs.iter().any(|pr| self.merging_prs().contains(pr));
-        if prs.is_empty() || proven || merging {
-            return false;
-        }
-        for &pr in prs {
-            self.set_state(pr, EntryState::PendingFailure);
-        }
-        true
+            .any(|&j| self.s.runs[j].status == RunStatus::Succeeded);
+        let merging = self.merge_in_flight() && {
+            let merging = self.merging_prs();
+            prs.iter().any(|pr| merging.contains(pr))
+        };
+        !prs.is_empty() && !proven && !merging
     }
 
     /// A failed group leaves the line: a batch goes to bisection, a single pull request

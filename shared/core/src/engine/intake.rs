@@ -66,6 +66,7 @@ impl Work {
             conclusion: None,
         };
         self.s.entries.push(entry);
+        self.entries_changed();
         self.refresh_readiness();
         self.notify_submitted(sub.pr.number);
         if sub.head_checks_passed && self.direct_merge_applies(sub.pr.number) {
@@ -212,6 +213,7 @@ impl Work {
             targets: targets.clone(),
             uploaded_at: now,
         });
+        self.readiness_stale = true;
         Ok(())
     }
 
@@ -238,6 +240,7 @@ impl Work {
         if let Some(e) = self.entry_mut(facts.number) {
             e.pr_facts = facts.clone();
         }
+        self.readiness_stale = true;
     }
 
     /// A push the queue did not make moved the target: every group restarts on the new head.

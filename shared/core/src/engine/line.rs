@@ -15,6 +15,9 @@ use crate::run::{LinePlace, RunKind, RunStatus, TestRun};
 use crate::snapshot::QueueSnapshot;
 use std::collections::{BTreeMap, BTreeSet};
 
+/// What a pull request without uploaded targets impacts.
+static ALL: ImpactedTargets = ImpactedTargets::All;
+
 /// A group's position: groups being merged first (0), then the others (1), by place.
 pub(super) type LineKey = (u8, LinePlace);
 
@@ -35,20 +38,34 @@ pub fn merging_prs_of(s: &QueueSnapshot) -> BTreeSet<PrNumber> {
         .collect()
 }
 
-/// The groups of a snapshot's line, front first.
-pub fn line_of(s: &QueueSnapshot) -> Vec<&TestRun> {
-    let merging = merging_prs_of(s);
-    let mut keyed: Vec<(LineKey, &TestRun)> = s
+/// Positions in `s.runs` of the groups of a snapshot's line, front first.
+pub fn line_positions(s: &QueueSnapshot) -> Vec<usize> {
+    let has_merge = s
+        .outbox
+        .iter()
+        .any(|x| matches!(x.effect, Effect::Merge { .. }));
+    let merging = if has_merge {
+        merging_prs_of(s)
+    } else {
+        BTreeSet::new()
+    };
+    let mut keyed: Vec<(LineKey, usize)> = s
         .runs
         .iter()
-        .filter(|r| r.kind == RunKind::Main)
-        .map(|r| {
-            let is_merging = r.tested.iter().any(|t| merging.contains(&t.pr));
-            ((u8::from(!is_merging), r.place), r)
+        .enumerate()
+        .filter(|(_, r)| r.kind == RunKind::Main)
+        .map(|(i, r)| {
+            let is_merging = has_merge && r.tested.iter().any(|t| merging.contains(&t.pr));
+            ((u8::from(!is_merging), r.place), i)
         })
         .collect();
-    keyed.sort_by(|a, b| (a.0, &a.1.id).cmp(&(b.0, &b.1.id)));
-    keyed.into_iter().map(|(_, r)| r).collect()
+    keyed.sort_by(|a, b| (a.0, &s.runs[a.1].id).cmp(&(b.0, &s.runs[b.1].id)));
+    keyed.into_iter().map(|(_, i)| i).collect()
+}
+
+/// The groups of a snapshot's line, front first.
+pub fn line_of(s: &QueueSnapshot) -> Vec<&TestRun> {
+    line_positions(s).into_iter().map(|i| &s.runs[i]).collect()
 }
 
 impl Work {
@@ -65,7 +82,10 @@ impl Work {
 
     /// The line: ids of main runs, front first.
     pub fn line(&self) -> Vec<String> {
-        line_of(&self.s).into_iter().map(|r| r.id.clone()).collect()
+        line_positions(&self.s)
+            .into_iter()
+            .map(|i| self.s.runs[i].id.clone())
+            .collect()
     }
 
     /// The union of the impacted targets of `prs`; `ALL` when one has none for its head.
@@ -103,12 +123,23 @@ impl Work {
         if !self.parallel() {
             return ahead.into_iter().map(|(_, r)| r.id.clone()).collect();
         }
-        let mut reach = self.targets_of(prs);
+        // The targets the new group reaches: its own, then those of every group it depends
+        // on (borrowed, not merged into one set: this runs for every new group).
+        let mut reach: Vec<&ImpactedTargets> = Vec::new();
+        for &pr in prs {
+            self.push_targets(pr, &mut reach);
+        }
         let mut deps = Vec::new();
         for (_, run) in ahead.into_iter().rev() {
-            let targets = self.targets_of(&self.active_prs(run));
-            if targets.intersects(&reach) {
-                reach.absorb(&targets);
+            let mut targets = Vec::new();
+            for t in &run.tested {
+                self.push_targets(t.pr, &mut targets);
+            }
+            let hits = targets
+                .iter()
+                .any(|a| reach.iter().any(|b| a.intersects(b)));
+            if hits {
+                reach.extend(targets);
                 deps.push(run.id.clone());
             }
         }
@@ -116,25 +147,45 @@ impl Work {
         deps
     }
 
-    /// The groups still in line that `run`'s branch contains, front first.
-    pub fn live_deps(&self, run: &TestRun) -> Vec<String> {
-        self.line()
-            .into_iter()
-            .filter(|id| {
-                self.run(id)
-                    .is_some_and(|d| d.tested.iter().any(|t| run.dependent_prs.contains(&t.pr)))
+    /// Adds a pull request's targets to `out` (`ALL` when it has none for its head).
+    fn push_targets<'a>(&'a self, pr: PrNumber, out: &mut Vec<&'a ImpactedTargets>) {
+        match self.entry(pr) {
+            Some(e) if e.has_impacted_targets() => {
+                if let Some(t) = &e.impacted {
+                    out.push(&t.targets);
+                }
+            }
+            Some(_) => out.push(&ALL),
+            None => {}
+        }
+    }
+
+    /// Positions (in `s.runs`) of the groups in `line` that the run at `at` contains.
+    pub fn deps_in(&self, line: &[usize], at: usize) -> Vec<usize> {
+        let run = &self.s.runs[at];
+        line.iter()
+            .copied()
+            .filter(|&j| {
+                j != at
+                    && self.s.runs[j]
+                        .tested
+                        .iter()
+                        .any(|t| run.dependent_prs.contains(&t.pr))
             })
             .collect()
     }
 
-    /// The groups in line whose branches contain `run`'s pull requests, front first.
-    pub fn dependents(&self, run: &TestRun) -> Vec<String> {
-        let prs: Vec<PrNumber> = run.tested.iter().map(|t| t.pr).collect();
-        self.line()
-            .into_iter()
-            .filter(|id| {
-                self.run(id)
-                    .is_some_and(|d| d.dependent_prs.iter().any(|p| prs.contains(p)))
+    /// Positions of the groups in `line` whose branches contain the run at `at`.
+    pub fn dependents_in(&self, line: &[usize], at: usize) -> Vec<usize> {
+        let tested = &self.s.runs[at].tested;
+        line.iter()
+            .copied()
+            .filter(|&j| {
+                j != at
+                    && self.s.runs[j]
+                        .dependent_prs
+                        .iter()
+                        .any(|p| tested.iter().any(|t| t.pr == *p))
             })
             .collect()
     }
@@ -155,12 +206,11 @@ impl Work {
         let mut to_close: Vec<String> = restart;
         let mut queue: BTreeMap<LineKey, Vec<PrNumber>> = BTreeMap::new();
         loop {
-            for id in self.line() {
-                let contains_removed = self
-                    .run(&id)
-                    .is_some_and(|r| r.dependent_prs.iter().any(|p| removed.contains(p)));
-                if contains_removed && !to_close.contains(&id) {
-                    to_close.push(id);
+            for r in &self.s.runs {
+                let contains_removed =
+                    r.kind == RunKind::Main && r.dependent_prs.iter().any(|p| removed.contains(p));
+                if contains_removed && !to_close.contains(&r.id) {
+                    to_close.push(r.id.clone());
                 }
             }
             for id in std::mem::take(&mut to_close) {

@@ -8,6 +8,7 @@
 //! the last group. A group cleared by optimistic merge only ever merges as part of the group
 //! whose pass cleared it. Nothing merges while the queue is paused.
 
+use super::line::line_positions;
 use super::work::Work;
 use super::{BranchPr, Effect, MergeRefusal};
 use crate::entry::EntryState;
@@ -22,18 +23,18 @@ impl Work {
         if !self.can_merge() || self.merge_in_flight() {
             return false;
         }
-        let candidates: Vec<(String, Vec<String>)> = self
-            .line()
-            .into_iter()
-            .filter_map(|id| self.run(&id).cloned())
-            .filter(|r| r.status == RunStatus::Succeeded && self.group_passed(r))
-            .filter_map(|r| {
-                let deps = self.live_deps(&r);
-                let ok = deps
-                    .iter()
-                    .filter_map(|d| self.run(d))
-                    .all(|d| self.group_passed(d));
-                ok.then_some((r.id, deps))
+        let line = line_positions(&self.s);
+        let candidates: Vec<(usize, Vec<usize>)> = line
+            .iter()
+            .copied()
+            .filter(|&at| {
+                let r = &self.s.runs[at];
+                r.status == RunStatus::Succeeded && self.group_passed(r)
+            })
+            .filter_map(|at| {
+                let deps = self.deps_in(&line, at);
+                let ok = deps.iter().all(|&d| self.group_passed(&self.s.runs[d]));
+                ok.then_some((at, deps))
             })
             .collect();
         let Some((first, first_deps)) = candidates.first().cloned() else {
@@ -45,8 +46,10 @@ impl Work {
             .find(|(_, deps)| deps.contains(&first) && first_deps.iter().all(|d| deps.contains(d)))
             .cloned()
             .unwrap_or((first, first_deps));
-        set.push(last.clone());
-        self.emit_merge(&last, &set);
+        set.push(last);
+        let ids: Vec<String> = set.iter().map(|&i| self.s.runs[i].id.clone()).collect();
+        let last_id = self.s.runs[last].id.clone();
+        self.emit_merge(&last_id, &ids);
         true
     }
 
@@ -148,13 +151,9 @@ impl Work {
         }
     }
 
-    /// The merge failed for good (the effect could not be executed).
-    pub fn merge_failed(&mut self, run_id: Option<&str>, prs: &[BranchPr]) {
+    /// The merge failed for good (the effect could not be executed): its pull requests fail.
+    pub fn merge_failed(&mut self, prs: &[BranchPr]) {
         let in_merge: Vec<PrNumber> = prs.iter().map(|p| p.pr).collect();
-        if run_id.is_none() {
-            self.remove_entries(&in_merge, EntryState::Failed, "merge_failed");
-            return;
-        }
         self.remove_entries(&in_merge, EntryState::Failed, "merge_failed");
     }
 

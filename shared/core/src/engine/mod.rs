@@ -40,6 +40,53 @@
 //! After every event the engine *settles*: readiness, the end of a mode switch, the
 //! concurrency limit, held restarts, new groups, pending failures, bisections and the next
 //! merge are re-evaluated until nothing changes.
+//!
+//! # Decisions where SEMANTICS.md is silent
+//!
+//! - Submissions: a closed pull request is refused (409 `PULL_REQUEST_NOT_OPEN`); one for
+//!   another base branch is accepted as `not_ready`. Resubmitting with a new head cancels the
+//!   old entry (`new_commits`) and creates a new one. Drafts are not ready. A `pending` entry
+//!   whose readiness is lost (not mergeable any more, or a switch to parallel mode without
+//!   targets) goes back to `not_ready`.
+//! - Refusals: no active entry is 409 `PULL_REQUEST_NOT_ACTIVE` (the shell, which reads
+//!   history, answers 404 first for a pull request never submitted); restarting an entry that
+//!   is not `testing` or `pending_failure` is 409 `PULL_REQUEST_NOT_TESTING`; cancelling an
+//!   entry whose merge is under way is 409 `PULL_REQUEST_MERGING`.
+//! - Restart: the group re-runs in its place with the same pull requests ahead (those merged
+//!   since are in the target). A restart of a `pending_failure` group while every slot is
+//!   busy is *held*: its entries are `testing` and its branch is created when a slot frees,
+//!   before any new group.
+//! - Urgent entries are never batched. Every group behind an urgent entry that would contain
+//!   it (all in single mode; intersecting targets in parallel mode) restarts on top of it —
+//!   passed and pending-failure groups too, as their tested state no longer predicts the
+//!   target — except groups whose merge is under way.
+//! - A lower `concurrency` sends the groups testing furthest back to `pending`; a resubmission
+//!   changes priority and `noBatch` of waiting entries only (groups keep their places).
+//! - Batching takes the consecutive batchable entries at the head of the waiting order; a
+//!   batch still forming does not hold back `noBatch` (or urgent) entries behind it.
+//!   Entries coming back from a restart or a bisection do not wait again (their wait counts
+//!   from when they first became ready).
+//! - Pending failure: the window is the first `pendingFailureDepth` groups behind that contain
+//!   the failed group; it also closes when all of it finished and no group can start behind
+//!   it now (otherwise the line would stall).
+//! - Bisection splits are tested on what was ahead of the failed batch; they are diagnostic
+//!   (a passing split is tested again in line), so a push outside the queue does not restart
+//!   them.
+//! - Merges: one at a time; everything up to the furthest passed group whose branch contains
+//!   the front passed group merges in one effect. In parallel mode, once the target received
+//!   merges a run does not contain, its merge carries no tested sha (`diverged`).
+//! - A `TargetMoved` event while a merge is in flight is ignored (it may be that merge); a
+//!   foreign push then shows as the merge's `TargetMoved` refusal, which restarts everything.
+//! - Direct merge is decided at submission. In parallel mode an entry has no targets yet at
+//!   submission, so "nothing it depends on" means nothing active at all.
+//! - `dependentPrs` of a run lists the pull requests ahead merged into its branch in both
+//!   modes (in single mode, every group ahead).
+//! - New impacted targets for the same head of an entry already in a group apply to groups
+//!   formed later; branches in flight are not rebuilt.
+//! - Statuses and check runs for unknown shas are ignored; after a branch is created the
+//!   engine asks for the checks already reported on it ([`Effect::FetchChecks`]).
+//! - Effects are retried after 1, 2, 4, ... minutes (at most an hour); after
+//!   [`MAX_ATTEMPTS`] failures, or a permanent one, the intent fails.
 
 mod bisect;
 mod config;
@@ -102,9 +149,9 @@ pub fn step(snapshot: &QueueSnapshot, event: &Event, ctx: Ctx) -> Result<Transit
     Ok(work.finish())
 }
 
-/// Rounds of settling after which the engine stops (each round makes progress; this bounds
-/// a step even if a rule were to oscillate).
-const MAX_SETTLE_ROUNDS: usize = 64;
+/// Rounds of settling after which the engine stops: each round makes progress, so this
+/// only bounds a step if a rule were to oscillate (debug builds then panic).
+const MAX_SETTLE_ROUNDS: usize = 1024;
 
 impl Work {
     fn apply(&mut self, event: &Event) -> Result<(), DomainError> {
@@ -169,7 +216,9 @@ impl Work {
     fn settle(&mut self) {
         for _ in 0..MAX_SETTLE_ROUNDS {
             let mut changed = self.finish_switch();
-            changed |= self.refresh_readiness();
+            if std::mem::take(&mut self.readiness_stale) {
+                changed |= self.refresh_readiness();
+            }
             changed |= self.enforce_concurrency();
             changed |= self.start_held();
             changed |= self.fill();
@@ -180,5 +229,6 @@ impl Work {
                 return;
             }
         }
+        debug_assert!(false, "the engine did not settle");
     }
 }

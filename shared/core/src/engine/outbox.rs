@@ -57,10 +57,10 @@ impl Work {
                     }
                 }
             }
-            (Effect::Merge { run_id, prs, .. }, EffectOutcome::MergeRefused { refusal }) => {
-                if !prs.is_empty() {
-                    self.merge_refused(run_id.as_deref(), prs, refusal);
-                }
+            (Effect::Merge { run_id, prs, .. }, EffectOutcome::MergeRefused { refusal })
+                if !prs.is_empty() =>
+            {
+                self.merge_refused(run_id.as_deref(), prs, refusal);
             }
             (Effect::RefreshPullRequest { .. }, EffectOutcome::PullRequest { pr }) => {
                 self.pr_updated(pr);
@@ -71,13 +71,11 @@ impl Work {
                     statuses,
                     check_runs,
                 },
-            ) => {
-                if self
-                    .run(run_id)
-                    .is_some_and(|r| r.sha.as_ref() == Some(sha))
-                {
-                    self.checks_fetched(run_id, statuses, check_runs);
-                }
+            ) if self
+                .run(run_id)
+                .is_some_and(|r| r.sha.as_ref() == Some(sha)) =>
+            {
+                self.checks_fetched(run_id, statuses, check_runs);
             }
             _ => {}
         }
@@ -106,7 +104,7 @@ impl Work {
                     self.run_failed(&run_id, super::results::reason::BRANCH_ERROR);
                 }
             }
-            Effect::Merge { run_id, prs, .. } => self.merge_failed(run_id.as_deref(), &prs),
+            Effect::Merge { prs, .. } => self.merge_failed(&prs),
             _ => {}
         }
     }

@@ -23,19 +23,32 @@ impl Work {
         waiting.into_iter().map(|(_, _, pr)| pr).collect()
     }
 
+    /// The entry that waits longest at the highest priority, found without sorting.
+    fn first_waiting(&self) -> Option<PrNumber> {
+        self.s
+            .entries
+            .iter()
+            .filter(|e| e.state == EntryState::Pending && e.current_run.is_none())
+            .min_by_key(|e| (e.priority.value, e.seq))
+            .map(|e| e.pr)
+    }
+
     /// Starts groups while the queue runs and slots are free. An urgent entry at the front
     /// starts even when every slot is busy: groups behind it restart on top of it, and those
     /// beyond the concurrency limit drop back to `pending`.
     pub fn fill(&mut self) -> bool {
         let mut started = false;
         while self.can_start() {
-            let waiting = self.waiting();
-            let Some(&head) = waiting.first() else { break };
+            let Some(head) = self.first_waiting() else {
+                break;
+            };
             let urgent = self.entry(head).is_some_and(|e| e.priority.is_urgent());
             let slot = self.main_in_flight() < self.cfg().concurrency as usize;
-            if !slot && !(urgent && self.can_preempt()) {
+            let preempts = urgent && self.can_preempt();
+            if !slot && !preempts {
                 break;
             }
+            let waiting = self.waiting();
             let Some(group) = self.next_group(&waiting, urgent) else {
                 break;
             };
@@ -217,6 +230,9 @@ impl Work {
 
     /// Held restarts start first when slots free.
     pub fn start_held(&mut self) -> bool {
+        if !self.s.runs.iter().any(|r| r.held) {
+            return false;
+        }
         let mut started = false;
         for id in self.line() {
             let held = self.run(&id).is_some_and(|r| r.held);

@@ -12,12 +12,15 @@ use crate::snapshot::{Queue, QueueSnapshot};
 use crate::time::Timestamp;
 use std::collections::BTreeMap;
 
+/// Where an entry stands: (bucket, group in the line, position in the group).
+type OrderKey = (u8, usize, usize);
+
 /// Every active entry in the order the queue takes them: entries being merged directly,
 /// then the groups of the line front first (each group's pull requests in branch order),
 /// then entries being bisected, then pending entries, then `not_ready` ones; within the
 /// last three, by priority value and submission.
 pub fn queue_order(snapshot: &QueueSnapshot) -> Vec<&Entry> {
-    let mut place: BTreeMap<PrNumber, (u8, usize, usize)> = BTreeMap::new();
+    let mut place: BTreeMap<PrNumber, OrderKey> = BTreeMap::new();
     for (g, run) in line_of(snapshot).into_iter().enumerate() {
         for (i, t) in run.tested.iter().enumerate() {
             place.entry(t.pr).or_insert((1, g, i));
@@ -31,7 +34,7 @@ pub fn queue_order(snapshot: &QueueSnapshot) -> Vec<&Entry> {
             .iter()
             .any(|b| b.splits.iter().any(|s| s.prs.contains(&pr)))
     };
-    let mut entries: Vec<((u8, usize, usize), u8, u64, &Entry)> = snapshot
+    let mut entries: Vec<(OrderKey, u8, u64, &Entry)> = snapshot
         .entries
         .iter()
         .map(|e| {

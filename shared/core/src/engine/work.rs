@@ -8,6 +8,7 @@ use crate::run::{RunKind, RunStatus, TestRun};
 use crate::settings::{QueueConfig, QueueMode, QueueState};
 use crate::snapshot::QueueSnapshot;
 use crate::time::Timestamp;
+use std::cell::RefCell;
 
 /// Test branches are named `<prefix>/<target branch>/<run id>`.
 pub const TEST_BRANCH_PREFIX: &str = "mq-test";
@@ -23,6 +24,10 @@ pub(super) struct Work {
     pub effects: Vec<PendingEffect>,
     pub concluded: Vec<Entry>,
     pub finished_runs: Vec<TestRun>,
+    /// Each PR's entry position in `s.entries`, sorted by PR; rebuilt after entries come or go.
+    index: RefCell<Option<Vec<(PrNumber, usize)>>>,
+    /// Something that decides readiness changed (facts, targets, mode): re-check it.
+    pub readiness_stale: bool,
 }
 
 impl Work {
@@ -34,6 +39,8 @@ impl Work {
             effects: Vec::new(),
             concluded: Vec::new(),
             finished_runs: Vec::new(),
+            index: RefCell::new(None),
+            readiness_stale: false,
         }
     }
 
@@ -64,12 +71,36 @@ impl Work {
         self.s.queue.state != QueueState::Paused
     }
 
+    fn position(&self, pr: PrNumber) -> Option<usize> {
+        let mut index = self.index.borrow_mut();
+        let sorted = index.get_or_insert_with(|| {
+            let mut v: Vec<(PrNumber, usize)> = self
+                .s
+                .entries
+                .iter()
+                .enumerate()
+                .map(|(i, e)| (e.pr, i))
+                .collect();
+            v.sort_unstable();
+            v
+        });
+        sorted
+            .binary_search_by_key(&pr, |&(p, _)| p)
+            .ok()
+            .map(|i| sorted[i].1)
+    }
+
+    /// Entries were added or removed: positions must be computed again.
+    pub fn entries_changed(&self) {
+        *self.index.borrow_mut() = None;
+    }
+
     pub fn entry(&self, pr: PrNumber) -> Option<&Entry> {
-        self.s.entries.iter().find(|e| e.pr == pr)
+        self.position(pr).map(|i| &self.s.entries[i])
     }
 
     pub fn entry_mut(&mut self, pr: PrNumber) -> Option<&mut Entry> {
-        self.s.entries.iter_mut().find(|e| e.pr == pr)
+        self.position(pr).map(|i| &mut self.s.entries[i])
     }
 
     pub fn state_of(&self, pr: PrNumber) -> Option<EntryState> {
@@ -158,10 +189,11 @@ impl Work {
 
     /// Ends an entry's life in the queue: it leaves the snapshot for history.
     pub fn conclude(&mut self, pr: PrNumber, state: EntryState, reason: &str, detail: &str) {
-        let Some(i) = self.s.entries.iter().position(|e| e.pr == pr) else {
+        let Some(i) = self.position(pr) else {
             return;
         };
         let mut entry = self.s.entries.remove(i);
+        self.entries_changed();
         entry.state = state;
         entry.state_changed_at = self.now;
         entry.concluded_at = Some(self.now);

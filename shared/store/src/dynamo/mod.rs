@@ -1,6 +1,7 @@
 //! The DynamoDB adapter. The layout is described in [`keys`].
 
 mod codec;
+mod health;
 pub mod keys;
 mod queues;
 mod tokens;

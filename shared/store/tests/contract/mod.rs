@@ -2,6 +2,9 @@
 //! fresh, empty store per scenario and instantiates them with `contract_tests!`.
 
 pub mod fixtures;
+pub mod health;
+
+pub use health::*;
 
 use fixtures::*;
 use mq_core::entry::EntryState;
@@ -52,6 +55,14 @@ macro_rules! all_contract_tests {
             concurrent_commits_lose_no_update,
             uploaded_targets_are_kept_per_pull_request,
             restarts_are_kept_as_history,
+            health_settings_are_versioned,
+            test_case_writes_are_conditional_on_the_version,
+            lists_are_in_id_order_and_page_both_ways,
+            a_status_change_moves_a_test_between_lists,
+            quarantine_list_can_hold_overrides_only,
+            uploads_are_claimed_once_and_keep_raw_results,
+            flaky_tests_due_for_recovery_are_found,
+            concurrent_result_merges_lose_nothing,
         );
     };
 }

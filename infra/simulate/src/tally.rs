@@ -1,0 +1,128 @@
+//! What a simulated run measured, and the figures it reports.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Counts kept while a policy runs.
+#[derive(Debug, Default, Clone)]
+pub struct Tally {
+    /// First submission of each pull request (resubmissions keep it).
+    first_arrival: BTreeMap<u32, i64>,
+    minutes_to_merge: Vec<f64>,
+    pub merges: u32,
+    /// Broken pull requests the queue rejected.
+    pub rejected: u32,
+    /// Test runs started (each costs a CI run, finished or not).
+    pub ci_runs: u32,
+    /// Broken promises: the target moved to a state that did not pass.
+    pub violations: u32,
+    pub end_ms: i64,
+}
+
+impl Tally {
+    pub fn arrived(&mut self, pr: u32, at: i64) {
+        self.first_arrival.entry(pr).or_insert(at);
+    }
+
+    pub fn merged(&mut self, pr: u32, at: i64) {
+        self.merges += 1;
+        let since = self.first_arrival.get(&pr).copied().unwrap_or(at);
+        self.minutes_to_merge.push((at - since) as f64 / 60_000.0);
+        self.end_ms = self.end_ms.max(at);
+    }
+
+    pub fn rejected(&mut self, at: i64) {
+        self.rejected += 1;
+        self.end_ms = self.end_ms.max(at);
+    }
+
+    /// Pull requests that left the queue for good.
+    pub fn done(&self) -> u32 {
+        self.merges + self.rejected
+    }
+
+    pub fn figures(&self, policy: &str, bound: Option<Bound>) -> Figures {
+        let mut minutes = self.minutes_to_merge.clone();
+        minutes.sort_by(f64::total_cmp);
+        let mean = if minutes.is_empty() {
+            0.0
+        } else {
+            minutes.iter().sum::<f64>() / minutes.len() as f64
+        };
+        let p95 = minutes
+            .get(((minutes.len() as f64 * 0.95).ceil() as usize).saturating_sub(1))
+            .copied()
+            .unwrap_or(0.0);
+        let hours = (self.end_ms as f64 / 3_600_000.0).max(f64::MIN_POSITIVE);
+        let per_hour = f64::from(self.merges) / hours;
+        let resolved_per_cycle = bound.map(|b| f64::from(self.done()) / hours * b.cycle_hours);
+        Figures {
+            policy: policy.to_owned(),
+            merges_per_hour: round(per_hour, 2),
+            mean_minutes_to_merge: round(mean, 1),
+            p95_minutes_to_merge: round(p95, 1),
+            ci_runs_per_merge: round(f64::from(self.ci_runs) / f64::from(self.merges.max(1)), 3),
+            violations: self.violations,
+            ratio_to_bound: bound
+                .zip(resolved_per_cycle)
+                .map(|(b, r)| round(r / b.per_cycle, 3)),
+            merges: self.merges,
+            rejected: self.rejected,
+            hours: round(hours, 1),
+            merge_ratio_to_bound: bound.map(|b| round(per_hour * b.cycle_hours / b.per_cycle, 3)),
+        }
+    }
+}
+
+/// The throughput bound of predictive testing: `(1-(1-p)^W)/p` pull requests through the
+/// queue per CI cycle (p the failure rate, W the concurrency).
+#[derive(Debug, Clone, Copy)]
+pub struct Bound {
+    pub per_cycle: f64,
+    pub cycle_hours: f64,
+}
+
+impl Bound {
+    pub fn new(failure_rate: f64, concurrency: u32, ci_minutes: f64) -> Self {
+        let w = f64::from(concurrency);
+        let per_cycle = if failure_rate <= 0.0 {
+            w
+        } else {
+            (1.0 - (1.0 - failure_rate).powf(w)) / failure_rate
+        };
+        Self {
+            per_cycle,
+            cycle_hours: ci_minutes / 60.0,
+        }
+    }
+}
+
+/// The figures of one policy. `--json` prints the first seven keys.
+#[derive(Debug, Clone, Serialize)]
+pub struct Figures {
+    pub policy: String,
+    pub merges_per_hour: f64,
+    pub mean_minutes_to_merge: f64,
+    pub p95_minutes_to_merge: f64,
+    pub ci_runs_per_merge: f64,
+    pub violations: u32,
+    /// Single mode only: pull requests through the queue (merged, or rejected as broken) per
+    /// CI cycle, over the bound.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratio_to_bound: Option<f64>,
+    #[serde(skip)]
+    pub merges: u32,
+    #[serde(skip)]
+    pub rejected: u32,
+    #[serde(skip)]
+    pub hours: f64,
+    /// Merges alone per CI cycle, over the bound (at most `1 - p` of it: a broken pull
+    /// request uses a place in the cycle and never merges).
+    #[serde(skip)]
+    pub merge_ratio_to_bound: Option<f64>,
+}
+
+fn round(x: f64, digits: i32) -> f64 {
+    let f = 10f64.powi(digits);
+    (x * f).round() / f
+}

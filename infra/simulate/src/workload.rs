@@ -1,0 +1,136 @@
+//! The synthetic workload: which pull requests arrive when, which are broken, how long CI
+//! takes and how often it flakes. Every policy of a run sees the same pull requests.
+
+use std::collections::BTreeSet;
+
+/// How pull requests arrive.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Arrivals {
+    /// The queue never runs dry: whenever fewer than `backlog` pull requests wait, more are
+    /// submitted at once.
+    Saturated { backlog: usize },
+    /// A Poisson process with this many arrivals per hour.
+    PerHour(f64),
+}
+
+/// The parameters of a simulated run.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    pub prs: u32,
+    pub arrivals: Arrivals,
+    /// Mean CI duration of a test run.
+    pub ci_minutes: f64,
+    /// CI durations are uniform in `ci_minutes × (1 ± ci_jitter)`.
+    pub ci_jitter: f64,
+    /// Share of pull requests that break CI (every test containing one fails).
+    pub failure_rate: f64,
+    /// Chance that a test run fails although nothing in it is broken.
+    pub flake_rate: f64,
+    /// Distinct impacted targets (parallel mode): each pull request impacts one.
+    pub targets: u32,
+    pub seed: u64,
+}
+
+/// One pull request of the workload.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PrSpec {
+    pub number: u32,
+    /// When it is submitted (milliseconds; saturated arrivals decide at run time).
+    pub arrival_ms: i64,
+    /// It breaks CI.
+    pub bad: bool,
+    /// Its impacted target (parallel mode).
+    pub target: u32,
+}
+
+impl Workload {
+    /// Every pull request, in arrival order.
+    pub fn specs(&self) -> Vec<PrSpec> {
+        let mut rng = fastrand::Rng::with_seed(self.seed);
+        let mut at = 0.0f64;
+        (1..=self.prs)
+            .map(|number| {
+                if let Arrivals::PerHour(rate) = self.arrivals {
+                    let gap_hours = -(1.0 - rng.f64()).ln() / rate;
+                    at += gap_hours * 3_600_000.0;
+                }
+                PrSpec {
+                    number,
+                    arrival_ms: at as i64,
+                    bad: rng.f64() < self.failure_rate,
+                    target: rng.u32(0..self.targets.max(1)),
+                }
+            })
+            .collect()
+    }
+
+    /// The broken pull requests.
+    pub fn bad(&self) -> BTreeSet<u32> {
+        self.specs()
+            .iter()
+            .filter(|s| s.bad)
+            .map(|s| s.number)
+            .collect()
+    }
+
+    /// A CI duration drawn from the workload's distribution, in milliseconds.
+    pub fn ci_duration_ms(&self, rng: &mut fastrand::Rng) -> i64 {
+        let spread = (rng.f64() * 2.0 - 1.0) * self.ci_jitter;
+        (self.ci_minutes * (1.0 + spread) * 60_000.0).max(1.0) as i64
+    }
+
+    /// Whether a test run flakes.
+    pub fn flakes(&self, rng: &mut fastrand::Rng) -> bool {
+        rng.f64() < self.flake_rate
+    }
+}
+
+/// Hands out pull requests as they arrive.
+#[derive(Debug, Clone)]
+pub struct Feed {
+    specs: Vec<PrSpec>,
+    next: usize,
+    arrivals: Arrivals,
+}
+
+impl Feed {
+    pub fn new(workload: &Workload) -> Self {
+        Self {
+            specs: workload.specs(),
+            next: 0,
+            arrivals: workload.arrivals,
+        }
+    }
+
+    /// The pull requests to submit at `now`, given how many already wait.
+    pub fn due(&mut self, now: i64, waiting: usize) -> Vec<PrSpec> {
+        let mut out = Vec::new();
+        while let Some(spec) = self.specs.get(self.next).copied() {
+            let ready = match self.arrivals {
+                Arrivals::Saturated { backlog } => waiting + out.len() < backlog,
+                Arrivals::PerHour(_) => spec.arrival_ms <= now,
+            };
+            if !ready {
+                break;
+            }
+            out.push(PrSpec {
+                arrival_ms: now,
+                ..spec
+            });
+            self.next += 1;
+        }
+        out
+    }
+
+    /// When the next Poisson arrival happens (none for saturated arrivals).
+    pub fn next_arrival(&self) -> Option<i64> {
+        match self.arrivals {
+            Arrivals::PerHour(_) => self.specs.get(self.next).map(|s| s.arrival_ms),
+            Arrivals::Saturated { .. } => None,
+        }
+    }
+
+    pub fn spec(&self, number: u32) -> PrSpec {
+        self.specs[(number - 1) as usize]
+    }
+}

@@ -1,0 +1,99 @@
+//! Test health (SEMANTICS §9): ingesting reports, the lists, quarantine and its settings, and
+//! the time-based recovery the tick applies.
+//!
+//! Test data belongs to the uploading token's organisation; `org_url_slug` must name the
+//! caller's organisation, else 404 (never revealing whether another one exists).
+
+pub mod ingest;
+pub mod lists;
+pub mod objects;
+pub mod pages;
+pub mod quarantine;
+pub mod recovery;
+
+pub use ingest::{IncomingUpload, ReportFile, ingest};
+pub use recovery::recover;
+
+use crate::error::ApiError;
+use crate::wire::RepoBody;
+use mq_core::health::{RepoHealthSettings, TestCase};
+use mq_core::ids::{OrgId, RepoRef};
+use mq_core::time::Timestamp;
+use mq_store::{HealthScope, StoreError};
+use uuid::Uuid;
+
+/// The repository's test-health data of the caller: 404 unless `org_url_slug` is the
+/// caller's organisation.
+pub fn caller_scope(
+    caller: &OrgId,
+    org_url_slug: &str,
+    repo: &RepoBody,
+) -> Result<(HealthScope, RepoRef), ApiError> {
+    if org_url_slug != caller.as_str() {
+        return Err(ApiError::not_found(
+            "ORGANIZATION_NOT_FOUND",
+            "no organisation with this org_url_slug",
+        ));
+    }
+    let repo = repo.to_ref()?;
+    Ok((scope_of(caller, &repo), repo))
+}
+
+pub fn scope_of(org: &OrgId, repo: &RepoRef) -> HealthScope {
+    HealthScope {
+        org: org.clone(),
+        repo_key: repo.key(),
+    }
+}
+
+/// The repository's settings, or the defaults when never set.
+pub async fn settings(
+    app: &crate::App,
+    scope: &HealthScope,
+) -> Result<RepoHealthSettings, ApiError> {
+    Ok(app.store.health_settings(scope).await?.unwrap_or_default())
+}
+
+/// Parses a test case id field.
+pub fn parse_test_case_id(field: &str, value: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(value)
+        .map_err(|_| ApiError::bad_request(format!("{field} must be a test case id (a UUID)")))
+}
+
+pub fn test_case_not_found(id: Uuid) -> ApiError {
+    ApiError::not_found(
+        "TEST_CASE_NOT_FOUND",
+        format!("no test case {id} in this repository"),
+    )
+}
+
+/// Applies `change` to stored test cases and writes them, reading again and retrying those
+/// that another writer changed first. `change` returns false to leave a case alone.
+pub async fn update_cases<F>(
+    app: &crate::App,
+    scope: &HealthScope,
+    ids: &[Uuid],
+    mut change: F,
+) -> Result<Vec<TestCase>, ApiError>
+where
+    F: FnMut(&mut TestCase, Timestamp) -> bool,
+{
+    let mut pending: Vec<Uuid> = ids.to_vec();
+    let mut written = Vec::new();
+    for attempt in 0..super::shell::MAX_COMMIT_ATTEMPTS {
+        let now = app.now();
+        let mut cases = app.store.get_test_cases(scope, &pending).await?;
+        cases.retain_mut(|c| change(c, now));
+        for c in &mut cases {
+            c.version += 1;
+        }
+        let lost = app.store.put_test_cases(&cases).await?;
+        written.extend(cases.into_iter().filter(|c| !lost.contains(&c.id)));
+        if lost.is_empty() {
+            return Ok(written);
+        }
+        pending = lost;
+        super::shell::backoff(attempt).await;
+    }
+    Err(StoreError::Conflict.into())
+}

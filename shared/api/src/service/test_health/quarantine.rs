@@ -1,0 +1,270 @@
+//! Quarantine and its settings: repository switches and thresholds, per-test overrides, the
+//! check CI makes with its failed tests, and ticket links.
+
+use super::ingest::check_url;
+use super::lists::unhealthy_view;
+use super::{caller_scope, parse_test_case_id, settings, test_case_not_found, update_cases};
+use crate::app::App;
+use crate::error::ApiError;
+use crate::wire::Int;
+use crate::wire::test_health::{
+    CheckQuarantinedRequest, CheckQuarantinedResponse, CheckedTest, LinkTicketRequest,
+    OverrideView, SettingsResponse, ThresholdsPatch, UnhealthyTest, UpdateSettingsRequest,
+};
+use mq_core::health::{
+    QuarantineOverride, RepoHealthSettings, TestIdentity, Thresholds, test_case_id,
+};
+use mq_core::ids::OrgId;
+use mq_store::{HealthScope, StoreError};
+use std::collections::HashMap;
+use uuid::Uuid;
+
+/// Most overrides or failed tests in one request.
+pub const MAX_TESTS_PER_REQUEST: usize = 10_000;
+
+/// Sets repository switches, thresholds and per-test overrides. Everything is validated
+/// first: a bad field or an unknown test case changes nothing.
+pub async fn update_settings(
+    app: &App,
+    org: &OrgId,
+    req: &UpdateSettingsRequest,
+) -> Result<SettingsResponse, ApiError> {
+    let (scope, _) = caller_scope(org, &req.org_url_slug, &req.repo)?;
+    let overrides = parse_overrides(req)?;
+    let ids: Vec<Uuid> = overrides.keys().copied().collect();
+    let known = app.store.get_test_cases(&scope, &ids).await?;
+    if let Some(missing) = ids.iter().find(|id| !known.iter().any(|c| c.id == **id)) {
+        return Err(test_case_not_found(*missing));
+    }
+    let saved = save_settings(app, &scope, req).await?;
+    let updated = update_cases(app, &scope, &ids, |case, now| {
+        case.set_quarantine(overrides[&case.id], now);
+        true
+    })
+    .await?;
+    let mut test_overrides: Vec<OverrideView> = updated
+        .iter()
+        .map(|c| OverrideView {
+            test_case_id: c.id.to_string(),
+            quarantine: c.quarantine.as_str().to_owned(),
+        })
+        .collect();
+    test_overrides.sort_by(|a, b| a.test_case_id.cmp(&b.test_case_id));
+    Ok(SettingsResponse {
+        quarantining: saved.quarantining,
+        auto_quarantine: saved.auto_quarantine,
+        thresholds: saved.thresholds,
+        test_overrides,
+    })
+}
+
+fn parse_overrides(
+    req: &UpdateSettingsRequest,
+) -> Result<HashMap<Uuid, QuarantineOverride>, ApiError> {
+    if req.test_overrides.len() > MAX_TESTS_PER_REQUEST {
+        return Err(ApiError::bad_request(
+            "test_overrides may list at most 10000 tests",
+        ));
+    }
+    req.test_overrides
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            let id = parse_test_case_id(
+                &format!("test_overrides[{i}].test_case_id"),
+                &o.test_case_id,
+            )?;
+            let rule = QuarantineOverride::parse(
+                &format!("test_overrides[{i}].quarantine"),
+                &o.quarantine,
+            )?;
+            Ok((id, rule))
+        })
+        .collect()
+}
+
+/// Applies the switches and thresholds with a version check, retrying on a race.
+async fn save_settings(
+    app: &App,
+    scope: &HealthScope,
+    req: &UpdateSettingsRequest,
+) -> Result<RepoHealthSettings, ApiError> {
+    for attempt in 0..super::super::shell::MAX_COMMIT_ATTEMPTS {
+        let stored = app.store.health_settings(scope).await?;
+        let mut next = stored.clone().unwrap_or_default();
+        if let Some(on) = req.quarantining {
+            next.quarantining = on;
+        }
+        if let Some(on) = req.auto_quarantine {
+            next.auto_quarantine = on;
+        }
+        if let Some(patch) = &req.thresholds {
+            next.thresholds = patched(&next.thresholds, patch)?;
+        }
+        if stored.as_ref() == Some(&next) {
+            return Ok(next);
+        }
+        next.version = stored.map_or(1, |s| s.version + 1);
+        match app.store.put_health_settings(scope, &next).await {
+            Ok(()) => return Ok(next),
+            Err(StoreError::Conflict) => super::super::shell::backoff(attempt).await,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(StoreError::Conflict.into())
+}
+
+fn patched(current: &Thresholds, p: &ThresholdsPatch) -> Result<Thresholds, ApiError> {
+    let mut t = current.clone();
+    if let Some(b) = &p.stable_branches {
+        t.stable_branches = b.clone();
+    }
+    let fields: [(&str, Option<Int>, &mut u32); 11] = [
+        (
+            "broken_consecutive_failures",
+            p.broken_consecutive_failures,
+            &mut t.broken_consecutive_failures,
+        ),
+        (
+            "broken_failure_percent",
+            p.broken_failure_percent,
+            &mut t.broken_failure_percent,
+        ),
+        ("broken_window", p.broken_window, &mut t.broken_window),
+        (
+            "broken_min_results",
+            p.broken_min_results,
+            &mut t.broken_min_results,
+        ),
+        (
+            "broken_recovery_passes",
+            p.broken_recovery_passes,
+            &mut t.broken_recovery_passes,
+        ),
+        (
+            "flaky_failure_percent",
+            p.flaky_failure_percent,
+            &mut t.flaky_failure_percent,
+        ),
+        ("flaky_window", p.flaky_window, &mut t.flaky_window),
+        (
+            "flaky_min_results",
+            p.flaky_min_results,
+            &mut t.flaky_min_results,
+        ),
+        (
+            "flaky_recovery_days",
+            p.flaky_recovery_days,
+            &mut t.flaky_recovery_days,
+        ),
+        (
+            "infra_failure_percent",
+            p.infra_failure_percent,
+            &mut t.infra_failure_percent,
+        ),
+        ("infra_min_tests", p.infra_min_tests, &mut t.infra_min_tests),
+    ];
+    for (name, value, slot) in fields {
+        if let Some(v) = value {
+            *slot = u32::try_from(v.0).map_err(|_| {
+                ApiError::bad_request(format!(
+                    "thresholds.{name} must be a positive integer, got {}",
+                    v.0
+                ))
+            })?;
+        }
+    }
+    t.validate()?;
+    Ok(t)
+}
+
+/// Which of CI's failed tests are quarantined: when all are, CI may pass.
+pub async fn check(
+    app: &App,
+    org: &OrgId,
+    req: &CheckQuarantinedRequest,
+) -> Result<CheckQuarantinedResponse, ApiError> {
+    let (scope, repo) = caller_scope(org, &req.org_url_slug, &req.repo)?;
+    if req.failed_tests.len() > MAX_TESTS_PER_REQUEST {
+        return Err(ApiError::bad_request(
+            "failed_tests may list at most 10000 tests",
+        ));
+    }
+    let mut asked = Vec::with_capacity(req.failed_tests.len());
+    for (i, t) in req.failed_tests.iter().enumerate() {
+        let identity = TestIdentity {
+            file: t.file.clone(),
+            classname: t.classname.clone(),
+            parent: t.parent.clone(),
+            name: t.name.clone(),
+            variant: req.variant.clone(),
+        };
+        let id = match &t.test_case_id {
+            Some(id) => parse_test_case_id(&format!("failed_tests[{i}].test_case_id"), id)?,
+            None if t.name.is_empty() => {
+                return Err(ApiError::bad_request(format!(
+                    "failed_tests[{i}] needs a name (or a test_case_id)"
+                )));
+            }
+            None => test_case_id(&repo, &identity),
+        };
+        asked.push((id, identity));
+    }
+    let ids: Vec<Uuid> = asked.iter().map(|(id, _)| *id).collect();
+    let settings = settings(app, &scope).await?;
+    let known: HashMap<Uuid, _> = app
+        .store
+        .get_test_cases(&scope, &ids)
+        .await?
+        .into_iter()
+        .map(|c| (c.id, c))
+        .collect();
+    let tests: Vec<CheckedTest> = asked
+        .into_iter()
+        .map(|(id, identity)| {
+            let case = known.get(&id);
+            let identity = case.map_or(identity, |c| c.identity.clone());
+            CheckedTest {
+                test_case_id: id.to_string(),
+                name: identity.name,
+                classname: identity.classname,
+                file: identity.file,
+                parent: identity.parent,
+                known: case.is_some(),
+                quarantined: case.is_some_and(|c| c.quarantined(&settings)),
+            }
+        })
+        .collect();
+    let quarantined = tests.iter().filter(|t| t.quarantined).count() as u32;
+    Ok(CheckQuarantinedResponse {
+        all_quarantined: !tests.is_empty() && quarantined as usize == tests.len(),
+        quarantined_count: quarantined,
+        unquarantined_count: tests.len() as u32 - quarantined,
+        tests,
+    })
+}
+
+/// Links a ticket to a test case (an empty URL removes it); answers the test as listed.
+pub async fn link_ticket(
+    app: &App,
+    org: &OrgId,
+    req: &LinkTicketRequest,
+) -> Result<UnhealthyTest, ApiError> {
+    let (scope, repo) = caller_scope(org, &req.org_url_slug, &req.repo)?;
+    let id = parse_test_case_id("test_case_id", &req.test_case_id)?;
+    let url = Some(req.ticket_url.trim().to_owned()).filter(|u| !u.is_empty());
+    if let Some(u) = &url {
+        check_url("ticket_url", u)?;
+    }
+    let updated = update_cases(app, &scope, &[id], |case, _| {
+        case.ticket_url = url.clone();
+        true
+    })
+    .await?;
+    let case = updated
+        .into_iter()
+        .next()
+        .ok_or_else(|| test_case_not_found(id))?;
+    let settings = settings(app, &scope).await?;
+    Ok(unhealthy_view(&repo, &case, &settings, app.now()))
+}

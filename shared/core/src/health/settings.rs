@@ -1,0 +1,166 @@
+//! Per-repository settings of test health: quarantine switches and the thresholds of the
+//! classification rules (defaults from SEMANTICS §9).
+
+use crate::error::DomainError;
+use crate::ids::check_branch;
+use serde::{Deserialize, Serialize};
+
+/// Results kept per test case: enough for every window below.
+pub const HISTORY_CAPACITY: usize = 40;
+
+/// The thresholds of the status rules.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Thresholds {
+    /// Branches whose results judge BROKEN and alternation (`main`, `master`).
+    pub stable_branches: Vec<String>,
+    /// BROKEN when this many latest stable results failed.
+    pub broken_consecutive_failures: u32,
+    /// BROKEN when at least this percentage of the latest `broken_window` stable results
+    /// failed, given at least `broken_min_results` of them.
+    pub broken_failure_percent: u32,
+    pub broken_window: u32,
+    pub broken_min_results: u32,
+    /// A BROKEN test recovers after this many stable passes in a row.
+    pub broken_recovery_passes: u32,
+    /// FLAKY when intermittent failures are at least this percentage of the latest
+    /// `flaky_window` stable results, given at least `flaky_min_results` of them.
+    pub flaky_failure_percent: u32,
+    pub flaky_window: u32,
+    pub flaky_min_results: u32,
+    /// A FLAKY test recovers after this many days without new evidence.
+    pub flaky_recovery_days: u32,
+    /// An upload where at least this percentage of at least `infra_min_tests` tests failed is
+    /// an infrastructure failure, not evidence.
+    pub infra_failure_percent: u32,
+    pub infra_min_tests: u32,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Self {
+            stable_branches: vec!["main".to_owned(), "master".to_owned()],
+            broken_consecutive_failures: 3,
+            broken_failure_percent: 80,
+            broken_window: 20,
+            broken_min_results: 5,
+            broken_recovery_passes: 2,
+            flaky_failure_percent: 20,
+            flaky_window: 30,
+            flaky_min_results: 10,
+            flaky_recovery_days: 7,
+            infra_failure_percent: 80,
+            infra_min_tests: 10,
+        }
+    }
+}
+
+impl Thresholds {
+    /// Whether results on `branch` are stable-branch evidence.
+    pub fn is_stable(&self, branch: &str) -> bool {
+        self.stable_branches.iter().any(|b| b == branch)
+    }
+
+    /// Checks every value; the error names the field (`thresholds.broken_window`).
+    pub fn validate(&self) -> Result<(), DomainError> {
+        let window = HISTORY_CAPACITY as u32;
+        let checks: [(&str, u32, u32, u32); 12] = [
+            (
+                "broken_consecutive_failures",
+                self.broken_consecutive_failures,
+                1,
+                window,
+            ),
+            (
+                "broken_failure_percent",
+                self.broken_failure_percent,
+                1,
+                100,
+            ),
+            ("broken_window", self.broken_window, 1, window),
+            ("broken_min_results", self.broken_min_results, 1, window),
+            (
+                "broken_recovery_passes",
+                self.broken_recovery_passes,
+                1,
+                window,
+            ),
+            ("flaky_failure_percent", self.flaky_failure_percent, 1, 100),
+            ("flaky_window", self.flaky_window, 1, window),
+            ("flaky_min_results", self.flaky_min_results, 1, window),
+            ("flaky_recovery_days", self.flaky_recovery_days, 1, 365),
+            ("infra_failure_percent", self.infra_failure_percent, 1, 100),
+            ("infra_min_tests", self.infra_min_tests, 1, 1_000_000),
+            ("stable_branches", self.stable_branches.len() as u32, 1, 20),
+        ];
+        for (field, value, lo, hi) in checks {
+            if !(lo..=hi).contains(&value) {
+                let what = if field == "stable_branches" {
+                    format!("must list 1 to {hi} branches")
+                } else {
+                    format!("must be an integer from {lo} to {hi}, got {value}")
+                };
+                return Err(DomainError::invalid(&format!("thresholds.{field}"), &what));
+            }
+        }
+        for branch in &self.stable_branches {
+            check_branch("thresholds.stable_branches", branch)?;
+        }
+        Ok(())
+    }
+}
+
+/// A repository's test-health settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct RepoHealthSettings {
+    /// Quarantining on: quarantined tests are listed and reported to CI as quarantined.
+    pub quarantining: bool,
+    /// FLAKY tests are quarantined without an override (broken ones never are).
+    pub auto_quarantine: bool,
+    #[serde(default)]
+    pub thresholds: Thresholds,
+    /// Bumped by every change; writes are conditional on it.
+    #[serde(default)]
+    pub version: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_the_documented_rules_and_valid() {
+        let t = Thresholds::default();
+        assert_eq!(t.broken_consecutive_failures, 3);
+        assert_eq!((t.broken_failure_percent, t.broken_window), (80, 20));
+        assert_eq!((t.flaky_failure_percent, t.flaky_min_results), (20, 10));
+        assert!(t.is_stable("main") && t.is_stable("master") && !t.is_stable("dev"));
+        assert_eq!(t.validate(), Ok(()));
+        let settings = RepoHealthSettings::default();
+        assert!(!settings.quarantining && !settings.auto_quarantine);
+    }
+
+    #[test]
+    fn invalid_values_name_their_field() {
+        let t = Thresholds {
+            broken_window: 0,
+            ..Thresholds::default()
+        };
+        let err = t.validate().unwrap_err();
+        assert!(
+            err.message.starts_with("thresholds.broken_window "),
+            "{}",
+            err.message
+        );
+        let t = Thresholds {
+            stable_branches: vec!["bad branch".into()],
+            ..Thresholds::default()
+        };
+        assert!(
+            t.validate()
+                .unwrap_err()
+                .message
+                .starts_with("thresholds.stable_branches")
+        );
+    }
+}

@@ -1,0 +1,100 @@
+//! JUnit XML reports, as test runners write them (pytest, cargo-nextest, Maven Surefire,
+//! gotestsum, jest-junit), turned into one [`CaseRun`] per test case with its attempts.
+//!
+//! - [`read_report`] takes the bytes of one file, plain or gzip, checks the limits
+//!   ([`limits`]), parses it with `junit-parser` and normalises retries ([`normalise`]).
+//! - Retries inside one report become attempts: `<flakyFailure>`/`<flakyError>` (failed attempts
+//!   before a pass), `<rerunFailure>`/`<rerunError>` (failed attempts after a failure), and a
+//!   test case written more than once (pytest-rerunfailures, gotestsum `--rerun-fails`).
+
+pub mod limits;
+pub mod normalise;
+
+pub use limits::Limits;
+pub use normalise::{Attempt, CaseRun, Report};
+
+use std::io::Read;
+
+/// Why a report was refused. Messages are fit for the client: they say what is wrong.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum JunitError {
+    #[error("is not valid gzip: {0}")]
+    Gzip(String),
+    #[error("decompresses to more than {0} bytes")]
+    TooLarge(usize),
+    #[error("is not UTF-8 XML: {0}")]
+    Encoding(String),
+    #[error(
+        "has a document type declaration (<!DOCTYPE>); DTDs and entity declarations are refused"
+    )]
+    Doctype,
+    #[error("nests elements deeper than {0} levels")]
+    TooDeep(usize),
+    #[error("has more than {0} test cases")]
+    TooManyCases(usize),
+    #[error("is not well-formed XML: {0}")]
+    Xml(String),
+    #[error("is not a JUnit report: {0}")]
+    NotJunit(String),
+}
+
+/// Parses one report file, plain or gzip (detected by its magic bytes), within `limits`.
+pub fn read_report(bytes: &[u8], limits: &Limits) -> Result<Report, JunitError> {
+    let xml = decompress(bytes, limits.max_xml_bytes)?;
+    limits::check(&xml, limits)?;
+    let suites = junit_parser::from_reader(xml.as_slice()).map_err(describe_parse_error)?;
+    let report = normalise::report(&suites);
+    if report.cases.len() > limits.max_cases {
+        return Err(JunitError::TooManyCases(limits.max_cases));
+    }
+    Ok(report)
+}
+
+/// Whether the bytes start with the gzip magic number.
+pub fn is_gzip(bytes: &[u8]) -> bool {
+    bytes.starts_with(&[0x1f, 0x8b])
+}
+
+/// The XML of a file: gzip is inflated, up to `max` bytes (a small bomb must not become a
+/// large allocation).
+fn decompress(bytes: &[u8], max: usize) -> Result<Vec<u8>, JunitError> {
+    if !is_gzip(bytes) {
+        if bytes.len() > max {
+            return Err(JunitError::TooLarge(max));
+        }
+        return Ok(bytes.to_vec());
+    }
+    let mut out = Vec::new();
+    let decoder = flate2::read::MultiGzDecoder::new(bytes);
+    decoder
+        .take(max as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| JunitError::Gzip(e.to_string()))?;
+    if out.len() > max {
+        return Err(JunitError::TooLarge(max));
+    }
+    Ok(out)
+}
+
+fn describe_parse_error(e: junit_parser::Error) -> JunitError {
+    use std::error::Error as _;
+    match &e {
+        junit_parser::Error::UnexpectedEndOfFile(what) if what == "testsuites" => {
+            JunitError::NotJunit("no <testsuites> or <testsuite> root element".to_owned())
+        }
+        junit_parser::Error::UnexpectedEndOfFile(what) => {
+            JunitError::Xml(format!("the document ends inside a <{what}> element"))
+        }
+        junit_parser::Error::MissingPropertyName => {
+            JunitError::NotJunit("a <property> has no name".to_owned())
+        }
+        _ => {
+            let detail = e.source().map(ToString::to_string).unwrap_or_default();
+            JunitError::Xml(if detail.is_empty() {
+                e.to_string()
+            } else {
+                format!("{e}: {detail}")
+            })
+        }
+    }
+}

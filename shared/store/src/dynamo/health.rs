@@ -1,0 +1,558 @@
+//! Test health on DynamoDB (the `TestHealth` table).
+//!
+//! Items:
+//! - `CASE#<org>#<test case id>` / `CASE`: one compact summary per test case (identity, status,
+//!   quarantine, the last 40 results). Its key spreads writes over partitions; the lists are
+//!   sparse indexes whose attributes are set only on items that belong to them:
+//!   - `unhealthy-index`: `unhealthy_key` = `<org>#<repo>#FLAKY|BROKEN`, sorted by `case_id`;
+//!   - `quarantine-index`: `quarantine_key` = `<org>#<repo>` on quarantine candidates, sorted
+//!     by `case_id` (`quarantine_auto` tells those that need auto-quarantine);
+//!   - `recovery-index`: `recovery_shard` = `FLAKY` with `flaky_until_ms`, for the tick.
+//! - `REPO#<org>#<repo>` / `SETTINGS` and `CODEOWNERS`.
+//! - `UPLOAD#<org>#<upload key>` / `UPLOAD` (idempotency) and `RAW#<n>` (raw results, 1,000 per
+//!   item); both expire (`expires_at`) after [`RAW_RESULT_RETENTION_DAYS`].
+//!
+//! Test case writes go in transactions of up to 100 puts, each conditional on the version read.
+
+use super::codec::{Item, from_item, get_s, n, s, to_item};
+use super::keys::{EXPIRES_AT, PK, SK};
+use super::{DynamoStore, map_sdk_error};
+use crate::error::StoreError;
+use crate::port::{
+    HealthScope, PageCursor, RAW_RESULT_RETENTION_DAYS, RawResult, StoreResult, TestHealthStore,
+    TestList, UploadRecord,
+};
+use async_trait::async_trait;
+use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{
+    AttributeValue, KeysAndAttributes, Put, PutRequest, Select, TransactWriteItem, WriteRequest,
+};
+use mq_core::health::{RepoHealthSettings, StatusKind, TestCase};
+use mq_core::ids::OrgId;
+use mq_core::time::Timestamp;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::time::Duration;
+use uuid::Uuid;
+
+pub const UNHEALTHY_INDEX: &str = "unhealthy-index";
+pub const QUARANTINE_INDEX: &str = "quarantine-index";
+pub const RECOVERY_INDEX: &str = "recovery-index";
+const CASE_ID: &str = "case_id";
+const UNHEALTHY_KEY: &str = "unhealthy_key";
+const QUARANTINE_KEY: &str = "quarantine_key";
+const QUARANTINE_AUTO: &str = "quarantine_auto";
+const RECOVERY_SHARD: &str = "recovery_shard";
+const FLAKY_UNTIL_MS: &str = "flaky_until_ms";
+const VERSION: &str = "version";
+const CASE_SK: &str = "CASE";
+const SETTINGS_SK: &str = "SETTINGS";
+const CODEOWNERS_SK: &str = "CODEOWNERS";
+const UPLOAD_SK: &str = "UPLOAD";
+const RECOVERY_SHARD_VALUE: &str = "FLAKY";
+/// DynamoDB limits: actions per transaction, keys per BatchGetItem, puts per BatchWriteItem.
+const MAX_TRANSACTION: usize = 100;
+const MAX_BATCH_GET: usize = 100;
+const MAX_BATCH_WRITE: usize = 25;
+/// Raw results per item (about 60 bytes each: far below the 400 KB item limit).
+const RAW_PER_ITEM: usize = 1000;
+
+fn case_pk(org: &OrgId, id: Uuid) -> String {
+    format!("CASE#{org}#{id}")
+}
+
+fn repo_pk(scope: &HealthScope) -> String {
+    format!("REPO#{}#{}", scope.org, scope.repo_key)
+}
+
+fn upload_pk(org: &OrgId, key: Uuid) -> String {
+    format!("UPLOAD#{org}#{key}")
+}
+
+fn list_key(scope: &HealthScope, list: TestList) -> String {
+    match list {
+        TestList::WithStatus(kind) => unhealthy_key(scope, kind),
+        TestList::Quarantine { .. } => format!("{}#{}", scope.org, scope.repo_key),
+    }
+}
+
+fn unhealthy_key(scope: &HealthScope, kind: StatusKind) -> String {
+    format!("{}#{}#{}", scope.org, scope.repo_key, kind.as_str())
+}
+
+fn expires_at(at: Timestamp) -> i64 {
+    at.millis() / 1000 + RAW_RESULT_RETENTION_DAYS * 86_400
+}
+
+/// A test case as an item, with the attributes of the lists it belongs to.
+fn case_item(case: &TestCase) -> StoreResult<Item> {
+    let scope = HealthScope {
+        org: case.org.clone(),
+        repo_key: case.repo.key(),
+    };
+    let mut keys = vec![
+        (PK, s(case_pk(&case.org, case.id))),
+        (SK, s(CASE_SK)),
+        (CASE_ID, s(case.id.to_string())),
+    ];
+    if case.is_unhealthy() {
+        keys.push((UNHEALTHY_KEY, s(unhealthy_key(&scope, case.status.kind))));
+    }
+    if case.is_quarantine_candidate() {
+        keys.push((
+            QUARANTINE_KEY,
+            s(list_key(
+                &scope,
+                TestList::Quarantine {
+                    overrides_only: false,
+                },
+            )),
+        ));
+        keys.push((
+            QUARANTINE_AUTO,
+            AttributeValue::Bool(case.needs_auto_quarantine()),
+        ));
+    }
+    if let Some(until) = case.flaky_until {
+        keys.push((RECOVERY_SHARD, s(RECOVERY_SHARD_VALUE)));
+        keys.push((FLAKY_UNTIL_MS, n(until.millis())));
+    }
+    to_item(case, &keys)
+}
+
+/// A put conditional on the stored version being one less than the item's (absent for 1).
+fn versioned_put(table: &str, item: Item, version: u64) -> StoreResult<TransactWriteItem> {
+    let put = Put::builder().table_name(table).set_item(Some(item));
+    let put = if version <= 1 {
+        put.condition_expression("attribute_not_exists(#pk)")
+            .expression_attribute_names("#pk", PK)
+    } else {
+        put.condition_expression("#v = :v")
+            .expression_attribute_names("#v", VERSION)
+            .expression_attribute_values(":v", n(version - 1))
+    };
+    let put = put.build().map_err(StoreError::internal)?;
+    Ok(TransactWriteItem::builder().put(put).build())
+}
+
+/// The raw results of one item.
+#[derive(Serialize, Deserialize)]
+struct RawChunk {
+    results: Vec<RawResult>,
+}
+
+#[async_trait]
+impl TestHealthStore for DynamoStore {
+    async fn health_settings(
+        &self,
+        scope: &HealthScope,
+    ) -> StoreResult<Option<RepoHealthSettings>> {
+        let item = self.health_get(&repo_pk(scope), SETTINGS_SK).await?;
+        item.map(from_item).transpose()
+    }
+
+    async fn put_health_settings(
+        &self,
+        scope: &HealthScope,
+        settings: &RepoHealthSettings,
+    ) -> StoreResult<()> {
+        let item = to_item(settings, &[(PK, s(repo_pk(scope))), (SK, s(SETTINGS_SK))])?;
+        let action = versioned_put(&self.tables.test_health, item, settings.version)?;
+        self.health_transact(vec![action]).await
+    }
+
+    async fn codeowners(&self, scope: &HealthScope) -> StoreResult<Option<String>> {
+        let item = self.health_get(&repo_pk(scope), CODEOWNERS_SK).await?;
+        Ok(item.and_then(|i| get_s(&i, "text").map(str::to_owned)))
+    }
+
+    async fn put_codeowners(&self, scope: &HealthScope, text: &str) -> StoreResult<()> {
+        self.client
+            .put_item()
+            .table_name(&self.tables.test_health)
+            .item(PK, s(repo_pk(scope)))
+            .item(SK, s(CODEOWNERS_SK))
+            .item("text", s(text))
+            .send()
+            .await
+            .map_err(map_sdk_error)?;
+        Ok(())
+    }
+
+    async fn get_test_cases(
+        &self,
+        scope: &HealthScope,
+        ids: &[Uuid],
+    ) -> StoreResult<Vec<TestCase>> {
+        let mut cases = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(MAX_BATCH_GET) {
+            let keys = chunk
+                .iter()
+                .map(|id| super::codec::key(&case_pk(&scope.org, *id), CASE_SK))
+                .collect();
+            for item in self.health_batch_get(keys).await? {
+                let case: TestCase = from_item(item)?;
+                if case.repo.key() == scope.repo_key {
+                    cases.push(case);
+                }
+            }
+        }
+        Ok(cases)
+    }
+
+    async fn put_test_cases(&self, cases: &[TestCase]) -> StoreResult<Vec<Uuid>> {
+        let mut lost = Vec::new();
+        for chunk in cases.chunks(MAX_TRANSACTION) {
+            let actions = chunk
+                .iter()
+                .map(|c| versioned_put(&self.tables.test_health, case_item(c)?, c.version))
+                .collect::<StoreResult<Vec<_>>>()?;
+            match self.health_transact(actions).await {
+                Ok(()) => {}
+                // Nothing of the chunk was written: the caller merges each again.
+                Err(StoreError::Conflict) => lost.extend(chunk.iter().map(|c| c.id)),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(lost)
+    }
+
+    async fn list_test_cases(
+        &self,
+        scope: &HealthScope,
+        list: TestList,
+        cursor: PageCursor,
+        limit: usize,
+    ) -> StoreResult<Vec<TestCase>> {
+        let (condition, bound, forward) = match cursor {
+            PageCursor::First => ("#h = :h", None, true),
+            PageCursor::After(id) => ("#h = :h AND #r > :b", Some(id), true),
+            PageCursor::Before(id) => ("#h = :h AND #r < :b", Some(id), false),
+            PageCursor::Last => ("#h = :h", None, false),
+        };
+        let mut query = self
+            .list_query(scope, list)
+            .key_condition_expression(condition)
+            .scan_index_forward(forward);
+        if let Some(id) = bound {
+            query = query
+                .expression_attribute_names("#r", CASE_ID)
+                .expression_attribute_values(":b", s(id.to_string()));
+        }
+        let items = query_up_to(query, limit).await?;
+        let mut cases = items
+            .into_iter()
+            .map(from_item)
+            .collect::<StoreResult<Vec<TestCase>>>()?;
+        cases.sort_by_key(|c| c.id);
+        Ok(cases)
+    }
+
+    async fn count_test_cases(&self, scope: &HealthScope, list: TestList) -> StoreResult<u64> {
+        let query = self
+            .list_query(scope, list)
+            .key_condition_expression("#h = :h")
+            .select(Select::Count);
+        let mut total = 0u64;
+        let mut start: Option<Item> = None;
+        loop {
+            let out = query
+                .clone()
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(map_sdk_error)?;
+            total += out.count.max(0) as u64;
+            match out.last_evaluated_key {
+                Some(k) if !k.is_empty() => start = Some(k),
+                _ => return Ok(total),
+            }
+        }
+    }
+
+    async fn claim_upload(&self, upload: &UploadRecord) -> StoreResult<Option<UploadRecord>> {
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.tables.test_health)
+            .set_item(Some(upload_item(upload)?))
+            .condition_expression("attribute_not_exists(#pk)")
+            .expression_attribute_names("#pk", PK)
+            .send()
+            .await;
+        match result.map_err(map_sdk_error) {
+            Ok(_) => Ok(None),
+            Err(StoreError::Conflict) => self.get_upload(&upload.org, upload.key).await,
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn put_upload(&self, upload: &UploadRecord) -> StoreResult<()> {
+        self.client
+            .put_item()
+            .table_name(&self.tables.test_health)
+            .set_item(Some(upload_item(upload)?))
+            .send()
+            .await
+            .map_err(map_sdk_error)?;
+        Ok(())
+    }
+
+    async fn get_upload(&self, org: &OrgId, key: Uuid) -> StoreResult<Option<UploadRecord>> {
+        let item = self.health_get(&upload_pk(org, key), UPLOAD_SK).await?;
+        item.map(from_item).transpose()
+    }
+
+    async fn put_raw_results(
+        &self,
+        upload: &UploadRecord,
+        results: &[RawResult],
+    ) -> StoreResult<()> {
+        let pk = upload_pk(&upload.org, upload.key);
+        let expires = n(expires_at(upload.created_at));
+        let items = results
+            .chunks(RAW_PER_ITEM)
+            .enumerate()
+            .map(|(i, chunk)| {
+                let value = RawChunk {
+                    results: chunk.to_vec(),
+                };
+                let sk = format!("RAW#{i:05}");
+                to_item(
+                    &value,
+                    &[(PK, s(&pk)), (SK, s(sk)), (EXPIRES_AT, expires.clone())],
+                )
+            })
+            .collect::<StoreResult<Vec<Item>>>()?;
+        self.batch_write(items).await
+    }
+
+    async fn raw_results(&self, org: &OrgId, key: Uuid) -> StoreResult<Vec<RawResult>> {
+        let query = self
+            .client
+            .query()
+            .table_name(&self.tables.test_health)
+            .consistent_read(true)
+            .key_condition_expression("#pk = :pk AND begins_with(#sk, :raw)")
+            .expression_attribute_names("#pk", PK)
+            .expression_attribute_names("#sk", SK)
+            .expression_attribute_values(":pk", s(upload_pk(org, key)))
+            .expression_attribute_values(":raw", s("RAW#"));
+        let mut results = Vec::new();
+        for item in query_up_to(query, usize::MAX).await? {
+            results.extend(from_item::<RawChunk>(item)?.results);
+        }
+        Ok(results)
+    }
+
+    async fn due_for_recovery(&self, now: Timestamp, limit: usize) -> StoreResult<Vec<TestCase>> {
+        let query = self
+            .client
+            .query()
+            .table_name(&self.tables.test_health)
+            .index_name(RECOVERY_INDEX)
+            .key_condition_expression("#h = :h AND #u <= :now")
+            .expression_attribute_names("#h", RECOVERY_SHARD)
+            .expression_attribute_names("#u", FLAKY_UNTIL_MS)
+            .expression_attribute_values(":h", s(RECOVERY_SHARD_VALUE))
+            .expression_attribute_values(":now", n(now.millis()));
+        let keys = query_up_to(query, limit).await?;
+        let keys = keys
+            .into_iter()
+            .filter_map(|k| Some(super::codec::key(get_s(&k, PK)?, CASE_SK)))
+            .collect();
+        let mut cases = self
+            .health_batch_get(keys)
+            .await?
+            .into_iter()
+            .map(from_item)
+            .collect::<StoreResult<Vec<TestCase>>>()?;
+        cases.sort_by_key(|c| c.flaky_until);
+        Ok(cases)
+    }
+}
+
+fn upload_item(upload: &UploadRecord) -> StoreResult<Item> {
+    to_item(
+        upload,
+        &[
+            (PK, s(upload_pk(&upload.org, upload.key))),
+            (SK, s(UPLOAD_SK)),
+            (EXPIRES_AT, n(expires_at(upload.created_at))),
+        ],
+    )
+}
+
+impl DynamoStore {
+    /// A query of a list's index, with its key and (for overrides only) its filter.
+    fn list_query(&self, scope: &HealthScope, list: TestList) -> QueryFluentBuilder {
+        let (index, hash) = match list {
+            TestList::WithStatus(_) => (UNHEALTHY_INDEX, UNHEALTHY_KEY),
+            TestList::Quarantine { .. } => (QUARANTINE_INDEX, QUARANTINE_KEY),
+        };
+        let query = self
+            .client
+            .query()
+            .table_name(&self.tables.test_health)
+            .index_name(index)
+            .expression_attribute_names("#h", hash)
+            .expression_attribute_values(":h", s(list_key(scope, list)));
+        match list {
+            TestList::Quarantine {
+                overrides_only: true,
+            } => query
+                .filter_expression("#auto = :false")
+                .expression_attribute_names("#auto", QUARANTINE_AUTO)
+                .expression_attribute_values(":false", AttributeValue::Bool(false)),
+            _ => query,
+        }
+    }
+
+    async fn health_get(&self, pk: &str, sk: &str) -> StoreResult<Option<Item>> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.tables.test_health)
+            .set_key(Some(super::codec::key(pk, sk)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(map_sdk_error)?;
+        Ok(out.item)
+    }
+
+    /// Reads up to 100 items of the test health table, retrying unprocessed keys.
+    async fn health_batch_get(&self, keys: Vec<Item>) -> StoreResult<Vec<Item>> {
+        let mut found = Vec::new();
+        if keys.is_empty() {
+            return Ok(found);
+        }
+        let table = self.tables.test_health.clone();
+        let ka = KeysAndAttributes::builder()
+            .set_keys(Some(keys))
+            .consistent_read(true)
+            .build()
+            .map_err(StoreError::internal)?;
+        let mut request = HashMap::from([(table.clone(), ka)]);
+        for attempt in 0.. {
+            let out = self
+                .client
+                .batch_get_item()
+                .set_request_items(Some(request))
+                .send()
+                .await
+                .map_err(map_sdk_error)?;
+            let mut responses = out.responses.unwrap_or_default();
+            found.extend(responses.remove(&table).unwrap_or_default());
+            request = out.unprocessed_keys.unwrap_or_default();
+            if request.is_empty() {
+                break;
+            }
+            backoff(attempt).await?;
+        }
+        Ok(found)
+    }
+
+    /// Puts items 25 per request, retrying unprocessed ones.
+    async fn batch_write(&self, items: Vec<Item>) -> StoreResult<()> {
+        let table = self.tables.test_health.clone();
+        let mut pending = items
+            .into_iter()
+            .map(|item| {
+                PutRequest::builder()
+                    .set_item(Some(item))
+                    .build()
+                    .map(|p| WriteRequest::builder().put_request(p).build())
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(StoreError::internal)?;
+        let mut attempt = 0;
+        while !pending.is_empty() {
+            let chunk: Vec<WriteRequest> = pending
+                .drain(..pending.len().min(MAX_BATCH_WRITE))
+                .collect();
+            let out = self
+                .client
+                .batch_write_item()
+                .request_items(table.clone(), chunk)
+                .send()
+                .await
+                .map_err(map_sdk_error)?;
+            let unprocessed = out.unprocessed_items.unwrap_or_default();
+            if let Some(again) = unprocessed.get(&table).filter(|v| !v.is_empty()) {
+                pending.extend(again.iter().cloned());
+                backoff(attempt).await?;
+                attempt += 1;
+            }
+        }
+        Ok(())
+    }
+
+    async fn health_transact(&self, actions: Vec<TransactWriteItem>) -> StoreResult<()> {
+        let result = self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(actions))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(err) => Err(match err.as_service_error() {
+                Some(TransactWriteItemsError::TransactionCanceledException(e)) => {
+                    let codes: Vec<&str> = e
+                        .cancellation_reasons()
+                        .iter()
+                        .filter_map(|r| r.code())
+                        .collect();
+                    let throttled = codes
+                        .iter()
+                        .any(|c| c.contains("Throttl") || c.contains("Provisioned"));
+                    if throttled {
+                        StoreError::Unavailable {
+                            message: "transaction throttled".to_owned(),
+                            retry_after: Some(Duration::from_secs(1)),
+                        }
+                    } else {
+                        StoreError::Conflict
+                    }
+                }
+                _ => map_sdk_error(err),
+            }),
+        }
+    }
+}
+
+/// Runs a query until `limit` items came back (filters may make pages short) or it ends.
+async fn query_up_to(query: QueryFluentBuilder, limit: usize) -> StoreResult<Vec<Item>> {
+    let mut items = Vec::new();
+    let mut start: Option<Item> = None;
+    while items.len() < limit {
+        let want = (limit - items.len()).min(1000) as i32;
+        let out = query
+            .clone()
+            .limit(want)
+            .set_exclusive_start_key(start.take())
+            .send()
+            .await
+            .map_err(map_sdk_error)?;
+        items.extend(out.items.unwrap_or_default());
+        match out.last_evaluated_key {
+            Some(k) if !k.is_empty() => start = Some(k),
+            _ => break,
+        }
+    }
+    items.truncate(limit);
+    Ok(items)
+}
+
+async fn backoff(attempt: u32) -> StoreResult<()> {
+    if attempt > 8 {
+        return Err(StoreError::Unavailable {
+            message: "DynamoDB left items unprocessed".to_owned(),
+            retry_after: Some(Duration::from_secs(1)),
+        });
+    }
+    tokio::time::sleep(Duration::from_millis(25 << attempt.min(6))).await;
+    Ok(())
+}

@@ -1,0 +1,842 @@
+//! Test health over HTTP: uploads of real JUnit files, the unhealthy and quarantined lists,
+//! pagination, quarantine, the CI check, tickets, S3 uploads and time-based recovery.
+
+use e2e::health::{
+    Run, fixture, form, generated_report, health_body, names, sha, unhealthy, upload,
+};
+use e2e::{ACME, Backend, TestEnv, UMBRELLA, on_both_stores};
+use mq_api::service::test_health::recover;
+use mq_api::uploads::UploadBucket;
+use mq_api::{App, SystemClock};
+use mq_core::time::Timestamp;
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::sync::Arc;
+
+on_both_stores!(
+    two_commits_of_real_reports_list_flaky_and_broken_tests,
+    listed_tests_carry_every_field,
+    codeowners_and_impacted_pull_requests,
+    quarantine_one_test_and_ci_asks_which_failures_are_quarantined,
+    auto_quarantine_takes_flaky_tests,
+    page_through_250_tests_in_pages_of_100,
+    pages_stay_whole_when_tests_arrive_between_requests,
+    page_size_must_be_1_to_100,
+    other_organisations_get_not_found,
+    uploads_are_idempotent_by_upload_id,
+    infrastructure_failures_are_not_evidence,
+    bad_uploads_are_refused_and_change_nothing,
+    settings_are_validated_and_name_the_field,
+    tickets_link_to_test_cases,
+    large_reports_go_through_s3,
+    flaky_tests_recover_after_seven_days,
+);
+
+/// Commit A ran twice without retries (nextest run 1, run 2), commit B once with retries.
+async fn upload_two_commits(env: &TestEnv) {
+    for (run, file) in [
+        (Run::main("A", "a-1"), "nextest-noretry-run1.xml"),
+        (Run::main("A", "a-2"), "nextest-noretry-run2.xml"),
+        (Run::main("B", "b-1"), "nextest-retries-flaky.xml"),
+    ] {
+        let r = upload(env, &run, &[], &[(file, fixture(file))]).await;
+        assert_eq!(r.status, 200, "{file}: {:?}", r.body);
+    }
+}
+
+async fn two_commits_of_real_reports_list_flaky_and_broken_tests(env: TestEnv) {
+    upload_two_commits(&env).await;
+    let flaky = unhealthy(&env, "FLAKY", 100, "").await;
+    assert_eq!(
+        names(&flaky),
+        ["integration_flaky", "tests::sometimes_fails"]
+    );
+    let broken = unhealthy(&env, "broken", 100, "").await;
+    assert_eq!(names(&broken), ["tests::always_fails"]);
+    let reason = broken["tests"][0]["status"]["reason"].as_str().unwrap();
+    assert!(reason.starts_with("broken: the last 3 results"), "{reason}");
+    for t in flaky["tests"].as_array().unwrap() {
+        let reason = t["status"]["reason"].as_str().unwrap();
+        assert!(reason.starts_with("flaky: "), "{reason}");
+    }
+    assert_eq!(flaky["page"]["total_rows"], 2);
+}
+
+async fn listed_tests_carry_every_field(env: TestEnv) {
+    upload_two_commits(&env).await;
+    let page = unhealthy(&env, "BROKEN", 10, "").await;
+    let t = &page["tests"][0];
+    let fields = [
+        "id",
+        "repository",
+        "html_url",
+        "name",
+        "variant",
+        "status",
+        "codeowners",
+        "pull_requests_impacted_last_7d",
+        "quarantined",
+        "file_path",
+        "parent",
+        "classname",
+    ];
+    for f in fields {
+        assert!(t.get(f).is_some(), "missing {f} in {t}");
+    }
+    assert_eq!(
+        t["repository"]["html_url"],
+        "https://github.com/acme/rocket"
+    );
+    assert_eq!(
+        (t["classname"].as_str(), t["parent"].as_str()),
+        (Some("flaky_demo"), Some("flaky_demo"))
+    );
+    assert_eq!(t["quarantined"], false);
+    assert_eq!(
+        uuid::Uuid::parse_str(t["id"].as_str().unwrap())
+            .unwrap()
+            .get_version_num(),
+        5
+    );
+    let at = t["status"]["timestamp"].as_str().unwrap();
+    assert!(
+        Timestamp::parse_rfc3339(at).is_some() && at.ends_with('Z'),
+        "{at}"
+    );
+    let p = &page["page"];
+    assert_eq!(
+        (
+            p["total_rows"].as_u64(),
+            p["total_pages"].as_u64(),
+            p["page_index"].as_u64()
+        ),
+        (Some(1), Some(1), Some(0))
+    );
+    assert_eq!(
+        (p["next_page_token"].as_str(), p["prev_page_token"].as_str()),
+        (Some(""), Some(""))
+    );
+}
+
+async fn codeowners_and_impacted_pull_requests(env: TestEnv) {
+    let owners = "* @acme/everyone\n/tests/unit/ @acme/qa @octocat\n";
+    let file = "pytest-xunit1.xml";
+    for (i, commit) in ["C1", "C2", "C3"].iter().enumerate() {
+        let id = format!("main-{i}");
+        let extra: &[(&str, &str)] = if i == 0 {
+            &[("codeowners", owners)]
+        } else {
+            &[]
+        };
+        let r = upload(
+            &env,
+            &Run::main(commit, &id),
+            extra,
+            &[(file, fixture(file))],
+        )
+        .await;
+        assert_eq!(r.status, 200, "{:?}", r.body);
+    }
+    for (pr, commit) in [(42, "P1"), (43, "P2")] {
+        let id = format!("pr-{pr}");
+        let run = Run {
+            commit,
+            branch: "feature/x",
+            upload_id: &id,
+            pr: Some(pr),
+        };
+        assert_eq!(
+            upload(&env, &run, &[], &[(file, fixture(file))])
+                .await
+                .status,
+            200
+        );
+    }
+    let page = unhealthy(&env, "BROKEN", 10, "").await;
+    assert_eq!(names(&page), ["test_always_fails", "test_fixture_error"]);
+    let t = &page["tests"][0];
+    assert_eq!(t["codeowners"], json!(["@acme/qa", "@octocat"]));
+    assert_eq!(t["file_path"], "tests/unit/test_demo.py");
+    assert_eq!(
+        t["html_url"],
+        "https://github.com/acme/rocket/blob/HEAD/tests/unit/test_demo.py"
+    );
+    assert_eq!(t["pull_requests_impacted_last_7d"], 2);
+}
+
+async fn set_settings(env: &TestEnv, extra: Value) -> Value {
+    env.ok("flaky-tests/update-settings", &health_body(extra))
+        .await
+}
+
+async fn check(env: &TestEnv, failed: Value) -> Value {
+    env.ok(
+        "flaky-tests/check-quarantined",
+        &health_body(json!({"failed_tests": failed})),
+    )
+    .await
+}
+
+async fn id_of(env: &TestEnv, status: &str, name: &str) -> String {
+    let page = unhealthy(env, status, 100, "").await;
+    let t = page["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name);
+    t.unwrap_or_else(|| panic!("{name} not {status}"))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+async fn quarantine_one_test_and_ci_asks_which_failures_are_quarantined(env: TestEnv) {
+    upload_two_commits(&env).await;
+    let broken = id_of(&env, "BROKEN", "tests::always_fails").await;
+    let settings = set_settings(
+        &env,
+        json!({"quarantining": true, "test_overrides": [
+            {"test_case_id": broken, "quarantine": "always_quarantine"}
+        ]}),
+    )
+    .await;
+    assert_eq!(settings["quarantining"], true);
+    assert_eq!(settings["auto_quarantine"], false);
+    assert_eq!(
+        settings["test_overrides"][0]["quarantine"],
+        "ALWAYS_QUARANTINE"
+    );
+
+    let body = health_body(json!({"page_query": {"page_size": 10}}));
+    let list = env.ok("flaky-tests/list-quarantined-tests", &body).await;
+    assert_eq!(names(&list), ["tests::always_fails"]);
+    let q = &list["quarantined_tests"][0];
+    assert_eq!(q["test_case_id"], broken.as_str());
+    for f in [
+        "parent",
+        "file",
+        "classname",
+        "codeowners",
+        "quarantined_at",
+        "status_last_updated_at",
+        "variant",
+    ] {
+        assert!(q.get(f).is_some(), "missing {f}");
+    }
+
+    let failures = json!([
+        {"name": "tests::always_fails", "classname": "flaky_demo", "parent": "flaky_demo"},
+        {"name": "tests::sometimes_fails", "classname": "flaky_demo", "parent": "flaky_demo"},
+    ]);
+    let answer = check(&env, failures.clone()).await;
+    assert_eq!(answer["all_quarantined"], false);
+    assert_eq!(
+        (
+            answer["quarantined_count"].as_u64(),
+            answer["unquarantined_count"].as_u64()
+        ),
+        (Some(1), Some(1))
+    );
+    assert_eq!(answer["tests"][0]["quarantined"], true);
+    assert_eq!(answer["tests"][1]["known"], true);
+    let only_quarantined = check(&env, json!([failures[0]])).await;
+    assert_eq!(only_quarantined["all_quarantined"], true, "CI may pass");
+    let unknown = check(&env, json!([{"name": "never_seen"}])).await;
+    assert_eq!(
+        (
+            unknown["tests"][0]["known"].as_bool(),
+            unknown["all_quarantined"].as_bool()
+        ),
+        (Some(false), Some(false))
+    );
+
+    let flaky = unhealthy(&env, "BROKEN", 10, "").await;
+    assert_eq!(flaky["tests"][0]["quarantined"], true);
+}
+
+async fn auto_quarantine_takes_flaky_tests(env: TestEnv) {
+    upload_two_commits(&env).await;
+    let body = health_body(json!({"page_query": {"page_size": 10}}));
+    set_settings(&env, json!({"quarantining": true})).await;
+    let list = env.ok("flaky-tests/list-quarantined-tests", &body).await;
+    assert_eq!(list["page"]["total_rows"], 0, "auto-quarantine is off");
+    set_settings(&env, json!({"auto_quarantine": true})).await;
+    let list = env.ok("flaky-tests/list-quarantined-tests", &body).await;
+    assert_eq!(
+        names(&list),
+        ["integration_flaky", "tests::sometimes_fails"],
+        "flaky, never broken"
+    );
+    let flaky = id_of(&env, "FLAKY", "integration_flaky").await;
+    set_settings(
+        &env,
+        json!({"test_overrides": [{"test_case_id": flaky, "quarantine": "NEVER_QUARANTINE"}]}),
+    )
+    .await;
+    let list = env.ok("flaky-tests/list-quarantined-tests", &body).await;
+    assert_eq!(names(&list), ["tests::sometimes_fails"]);
+    set_settings(&env, json!({"quarantining": false})).await;
+    let list = env.ok("flaky-tests/list-quarantined-tests", &body).await;
+    assert_eq!(list["page"]["total_rows"], 0, "quarantining off");
+}
+
+async fn upload_flaky(env: &TestEnv, prefix: &str, n: usize, upload_id: &str) {
+    let report = generated_report(prefix, n, "flaky");
+    let r = upload(
+        env,
+        &Run::main("F", upload_id),
+        &[],
+        &[("flaky.xml", report)],
+    )
+    .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(r.body["passed_on_retry"], n as u64);
+}
+
+async fn page_through_250_tests_in_pages_of_100(env: TestEnv) {
+    upload_flaky(&env, "Flaky", 250, "gen-250").await;
+    let mut seen = Vec::new();
+    let mut token = String::new();
+    let mut pages = Vec::new();
+    loop {
+        let page = unhealthy(&env, "FLAKY", 100, &token).await;
+        assert_eq!(page["page"]["total_rows"], 250);
+        assert_eq!(page["page"]["total_pages"], 3);
+        assert_eq!(page["page"]["page_index"], pages.len() as u64);
+        seen.extend(
+            page["tests"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["id"].as_str().unwrap().to_owned()),
+        );
+        token = page["page"]["next_page_token"].as_str().unwrap().to_owned();
+        pages.push(page);
+        if token.is_empty() {
+            break;
+        }
+    }
+    let sizes: Vec<usize> = pages
+        .iter()
+        .map(|p| p["tests"].as_array().unwrap().len())
+        .collect();
+    assert_eq!(sizes, [100, 100, 50]);
+    let unique: HashSet<&String> = seen.iter().collect();
+    assert_eq!(
+        (seen.len(), unique.len()),
+        (250, 250),
+        "no duplicates, no gaps"
+    );
+    let mut sorted = seen.clone();
+    sorted.sort();
+    assert_eq!(seen, sorted, "in test case id order");
+    assert_eq!(pages[0]["page"]["prev_page_token"], "");
+    // Tokens round-trip: back from the third page is the second, back again the first.
+    let back = unhealthy(
+        &env,
+        "FLAKY",
+        100,
+        pages[2]["page"]["prev_page_token"].as_str().unwrap(),
+    )
+    .await;
+    assert_eq!(back["tests"], pages[1]["tests"]);
+    assert_eq!(back["page"]["page_index"], 1);
+    let first = unhealthy(
+        &env,
+        "FLAKY",
+        100,
+        back["page"]["prev_page_token"].as_str().unwrap(),
+    )
+    .await;
+    assert_eq!(first["tests"], pages[0]["tests"]);
+    let last = unhealthy(
+        &env,
+        "FLAKY",
+        100,
+        pages[0]["page"]["last_page_token"].as_str().unwrap(),
+    )
+    .await;
+    assert_eq!(last["tests"], pages[2]["tests"]);
+    assert_eq!(
+        (
+            last["page"]["page_index"].as_u64(),
+            last["page"]["next_page_token"].as_str()
+        ),
+        (Some(2), Some(""))
+    );
+    // A token of another list is refused.
+    let wrong = health_body(
+        json!({"status": "BROKEN", "page_query": {"page_size": 100, "page_token": token_of(&pages[0])}}),
+    );
+    let r = env
+        .post("flaky-tests/list-unhealthy-tests", Some(ACME), &wrong)
+        .await;
+    assert_eq!((r.status, r.code()), (400, "INVALID_REQUEST"));
+}
+
+fn token_of(page: &Value) -> String {
+    page["page"]["next_page_token"].as_str().unwrap().to_owned()
+}
+
+async fn pages_stay_whole_when_tests_arrive_between_requests(env: TestEnv) {
+    upload_flaky(&env, "Old", 120, "old").await;
+    let first = unhealthy(&env, "FLAKY", 50, "").await;
+    upload_flaky(&env, "New", 40, "new").await;
+    let mut seen: Vec<String> = Vec::new();
+    let mut page = first;
+    loop {
+        seen.extend(
+            page["tests"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["name"].as_str().unwrap().to_owned()),
+        );
+        let token = token_of(&page);
+        if token.is_empty() {
+            break;
+        }
+        page = unhealthy(&env, "FLAKY", 50, &token).await;
+    }
+    let unique: HashSet<&String> = seen.iter().collect();
+    assert_eq!(unique.len(), seen.len(), "no test twice");
+    let old = seen.iter().filter(|n| n.starts_with("Old")).count();
+    assert_eq!(
+        old, 120,
+        "every test that was there all along is listed once"
+    );
+}
+
+async fn page_size_must_be_1_to_100(env: TestEnv) {
+    for size in [0, 101] {
+        let body = health_body(json!({"status": "FLAKY", "page_query": {"page_size": size}}));
+        let r = env
+            .post("flaky-tests/list-unhealthy-tests", Some(ACME), &body)
+            .await;
+        assert_eq!(r.status, 400, "{size}");
+        assert!(
+            r.message().starts_with("page_query.page_size"),
+            "{}",
+            r.message()
+        );
+        let body = health_body(json!({"page_query": {"page_size": size}}));
+        let r = env
+            .post("flaky-tests/list-quarantined-tests", Some(ACME), &body)
+            .await;
+        assert_eq!(r.status, 400);
+    }
+    let body = health_body(
+        json!({"status": "FLAKY", "page_query": {"page_size": 5, "page_token": "not-a-token"}}),
+    );
+    let r = env
+        .post("flaky-tests/list-unhealthy-tests", Some(ACME), &body)
+        .await;
+    assert!(
+        r.status == 400 && r.message().contains("page_token"),
+        "{:?}",
+        r.body
+    );
+    let body = health_body(json!({"status": "HEALTHY", "page_query": {"page_size": 5}}));
+    let r = env
+        .post("flaky-tests/list-unhealthy-tests", Some(ACME), &body)
+        .await;
+    assert!(
+        r.status == 400 && r.message().starts_with("status"),
+        "{:?}",
+        r.body
+    );
+}
+
+async fn other_organisations_get_not_found(env: TestEnv) {
+    upload_two_commits(&env).await;
+    let body = health_body(json!({"status": "FLAKY", "page_query": {"page_size": 10}}));
+    let r = env
+        .post("flaky-tests/list-unhealthy-tests", Some(UMBRELLA), &body)
+        .await;
+    assert_eq!((r.status, r.code()), (404, "ORGANIZATION_NOT_FOUND"));
+    let mut other = body.clone();
+    other["org_url_slug"] = json!("umbrella");
+    let r = env
+        .post("flaky-tests/list-unhealthy-tests", Some(ACME), &other)
+        .await;
+    assert_eq!(r.status, 404);
+    let r = env
+        .post("flaky-tests/list-unhealthy-tests", Some(UMBRELLA), &other)
+        .await;
+    assert_eq!(
+        (r.status, r.body["page"]["total_rows"].as_u64()),
+        (200, Some(0)),
+        "umbrella sees only its own"
+    );
+    let q = health_body(json!({"page_query": {"page_size": 10}}));
+    assert_eq!(
+        env.post("flaky-tests/list-quarantined-tests", Some(UMBRELLA), &q)
+            .await
+            .status,
+        404
+    );
+    let s = health_body(json!({"quarantining": true}));
+    assert_eq!(
+        env.post("flaky-tests/update-settings", Some(UMBRELLA), &s)
+            .await
+            .status,
+        404
+    );
+    let c = health_body(json!({"failed_tests": []}));
+    assert_eq!(
+        env.post("flaky-tests/check-quarantined", Some(UMBRELLA), &c)
+            .await
+            .status,
+        404
+    );
+    assert_eq!(
+        env.post("flaky-tests/list-unhealthy-tests", None, &body)
+            .await
+            .status,
+        401
+    );
+}
+
+async fn uploads_are_idempotent_by_upload_id(env: TestEnv) {
+    let file = "nextest-retries-flaky.xml";
+    let run = Run::main("A", "same");
+    let files = [(file, fixture(file))];
+    // Two deliveries of one upload at once, then a third: one result per test case.
+    let (a, b) = tokio::join!(
+        upload(&env, &run, &[], &files),
+        upload(&env, &run, &[], &files)
+    );
+    assert_eq!(
+        (a.status, b.status),
+        (200, 200),
+        "{:?} {:?}",
+        a.body,
+        b.body
+    );
+    assert_eq!(
+        (a.body["test_cases"].as_u64(), a.body["retries"].as_u64()),
+        (Some(6), Some(5))
+    );
+    assert_eq!(a.body["passed_on_retry"], 1);
+    let third = upload(&env, &run, &[], &files).await;
+    assert_eq!(third.body["duplicate"], true);
+    // Sent three times, counted once: a broken streak needs three distinct results.
+    let broken = unhealthy(&env, "BROKEN", 10, "").await;
+    assert_eq!(broken["page"]["total_rows"], 0);
+    for id in ["other-1", "other-2"] {
+        upload(&env, &Run::main("A", id), &[], &files).await;
+    }
+    let broken = unhealthy(&env, "BROKEN", 10, "").await;
+    assert_eq!(names(&broken), ["tests::always_fails"]);
+}
+
+async fn infrastructure_failures_are_not_evidence(env: TestEnv) {
+    for i in 0..3 {
+        let id = format!("infra-{i}");
+        let report = generated_report("Infra", 12, "fail");
+        let r = upload(
+            &env,
+            &Run::main(&format!("I{i}"), &id),
+            &[],
+            &[("r.xml", report)],
+        )
+        .await;
+        assert_eq!(r.body["infrastructure_failure"], true, "{:?}", r.body);
+    }
+    let broken = unhealthy(&env, "BROKEN", 10, "").await;
+    assert_eq!(
+        broken["page"]["total_rows"], 0,
+        "12 of 12 failing three times is the runner"
+    );
+}
+
+async fn bad_uploads_are_refused_and_change_nothing(env: TestEnv) {
+    let laughs = b"<?xml version=\"1.0\"?><!DOCTYPE l [<!ENTITY a \"aaaa\"><!ENTITY b \"&a;&a;&a;\">]><testsuite name=\"&b;\"/>".to_vec();
+    let good = fixture("nextest-retries-flaky.xml");
+    let r = upload(
+        &env,
+        &Run::main("A", "bad-1"),
+        &[],
+        &[("ok.xml", good.clone()), ("evil.xml", laughs)],
+    )
+    .await;
+    assert_eq!(r.status, 400);
+    assert!(
+        r.message().contains("file 2 (evil.xml)") && r.message().contains("DOCTYPE"),
+        "{}",
+        r.message()
+    );
+    let deep = format!("{}{}", "<testsuite>".repeat(50), "</testsuite>".repeat(50)).into_bytes();
+    let r = upload(&env, &Run::main("A", "bad-2"), &[], &[("deep.xml", deep)]).await;
+    assert!(
+        r.status == 400 && r.message().contains("deeper than 32"),
+        "{}",
+        r.message()
+    );
+    let r = upload(&env, &Run::main("A", "bad-3"), &[], &[]).await;
+    assert!(
+        r.status == 400 && r.message().starts_with("file is required"),
+        "{}",
+        r.message()
+    );
+    let (ct, body) = form(
+        &[
+            ("repo", "github.com/acme/rocket"),
+            ("branch", "main"),
+            ("upload_id", "x"),
+        ],
+        &[("ok.xml", good.clone())],
+    );
+    let r = env.post_raw("flaky-tests/upload", ACME, &ct, body).await;
+    assert!(
+        r.status == 400 && r.message() == "commit_sha is required",
+        "{}",
+        r.message()
+    );
+    let r = upload(
+        &env,
+        &Run {
+            commit: "A",
+            branch: "bad branch",
+            upload_id: "bad-4",
+            pr: None,
+        },
+        &[],
+        &[("ok.xml", good.clone())],
+    )
+    .await;
+    assert!(
+        r.status == 400 && r.message().starts_with("branch"),
+        "{}",
+        r.message()
+    );
+    let r = env
+        .post_raw("flaky-tests/upload", ACME, "application/xml", good.clone())
+        .await;
+    assert_eq!((r.status, r.code()), (415, "UNSUPPORTED_MEDIA_TYPE"));
+    let (ct, mut big) = form(&[("upload_id", "big")], &[("big.xml", good)]);
+    big.resize(20 * 1024 * 1024 + 1, b' ');
+    let r = env.post_raw("flaky-tests/upload", ACME, &ct, big).await;
+    assert_eq!(r.status, 413);
+    for status in ["FLAKY", "BROKEN"] {
+        assert_eq!(
+            unhealthy(&env, status, 10, "").await["page"]["total_rows"],
+            0,
+            "nothing stored"
+        );
+    }
+    let again = upload(
+        &env,
+        &Run::main("A", "bad-1"),
+        &[],
+        &[("ok.xml", fixture("nextest-retries-flaky.xml"))],
+    )
+    .await;
+    assert_eq!(
+        again.body["duplicate"], false,
+        "a refused upload id can be sent again"
+    );
+}
+
+async fn settings_are_validated_and_name_the_field(env: TestEnv) {
+    let r = env
+        .post(
+            "flaky-tests/update-settings",
+            Some(ACME),
+            &health_body(json!({"thresholds": {"broken_window": 0}})),
+        )
+        .await;
+    assert!(
+        r.status == 400 && r.message().starts_with("thresholds.broken_window"),
+        "{}",
+        r.message()
+    );
+    let r = env
+        .post(
+            "flaky-tests/update-settings",
+            Some(ACME),
+            &health_body(json!({"quarantining": "yes"})),
+        )
+        .await;
+    assert!(
+        r.status == 400 && r.message().starts_with("quarantining"),
+        "{}",
+        r.message()
+    );
+    let unknown = json!({"quarantining": true, "test_overrides": [{"test_case_id": uuid::Uuid::nil().to_string(), "quarantine": "AUTO"}]});
+    let r = env
+        .post(
+            "flaky-tests/update-settings",
+            Some(ACME),
+            &health_body(unknown),
+        )
+        .await;
+    assert_eq!((r.status, r.code()), (404, "TEST_CASE_NOT_FOUND"));
+    let r = env
+        .post(
+            "flaky-tests/update-settings",
+            Some(ACME),
+            &health_body(json!({})),
+        )
+        .await;
+    assert_eq!(
+        r.body["quarantining"], false,
+        "the refused request changed nothing"
+    );
+    let t = set_settings(
+        &env,
+        json!({"thresholds": {"broken_consecutive_failures": 2, "stable_branches": ["trunk"]}}),
+    )
+    .await;
+    assert_eq!(t["thresholds"]["broken_consecutive_failures"], 2);
+    assert_eq!(
+        t["thresholds"]["broken_window"], 20,
+        "other thresholds keep their values"
+    );
+    // With the new thresholds, two failures on trunk are a breakage and main is not stable.
+    let file = "surefire-2.22-noretry.xml";
+    for (i, branch) in ["trunk", "trunk"].iter().enumerate() {
+        let id = format!("t{i}");
+        let run = Run {
+            commit: &format!("T{i}"),
+            branch,
+            upload_id: &id,
+            pr: None,
+        };
+        upload(&env, &run, &[], &[(file, fixture(file))]).await;
+    }
+    let broken = unhealthy(&env, "BROKEN", 10, "").await;
+    assert_eq!(
+        names(&broken),
+        ["alwaysFails", "sometimesFails", "throwsError"]
+    );
+}
+
+async fn tickets_link_to_test_cases(env: TestEnv) {
+    upload_two_commits(&env).await;
+    let id = id_of(&env, "FLAKY", "integration_flaky").await;
+    let link = |url: &str| health_body(json!({"test_case_id": id, "ticket_url": url}));
+    let t = env
+        .ok(
+            "flaky-tests/link-ticket",
+            &link("https://tracker.example/T-42"),
+        )
+        .await;
+    assert_eq!(t["ticket"]["html_url"], "https://tracker.example/T-42");
+    let page = unhealthy(&env, "FLAKY", 10, "").await;
+    let listed = page["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == id.as_str())
+        .unwrap();
+    assert_eq!(listed["ticket"]["html_url"], "https://tracker.example/T-42");
+    let r = env
+        .post(
+            "flaky-tests/link-ticket",
+            Some(ACME),
+            &link("javascript:alert(1)"),
+        )
+        .await;
+    assert!(
+        r.status == 400 && r.message().starts_with("ticket_url"),
+        "{}",
+        r.message()
+    );
+    let unlinked = env.ok("flaky-tests/link-ticket", &link("")).await;
+    assert!(unlinked.get("ticket").is_none());
+    let missing = health_body(
+        json!({"test_case_id": uuid::Uuid::nil().to_string(), "ticket_url": "https://t/1"}),
+    );
+    assert_eq!(
+        env.post("flaky-tests/link-ticket", Some(ACME), &missing)
+            .await
+            .status,
+        404
+    );
+}
+
+/// An environment whose application has a bucket on the run's moto server.
+async fn with_bucket(backend: Backend) -> TestEnv {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = format!("mq-uploads-{}-{n}", std::process::id());
+    let bucket = UploadBucket::local(&mq_tables::moto::endpoint(), &name).await;
+    bucket.create().await.expect("bucket created on moto");
+    TestEnv::start_with(backend, |app| app.with_uploads(bucket)).await
+}
+
+async fn large_reports_go_through_s3(env: TestEnv) {
+    let backend = env.backend();
+    drop(env);
+    let env = with_bucket(backend).await;
+    let body = json!({
+        "repo": {"host": "github.com", "owner": "acme", "name": "rocket"},
+        "commit_sha": sha("S"), "branch": "main", "upload_id": "s3-1",
+    });
+    let url = env.ok("flaky-tests/upload-url", &body).await;
+    assert_eq!(url["method"], "PUT");
+    let put = env
+        .http
+        .put(url["upload_url"].as_str().unwrap())
+        .body(fixture("surefire-2.22-rerun-flaky.xml"))
+        .send()
+        .await
+        .unwrap();
+    assert!(put.status().is_success(), "{}", put.status());
+    let key = url["upload_url"]
+        .as_str()
+        .unwrap()
+        .split('?')
+        .next()
+        .unwrap()
+        .split_once("/test-results/")
+        .unwrap()
+        .1
+        .to_owned();
+    // The event S3 sends for the PUT (its documented shape).
+    let event = json!({"Records": [{
+        "eventVersion": "2.1", "eventSource": "aws:s3", "awsRegion": "us-east-1",
+        "eventTime": "2026-11-22T00:00:00.000Z", "eventName": "ObjectCreated:Put",
+        "userIdentity": {"principalId": "AWS:AIDAEXAMPLE"},
+        "requestParameters": {"sourceIPAddress": "127.0.0.1"},
+        "responseElements": {"x-amz-request-id": "R1", "x-amz-id-2": "I2"},
+        "s3": {"s3SchemaVersion": "1.0", "configurationId": "uploads",
+               "bucket": {"name": "b", "ownerIdentity": {"principalId": "A1"}, "arn": "arn:aws:s3:::b"},
+               "object": {"key": format!("test-results/{key}"), "size": 3417,
+                          "eTag": "0123456789abcdef", "sequencer": "0A1B2C3D4E5F678901"}}
+    }]});
+    let event = serde_json::from_value(event).unwrap();
+    let app = env.app();
+    let outcomes = ingest_test_results_object::handle(&app, event)
+        .await
+        .unwrap();
+    assert_eq!(format!("{outcomes:?}"), "[Ingested { test_cases: 5 }]");
+    let flaky = unhealthy(&env, "FLAKY", 10, "").await;
+    assert_eq!(names(&flaky), ["sometimesFails"]);
+    let again = env.post("flaky-tests/upload-url", Some(ACME), &body).await;
+    assert_eq!(
+        (again.status, again.code()),
+        (409, "UPLOAD_ALREADY_RECEIVED")
+    );
+    let none = TestEnv::start(backend).await;
+    let r = none.post("flaky-tests/upload-url", Some(ACME), &body).await;
+    assert_eq!((r.status, r.code()), (501, "UPLOADS_NOT_CONFIGURED"));
+}
+
+async fn flaky_tests_recover_after_seven_days(env: TestEnv) {
+    upload_two_commits(&env).await;
+    let app = App::new(env.store.clone(), Arc::new(SystemClock));
+    let now = app.now();
+    assert_eq!(recover(&app, now).await.unwrap(), 0, "nothing is due yet");
+    let later = Timestamp(now.millis() + 7 * 86_400_000 + 60_000);
+    assert_eq!(recover(&app, later).await.unwrap(), 2);
+    let flaky = unhealthy(&env, "FLAKY", 10, "").await;
+    assert_eq!(flaky["page"]["total_rows"], 0);
+    assert_eq!(
+        unhealthy(&env, "BROKEN", 10, "").await["page"]["total_rows"],
+        1,
+        "broken stays"
+    );
+    assert_eq!(recover(&app, later).await.unwrap(), 0, "done once");
+}

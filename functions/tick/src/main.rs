@@ -18,6 +18,7 @@ async fn main() -> Result<(), Error> {
             queues = report.queues,
             worked = report.worked,
             failed = report.failed,
+            recovered_tests = report.recovered_tests,
             "tick finished"
         );
         emit_metrics(app, &report).await;

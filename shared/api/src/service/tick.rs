@@ -3,7 +3,8 @@
 //! For every queue with work (a `Query` on the work index, never a `Scan`), under a lease so
 //! two ticks never work one queue at once: read what CI reported on the test branches in
 //! flight, advance timeouts and batching waits (`Event::Tick`), and execute the effects that
-//! are due, including those whose earlier execution failed.
+//! are due, including those whose earlier execution failed. Then flaky tests without new
+//! evidence for the recovery period recover (test health, SEMANTICS §9).
 
 use super::drive::{apply, run_effects};
 use super::shell::Actor;
@@ -29,6 +30,8 @@ pub struct TickReport {
     pub worked_queues: Vec<QueueId>,
     /// Queues whose work failed (they are retried by the next tick).
     pub failed: usize,
+    /// Flaky tests that recovered (no new evidence for the recovery period).
+    pub recovered_tests: usize,
 }
 
 /// Runs one tick over every queue with work; `owner` names this tick in the leases.
@@ -50,6 +53,10 @@ pub async fn run(app: &App, owner: &str) -> Result<TickReport, ApiError> {
                 tracing::warn!(queue = %id, error = %e, "tick failed for a queue");
             }
         }
+    }
+    match super::test_health::recover(app, app.now()).await {
+        Ok(n) => report.recovered_tests = n,
+        Err(e) => tracing::warn!(error = %e, "test health recovery failed; the next tick retries"),
     }
     Ok(report)
 }

@@ -3,6 +3,7 @@
 mod codec;
 mod health;
 pub mod keys;
+pub mod large_commit;
 mod queues;
 mod tokens;
 

@@ -2,6 +2,7 @@
 
 use super::codec::{Item, from_item, get_s, key, n, s, to_item};
 use super::keys::*;
+use super::large_commit::{LiveChanges, REDO, STEP_ITEMS};
 use super::{DynamoStore, map_sdk_error};
 use crate::error::StoreError;
 use crate::port::{QueueStore, RunLocation, StoreResult};
@@ -49,20 +50,18 @@ impl QueueStore for DynamoStore {
     }
 
     async fn commit(&self, commit: &Commit) -> StoreResult<()> {
-        let (mut actions, history) = self.commit_actions(commit)?;
-        if actions.len() > MAX_TRANSACTION_ITEMS {
-            return Err(StoreError::Internal(format!(
-                "a commit of {} live items exceeds the transaction limit",
-                actions.len()
-            )));
+        let changes = LiveChanges::of(commit);
+        let history = self.history_actions(commit)?;
+        let result = if 1 + changes.len() <= MAX_TRANSACTION_ITEMS {
+            self.commit_at_once(commit, &changes, history).await
+        } else {
+            self.commit_in_steps(commit, &changes, history).await
+        };
+        if result == Err(StoreError::Conflict) {
+            // A large commit may have been left half applied by a writer that stopped.
+            self.finish_large_commit(&commit.queue.id).await?;
         }
-        let room = MAX_TRANSACTION_ITEMS - actions.len();
-        let (now, later) = history.split_at(history.len().min(room));
-        actions.extend(now.iter().cloned());
-        self.transact(actions).await?;
-        // History that did not fit is written after the commit: it never describes a change
-        // that did not happen, and the writes are idempotent.
-        self.batch_put(later.to_vec()).await
+        result
     }
 
     async fn delete_queue(&self, snapshot: &QueueSnapshot) -> StoreResult<()> {
@@ -348,38 +347,138 @@ impl QueueStore for DynamoStore {
 }
 
 impl DynamoStore {
-    /// The transaction actions of a commit's live items, and its history writes.
-    fn commit_actions(
+    /// One transaction: the queue item, every live change, and as much history as fits.
+    async fn commit_at_once(
         &self,
         commit: &Commit,
-    ) -> StoreResult<(Vec<TransactWriteItem>, Vec<TransactWriteItem>)> {
+        changes: &LiveChanges,
+        history: Vec<TransactWriteItem>,
+    ) -> StoreResult<()> {
+        let mut actions = vec![self.guarded_queue_put(commit, None)?];
+        actions.extend(self.live_actions(commit.queue.id.as_str(), changes)?);
+        let room = MAX_TRANSACTION_ITEMS - actions.len();
+        let (now, later) = history.split_at(history.len().min(room));
+        actions.extend(now.iter().cloned());
+        self.transact(actions).await?;
+        // History that did not fit is written after the commit: it never describes a change
+        // that did not happen, and the writes are idempotent.
+        self.batch_put(later.to_vec()).await
+    }
+
+    /// A commit too large for one transaction: see [`super::large_commit`].
+    async fn commit_in_steps(
+        &self,
+        commit: &Commit,
+        changes: &LiveChanges,
+        history: Vec<TransactWriteItem>,
+    ) -> StoreResult<()> {
+        let redo = serde_json::to_string(changes).map_err(StoreError::internal)?;
+        self.transact(vec![self.guarded_queue_put(commit, Some(redo))?])
+            .await?;
         let id = commit.queue.id.as_str();
+        self.apply_redo(id, commit.queue.version, changes).await?;
+        self.batch_put(history).await
+    }
+
+    /// Writes a redo's changes in steps, then removes it; stops quietly when a newer commit
+    /// exists (someone finished it first).
+    async fn apply_redo(&self, id: &str, version: u64, changes: &LiveChanges) -> StoreResult<()> {
+        let actions = self.live_actions(id, changes)?;
+        for step in actions.chunks(STEP_ITEMS) {
+            let mut step = step.to_vec();
+            step.insert(0, self.redo_still_attached(id, version)?);
+            match self.transact(step).await {
+                Err(StoreError::Conflict) => return Ok(()),
+                other => other?,
+            }
+        }
+        let cleared = self
+            .client
+            .update_item()
+            .table_name(&self.tables.queues)
+            .set_key(Some(key(id, QUEUE_SK)))
+            .update_expression("REMOVE #redo")
+            .condition_expression("#v = :v")
+            .expression_attribute_names("#redo", REDO)
+            .expression_attribute_names("#v", VERSION)
+            .expression_attribute_values(":v", n(version))
+            .send()
+            .await;
+        match cleared.map_err(map_sdk_error) {
+            Ok(_) | Err(StoreError::Conflict) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Finishes a large commit whose redo is still attached to the queue item, if any.
+    async fn finish_large_commit(&self, id: &QueueId) -> StoreResult<()> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.tables.queues)
+            .set_key(Some(key(id.as_str(), QUEUE_SK)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(map_sdk_error)?;
+        let Some(item) = out.item else {
+            return Ok(());
+        };
+        let Some(changes) = redo_of(&item)? else {
+            return Ok(());
+        };
+        let queue: Queue = from_item(item)?;
+        self.apply_redo(id.as_str(), queue.version, &changes).await
+    }
+
+    /// A condition: the queue item is at `version` with its redo attached.
+    fn redo_still_attached(&self, id: &str, version: u64) -> StoreResult<TransactWriteItem> {
+        let check = aws_sdk_dynamodb::types::ConditionCheck::builder()
+            .table_name(&self.tables.queues)
+            .set_key(Some(key(id, QUEUE_SK)))
+            .condition_expression("#v = :v AND attribute_exists(#redo)")
+            .expression_attribute_names("#v", VERSION)
+            .expression_attribute_names("#redo", REDO)
+            .expression_attribute_values(":v", n(version))
+            .build()
+            .map_err(StoreError::internal)?;
+        Ok(TransactWriteItem::builder().condition_check(check).build())
+    }
+
+    /// The item writes of a commit's live changes.
+    fn live_actions(&self, id: &str, c: &LiveChanges) -> StoreResult<Vec<TransactWriteItem>> {
         let queues = &self.tables.queues;
-        let mut live = vec![self.guarded_queue_put(commit)?];
-        for e in &commit.put_entries {
+        let mut live = Vec::with_capacity(c.len());
+        for e in &c.put_entries {
             live.push(put_action(
                 queues,
                 to_item(e, &[(PK, s(id)), (SK, s(entry_sk(e.pr)))])?,
             )?);
         }
-        for pr in &commit.delete_entries {
+        for pr in &c.delete_entries {
             live.push(self.delete_action(queues, id, &entry_sk(*pr))?);
         }
-        for r in &commit.put_runs {
+        for r in &c.put_runs {
             live.push(put_action(queues, run_item(id, r)?)?);
         }
-        for r in &commit.delete_runs {
+        for r in &c.delete_runs {
             live.push(self.delete_action(queues, id, &run_sk(r))?);
         }
-        for x in &commit.put_effects {
+        for x in &c.put_effects {
             live.push(put_action(
                 queues,
                 to_item(x, &[(PK, s(id)), (SK, s(effect_sk(&x.id)))])?,
             )?);
         }
-        for x in &commit.delete_effects {
+        for x in &c.delete_effects {
             live.push(self.delete_action(queues, id, &effect_sk(x))?);
         }
+        Ok(live)
+    }
+
+    /// The history writes of a commit: concluded entries, finished runs, restarts.
+    fn history_actions(&self, commit: &Commit) -> StoreResult<Vec<TransactWriteItem>> {
+        let id = commit.queue.id.as_str();
         let mut history = Vec::new();
         for e in &commit.concluded {
             for item in concluded_items(id, e, commit.queue.updated_at)? {
@@ -398,17 +497,26 @@ impl DynamoStore {
                 restart_item(id, r)?,
             )?);
         }
-        Ok((live, history))
+        Ok(history)
     }
 
-    /// The queue item's put, conditional on the version the commit was computed from.
-    fn guarded_queue_put(&self, commit: &Commit) -> StoreResult<TransactWriteItem> {
-        let item = queue_item(&commit.queue, commit.active_entries, commit.has_work)?;
+    /// The queue item's put, conditional on the version the commit was computed from and on
+    /// no large commit being half applied; `redo` attaches a large commit's changes.
+    fn guarded_queue_put(
+        &self,
+        commit: &Commit,
+        redo: Option<String>,
+    ) -> StoreResult<TransactWriteItem> {
+        let mut item = queue_item(&commit.queue, commit.active_entries, commit.has_work)?;
+        if let Some(redo) = redo {
+            item.insert(REDO.to_owned(), s(redo));
+        }
         let put = Put::builder()
             .table_name(&self.tables.queues)
             .set_item(Some(item))
-            .condition_expression("#v = :v")
+            .condition_expression("#v = :v AND attribute_not_exists(#redo)")
             .expression_attribute_names("#v", VERSION)
+            .expression_attribute_names("#redo", REDO)
             .expression_attribute_values(":v", n(commit.expected_version))
             .build()
             .map_err(StoreError::internal)?;
@@ -713,10 +821,12 @@ fn concluded_items(queue_id: &str, entry: &Entry, fallback: Timestamp) -> StoreR
 /// Builds a snapshot from the items of a queue's partition; `None` without a queue item.
 fn snapshot_from_items(items: Vec<Item>) -> StoreResult<Option<QueueSnapshot>> {
     let mut queue = None;
+    let mut redo = None;
     let (mut entries, mut runs, mut outbox) = (Vec::new(), Vec::new(), Vec::new());
     for item in items {
         let sk = get_s(&item, SK).unwrap_or_default().to_owned();
         if sk == QUEUE_SK {
+            redo = redo_of(&item)?;
             queue = Some(from_item::<Queue>(item)?);
         } else if sk.starts_with(ENTRY_PREFIX) {
             entries.push(from_item(item)?);
@@ -733,9 +843,20 @@ fn snapshot_from_items(items: Vec<Item>) -> StoreResult<Option<QueueSnapshot>> {
             runs,
             outbox,
         };
+        // A large commit still being written: read it whole.
+        if let Some(changes) = &redo {
+            changes.overlay(&mut snapshot);
+        }
         crate::order::sort_snapshot(&mut snapshot);
         snapshot
     }))
+}
+
+/// The changes of a large commit attached to a queue item, if any.
+fn redo_of(item: &Item) -> StoreResult<Option<LiveChanges>> {
+    get_s(item, REDO)
+        .map(|json| serde_json::from_str(json).map_err(StoreError::internal))
+        .transpose()
 }
 
 fn take(found: &mut Vec<(String, Item)>, table: &str, sk: &str) -> Option<Item> {

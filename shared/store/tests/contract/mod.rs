@@ -53,6 +53,7 @@ macro_rules! all_contract_tests {
             lease_is_exclusive_until_it_expires,
             tokens_are_stored_listed_and_revoked,
             concurrent_commits_lose_no_update,
+            commits_larger_than_a_transaction_apply_whole,
             uploaded_targets_are_kept_per_pull_request,
             restarts_are_kept_as_history,
             health_settings_are_versioned,
@@ -771,4 +772,42 @@ pub async fn restarts_are_kept_as_history(store: Arc<dyn Store>) {
             .unwrap()
             .is_empty()
     );
+}
+
+/// A commit that changes more items than one DynamoDB transaction holds (100) still applies
+/// whole, and the next commit sees all of it.
+pub async fn commits_larger_than_a_transaction_apply_whole(store: Arc<dyn Store>) {
+    let before = create(&*store, "rocket").await;
+    let id = before.queue.id.clone();
+    let mut many = before.clone();
+    many.entries = (1..=150)
+        .map(|pr| entry(pr, EntryState::Pending, T0))
+        .collect();
+    store
+        .commit(&commit(&before, many, vec![], vec![], T0))
+        .await
+        .unwrap();
+    let loaded = store.load(&id).await.unwrap().unwrap();
+    assert_eq!(loaded.entries.len(), 150);
+    assert_eq!(loaded.queue.version, 1);
+
+    let mut changed = loaded.clone();
+    for e in changed.entries.iter_mut().take(120) {
+        e.state = EntryState::Testing;
+    }
+    changed.entries.truncate(140);
+    store
+        .commit(&commit(&loaded, changed, vec![], vec![], T0))
+        .await
+        .unwrap();
+    let after = store.load(&id).await.unwrap().unwrap();
+    let testing = after
+        .entries
+        .iter()
+        .filter(|e| e.state == EntryState::Testing)
+        .count();
+    assert_eq!((after.entries.len(), testing), (140, 120));
+    assert_eq!(after.queue.version, 2);
+    let stale = commit(&loaded, loaded.clone(), vec![], vec![], T0);
+    assert_eq!(store.commit(&stale).await, Err(StoreError::Conflict));
 }

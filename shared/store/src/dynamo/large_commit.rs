@@ -55,7 +55,7 @@ impl LiveChanges {
     }
 
     /// The number of item writes.
-    pub fn len(&self) -> usize {
+    pub fn writes(&self) -> usize {
         self.put_entries.len()
             + self.delete_entries.len()
             + self.put_runs.len()

@@ -52,7 +52,7 @@ impl QueueStore for DynamoStore {
     async fn commit(&self, commit: &Commit) -> StoreResult<()> {
         let changes = LiveChanges::of(commit);
         let history = self.history_actions(commit)?;
-        let result = if 1 + changes.len() <= MAX_TRANSACTION_ITEMS {
+        let result = if changes.writes() < MAX_TRANSACTION_ITEMS {
             self.commit_at_once(commit, &changes, history).await
         } else {
             self.commit_in_steps(commit, &changes, history).await
@@ -448,7 +448,7 @@ impl DynamoStore {
     /// The item writes of a commit's live changes.
     fn live_actions(&self, id: &str, c: &LiveChanges) -> StoreResult<Vec<TransactWriteItem>> {
         let queues = &self.tables.queues;
-        let mut live = Vec::with_capacity(c.len());
+        let mut live = Vec::with_capacity(c.writes());
         for e in &c.put_entries {
             live.push(put_action(
                 queues,

@@ -4,7 +4,7 @@
 //! Git host never records them), so nothing but the webhook can complete a run.
 
 use e2e::git_repo::GitRepo;
-use e2e::live::{LiveEnv, Run, wait_for};
+use e2e::live::{LiveEnv, Run, wait_for, wait_until};
 use e2e::{Backend, Reply, live_on_both_stores};
 use mq_api::{Clock, SystemClock};
 use mq_githost::webhook::sign;
@@ -13,6 +13,9 @@ use serde_json::{Value, json};
 live_on_both_stores!(
     signed_deliveries_complete_runs,
     a_bad_signature_is_refused_and_changes_nothing,
+    a_closed_pull_request_leaves_the_queue,
+    comment_commands_submit_and_cancel_for_writers_only,
+    a_push_to_main_restarts_testing_on_the_new_head,
 );
 
 const SECRET: &str = "webhook-secret";
@@ -87,6 +90,80 @@ async fn a_bad_signature_is_refused_and_changes_nothing(backend: Backend) {
     assert_eq!(env.pull_request(&repo, 1).await["state"], "testing");
 }
 
+async fn a_closed_pull_request_leaves_the_queue(backend: Backend) {
+    let env = LiveEnv::options().webhook(SECRET).start(backend).await;
+    let repo = queue_requiring_build_and_lint(&env).await;
+    env.submit(&repo, 1).await;
+    env.wait_for_run(&repo, 1).await;
+    let closed = pull_request_event(&repo, 1, "closed");
+    assert_eq!(
+        deliver(&env, "pull_request", &closed, SECRET).await.status,
+        200
+    );
+    env.wait_for_state(&repo, 1, "cancelled").await;
+    assert!(env.current_run(&repo, 1).await.is_none(), "its run stopped");
+}
+
+async fn comment_commands_submit_and_cancel_for_writers_only(backend: Backend) {
+    let env = LiveEnv::options().webhook(SECRET).start(backend).await;
+    let repo = queue_requiring_build_and_lint(&env).await;
+
+    let stranger = comment_event(&repo, 1, "/service merge", "NONE");
+    assert_eq!(
+        deliver(&env, "issue_comment", &stranger, SECRET)
+            .await
+            .status,
+        200
+    );
+    env.wait_for_comment(&repo, 1, "Only people who can write")
+        .await;
+    let never = env.pr_call("getSubmittedPullRequest", &repo, 1).await;
+    assert_eq!(never.status, 404, "a stranger's command submits nothing");
+
+    let merge = comment_event(
+        &repo,
+        1,
+        "Looks good.\n/service merge --priority high",
+        "MEMBER",
+    );
+    assert_eq!(
+        deliver(&env, "issue_comment", &merge, SECRET).await.status,
+        200
+    );
+    let submitted = env.pull_request(&repo, 1).await;
+    assert_eq!(submitted["priorityName"], "high");
+    assert_eq!(submitted["isCurrentlySubmittedToQueue"], true);
+
+    let cancel = comment_event(&repo, 1, "/service cancel", "OWNER");
+    assert_eq!(
+        deliver(&env, "issue_comment", &cancel, SECRET).await.status,
+        200
+    );
+    env.wait_for_state(&repo, 1, "cancelled").await;
+}
+
+async fn a_push_to_main_restarts_testing_on_the_new_head(backend: Backend) {
+    let env = LiveEnv::options().webhook(SECRET).start(backend).await;
+    let repo = queue_requiring_build_and_lint(&env).await;
+    env.submit(&repo, 1).await;
+    let first = env.wait_for_run(&repo, 1).await;
+    let before = repo.head("main").expect("main exists");
+    let after = repo.push_commit("main", "hotfix.txt");
+    let push = push_event(&repo, &before, &after);
+    assert_eq!(deliver(&env, "push", &push, SECRET).await.status, 200);
+    let second = wait_until("a new run on the pushed head", || async {
+        env.current_run(&repo, 1)
+            .await
+            .filter(|run| run.id != first.id)
+    })
+    .await;
+    let tested = repo.git(&["rev-list", &second.sha]);
+    assert!(
+        tested.contains(&after),
+        "the new run contains the pushed commit"
+    );
+}
+
 async fn queue_requiring_build_and_lint(env: &LiveEnv) -> GitRepo {
     let repo = env.repo("rocket");
     repo.add_prs(2, &[]);
@@ -159,6 +236,77 @@ fn repository(repo: &GitRepo) -> Value {
 
 fn sender() -> Value {
     json!({"login": "ci-bot[bot]", "id": 41898282, "type": "Bot"})
+}
+
+/// A `pull_request` delivery for pull request `pr` of `repo`.
+fn pull_request_event(repo: &GitRepo, pr: u32, action: &str) -> Value {
+    let head = repo.pr_head(pr);
+    let closed = action == "closed";
+    json!({
+        "action": action,
+        "number": pr,
+        "pull_request": {
+            "url": format!("https://api.github.com/repos/acme/{}/pulls/{pr}", repo.name),
+            "id": 1000 + pr,
+            "number": pr,
+            "state": if closed { "closed" } else { "open" },
+            "locked": false,
+            "title": format!("Change {pr}"),
+            "user": {"login": "octocat", "id": 583231, "type": "User"},
+            "body": null,
+            "created_at": now(),
+            "updated_at": now(),
+            "closed_at": if closed { json!(now()) } else { Value::Null },
+            "merged_at": null,
+            "draft": false,
+            "head": {"label": format!("acme:change-{pr}"), "ref": format!("change-{pr}"), "sha": head},
+            "base": {"label": "acme:main", "ref": "main", "sha": repo.head("main")},
+            "merged": false,
+            "mergeable": null,
+        },
+        "repository": repository(repo),
+        "sender": sender(),
+    })
+}
+
+/// An `issue_comment` delivery: `body` commented on pull request `pr` by someone with
+/// `association` to the repository.
+fn comment_event(repo: &GitRepo, pr: u32, body: &str, association: &str) -> Value {
+    json!({
+        "action": "created",
+        "issue": {
+            "number": pr,
+            "title": format!("Change {pr}"),
+            "state": "open",
+            "pull_request": {"url": format!("https://api.github.com/repos/acme/{}/pulls/{pr}", repo.name)},
+        },
+        "comment": {
+            "id": 90000 + pr,
+            "body": body,
+            "user": {"login": "hubot", "id": 2, "type": "User"},
+            "author_association": association,
+            "created_at": now(),
+        },
+        "repository": repository(repo),
+        "sender": {"login": "hubot", "id": 2, "type": "User"},
+    })
+}
+
+/// A `push` delivery moving `main` from `before` to `after`.
+fn push_event(repo: &GitRepo, before: &str, after: &str) -> Value {
+    json!({
+        "ref": "refs/heads/main",
+        "before": before,
+        "after": after,
+        "created": false,
+        "deleted": false,
+        "forced": false,
+        "commits": [],
+        "head_commit": {"id": after, "message": "Hotfix"},
+        "repository": repository(repo),
+        "pusher": {"name": "octocat"},
+        "sender": sender(),
+    })
 }
 
 /// A `status` delivery for the tip of a run's test branch.

@@ -635,6 +635,17 @@ async fn a_merge_is_refused_when_the_target_moved() {
         ref_json("main", moved),
     )
     .await;
+    for (sha, tree) in [("c2c2", "tested-tree"), (moved, "another-tree")] {
+        let commit = commit_json(sha, tree, &[BASE], "Elsewhere");
+        mock(
+            &server,
+            "GET",
+            &format!("{REPO}/git/commits/{sha}"),
+            200,
+            commit,
+        )
+        .await;
+    }
     Mock::given(method("PATCH"))
         .respond_with(ResponseTemplate::new(200))
         .expect(0)
@@ -648,6 +659,57 @@ async fn a_merge_is_refused_when_the_target_moved() {
         outcome,
         MergeOutcome::TargetMoved {
             actual: Sha::new(moved)
+        }
+    );
+}
+
+/// A merge repeated after its answer was lost finds the target already moved on from the
+/// expected commit to the tested tree: it is reported merged, not as a moved target.
+#[tokio::test]
+async fn a_repeated_merge_that_already_happened_is_reported_merged() {
+    let server = MockServer::start().await;
+    let merged = "8888888888888888888888888888888888888888";
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/git/ref/heads/main"),
+        200,
+        ref_json("main", merged),
+    )
+    .await;
+    for (sha, tree) in [("c2c2", "tested-tree"), (merged, "tested-tree")] {
+        let commit = commit_json(sha, tree, &[BASE], "Two (#2)");
+        mock(
+            &server,
+            "GET",
+            &format!("{REPO}/git/commits/{sha}"),
+            200,
+            commit,
+        )
+        .await;
+    }
+    let compare = json!({"status": "ahead", "ahead_by": 2, "behind_by": 0, "total_commits": 2});
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/compare/{BASE}...{merged}"),
+        200,
+        compare,
+    )
+    .await;
+    Mock::given(method("PATCH"))
+        .respond_with(ResponseTemplate::new(200))
+        .expect(0)
+        .mount(&server)
+        .await;
+    let outcome = with_token(&server)
+        .merge(&repo(), &merge_request(MergeMethod::Squash))
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome,
+        MergeOutcome::Merged {
+            target_sha: Sha::new(merged)
         }
     );
 }

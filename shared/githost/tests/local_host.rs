@@ -384,17 +384,48 @@ async fn concurrent_merges_from_the_same_target_merge_exactly_once() {
         let (host, repo, request) = (host.clone(), f.repo.clone(), request.clone());
         tokio::spawn(async move { host.merge(&repo, &request).await.unwrap() })
     });
-    let mut merged = 0;
+    let mut merged = std::collections::BTreeSet::new();
     for attempt in attempts {
         match attempt.await.unwrap() {
-            MergeOutcome::Merged { .. } => merged += 1,
+            MergeOutcome::Merged { target_sha } => {
+                merged.insert(target_sha);
+            }
             MergeOutcome::TargetMoved { .. } => {}
             other => panic!("unexpected {other:?}"),
         }
     }
-    assert_eq!(merged, 1);
+    assert_eq!(
+        merged.into_iter().collect::<Vec<_>>(),
+        [f.head("main")],
+        "every attempt that reports a merge reports the one that happened"
+    );
     let count = f.bare_git(&["rev-list", "--count", &format!("{main}..main")]);
     assert_eq!(count, "2", "one squash commit per pull request, once");
+}
+
+#[tokio::test]
+async fn a_repeated_merge_that_already_happened_is_reported_merged() {
+    for method in [
+        MergeMethod::MergeCommit,
+        MergeMethod::Squash,
+        MergeMethod::Rebase,
+    ] {
+        let f = Fixture::new();
+        let host = f.host();
+        let main = f.head("main");
+        let (prs, tested) = tested_pair(&f, &host).await;
+        let request = merge_request(&prs, method, &main, &tested);
+        let range = format!("{main}..main");
+        let first = host.merge(&f.repo, &request).await.unwrap();
+        let commits = f.bare_git(&["rev-list", &range]);
+        let again = host.merge(&f.repo, &request).await.unwrap();
+        assert_eq!(again, first, "{method:?}");
+        assert_eq!(
+            f.bare_git(&["rev-list", &range]),
+            commits,
+            "{method:?}: merged once"
+        );
+    }
 }
 
 #[tokio::test]

@@ -9,7 +9,7 @@
 
 use super::client::{Client, escape, repo_path};
 use super::pulls::{self, branch_head};
-use super::wire::{GitCommit, ShaOnly};
+use super::wire::{Compare, GitCommit, ShaOnly};
 use crate::error::{HostError, HostResult};
 use crate::port::{MergeOutcome, MergeRequest};
 use crate::tested_chain::{CommitInfo, CommitSource, Step, read_chain, squash_message};
@@ -34,6 +34,9 @@ pub(crate) async fn merge(
     if let Some(expected) = &request.expected_target_sha {
         validate::sha("expected_target_sha", expected)?;
         if *expected != actual {
+            if already_merged(client, repo, expected, &actual, request.tested_sha.as_ref()).await? {
+                return Ok(MergeOutcome::Merged { target_sha: actual });
+            }
             return Ok(MergeOutcome::TargetMoved { actual });
         }
     }
@@ -210,6 +213,31 @@ async fn direct_merge(
             "a merge needs at least one pull request".into(),
         )),
     }
+}
+
+/// Whether this merge was already done (a repeat of a merge whose answer was lost): the target
+/// moved on from the expected commit to one with exactly the tested tree.
+async fn already_merged(
+    client: &Client,
+    repo: &RepoRef,
+    expected: &Sha,
+    actual: &Sha,
+    tested: Option<&Sha>,
+) -> HostResult<bool> {
+    let Some(tested) = tested else {
+        return Ok(false);
+    };
+    let tested_tree = git_commit(client, repo, tested).await?.tree.sha;
+    let actual_tree = git_commit(client, repo, actual).await?.tree.sha;
+    if tested_tree != actual_tree {
+        return Ok(false);
+    }
+    let path = format!(
+        "{}/compare/{expected}...{actual}?per_page=1",
+        repo_path(repo)
+    );
+    let compare: Option<Compare> = client.get_optional(repo, &path).await?;
+    Ok(compare.is_some_and(|c| c.behind_by == 0))
 }
 
 async fn git_commit(client: &Client, repo: &RepoRef, sha: &Sha) -> HostResult<GitCommit> {

@@ -27,6 +27,9 @@ pub(crate) async fn merge(git: &Git, request: &MergeRequest) -> HostResult<Merge
     if let Some(expected) = &request.expected_target_sha {
         validate::sha("expected_target_sha", expected)?;
         if *expected != actual {
+            if already_merged(git, expected, &actual, request.tested_sha.as_ref()).await? {
+                return Ok(MergeOutcome::Merged { target_sha: actual });
+            }
             return Ok(MergeOutcome::TargetMoved { actual });
         }
     }
@@ -34,6 +37,22 @@ pub(crate) async fn merge(git: &Git, request: &MergeRequest) -> HostResult<Merge
         Err(refused) => Ok(refused),
         Ok(tip) => publish(git, request, &actual, tip).await,
     }
+}
+
+/// Whether this merge was already done (a repeat of a merge whose answer was lost): the target
+/// moved on from the expected commit to one with exactly the tested tree.
+async fn already_merged(
+    git: &Git,
+    expected: &Sha,
+    actual: &Sha,
+    tested: Option<&Sha>,
+) -> HostResult<bool> {
+    let Some(tested) = tested else {
+        return Ok(false);
+    };
+    let tested_tree = git.commit_info(tested).await?.tree;
+    let actual_tree = git.commit_info(actual).await?.tree;
+    Ok(tested_tree == actual_tree && git.is_ancestor(expected, actual).await?)
 }
 
 /// The commit the target should point at once the pull requests are in.

@@ -45,6 +45,7 @@ pub async fn add_entry(store: &dyn Store, repo: &str, pr: u32) {
         ci_runs: 0,
         restarts: 0,
         conclusion: None,
+        cancel_after_merge: None,
     });
     let commit = Commit::between(&before, &Transition::unchanged(&after), now);
     store.commit(&commit).await.unwrap();

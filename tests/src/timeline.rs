@@ -166,6 +166,7 @@ impl Step {
             ci_runs: 0,
             restarts: 0,
             conclusion: None,
+            cancel_after_merge: None,
         });
     }
 

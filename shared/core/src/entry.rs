@@ -132,6 +132,11 @@ pub struct Entry {
     pub restarts: u32,
     #[serde(default)]
     pub conclusion: Option<Conclusion>,
+    /// Why the entry is to be cancelled (`pr_closed`, `new_commits`, `base_changed`) when the
+    /// Git host said so while its merge was under way: the merge decides, and only if it
+    /// does not happen is the entry cancelled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancel_after_merge: Option<String>,
 }
 
 /// The readiness object of `getSubmittedPullRequest` (spec §2.5).

@@ -86,6 +86,7 @@ mod tests {
             ci_runs: 0,
             restarts,
             conclusion: None,
+            cancel_after_merge: None,
         }
     }
 

@@ -401,6 +401,34 @@ proptest! {
         }
     }
 
+    /// The Git host answers effects late, while pull requests close, change and get
+    /// cancelled meanwhile: every pull request the target holds concluded `merged`, once,
+    /// and every `merged` one is in the target.
+    #[test]
+    fn late_answers_from_the_git_host_keep_the_record_true(
+        settings in settings(),
+        ops in prop::collection::vec((op(8, true), 0..3usize), 1..80),
+        bad in prop::collection::btree_set(1..=8u32, 0..3),
+    ) {
+        let mut h = Harness::with(settings);
+        h.auto_execute = false;
+        for (op, executed) in &ops {
+            apply(&mut h, op, &bad);
+            h.execute_some(*executed);
+            h.assert_clean();
+        }
+        h.auto_execute = true;
+        h.execute_all();
+        drain(&mut h, &bad);
+        h.assert_clean();
+        prop_assert!(h.snap.entries.is_empty(), "still active: {:?}", h.snap.entries);
+        let in_target: Vec<u32> = h.host.target.iter().copied().filter(|&c| c <= 8).collect();
+        let distinct: BTreeSet<u32> = in_target.iter().copied().collect();
+        prop_assert_eq!(distinct.len(), in_target.len(), "merged twice: {:?}", in_target);
+        let merged: BTreeSet<u32> = h.merged_prs().into_iter().collect();
+        prop_assert_eq!(merged, distinct);
+    }
+
     /// Never more main runs in flight than `concurrency`, nor bisection runs than
     /// `bisectionConcurrency`, after any event (also when the limits change).
     #[test]

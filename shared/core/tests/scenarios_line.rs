@@ -366,6 +366,60 @@ fn a_cancelled_entry_cannot_be_cancelled_again_while_it_is_being_merged() {
     assert_eq!(h.state(1), Merged);
 }
 
+#[test]
+fn a_pull_request_closed_while_its_merge_is_under_way_is_merged_when_the_merge_lands() {
+    let mut h = queue(1);
+    h.submit(1);
+    h.auto_execute = false;
+    h.pass_pr(1);
+    let mut closed = h.facts(1);
+    closed.state = PrState::Closed;
+    h.ok(Event::PrUpdated { pr: closed });
+    assert_eq!(h.state(1), TestsPassed, "the merge decides");
+    h.execute_all();
+    assert_eq!(h.state(1), Merged, "the target holds it");
+    h.assert_clean();
+}
+
+#[test]
+fn a_pull_request_closed_while_its_merge_is_under_way_is_cancelled_when_the_merge_is_refused() {
+    let mut h = queue(1);
+    h.submit(1);
+    h.auto_execute = false;
+    h.pass_pr(1);
+    let mut closed = h.facts(1);
+    closed.state = PrState::Closed;
+    h.ok(Event::PrUpdated { pr: closed });
+    h.auto_execute = true;
+    h.push_outside();
+    // The merge expected the old target: refused, so the close takes effect.
+    h.execute_all();
+    assert_eq!(h.state(1), Cancelled);
+    assert_eq!(h.conclusion(1), "pr_closed");
+    assert!(h.host.target_history.is_empty(), "nothing merged");
+    h.assert_clean();
+}
+
+#[test]
+fn new_commits_during_a_merge_refuse_it_and_a_resubmission_waits_for_its_answer() {
+    let mut h = queue(1);
+    h.submit(1);
+    h.auto_execute = false;
+    h.pass_pr(1);
+    h.push_to_pr(1);
+    assert_eq!(h.state(1), TestsPassed);
+    let err = h.submit_facts(h.facts(1)).unwrap_err();
+    assert_eq!(err.code, ErrorCode::PullRequestMerging);
+    h.execute_all();
+    assert_eq!(h.state(1), Cancelled);
+    assert_eq!(h.conclusion(1), "new_commits");
+    assert!(h.host.target_history.is_empty(), "nothing merged");
+    h.auto_execute = true;
+    h.submit(1);
+    assert_eq!(h.state(1), Testing, "the new head is tested");
+    h.assert_clean();
+}
+
 // ---- §5 predictive testing ----------------------------------------------------------------
 
 #[test]

@@ -40,6 +40,7 @@ impl Work {
                 e.no_batch = sub.no_batch;
                 return Ok(());
             }
+            self.refuse_while_merging(sub.pr.number)?;
             self.remove_entries(&[sub.pr.number], EntryState::Cancelled, "new_commits");
         }
         let seq = self.s.queue.engine.next_seq;
@@ -64,6 +65,7 @@ impl Work {
             ci_runs: 0,
             restarts: 0,
             conclusion: None,
+            cancel_after_merge: None,
         };
         self.s.entries.push(entry);
         self.entries_changed();
@@ -114,13 +116,19 @@ impl Work {
     /// `cancelPullRequest` and the cancel comment command.
     pub fn cancel(&mut self, pr: PrNumber, why: CancelReason) -> Result<(), DomainError> {
         self.active_entry(pr)?;
+        self.refuse_while_merging(pr)?;
+        self.remove_entries(&[pr], EntryState::Cancelled, cancel_reason(why));
+        Ok(())
+    }
+
+    /// A pull request whose merge is under way can no longer be taken out of the queue.
+    fn refuse_while_merging(&self, pr: PrNumber) -> Result<(), DomainError> {
         if self.merging_prs().contains(&pr) {
             return Err(DomainError::conflict(
                 ErrorCode::PullRequestMerging,
                 format!("pull request {pr} is being merged and can no longer be cancelled"),
             ));
         }
-        self.remove_entries(&[pr], EntryState::Cancelled, cancel_reason(why));
         Ok(())
     }
 
@@ -234,6 +242,12 @@ impl Work {
             None
         };
         if let Some(why) = why {
+            if self.merging_prs().contains(&facts.number) {
+                // The merge may already have happened: its answer decides.
+                let e = self.entry_mut(facts.number).expect("entry exists");
+                e.cancel_after_merge = Some(why.to_owned());
+                return;
+            }
             self.remove_entries(&[facts.number], EntryState::Cancelled, why);
             return;
         }
@@ -241,6 +255,31 @@ impl Work {
             e.pr_facts = facts.clone();
         }
         self.readiness_stale = true;
+    }
+
+    /// Cancels the entries the Git host closed or changed during their merge, once no merge
+    /// holds them any more (it was refused or given up).
+    pub fn cancel_deferred(&mut self) -> bool {
+        if self
+            .s
+            .entries
+            .iter()
+            .all(|e| e.cancel_after_merge.is_none())
+        {
+            return false;
+        }
+        let merging = self.merging_prs();
+        let due: Vec<(PrNumber, String)> = self
+            .s
+            .entries
+            .iter()
+            .filter(|e| !merging.contains(&e.pr))
+            .filter_map(|e| e.cancel_after_merge.clone().map(|why| (e.pr, why)))
+            .collect();
+        for (pr, why) in &due {
+            self.remove_entries(&[*pr], EntryState::Cancelled, why);
+        }
+        !due.is_empty()
     }
 
     /// A push the queue did not make moved the target: every group restarts on the new head.

@@ -75,6 +75,10 @@
 //! - Merges: one at a time; everything up to the furthest passed group whose branch contains
 //!   the front passed group merges in one effect. In parallel mode, once the target received
 //!   merges a run does not contain, its merge carries no tested sha (`diverged`).
+//! - A pull request closed, pushed to or retargeted while its merge is under way is
+//!   cancelled only if that merge does not happen (refused or given up): the Git host may
+//!   already have merged it, and the entry must say what the target holds. A resubmission
+//!   with a new head during the merge is 409 `PULL_REQUEST_MERGING`, as a cancel is.
 //! - A `TargetMoved` event while a merge is in flight is ignored (it may be that merge); a
 //!   foreign push then shows as the merge's `TargetMoved` refusal, which restarts everything.
 //! - Direct merge is decided at submission. In parallel mode an entry has no targets yet at
@@ -94,6 +98,7 @@ mod effects;
 mod events;
 mod failure;
 mod intake;
+pub mod invariants;
 mod line;
 mod merging;
 mod notify;
@@ -215,7 +220,8 @@ impl Work {
     /// Re-evaluates every rule until nothing changes.
     fn settle(&mut self) {
         for _ in 0..MAX_SETTLE_ROUNDS {
-            let mut changed = self.finish_switch();
+            let mut changed = self.cancel_deferred();
+            changed |= self.finish_switch();
             if std::mem::take(&mut self.readiness_stale) {
                 changed |= self.refresh_readiness();
             }

@@ -70,6 +70,7 @@ fn entry(pr: u32, state: EntryState, t: Times) -> Entry {
         ci_runs: 0,
         restarts: 0,
         conclusion: None,
+        cancel_after_merge: None,
     }
 }
 

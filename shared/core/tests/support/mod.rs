@@ -11,7 +11,7 @@
 #![allow(dead_code)]
 
 use mq_core::engine::{
-    Ctx, Effect, EffectOutcome, Event, MergeRefusal, PendingEffect, Transition, step,
+    Ctx, Effect, EffectOutcome, Event, MergeRefusal, PendingEffect, Transition, invariants, step,
 };
 use mq_core::entry::{Entry, EntryState, ImpactedTargets};
 use mq_core::git::{
@@ -20,7 +20,7 @@ use mq_core::git::{
 };
 use mq_core::ids::{OrgId, PrNumber, RepoRef, Sha};
 use mq_core::priority::Priority;
-use mq_core::run::{RunKind, RunStatus, TestRun};
+use mq_core::run::{RunStatus, TestRun};
 use mq_core::settings::{QueueConfig, QueueMode, QueueState, SettingsPatch};
 use mq_core::snapshot::{Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
@@ -364,15 +364,31 @@ impl Harness {
 
     /// Executes every pending effect, feeding results back, until none is left.
     pub fn execute_all(&mut self) {
-        while let Some(x) = self.pending.pop_front() {
-            if self.snap.outbox.iter().any(|o| o.id == x.id) {
-                let outcome = self.execute(&x.effect);
-                let _ = self.apply(Event::EffectSucceeded {
-                    effect_id: x.id.clone(),
-                    outcome,
-                });
+        while self.execute_next() {}
+    }
+
+    /// Executes at most `n` pending effects, oldest first, feeding results back.
+    pub fn execute_some(&mut self, n: usize) {
+        for _ in 0..n {
+            if !self.execute_next() {
+                return;
             }
         }
+    }
+
+    /// Executes the oldest pending effect still in the outbox; false when none is pending.
+    fn execute_next(&mut self) -> bool {
+        let Some(x) = self.pending.pop_front() else {
+            return false;
+        };
+        if self.snap.outbox.iter().any(|o| o.id == x.id) {
+            let outcome = self.execute(&x.effect);
+            let _ = self.apply(Event::EffectSucceeded {
+                effect_id: x.id.clone(),
+                outcome,
+            });
+        }
+        true
     }
 
     /// Executes one effect on the simulated host.
@@ -497,40 +513,7 @@ impl Harness {
 
     fn check_step(&mut self, t: &Transition, before: QueueState) {
         let s = &t.snapshot;
-        let cfg = &s.queue.config;
-        let main = s
-            .runs
-            .iter()
-            .filter(|r| r.kind == RunKind::Main && r.status == RunStatus::InProgress && !r.held)
-            .count();
-        if main > cfg.concurrency as usize {
-            self.violations.push(format!(
-                "{main} runs in flight, concurrency {}",
-                cfg.concurrency
-            ));
-        }
-        let bisecting = s
-            .runs
-            .iter()
-            .filter(|r| r.kind == RunKind::Bisection && r.status == RunStatus::InProgress)
-            .count();
-        if bisecting > cfg.bisection_concurrency as usize {
-            self.violations.push(format!(
-                "{bisecting} bisection runs in flight, bisectionConcurrency {}",
-                cfg.bisection_concurrency
-            ));
-        }
-        let mut seen = BTreeSet::new();
-        for e in &s.entries {
-            if !seen.insert(e.pr) {
-                self.violations
-                    .push(format!("PR {} has two active entries", e.pr));
-            }
-            if e.state.is_terminal() {
-                self.violations
-                    .push(format!("PR {} is terminal but still active", e.pr));
-            }
-        }
+        self.violations.extend(invariants::violations(s));
         let paused = before == QueueState::Paused && s.queue.state == QueueState::Paused;
         if paused {
             for x in t.effects.iter().filter(|x| x.created_at == self.now) {

@@ -59,6 +59,7 @@ pub fn entry(pr: u32, state: EntryState, at: Timestamp) -> Entry {
         ci_runs: 0,
         restarts: 0,
         conclusion: None,
+        cancel_after_merge: None,
     }
 }
 

@@ -1,7 +1,7 @@
 //! A queue and everything live in it: the unit the engine works on and the store commits.
 
 use crate::engine::{PendingEffect, Transition};
-use crate::entry::Entry;
+use crate::entry::{Entry, UploadedTargets};
 use crate::history::{Restart, restarts_between};
 use crate::ids::{OrgId, PrNumber, QueueId, RepoRef, Sha};
 use crate::run::{Bisection, RunStatus, TestRun};
@@ -158,6 +158,9 @@ pub struct Commit {
     pub active_entries: u32,
     /// Whether the queue still needs the tick afterwards.
     pub has_work: bool,
+    /// Impacted targets uploaded for pull requests, recorded with the commit (latest wins),
+    /// so an upload that changed an entry is never recorded without it, nor the reverse.
+    pub uploaded_targets: Vec<(PrNumber, UploadedTargets)>,
 }
 
 impl Commit {
@@ -185,6 +188,7 @@ impl Commit {
             ),
             active_entries: u32::try_from(after.entries.len()).unwrap_or(u32::MAX),
             has_work: after.has_work(),
+            uploaded_targets: Vec::new(),
         }
     }
 
@@ -206,6 +210,7 @@ impl Commit {
             + self.concluded.len()
             + self.finished_runs.len()
             + self.restarts.len()
+            + self.uploaded_targets.len()
     }
 }
 

@@ -104,6 +104,10 @@ impl Inner {
                 live.outbox.insert(x.id.clone(), x.clone());
             }
         }
+        for (pr, targets) in &commit.uploaded_targets {
+            self.uploaded_targets
+                .insert((id.clone(), *pr), targets.clone());
+        }
         for e in &commit.concluded {
             self.latest_concluded.insert((id.clone(), e.pr), e.clone());
             let at = e.concluded_at.unwrap_or(commit.queue.updated_at);

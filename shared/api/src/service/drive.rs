@@ -5,12 +5,13 @@
 //! or failed, stays in the queue's outbox and the tick executes it later.
 
 use super::effects;
-use super::shell::{Actor, Applied, mutate_as};
+use super::shell::{Actor, Applied, mutate_recording};
 use crate::app::App;
 use crate::error::ApiError;
 use mq_core::DomainError;
 use mq_core::engine::{Ctx, Event, PendingEffect, Transition, step};
-use mq_core::ids::QueueId;
+use mq_core::entry::UploadedTargets;
+use mq_core::ids::{PrNumber, QueueId};
 use mq_core::snapshot::{Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
 
@@ -28,11 +29,20 @@ pub async fn apply(
     id: &QueueId,
     events: &[Event],
 ) -> Result<Applied, ApiError> {
+    apply_recording(app, actor, id, events, &[]).await
+}
+
+/// [`apply`], recording `uploaded` impacted targets in the same commit.
+pub async fn apply_recording(
+    app: &App,
+    actor: Actor<'_>,
+    id: &QueueId,
+    events: &[Event],
+    uploaded: &[(PrNumber, UploadedTargets)],
+) -> Result<Applied, ApiError> {
     let strict = matches!(actor, Actor::Org(_));
-    mutate_as(app, actor, id, |snapshot, now| {
-        apply_in_order(snapshot, events, now, strict)
-    })
-    .await
+    let step = |snapshot: &QueueSnapshot, now| apply_in_order(snapshot, events, now, strict);
+    mutate_recording(app, actor, id, step, uploaded).await
 }
 
 /// Steps through `events`, merging their transitions into one; with `strict`, a refusal of the
@@ -75,7 +85,18 @@ pub async fn apply_and_run(
     id: &QueueId,
     events: &[Event],
 ) -> Result<Applied, ApiError> {
-    let applied = apply(app, actor, id, events).await?;
+    apply_and_run_recording(app, actor, id, events, &[]).await
+}
+
+/// [`apply_and_run`], recording `uploaded` impacted targets in the first commit.
+pub async fn apply_and_run_recording(
+    app: &App,
+    actor: Actor<'_>,
+    id: &QueueId,
+    events: &[Event],
+    uploaded: &[(PrNumber, UploadedTargets)],
+) -> Result<Applied, ApiError> {
+    let applied = apply_recording(app, actor, id, events, uploaded).await?;
     let effects = applied.transition.effects.clone();
     run_effects(app, id, &applied.transition.snapshot.queue, effects).await;
     Ok(applied)

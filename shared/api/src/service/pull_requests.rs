@@ -1,7 +1,7 @@
 //! The pull request endpoints: submit, cancel, restart, read, impacted targets, test runs.
 
-use super::drive::apply_and_run;
-use super::shell::{Actor, Applied, load_owned};
+use super::drive::{apply_and_run, apply_and_run_recording, apply_in_order, run_effects};
+use super::shell::{Actor, Applied, load_owned, mutate};
 use crate::app::App;
 use crate::error::ApiError;
 use crate::wire::testing::TestingDetails;
@@ -12,23 +12,104 @@ use mq_core::error::{DomainError, ErrorCode};
 use mq_core::git::{PrFacts, Verdict};
 use mq_core::ids::{OrgId, PrNumber, QueueId};
 use mq_core::settings::DirectMergeMode;
-use mq_core::snapshot::Queue;
+use mq_core::snapshot::{Queue, QueueSnapshot};
 use mq_githost::{CommitChecks, GitHost, HostError};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 /// Submits a pull request (or updates the priority of its active entry).
 pub async fn submit(app: &App, org: &OrgId, s: &Submission) -> Result<(), ApiError> {
     let id = s.target.id();
-    let snapshot = load_owned(app, org, &id).await?;
+    let events_for =
+        move |queue: Queue| -> EventsFuture<'_> { Box::pin(submission_events(app, queue, s)) };
+    submit_with(app, org, &id, s.pr, events_for).await
+}
+
+/// The events of a submission, built from the queue as it is.
+pub type EventsFuture<'a> = Pin<Box<dyn Future<Output = Result<Vec<Event>, ApiError>> + Send + 'a>>;
+
+/// Applies the submission events `events_for` builds from what the Git host says now, and
+/// executes their effects; reads the pull request anew when its entry changed before the
+/// commit (see [`SubmissionBasis`]).
+pub async fn submit_with<'a>(
+    app: &'a App,
+    org: &OrgId,
+    id: &QueueId,
+    pr: PrNumber,
+    events_for: impl Fn(Queue) -> EventsFuture<'a> + Send + Sync,
+) -> Result<(), ApiError> {
+    for _ in 0..SUBMIT_ATTEMPTS {
+        let snapshot = load_owned(app, org, id).await?;
+        let seen = SubmissionBasis::of(&snapshot, pr);
+        let events = events_for(snapshot.queue.clone()).await?;
+        let stale = AtomicBool::new(false);
+        let step = |now_seen: &QueueSnapshot, now| {
+            if SubmissionBasis::of(now_seen, pr) != seen {
+                stale.store(true, Ordering::Relaxed);
+                return Err(DomainError::conflict(
+                    ErrorCode::PullRequestNotActive,
+                    "the pull request changed while it was being submitted",
+                ));
+            }
+            apply_in_order(now_seen, &events, now, true)
+        };
+        match mutate(app, org, id, step).await {
+            Ok(applied) => {
+                let queue = &applied.transition.snapshot.queue;
+                run_effects(app, id, queue, applied.transition.effects.clone()).await;
+                return Ok(());
+            }
+            Err(_) if stale.load(Ordering::Relaxed) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(ApiError::unavailable(Duration::from_secs(1)))
+}
+
+/// Times a submission reads the pull request anew because its entry changed meanwhile.
+const SUBMIT_ATTEMPTS: u32 = 4;
+
+/// What a submission's facts were read against: the pull request's active entry, or (with
+/// none) the queue's submission counter. When it changed before the commit, the pull request
+/// may have been merged, closed or submitted meanwhile, and its facts are read again (a
+/// submission racing with the merge of the same pull request must not enqueue it again).
+#[derive(Debug, PartialEq, Eq)]
+enum SubmissionBasis {
+    Active(String),
+    Inactive { next_seq: u64 },
+}
+
+impl SubmissionBasis {
+    fn of(snapshot: &QueueSnapshot, pr: PrNumber) -> Self {
+        match snapshot.entry_for_pr(pr) {
+            Some(entry) => Self::Active(entry.id.clone()),
+            None => Self::Inactive {
+                next_seq: snapshot.queue.engine.next_seq,
+            },
+        }
+    }
+}
+
+/// The events of a submission: the pull request as the Git host describes it now, and the
+/// impacted targets uploaded for its head.
+async fn submission_events(
+    app: &App,
+    queue: Queue,
+    s: &Submission,
+) -> Result<Vec<Event>, ApiError> {
+    let id = &queue.id;
     let host = app.host()?;
-    let facts = pr_facts(host, &snapshot.queue, s.pr).await?;
+    let facts = pr_facts(host, &queue, s.pr).await?;
     let mut events = vec![Event::Submit {
-        head_checks_passed: head_checks_passed(host, &snapshot.queue, &facts).await?,
+        head_checks_passed: head_checks_passed(host, &queue, &facts).await?,
         pr: facts.clone(),
         priority: s.priority,
         no_batch: s.no_batch,
         force: false,
     }];
-    if let Some(uploaded) = app.store.uploaded_targets(&id, s.pr).await?
+    if let Some(uploaded) = app.store.uploaded_targets(id, s.pr).await?
         && uploaded.head_sha == facts.head_sha
     {
         events.push(Event::SetImpactedTargets {
@@ -37,8 +118,7 @@ pub async fn submit(app: &App, org: &OrgId, s: &Submission) -> Result<(), ApiErr
             targets: uploaded.targets,
         });
     }
-    apply_and_run(app, Actor::Org(org), &id, &events).await?;
-    Ok(())
+    Ok(events)
 }
 
 /// Removes a pull request from the queue; 409 when it is not active, 404 when it was never
@@ -116,17 +196,20 @@ pub async fn set_impacted_targets(
         head_sha: upload.head_sha.clone(),
         targets: upload.targets.clone(),
     };
-    if snapshot.entry_for_pr(upload.pr).is_some() {
-        apply_and_run(app, Actor::Org(org), &id, &[event]).await?;
-    }
     let uploaded = UploadedTargets {
         head_sha: upload.head_sha.clone(),
         targets: upload.targets.clone(),
         uploaded_at: app.now(),
     };
-    app.store
-        .put_uploaded_targets(&id, upload.pr, &uploaded)
-        .await?;
+    if snapshot.entry_for_pr(upload.pr).is_some() {
+        // The entry and the record change together, or neither does.
+        let record = [(upload.pr, uploaded)];
+        apply_and_run_recording(app, Actor::Org(org), &id, &[event], &record).await?;
+    } else {
+        app.store
+            .put_uploaded_targets(&id, upload.pr, &uploaded)
+            .await?;
+    }
     Ok(())
 }
 

@@ -5,7 +5,8 @@ use crate::app::App;
 use crate::error::ApiError;
 use mq_core::DomainError;
 use mq_core::engine::Transition;
-use mq_core::ids::{OrgId, QueueId};
+use mq_core::entry::UploadedTargets;
+use mq_core::ids::{OrgId, PrNumber, QueueId};
 use mq_core::snapshot::{Commit, QueueSnapshot};
 use mq_core::time::Timestamp;
 use mq_store::StoreError;
@@ -62,7 +63,22 @@ pub async fn mutate_as<F>(
     app: &App,
     actor: Actor<'_>,
     id: &QueueId,
+    step: F,
+) -> Result<Applied, ApiError>
+where
+    F: FnMut(&QueueSnapshot, Timestamp) -> Result<Transition, DomainError>,
+{
+    mutate_recording(app, actor, id, step, &[]).await
+}
+
+/// [`mutate_as`], recording `uploaded` impacted targets in the same commit (one is made even
+/// when the step changes nothing else).
+pub async fn mutate_recording<F>(
+    app: &App,
+    actor: Actor<'_>,
+    id: &QueueId,
     mut step: F,
+    uploaded: &[(PrNumber, UploadedTargets)],
 ) -> Result<Applied, ApiError>
 where
     F: FnMut(&QueueSnapshot, Timestamp) -> Result<Transition, DomainError>,
@@ -71,11 +87,13 @@ where
         let before = load_for(app, actor, id).await?;
         let now = app.now();
         let transition = step(&before, now)?;
-        if transition.snapshot == before && transition.concluded.is_empty() {
+        let unchanged = transition.snapshot == before && transition.concluded.is_empty();
+        if unchanged && uploaded.is_empty() {
             // Nothing changed: no write, no version bump.
             return Ok(Applied { before, transition });
         }
-        let commit = Commit::between(&before, &transition, now);
+        let mut commit = Commit::between(&before, &transition, now);
+        commit.uploaded_targets = uploaded.to_vec();
         match app.store.commit(&commit).await {
             Ok(()) => return Ok(Applied { before, transition }),
             Err(StoreError::Conflict) => backoff(attempt).await,

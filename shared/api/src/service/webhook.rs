@@ -7,7 +7,7 @@
 //!   accepts commands and the commenter may write to the repository.
 
 use super::drive::{apply_and_run, run_effects};
-use super::pull_requests::pr_facts;
+use super::pull_requests::{EventsFuture, pr_facts, submit_with};
 use super::shell::Actor;
 use crate::app::App;
 use crate::error::ApiError;
@@ -148,25 +148,37 @@ async fn comment_command(
         .await;
         return Ok(Delivered::default());
     }
-    let event = match command {
-        Ok(CommentCommand::Merge { priority, no_batch }) => Event::Submit {
-            pr: pr_facts(host, &queue, pr).await?,
-            priority: priority.unwrap_or(Priority::default_priority()),
-            no_batch,
-            force: false,
-            head_checks_passed: false,
-        },
-        Ok(CommentCommand::Cancel) => Event::Cancel {
-            pr,
-            reason: CancelReason::Comment,
-        },
+    let done = match command {
+        Ok(CommentCommand::Merge { priority, no_batch }) => {
+            let submission = move |now: Queue| -> EventsFuture<'_> {
+                Box::pin(async move {
+                    Ok(vec![Event::Submit {
+                        pr: pr_facts(host, &now, pr).await?,
+                        priority: priority.unwrap_or(Priority::default_priority()),
+                        no_batch,
+                        force: false,
+                        head_checks_passed: false,
+                    }])
+                })
+            };
+            submit_with(app, &queue.org, &queue.id, pr, submission).await
+        }
+        Ok(CommentCommand::Cancel) => {
+            let cancel = Event::Cancel {
+                pr,
+                reason: CancelReason::Comment,
+            };
+            apply_and_run(app, Actor::Org(&queue.org), &queue.id, &[cancel])
+                .await
+                .map(|_| ())
+        }
         Err(InvalidCommand(message)) => {
             reply(message).await;
             return Ok(Delivered::default());
         }
     };
-    match apply_and_run(app, Actor::Org(&queue.org), &queue.id, &[event]).await {
-        Ok(_) => Ok(Delivered {
+    match done {
+        Ok(()) => Ok(Delivered {
             queues: vec![queue.id],
         }),
         Err(e) if e.status.is_client_error() => {

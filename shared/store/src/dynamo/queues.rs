@@ -52,7 +52,7 @@ impl QueueStore for DynamoStore {
     async fn commit(&self, commit: &Commit) -> StoreResult<()> {
         let changes = LiveChanges::of(commit);
         let history = self.history_actions(commit)?;
-        let result = if changes.writes() < MAX_TRANSACTION_ITEMS {
+        let result = if changes.writes() + commit.uploaded_targets.len() < MAX_TRANSACTION_ITEMS {
             self.commit_at_once(commit, &changes, history).await
         } else {
             self.commit_in_steps(commit, &changes, history).await
@@ -166,14 +166,7 @@ impl QueueStore for DynamoStore {
         pr: PrNumber,
         targets: &UploadedTargets,
     ) -> StoreResult<()> {
-        let item = to_item(
-            targets,
-            &[
-                (PK, s(id.as_str())),
-                (SK, s(targets_sk(pr))),
-                (EXPIRES_AT, n(expires_at(targets.uploaded_at))),
-            ],
-        )?;
+        let item = uploaded_targets_item(id.as_str(), pr, targets)?;
         self.client
             .put_item()
             .table_name(&self.tables.pull_requests)
@@ -355,6 +348,7 @@ impl DynamoStore {
         history: Vec<TransactWriteItem>,
     ) -> StoreResult<()> {
         let mut actions = vec![self.guarded_queue_put(commit, None)?];
+        actions.extend(self.uploaded_targets_actions(commit)?);
         actions.extend(self.live_actions(commit.queue.id.as_str(), changes)?);
         let room = MAX_TRANSACTION_ITEMS - actions.len();
         let (now, later) = history.split_at(history.len().min(room));
@@ -373,8 +367,9 @@ impl DynamoStore {
         history: Vec<TransactWriteItem>,
     ) -> StoreResult<()> {
         let redo = serde_json::to_string(changes).map_err(StoreError::internal)?;
-        self.transact(vec![self.guarded_queue_put(commit, Some(redo))?])
-            .await?;
+        let mut first = vec![self.guarded_queue_put(commit, Some(redo))?];
+        first.extend(self.uploaded_targets_actions(commit)?);
+        self.transact(first).await?;
         let id = commit.queue.id.as_str();
         self.apply_redo(id, commit.queue.version, changes).await?;
         self.batch_put(history).await
@@ -477,6 +472,21 @@ impl DynamoStore {
     }
 
     /// The history writes of a commit: concluded entries, finished runs, restarts.
+    /// The uploaded impacted targets a commit records, in its (first) transaction.
+    fn uploaded_targets_actions(&self, commit: &Commit) -> StoreResult<Vec<TransactWriteItem>> {
+        let id = commit.queue.id.as_str();
+        commit
+            .uploaded_targets
+            .iter()
+            .map(|(pr, targets)| {
+                put_action(
+                    &self.tables.pull_requests,
+                    uploaded_targets_item(id, *pr, targets)?,
+                )
+            })
+            .collect()
+    }
+
     fn history_actions(&self, commit: &Commit) -> StoreResult<Vec<TransactWriteItem>> {
         let id = commit.queue.id.as_str();
         let mut history = Vec::new();
@@ -868,4 +878,16 @@ fn take(found: &mut Vec<(String, Item)>, table: &str, sk: &str) -> Option<Item> 
 
 fn decode<T: serde::de::DeserializeOwned>(item: Option<Item>) -> StoreResult<Option<T>> {
     item.map(from_item).transpose()
+}
+
+/// The item of the impacted targets last uploaded for a pull request of a queue.
+fn uploaded_targets_item(id: &str, pr: PrNumber, targets: &UploadedTargets) -> StoreResult<Item> {
+    to_item(
+        targets,
+        &[
+            (PK, s(id)),
+            (SK, s(targets_sk(pr))),
+            (EXPIRES_AT, n(expires_at(targets.uploaded_at))),
+        ],
+    )
 }

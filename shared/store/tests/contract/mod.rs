@@ -55,6 +55,7 @@ macro_rules! all_contract_tests {
             concurrent_commits_lose_no_update,
             commits_larger_than_a_transaction_apply_whole,
             uploaded_targets_are_kept_per_pull_request,
+            uploaded_targets_recorded_by_a_commit_share_its_fate,
             restarts_are_kept_as_history,
             health_settings_are_versioned,
             test_case_writes_are_conditional_on_the_version,
@@ -687,6 +688,35 @@ pub async fn uploaded_targets_are_kept_per_pull_request(store: Arc<dyn Store>) {
     };
     store.put_uploaded_targets(&id, 7, &second).await.unwrap();
     assert_eq!(store.uploaded_targets(&id, 7).await.unwrap(), Some(second));
+    assert_eq!(store.uploaded_targets(&id, 8).await.unwrap(), None);
+}
+
+/// Uploaded targets attached to a commit are recorded with it, and not at all when the
+/// commit loses to another.
+pub async fn uploaded_targets_recorded_by_a_commit_share_its_fate(store: Arc<dyn Store>) {
+    use mq_core::entry::{ImpactedTargets, UploadedTargets};
+    let before = create(&*store, "rocket").await;
+    let id = before.queue.id.clone();
+    let upload = |sha: &str| UploadedTargets {
+        head_sha: Sha::new(sha.repeat(40)),
+        targets: ImpactedTargets::List(["//app".to_owned()].into()),
+        uploaded_at: T0,
+    };
+    let mut first = commit(&before, before.clone(), vec![], vec![], T0);
+    first.uploaded_targets = vec![(7, upload("a"))];
+    store.commit(&first).await.unwrap();
+    assert_eq!(
+        store.uploaded_targets(&id, 7).await.unwrap(),
+        Some(upload("a"))
+    );
+
+    let mut stale = commit(&before, before.clone(), vec![], vec![], T0);
+    stale.uploaded_targets = vec![(7, upload("b")), (8, upload("b"))];
+    assert_eq!(store.commit(&stale).await, Err(StoreError::Conflict));
+    assert_eq!(
+        store.uploaded_targets(&id, 7).await.unwrap(),
+        Some(upload("a"))
+    );
     assert_eq!(store.uploaded_targets(&id, 8).await.unwrap(), None);
 }
 

@@ -3,6 +3,7 @@
 use crate::app::App;
 use crate::auth::authenticate;
 use crate::error::ApiError;
+use crate::idempotency;
 use lambda_http::http::HeaderValue;
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt, Response};
@@ -24,7 +25,8 @@ pub struct Caller {
 
 /// Runs an authenticated handler: every response carries `X-Request-Id`, every error is
 /// rendered as JSON, and one log span covers the request (request id, route, organisation,
-/// queue; never the body or the token).
+/// queue; never the body or the token). On mutating routes an `Idempotency-Key` makes a
+/// retried request replay the first response instead of acting twice ([`idempotency`]).
 pub async fn serve<F, Fut>(
     app: &App,
     req: Request,
@@ -38,7 +40,15 @@ where
     frame(req, route, |request_id, req| async move {
         let org = authenticate(app.store.as_ref(), &req).await?;
         tracing::Span::current().record("org", org.as_str());
-        handler(Caller { org, request_id }, req).await
+        let caller = Caller { org, request_id };
+        let key = match idempotency::applies_to(route) {
+            true => idempotency::key_of(&req)?,
+            false => None,
+        };
+        match key {
+            Some(key) => idempotency::run_once(app, caller, route, &key, req, handler).await,
+            None => handler(caller, req).await,
+        }
     })
     .await
 }

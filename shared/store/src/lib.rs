@@ -8,6 +8,7 @@ pub mod dynamo;
 pub mod error;
 pub mod memory;
 mod memory_health;
+mod memory_idempotency;
 mod order;
 pub mod port;
 pub mod tables;
@@ -15,6 +16,7 @@ pub mod tables;
 pub use dynamo::DynamoStore;
 pub use error::StoreError;
 pub use memory::MemoryStore;
+pub use port::{Claim, IdempotencyRecord, IdempotencyStore, StoredResponse};
 pub use port::{
     HealthScope, PageCursor, RawResult, TestHealthStore, TestList, UploadRecord, UploadState,
 };

@@ -21,6 +21,7 @@ use std::sync::{Mutex, MutexGuard};
 pub struct MemoryStore {
     inner: Mutex<Inner>,
     pub(crate) health: crate::memory_health::HealthTables,
+    pub(crate) idempotency: crate::memory_idempotency::IdempotencyKeys,
 }
 
 #[derive(Default)]

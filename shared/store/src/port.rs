@@ -158,9 +158,71 @@ pub trait TokenStore: Send + Sync {
 }
 
 /// Everything the application stores.
-pub trait Store: QueueStore + TokenStore + TestHealthStore {}
+pub trait Store: QueueStore + TokenStore + TestHealthStore + IdempotencyStore {}
 
-impl<T: QueueStore + TokenStore + TestHealthStore> Store for T {}
+impl<T: QueueStore + TokenStore + TestHealthStore + IdempotencyStore> Store for T {}
+
+// ---------------------------------------------------------------------------------------------
+// Idempotency keys
+// ---------------------------------------------------------------------------------------------
+
+/// A response kept for replay.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredResponse {
+    pub status: u16,
+    pub content_type: String,
+    pub body: String,
+}
+
+/// A request's claim on an idempotency key, and its response once it has one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdempotencyRecord {
+    /// Organisation, endpoint and key: `<org>#<endpoint>#<key>` (the item key).
+    pub scope: String,
+    /// Identifies this claim, so only its holder completes or releases it.
+    pub claim_id: String,
+    /// Lowercase hex SHA-256 of the request body.
+    pub body_hash: String,
+    pub claimed_at: Timestamp,
+    /// When the record may be forgotten (DynamoDB's TTL removes it some time after).
+    pub keep_until: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response: Option<StoredResponse>,
+}
+
+/// The outcome of claiming a key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claim {
+    /// The key is ours: act, then complete or release it.
+    Claimed,
+    /// Another request holds the key (answered, or still running).
+    Taken(IdempotencyRecord),
+}
+
+/// Idempotency keys of mutating requests, with the first response to each.
+#[async_trait]
+pub trait IdempotencyStore: Send + Sync {
+    /// Stores `record` (without a response) unless a record holds its scope that has not
+    /// expired at `now` and is either answered or claimed at or after `stale_before` (an
+    /// older unanswered claim belongs to a request that died: it is taken over).
+    async fn claim_idempotency_key(
+        &self,
+        record: &IdempotencyRecord,
+        now: Timestamp,
+        stale_before: Timestamp,
+    ) -> StoreResult<Claim>;
+
+    /// Keeps the response of a claim; `Conflict` when the claim is no longer held.
+    async fn complete_idempotency_key(
+        &self,
+        scope: &str,
+        claim_id: &str,
+        response: &StoredResponse,
+    ) -> StoreResult<()>;
+
+    /// Gives up a claim so a retry acts (no-op when it is no longer held).
+    async fn release_idempotency_key(&self, scope: &str, claim_id: &str) -> StoreResult<()>;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Test health

@@ -8,15 +8,17 @@ pub struct TableNames {
     pub test_runs: String,
     pub test_health: String,
     pub api_tokens: String,
+    pub idempotency_keys: String,
 }
 
 /// (logical id in `template.yaml`, environment variable holding the deployed name).
-pub const TABLES: [(&str, &str); 5] = [
+pub const TABLES: [(&str, &str); 6] = [
     ("QueuesTable", "MQ_QUEUES_TABLE"),
     ("PullRequestsTable", "MQ_PULL_REQUESTS_TABLE"),
     ("TestRunsTable", "MQ_TEST_RUNS_TABLE"),
     ("TestHealthTable", "MQ_TEST_HEALTH_TABLE"),
     ("ApiTokensTable", "MQ_API_TOKENS_TABLE"),
+    ("IdempotencyKeysTable", "MQ_IDEMPOTENCY_KEYS_TABLE"),
 ];
 
 impl TableNames {
@@ -29,6 +31,7 @@ impl TableNames {
             test_runs: name(TABLES[2].0),
             test_health: name(TABLES[3].0),
             api_tokens: name(TABLES[4].0),
+            idempotency_keys: name(TABLES[5].0),
         }
     }
 
@@ -44,6 +47,7 @@ impl TableNames {
             test_runs: get(2, &local.test_runs),
             test_health: get(3, &local.test_health),
             api_tokens: get(4, &local.api_tokens),
+            idempotency_keys: get(5, &local.idempotency_keys),
         }
     }
 
@@ -55,6 +59,7 @@ impl TableNames {
             "TestRunsTable" => Some(&self.test_runs),
             "TestHealthTable" => Some(&self.test_health),
             "ApiTokensTable" => Some(&self.api_tokens),
+            "IdempotencyKeysTable" => Some(&self.idempotency_keys),
             _ => None,
         }
     }

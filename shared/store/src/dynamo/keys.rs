@@ -11,6 +11,7 @@
 //!   (impacted targets last uploaded for the PR, expires).
 //! - TestRuns: per queue, finished runs by id; `finished-index` (local) on `finished_ms`.
 //! - ApiTokens: by `token_hash`; `created-index` on (`kind`, `created_at`).
+//! - IdempotencyKeys: by `pk` = `<org>#<endpoint>#<key>`; expires by TTL.
 
 use mq_core::ids::PrNumber;
 use mq_core::time::Timestamp;

@@ -2,6 +2,7 @@
 
 mod codec;
 mod health;
+mod idempotency;
 pub mod keys;
 pub mod large_commit;
 mod queues;

@@ -3,8 +3,10 @@
 
 pub mod fixtures;
 pub mod health;
+pub mod idempotency;
 
 pub use health::*;
+pub use idempotency::*;
 
 use fixtures::*;
 use mq_core::entry::EntryState;
@@ -65,6 +67,9 @@ macro_rules! all_contract_tests {
             uploads_are_claimed_once_and_keep_raw_results,
             flaky_tests_due_for_recovery_are_found,
             concurrent_result_merges_lose_nothing,
+            idempotency_keys_are_claimed_once_and_keep_the_response,
+            idempotency_claims_are_released_or_taken_over_when_stale,
+            concurrent_idempotency_claims_have_one_winner,
         );
     };
 }

@@ -2,10 +2,12 @@
 //!
 //! [`port::GitHost`] is the contract, in the domain's words (facts in, effects out). Adapters
 //! implement it: [`local::LocalGitHost`] on real git repositories, and GitHub. [`webhook`]
-//! turns the host's deliveries into facts for the queues.
+//! turns the host's deliveries into facts for the queues. [`faults::FaultyGitHost`] wraps a host
+//! and fails some of its calls, for tests.
 
 pub mod comment;
 pub mod error;
+pub mod faults;
 pub mod github;
 pub mod local;
 pub mod port;

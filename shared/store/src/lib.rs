@@ -2,10 +2,12 @@
 //!
 //! [`port`] declares what the application needs; [`memory::MemoryStore`] keeps it in process
 //! (the local gateway's default, fast tests), [`dynamo::DynamoStore`] in DynamoDB. Both pass the
-//! same contract suite (`tests/contract`).
+//! same contract suite (`tests/contract`). [`faults::FaultyStore`] wraps either and injects the
+//! errors DynamoDB gives under load, for tests of how the service copes.
 
 pub mod dynamo;
 pub mod error;
+pub mod faults;
 pub mod memory;
 mod memory_health;
 mod memory_idempotency;
@@ -15,6 +17,7 @@ pub mod tables;
 
 pub use dynamo::DynamoStore;
 pub use error::StoreError;
+pub use faults::{FaultCounts, FaultKind, FaultyStore};
 pub use memory::MemoryStore;
 pub use port::{Claim, IdempotencyRecord, IdempotencyStore, StoredResponse};
 pub use port::{

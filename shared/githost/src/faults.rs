@@ -1,0 +1,204 @@
+//! A Git host that fails on purpose, for tests: it wraps another host and answers some calls
+//! with transient errors (rate limits, timeouts), chosen by a seeded random generator, can
+//! fail merges on demand, before or after the merge happened (an answer lost on the way
+//! back), and can hold an answer back to order a race.
+
+use crate::error::{HostError, HostResult};
+use crate::port::{
+    CommitChecks, GitHost, MergeOutcome, MergeRequest, StatusUpdate, TestBranchOutcome,
+    TestBranchRequest,
+};
+use async_trait::async_trait;
+use mq_core::git::{PrFacts, RequiredStatuses};
+use mq_core::ids::{PrNumber, RepoRef, Sha};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// When a failing merge fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MergeFault {
+    /// Before reaching the host: nothing merged.
+    Before,
+    /// After the host merged: the merge happened, its answer was lost.
+    After,
+}
+
+/// Calls made and faults injected so far.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostFaultCounts {
+    pub calls: u64,
+    /// Transient errors injected at random.
+    pub transient: u64,
+    pub merges_failed_before: u64,
+    pub merges_failed_after: u64,
+}
+
+/// An answer held back: `reached` is notified once the call has its answer, which it returns
+/// once `release` is notified (a slow network, to order a race in a test).
+#[derive(Debug, Default)]
+pub struct HeldAnswer {
+    pub reached: tokio::sync::Notify,
+    pub release: tokio::sync::Notify,
+}
+
+/// A Git host that injects faults into the calls it passes to another one.
+pub struct FaultyGitHost {
+    inner: Arc<dyn GitHost>,
+    rng: Mutex<fastrand::Rng>,
+    /// Chance of a transient fault per call, in millionths (0: none).
+    rate_ppm: AtomicU64,
+    merge_faults: Mutex<Vec<MergeFault>>,
+    held_pull_request: Mutex<Option<Arc<HeldAnswer>>>,
+    counts: Mutex<HostFaultCounts>,
+}
+
+impl FaultyGitHost {
+    /// Wraps `inner`, injecting nothing until told to; `seed` decides which calls fail.
+    pub fn new(inner: Arc<dyn GitHost>, seed: u64) -> Self {
+        Self {
+            inner,
+            rng: Mutex::new(fastrand::Rng::with_seed(seed)),
+            rate_ppm: AtomicU64::new(0),
+            merge_faults: Mutex::new(Vec::new()),
+            held_pull_request: Mutex::new(None),
+            counts: Mutex::new(HostFaultCounts::default()),
+        }
+    }
+
+    /// The chance (0.0..=1.0) that a call fails with a transient error from now on.
+    pub fn set_rate(&self, rate: f64) {
+        let ppm = (rate.clamp(0.0, 1.0) * 1_000_000.0) as u64;
+        self.rate_ppm.store(ppm, Ordering::SeqCst);
+    }
+
+    /// The next `n` merges fail as `fault` says (after any already planned).
+    pub fn fail_merges(&self, n: usize, fault: MergeFault) {
+        lock(&self.merge_faults).extend(std::iter::repeat_n(fault, n));
+    }
+
+    /// Holds back the answer of the next pull request read until released.
+    pub fn hold_next_pull_request_answer(&self) -> Arc<HeldAnswer> {
+        let held = Arc::new(HeldAnswer::default());
+        *lock(&self.held_pull_request) = Some(held.clone());
+        held
+    }
+
+    /// Merges still planned to fail.
+    pub fn merge_faults_left(&self) -> usize {
+        lock(&self.merge_faults).len()
+    }
+
+    pub fn counts(&self) -> HostFaultCounts {
+        lock(&self.counts).clone()
+    }
+
+    fn inject(&self) -> HostResult<()> {
+        let rate = self.rate_ppm.load(Ordering::SeqCst);
+        let fails = rate > 0 && lock(&self.rng).u64(0..1_000_000) < rate;
+        let mut counts = lock(&self.counts);
+        counts.calls += 1;
+        if fails {
+            counts.transient += 1;
+            return Err(transient("rate limited (injected)"));
+        }
+        Ok(())
+    }
+
+    fn next_merge_fault(&self) -> Option<MergeFault> {
+        let mut planned = lock(&self.merge_faults);
+        (!planned.is_empty()).then(|| planned.remove(0))
+    }
+}
+
+fn transient(message: &str) -> HostError {
+    HostError::Transient {
+        message: message.to_owned(),
+        retry_after: Some(Duration::from_secs(1)),
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[async_trait]
+impl GitHost for FaultyGitHost {
+    async fn pull_request(
+        &self,
+        repo: &RepoRef,
+        pr: PrNumber,
+        target_branch: &str,
+    ) -> HostResult<PrFacts> {
+        self.inject()?;
+        let answer = self.inner.pull_request(repo, pr, target_branch).await;
+        let held = lock(&self.held_pull_request).take();
+        if let Some(held) = held {
+            held.reached.notify_one();
+            held.release.notified().await;
+        }
+        answer
+    }
+
+    async fn branch_head(&self, repo: &RepoRef, branch: &str) -> HostResult<Option<Sha>> {
+        self.inject()?;
+        self.inner.branch_head(repo, branch).await
+    }
+
+    async fn create_test_branch(
+        &self,
+        repo: &RepoRef,
+        request: &TestBranchRequest,
+    ) -> HostResult<TestBranchOutcome> {
+        self.inject()?;
+        self.inner.create_test_branch(repo, request).await
+    }
+
+    async fn merge(&self, repo: &RepoRef, request: &MergeRequest) -> HostResult<MergeOutcome> {
+        self.inject()?;
+        match self.next_merge_fault() {
+            None => self.inner.merge(repo, request).await,
+            Some(MergeFault::Before) => {
+                lock(&self.counts).merges_failed_before += 1;
+                Err(transient(
+                    "merge timed out before reaching the host (injected)",
+                ))
+            }
+            Some(MergeFault::After) => {
+                let outcome = self.inner.merge(repo, request).await;
+                lock(&self.counts).merges_failed_after += 1;
+                tracing::debug!(?outcome, "merge answer dropped (injected)");
+                Err(transient("merge answer lost (injected)"))
+            }
+        }
+    }
+
+    async fn delete_branch(&self, repo: &RepoRef, branch: &str) -> HostResult<()> {
+        self.inject()?;
+        self.inner.delete_branch(repo, branch).await
+    }
+
+    async fn upsert_comment(&self, repo: &RepoRef, pr: PrNumber, body: &str) -> HostResult<()> {
+        self.inject()?;
+        self.inner.upsert_comment(repo, pr, body).await
+    }
+
+    async fn set_status(&self, repo: &RepoRef, sha: &Sha, status: &StatusUpdate) -> HostResult<()> {
+        self.inject()?;
+        self.inner.set_status(repo, sha, status).await
+    }
+
+    async fn required_statuses(
+        &self,
+        repo: &RepoRef,
+        branch: &str,
+    ) -> HostResult<RequiredStatuses> {
+        self.inject()?;
+        self.inner.required_statuses(repo, branch).await
+    }
+
+    async fn commit_checks(&self, repo: &RepoRef, sha: &Sha) -> HostResult<CommitChecks> {
+        self.inject()?;
+        self.inner.commit_checks(repo, sha).await
+    }
+}

@@ -11,10 +11,7 @@ use mq_githost::webhook::{EVENT_HEADER, SIGNATURE_HEADER, WebhookError};
 
 pub async fn handle(app: &App, req: Request) -> Response<Body> {
     mq_api::endpoint::serve_unauthenticated(req, "webhooks/github", |req| async move {
-        let receiver = app
-            .webhook
-            .as_ref()
-            .ok_or_else(|| ApiError::internal("no webhook secret is configured"))?;
+        let receiver = app.webhook.as_ref().ok_or_else(not_configured)?;
         let body = req.body().as_ref();
         if body.len() > MAX_BODY_BYTES {
             return Err(ApiError::payload_too_large(MAX_BODY_BYTES));
@@ -29,6 +26,14 @@ pub async fn handle(app: &App, req: Request) -> Response<Body> {
         Ok(http::empty_ok())
     })
     .await
+}
+
+/// A deployment without a webhook secret takes no deliveries: 404, as for an unknown path.
+fn not_configured() -> ApiError {
+    ApiError::not_found(
+        "WEBHOOKS_NOT_CONFIGURED",
+        "this deployment has no webhook secret; it takes no deliveries",
+    )
 }
 
 fn refusal(e: WebhookError) -> ApiError {

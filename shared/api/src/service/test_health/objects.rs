@@ -36,7 +36,7 @@ pub async fn start(
     let (metadata, codeowners) = metadata_from_fields(fields)?;
     let bucket = app.uploads.as_ref().ok_or_else(|| {
         ApiError::new(
-            StatusCode::NOT_IMPLEMENTED,
+            StatusCode::NOT_FOUND,
             "UPLOADS_NOT_CONFIGURED",
             "uploads through a URL are not configured on this deployment; use flaky-tests/upload",
         )

@@ -178,6 +178,34 @@ fn patched(current: &Thresholds, p: &ThresholdsPatch) -> Result<Thresholds, ApiE
     Ok(t)
 }
 
+/// The longest name, class name, file or parent of a failed test (bytes).
+pub const MAX_TEST_FIELD_LEN: usize = 4096;
+/// The longest variant (bytes), as for uploads.
+pub const MAX_VARIANT_LEN: usize = 255;
+
+/// Refuses over-long strings in a check request, naming the field.
+fn check_lengths(req: &CheckQuarantinedRequest) -> Result<(), ApiError> {
+    if req.variant.len() > MAX_VARIANT_LEN {
+        return Err(ApiError::bad_request(format!(
+            "variant must be at most {MAX_VARIANT_LEN} bytes"
+        )));
+    }
+    for (i, t) in req.failed_tests.iter().enumerate() {
+        let fields = [
+            ("name", &t.name),
+            ("classname", &t.classname),
+            ("file", &t.file),
+            ("parent", &t.parent),
+        ];
+        if let Some((field, _)) = fields.iter().find(|(_, v)| v.len() > MAX_TEST_FIELD_LEN) {
+            return Err(ApiError::bad_request(format!(
+                "failed_tests[{i}].{field} must be at most {MAX_TEST_FIELD_LEN} bytes"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Which of CI's failed tests are quarantined: when all are, CI may pass.
 pub async fn check(
     app: &App,
@@ -190,6 +218,7 @@ pub async fn check(
             "failed_tests may list at most 10000 tests",
         ));
     }
+    check_lengths(req)?;
     let mut asked = Vec::with_capacity(req.failed_tests.len());
     for (i, t) in req.failed_tests.iter().enumerate() {
         let identity = TestIdentity {

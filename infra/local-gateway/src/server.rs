@@ -24,6 +24,10 @@ pub fn router(app: Arc<App>) -> Router {
     for route in routes() {
         router = router.route(route.path, method_router(app.clone(), route));
     }
+    router = router.route(
+        mq_api::openapi::OPENAPI_PATH,
+        axum::routing::get(|| async { to_http(mq_api::openapi::response()) }),
+    );
     router.fallback(|| async {
         to_http(unrouted(&ApiError::not_found(
             "NOT_FOUND",

@@ -10,6 +10,7 @@ pub mod http;
 pub mod idempotency;
 pub mod lambda;
 pub mod logging;
+pub mod openapi;
 pub mod secrets;
 pub mod service;
 pub mod wire;

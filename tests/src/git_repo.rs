@@ -136,6 +136,19 @@ impl GitRepo {
         self.head(branch).expect("branch exists")
     }
 
+    /// A commit adding `file` pushed to pull request `n` (new commits on its head); returns
+    /// the new head.
+    pub fn push_to_pr(&self, n: u32, file: &str) -> String {
+        let bare = self.bare.to_string_lossy().into_owned();
+        self.work(&["fetch", "--quiet", &bare, &format!("refs/pull/{n}/head")]);
+        self.work(&["checkout", "--quiet", "--force", "--detach", "FETCH_HEAD"]);
+        std::fs::write(self.work.join(file), "pushed\n").expect("pushed file");
+        self.work(&["add", "--all"]);
+        self.work(&["commit", "--quiet", "-m", &format!("Add {file}")]);
+        self.push("HEAD", &format!("refs/pull/{n}/head"));
+        self.pr_head(n)
+    }
+
     /// The commit `branch` points at.
     pub fn head(&self, branch: &str) -> Option<String> {
         self.try_git(&[

@@ -3,11 +3,14 @@
 //! HTTP client. [`live`] adds a local Git host on real repositories ([`git_repo`]), CI, the
 //! tick and a clock the test moves.
 
+pub mod deliveries;
 pub mod fixtures;
 pub mod git_repo;
 pub mod health;
 pub mod live;
+pub mod openapi;
 pub mod prometheus;
+pub mod tally;
 pub mod timeline;
 
 use local_gateway::Gateway;
@@ -154,6 +157,25 @@ impl TestEnv {
         reply(req.send().await.expect("request sent")).await
     }
 
+    /// POSTs a JSON body with a token and extra headers.
+    pub async fn post_with_headers(
+        &self,
+        path: &str,
+        token: &str,
+        headers: &[(&str, &str)],
+        body: &Value,
+    ) -> Reply {
+        let mut req = self
+            .http
+            .post(self.url(path))
+            .header("x-api-token", token)
+            .json(body);
+        for (name, value) in headers {
+            req = req.header(*name, *value);
+        }
+        reply(req.send().await.expect("request sent")).await
+    }
+
     /// POSTs raw bytes with a content type.
     pub async fn post_raw(
         &self,
@@ -249,7 +271,8 @@ pub async fn new_store(backend: Backend) -> Arc<dyn Store> {
     store
 }
 
-async fn register_tokens(store: &dyn Store) {
+/// Registers the tokens of the tests ([`ACME`], [`UMBRELLA`], [`REVOKED`]) in `store`.
+pub async fn register_tokens(store: &dyn Store) {
     let now = Timestamp(0);
     let acme = OrgId::parse("acme").unwrap();
     let umbrella = OrgId::parse("umbrella").unwrap();

@@ -13,6 +13,7 @@ use mq_core::ids::{RepoRef, Sha};
 use mq_githost::local::{CiConfig, LocalGitHost};
 use mq_githost::webhook::WebhookReceiver;
 use mq_githost::{GitHost, StatusUpdate};
+use mq_store::Store;
 use serde_json::{Value, json};
 use std::future::Future;
 use std::ops::Deref;
@@ -30,13 +31,19 @@ const POLL: Duration = Duration::from_millis(25);
 /// Where the CI command notes the branches it tested, in the temporary directory.
 const TESTED_BRANCHES: &str = "tested-branches.log";
 
+/// Wraps the store or the Git host the application works with (to inject faults, say).
+pub type Wrap<T> = Arc<dyn Fn(Arc<T>) -> Arc<T> + Send + Sync>;
+
 /// What runs beside the gateway.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct LiveOptions {
     ci_command: Option<String>,
     webhook_secret: Option<String>,
     status_listener: bool,
-    tick_every: Duration,
+    /// `None`: no background tick (the test ticks).
+    tick_every: Option<Duration>,
+    wrap_store: Option<Wrap<dyn Store>>,
+    wrap_host: Option<Wrap<dyn GitHost>>,
 }
 
 impl Default for LiveOptions {
@@ -45,7 +52,9 @@ impl Default for LiveOptions {
             ci_command: None,
             webhook_secret: None,
             status_listener: true,
-            tick_every: Duration::from_millis(100),
+            tick_every: Some(Duration::from_millis(100)),
+            wrap_store: None,
+            wrap_host: None,
         }
     }
 }
@@ -63,6 +72,32 @@ impl LiveOptions {
     pub fn webhook(mut self, secret: &str) -> Self {
         self.webhook_secret = Some(secret.to_owned());
         self.status_listener = false;
+        self
+    }
+
+    /// No tick in the background: the test runs it ([`LiveEnv::tick`], [`tick::run`]).
+    pub fn without_tick(mut self) -> Self {
+        self.tick_every = None;
+        self
+    }
+
+    /// The application works with `wrap(store)` instead of the store; `LiveEnv::store` is
+    /// the wrapped one.
+    pub fn wrap_store(
+        mut self,
+        wrap: impl Fn(Arc<dyn Store>) -> Arc<dyn Store> + Send + Sync + 'static,
+    ) -> Self {
+        self.wrap_store = Some(Arc::new(wrap));
+        self
+    }
+
+    /// The application works with `wrap(host)` instead of the local Git host (`LiveEnv::host`
+    /// stays the local one).
+    pub fn wrap_host(
+        mut self,
+        wrap: impl Fn(Arc<dyn GitHost>) -> Arc<dyn GitHost> + Send + Sync + 'static,
+    ) -> Self {
+        self.wrap_host = Some(Arc::new(wrap));
         self
     }
 
@@ -130,14 +165,24 @@ impl LiveEnv {
             );
             host = host.with_ci(CiConfig::new(noting).with_concurrency(4));
         }
-        let store = new_store(backend).await;
+        let mut store = new_store(backend).await;
+        if let Some(wrap) = &options.wrap_store {
+            store = wrap(store);
+        }
+        let mut githost: Arc<dyn GitHost> = Arc::new(host.clone());
+        if let Some(wrap) = &options.wrap_host {
+            githost = wrap(githost);
+        }
         let clock = Arc::new(TestClock::default());
-        let mut app = App::new(store.clone(), clock.clone()).with_githost(Arc::new(host.clone()));
+        let mut app = App::new(store.clone(), clock.clone()).with_githost(githost);
         if let Some(secret) = &options.webhook_secret {
             app = app.with_webhook(WebhookReceiver::new(secret.as_bytes().to_vec(), HOST));
         }
         let app = Arc::new(app);
-        let mut tasks = vec![spawn_tick(app.clone(), options.tick_every)];
+        let mut tasks = Vec::new();
+        if let Some(every) = options.tick_every {
+            tasks.push(spawn_tick(app.clone(), every));
+        }
         if options.status_listener {
             tasks.push(spawn_status_listener(app.clone(), host.subscribe()));
         }

@@ -97,7 +97,10 @@ fn open_local(dir: &std::path::Path, args: &HostArgs) -> OpenedHost {
     };
     OpenedHost {
         host: Some(Arc::new(host)),
-        webhook: None,
+        webhook: args
+            .webhook_secret
+            .as_ref()
+            .map(|s| WebhookReceiver::new(s.as_bytes().to_vec(), "github.com")),
         statuses: Some(statuses),
         description: format!("Git host: repositories under {}, {ci}", dir.display()),
     }

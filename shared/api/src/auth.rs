@@ -104,6 +104,41 @@ mod tests {
     }
 
     #[test]
+    fn stored_records_hold_only_the_hash() {
+        let org = OrgId::parse("acme").unwrap();
+        let (token, record) = new_token(org, "ci", mq_core::time::Timestamp(0)).unwrap();
+        assert_eq!(record.token_hash, hash_token(&token));
+        let stored = serde_json::to_string(&record).unwrap();
+        assert!(!stored.contains(&token), "{stored}");
+        assert!(!stored.contains(&token["mq_".len()..]), "{stored}");
+    }
+
+    #[tokio::test]
+    async fn only_known_unrevoked_tokens_authenticate() {
+        use mq_core::time::Timestamp;
+        let store = mq_store::MemoryStore::new();
+        let org = OrgId::parse("acme").unwrap();
+        let live = record_for("live-token", org.clone(), "", Timestamp(0));
+        let revoked = record_for("old-token", org, "", Timestamp(0));
+        store.put_token(&live).await.unwrap();
+        store.put_token(&revoked).await.unwrap();
+        store.revoke_token(&revoked.id, Timestamp(1)).await.unwrap();
+        let ask = |t: &str| with_headers(&[("x-api-token", t)]);
+        assert_eq!(
+            authenticate(&store, &ask("live-token"))
+                .await
+                .unwrap()
+                .as_str(),
+            "acme"
+        );
+        for refused in ["old-token", "live-tokeN", "live-toke", "unknown"] {
+            let answer = authenticate(&store, &ask(refused)).await;
+            let err = answer.expect_err(refused);
+            assert_eq!((err.status.as_u16(), err.code), (401, "UNAUTHORIZED"));
+        }
+    }
+
+    #[test]
     fn token_comes_from_either_header() {
         assert_eq!(
             presented_token(&with_headers(&[("x-api-token", "t1")])),

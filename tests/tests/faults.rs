@@ -1,0 +1,578 @@
+//! Faults, over DynamoDB (moto) and real repositories.
+//!
+//! - The store fails at random (throttling, timeouts, failed conditions, cancelled
+//!   transactions; [`FaultyStore`], seeded): every mutating request either happens whole or
+//!   answers a retryable 503 and changes nothing (the store, read directly, is compared before
+//!   and after), also while the Git host fails at random (transient errors); once the faults
+//!   stop the queue finishes its work with every promise kept.
+//! - The Git host fails a merge ([`FaultyGitHost`]) before or after merging: the merge stays
+//!   recorded for the tick, which retries it; it happens once, whole.
+//! - A pull request that changed between its test and its merge is refused by the host at
+//!   merge time: it leaves the queue (cancelled, new commits) and nothing is merged.
+//! - A resubmission that read the pull request just before it merged does not enqueue it
+//!   again.
+//!
+//! Figures (requests, faults by kind, outcomes) are printed:
+//! `cargo test -p e2e-tests --test faults -- --nocapture`.
+
+use e2e::deliveries::{deliver, pull_request_event, status_on};
+use e2e::git_repo::GitRepo;
+use e2e::live::{CI, LiveEnv, body, pr_body, repo_ref};
+use e2e::tally::Tally;
+use e2e::{ACME, Backend, Reply};
+use mq_api::service::tick;
+use mq_core::engine::{Effect, invariants};
+use mq_core::entry::{Entry, UploadedTargets};
+use mq_core::ids::{OrgId, QueueId};
+use mq_core::snapshot::{Queue, QueueSnapshot};
+use mq_githost::GitHost;
+use mq_githost::faults::{FaultyGitHost, MergeFault};
+use mq_store::{FaultyStore, Store};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
+
+const SECRET: &str = "faults-secret";
+const SEED: u64 = 0xfa_0175;
+
+/// The seed of the random faults and requests: [`SEED`], or `MQ_FAULT_SEED` to explore others.
+fn seed() -> u64 {
+    std::env::var("MQ_FAULT_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(SEED)
+}
+const PRS: u32 = 5;
+const REQUESTS: usize = 100;
+/// The chance that a store call fails while the requests run.
+const RATE: f64 = 0.12;
+/// The chance that a Git host call fails (transient) while the requests run.
+const HOST_RATE: f64 = 0.08;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_store_faults_every_request_happens_whole_or_changes_nothing() {
+    let seed = seed();
+    let slot = Arc::new(OnceLock::new());
+    let set = slot.clone();
+    let host_slot = Arc::new(OnceLock::new());
+    let set_host = host_slot.clone();
+    let env = LiveEnv::options()
+        .webhook(SECRET)
+        .without_tick()
+        .wrap_store(move |store| {
+            let wrapper = Arc::new(FaultyStore::new(store, seed));
+            let _ = set.set(wrapper.clone());
+            wrapper
+        })
+        .wrap_host(move |host: Arc<dyn GitHost>| {
+            let wrapper = Arc::new(FaultyGitHost::new(host, seed));
+            let _ = set_host.set(wrapper.clone());
+            wrapper
+        })
+        .start(Backend::DynamoDb)
+        .await;
+    let faulty: Arc<FaultyStore> = slot.get().expect("store wrapped").clone();
+    let faulty_host: Arc<FaultyGitHost> = host_slot.get().expect("host wrapped").clone();
+    let repo = env.repo("sturdy");
+    repo.add_prs(PRS, &[]);
+    env.create_queue(
+        &repo,
+        json!({"requiredStatuses": ["build"], "concurrency": 2}),
+    )
+    .await;
+    let scratch = env.repo("scratch");
+
+    let tally = Tally::default();
+    let mut outcomes: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut rng = fastrand::Rng::with_seed(seed);
+    for _ in 0..REQUESTS {
+        let request = Request::pick(&mut rng, &repo);
+        let before = stored(faulty.inner().as_ref(), &repo, &scratch).await;
+        faulty.set_rate(RATE);
+        faulty_host.set_rate(HOST_RATE);
+        let reply = request.send(&env, &repo, &scratch).await;
+        faulty.set_rate(0.0);
+        faulty_host.set_rate(0.0);
+        let Some(reply) = reply else {
+            *outcomes.entry("tick or nothing to send").or_default() += 1;
+            continue;
+        };
+        tally.record(request.endpoint(), &reply);
+        let after = stored(faulty.inner().as_ref(), &repo, &scratch).await;
+        let outcome = if reply.status == 503 {
+            let changed = before.differences(&after);
+            assert!(
+                changed.is_empty(),
+                "{request:?} answered 503 ({}) and changed the store: {changed:#?}",
+                reply.body
+            );
+            "503, nothing changed"
+        } else if reply.status == 200 {
+            request.assert_happened(&after, &repo, &scratch);
+            "200, happened"
+        } else {
+            "refused (4xx)"
+        };
+        *outcomes.entry(outcome).or_default() += 1;
+    }
+    let counts = faulty.counts();
+    let host_counts = faulty_host.counts();
+
+    let rounds = drain(&env, &repo).await;
+    let snapshot = faulty
+        .inner()
+        .load(&queue_id(&repo))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(invariants::violations(&snapshot), Vec::<String>::new());
+    let states = assert_concluded_once(&env, &repo).await;
+
+    println!(
+        "faults: {REQUESTS} requests, store fault rate {RATE}, Git host fault rate {HOST_RATE}, \
+         seed {seed}"
+    );
+    print!("requests by endpoint and status:\n{}", tally.table());
+    let injected: BTreeMap<&str, u64> = counts
+        .injected
+        .iter()
+        .map(|(k, n)| (k.name(), *n))
+        .collect();
+    println!(
+        "store calls: {}; faults injected: {} {injected:?}; real version conflicts: {}",
+        counts.calls,
+        counts.total_injected(),
+        counts.conflicts
+    );
+    println!(
+        "Git host calls: {}; transient faults injected: {}",
+        host_counts.calls, host_counts.transient
+    );
+    println!("outcomes: {outcomes:?}");
+    println!("after the faults: drained in {rounds} rounds; pull requests {states:?}");
+    let unexpected = tally.unexpected_answers();
+    assert!(unexpected.is_empty(), "unexpected answers: {unexpected:#?}");
+    assert!(
+        counts.total_injected() > REQUESTS as u64 / 4,
+        "faults were injected"
+    );
+    assert!(outcomes.get("503, nothing changed").copied().unwrap_or(0) > 5);
+}
+
+/// One mutating request.
+#[derive(Debug, Clone)]
+enum Request {
+    Submit(u32),
+    Cancel(u32),
+    Restart(u32),
+    Update(Value),
+    ImpactedTargets(u32),
+    Status,
+    Closed(u32),
+    CreateScratch,
+    DeleteScratch,
+    Tick,
+}
+
+impl Request {
+    fn pick(rng: &mut fastrand::Rng, repo: &GitRepo) -> Self {
+        let pr = rng.u32(1..=PRS);
+        match rng.u32(0..20) {
+            0..=4 => Request::Submit(pr),
+            5 => Request::Cancel(pr),
+            6 => Request::Restart(pr),
+            7 => Request::Update(match rng.u32(0..3) {
+                0 => json!({"state": "paused"}),
+                1 => json!({"state": "running"}),
+                _ => json!({"concurrency": rng.u32(1..=3)}),
+            }),
+            8 => Request::ImpactedTargets(pr),
+            9..=12 if !repo.test_branches().is_empty() => Request::Status,
+            13 => Request::Closed(pr),
+            14 => Request::CreateScratch,
+            15 => Request::DeleteScratch,
+            _ => Request::Tick,
+        }
+    }
+
+    fn endpoint(&self) -> &'static str {
+        match self {
+            Request::Submit(_) => "submitPullRequest",
+            Request::Cancel(_) => "cancelPullRequest",
+            Request::Restart(_) => "restartTestsOnPullRequest",
+            Request::Update(_) => "updateQueue",
+            Request::ImpactedTargets(_) => "setImpactedTargets",
+            Request::Status => "webhook status",
+            Request::Closed(_) => "webhook pull_request",
+            Request::CreateScratch => "createQueue",
+            Request::DeleteScratch => "deleteQueue",
+            Request::Tick => "tick",
+        }
+    }
+
+    /// Sends the request; `None` for the tick, which answers nobody (it is run, and must not
+    /// fail other than with a retryable error).
+    async fn send(&self, env: &LiveEnv, repo: &GitRepo, scratch: &GitRepo) -> Option<Reply> {
+        let post = |path: &'static str, body: Value| async move {
+            Some(env.post(path, Some(ACME), &body).await)
+        };
+        match self {
+            Request::Submit(pr) => post("submitPullRequest", pr_body(repo, *pr, json!({}))).await,
+            Request::Cancel(pr) => post("cancelPullRequest", pr_body(repo, *pr, json!({}))).await,
+            Request::Restart(pr) => {
+                post("restartTestsOnPullRequest", pr_body(repo, *pr, json!({}))).await
+            }
+            Request::Update(settings) => post("updateQueue", body(repo, settings.clone())).await,
+            Request::ImpactedTargets(pr) => {
+                let mut b = body(repo, json!({"impactedTargets": ["rocket"]}));
+                b["pr"] = json!({"number": pr, "sha": repo.pr_head(*pr)});
+                post("setImpactedTargets", b).await
+            }
+            Request::Status => {
+                let branches = repo.test_branches();
+                let branch = branches.first()?;
+                let sha = repo.head(branch)?;
+                let payload = status_on(repo, &sha, branch, "build", "success");
+                Some(deliver(env, "status", &payload, SECRET).await)
+            }
+            Request::Closed(pr) => {
+                let payload = pull_request_event(repo, *pr, "closed");
+                Some(deliver(env, "pull_request", &payload, SECRET).await)
+            }
+            Request::CreateScratch => post("createQueue", body(scratch, json!({}))).await,
+            Request::DeleteScratch => post("deleteQueue", body(scratch, json!({}))).await,
+            Request::Tick => {
+                if let Err(e) = tick::run(&env.app, "faults").await {
+                    assert_eq!(e.status.as_u16(), 503, "the tick failed: {e}");
+                }
+                None
+            }
+        }
+    }
+
+    /// What a 200 promises, as stored.
+    fn assert_happened(&self, stored: &Stored, repo: &GitRepo, scratch: &GitRepo) {
+        let entry = |pr: u32| {
+            stored.entries[(pr - 1) as usize]
+                .as_ref()
+                .and_then(|(_, e)| e.as_ref())
+        };
+        match self {
+            Request::Submit(pr) => assert!(entry(*pr).is_some(), "#{pr} submitted"),
+            Request::Cancel(pr) => {
+                let state = entry(*pr).map(|e| e.state.as_str());
+                assert_eq!(state, Some("cancelled"), "#{pr} cancelled");
+            }
+            Request::Update(settings) => {
+                let queue = &stored.snapshots[0].as_ref().expect("queue").queue;
+                if let Some(c) = settings["concurrency"].as_u64() {
+                    assert_eq!(u64::from(queue.config.concurrency), c);
+                }
+            }
+            Request::ImpactedTargets(pr) => {
+                let uploaded = stored.uploaded[(pr - 1) as usize].as_ref();
+                let head = repo.pr_head(*pr);
+                assert_eq!(uploaded.map(|u| u.head_sha.as_str()), Some(head.as_str()));
+            }
+            Request::CreateScratch => {
+                let id = queue_id(scratch);
+                assert!(stored.queues.iter().any(|q| q.id == id), "created");
+            }
+            Request::DeleteScratch => {
+                let id = queue_id(scratch);
+                assert!(!stored.queues.iter().any(|q| q.id == id), "deleted");
+            }
+            Request::Restart(_) | Request::Status | Request::Closed(_) | Request::Tick => {}
+        }
+    }
+}
+
+/// Everything the requests can change, read from the store itself.
+#[derive(Debug, PartialEq)]
+struct Stored {
+    queues: Vec<Queue>,
+    snapshots: Vec<Option<QueueSnapshot>>,
+    /// By pull request, from 1.
+    entries: Vec<Option<(Queue, Option<Entry>)>>,
+    uploaded: Vec<Option<UploadedTargets>>,
+}
+
+impl Stored {
+    /// What differs from `other`, item by item (`before -> after`).
+    fn differences(&self, other: &Stored) -> Vec<String> {
+        let mut found = Vec::new();
+        let mut compare = |what: String, a: String, b: String| {
+            if a != b {
+                found.push(format!("{what}: {a} -> {b}"));
+            }
+        };
+        compare(
+            "queues".into(),
+            format!("{:?}", self.queues),
+            format!("{:?}", other.queues),
+        );
+        for (i, (a, b)) in self.snapshots.iter().zip(&other.snapshots).enumerate() {
+            let part = |s: &Option<QueueSnapshot>, f: fn(&QueueSnapshot) -> String| {
+                s.as_ref().map(f).unwrap_or_default()
+            };
+            compare(
+                format!("queue {i}"),
+                part(a, |s| format!("{:?}", s.queue)),
+                part(b, |s| format!("{:?}", s.queue)),
+            );
+            compare(
+                format!("queue {i} entries"),
+                part(a, |s| format!("{:?}", s.entries)),
+                part(b, |s| format!("{:?}", s.entries)),
+            );
+            compare(
+                format!("queue {i} runs"),
+                part(a, |s| format!("{:?}", s.runs)),
+                part(b, |s| format!("{:?}", s.runs)),
+            );
+            compare(
+                format!("queue {i} outbox"),
+                part(a, |s| format!("{:?}", s.outbox)),
+                part(b, |s| format!("{:?}", s.outbox)),
+            );
+        }
+        for (i, (a, b)) in self.entries.iter().zip(&other.entries).enumerate() {
+            let entry =
+                |e: &Option<(Queue, Option<Entry>)>| format!("{:?}", e.as_ref().map(|(_, e)| e));
+            compare(format!("latest entry of #{}", i + 1), entry(a), entry(b));
+        }
+        for (i, (a, b)) in self.uploaded.iter().zip(&other.uploaded).enumerate() {
+            compare(
+                format!("uploaded targets of #{}", i + 1),
+                format!("{a:?}"),
+                format!("{b:?}"),
+            );
+        }
+        found
+    }
+}
+
+async fn stored(store: &dyn Store, repo: &GitRepo, scratch: &GitRepo) -> Stored {
+    let id = queue_id(repo);
+    let mut queues = store
+        .queues_of_org(&OrgId::parse("acme").unwrap())
+        .await
+        .unwrap();
+    queues.sort_by(|a, b| a.id.cmp(&b.id));
+    let mut snapshots = Vec::new();
+    for q in [&id, &queue_id(scratch)] {
+        snapshots.push(store.load(q).await.unwrap());
+    }
+    let mut entries = Vec::new();
+    let mut uploaded = Vec::new();
+    for pr in 1..=PRS {
+        entries.push(store.load_entry(&id, pr).await.unwrap());
+        uploaded.push(store.uploaded_targets(&id, pr).await.unwrap());
+    }
+    Stored {
+        queues,
+        snapshots,
+        entries,
+        uploaded,
+    }
+}
+
+fn queue_id(repo: &GitRepo) -> QueueId {
+    QueueId::new(&repo_ref(repo), "main")
+}
+
+/// Resumes the queue and passes every test branch, running the tick, until nothing is active.
+async fn drain(env: &LiveEnv, repo: &GitRepo) -> usize {
+    env.update_queue(repo, json!({"state": "running"})).await;
+    for round in 1..=100 {
+        for branch in repo.test_branches() {
+            if let Some(sha) = repo.head(&branch) {
+                let payload = status_on(repo, &sha, &branch, "build", "success");
+                deliver(env, "status", &payload, SECRET).await;
+            }
+        }
+        if env.queue(repo).await["enqueuedPullRequests"] == json!([]) {
+            return round;
+        }
+        env.clock.advance_minutes(5);
+        tick::run(&env.app, "drain").await.expect("tick runs");
+    }
+    panic!("not drained: {}", env.queue(repo).await);
+}
+
+/// Every pull request submitted concluded, and a merged one is in `main` exactly once (the
+/// others not at all); returns how many ended in each state.
+async fn assert_concluded_once(env: &LiveEnv, repo: &GitRepo) -> BTreeMap<String, u32> {
+    let history = repo.history_subjects("main");
+    let mut states = BTreeMap::new();
+    for pr in 1..=PRS {
+        let reply = env.pr_call("getSubmittedPullRequest", repo, pr).await;
+        let in_main = history
+            .iter()
+            .filter(|s| **s == format!("Change {pr} (#{pr})"))
+            .count();
+        let state = match reply.status {
+            404 => "never submitted".to_owned(),
+            200 => reply.body["state"].as_str().unwrap_or_default().to_owned(),
+            other => panic!("getSubmittedPullRequest #{pr}: {other}"),
+        };
+        assert!(
+            ["merged", "failed", "cancelled", "never submitted"].contains(&state.as_str()),
+            "#{pr} ended {state}"
+        );
+        assert_eq!(
+            in_main,
+            usize::from(state == "merged"),
+            "#{pr}: {history:?}"
+        );
+        *states.entry(state).or_default() += 1;
+    }
+    states
+}
+
+// ---- the Git host failing ------------------------------------------------------------------
+
+/// A live queue whose Git host is wrapped in a [`FaultyGitHost`]; no background tick.
+async fn with_faulty_host(settings: Value, prs: u32) -> (LiveEnv, GitRepo, Arc<FaultyGitHost>) {
+    let slot = Arc::new(OnceLock::new());
+    let set = slot.clone();
+    let env = LiveEnv::options()
+        .without_tick()
+        .wrap_host(move |host: Arc<dyn GitHost>| {
+            let wrapper = Arc::new(FaultyGitHost::new(host, SEED));
+            let _ = set.set(wrapper.clone());
+            wrapper
+        })
+        .start(Backend::DynamoDb)
+        .await;
+    let host = slot.get().expect("host wrapped").clone();
+    let repo = env.repo("rocket");
+    repo.require_statuses("main", &[CI]);
+    repo.add_prs(prs, &[]);
+    env.create_queue(&repo, settings).await;
+    (env, repo, host)
+}
+
+/// The merge effects waiting in the queue's outbox, with their attempts so far.
+async fn pending_merges(env: &LiveEnv, repo: &GitRepo) -> Vec<u32> {
+    let snapshot = env.store.load(&queue_id(repo)).await.unwrap().unwrap();
+    snapshot
+        .outbox
+        .iter()
+        .filter(|p| matches!(p.effect, Effect::Merge { .. }))
+        .map(|p| p.attempts)
+        .collect()
+}
+
+/// Runs the tick after the effects' backoff has passed.
+async fn tick_later(env: &LiveEnv) {
+    env.clock.advance_minutes(10);
+    env.tick().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_merge_failing_on_the_git_host_is_retried_by_the_tick_and_happens_once() {
+    let settings = json!({"batch": true, "batchingMinSize": 2});
+    let (env, repo, host) = with_faulty_host(settings, 2).await;
+    let main_before = repo.head("main").unwrap();
+    // Twice the request never reaches the host; the third time the host merges and the
+    // answer is lost.
+    host.fail_merges(2, MergeFault::Before);
+    host.fail_merges(1, MergeFault::After);
+    env.submit(&repo, 1).await;
+    env.submit(&repo, 2).await;
+    let run = env.pass(&repo, 1).await;
+    env.wait_for_state(&repo, 2, "tests_passed").await;
+    assert_eq!(env.pull_request(&repo, 1).await["state"], "tests_passed");
+
+    let mut seen = Vec::new();
+    while host.merge_faults_left() > 0 {
+        if host.counts().merges_failed_before < 2 {
+            assert_eq!(
+                repo.head("main").unwrap(),
+                main_before,
+                "nothing merged yet"
+            );
+        }
+        let merges = pending_merges(&env, &repo).await;
+        assert_eq!(merges.len(), 1, "the merge waits in the outbox: {merges:?}");
+        seen.push(merges[0]);
+        for pr in [1, 2] {
+            assert_eq!(env.pull_request(&repo, pr).await["state"], "tests_passed");
+        }
+        tick_later(&env).await;
+    }
+    tick_later(&env).await;
+    for pr in [1, 2] {
+        env.wait_for_state(&repo, pr, "merged").await;
+    }
+    assert_eq!(
+        repo.history_subjects("main"),
+        ["Change 1 (#1)", "Change 2 (#2)"]
+    );
+    assert_eq!(repo.moves("main").len(), 1, "main moved once, to both");
+    assert_eq!(repo.tree("main"), repo.tree(&run.sha));
+    assert!(pending_merges(&env, &repo).await.is_empty());
+    let counts = host.counts();
+    println!(
+        "merge faults: {} before the host, {} after it (answer lost); attempts seen in the \
+         outbox {seen:?}; Git host calls {}",
+        counts.merges_failed_before, counts.merges_failed_after, counts.calls
+    );
+    assert_eq!(
+        (counts.merges_failed_before, counts.merges_failed_after),
+        (2, 1)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pull_request_changed_at_merge_time_is_cancelled_and_not_merged() {
+    let (env, repo, host) = with_faulty_host(json!({}), 1).await;
+    let main_before = repo.head("main").unwrap();
+    host.fail_merges(1, MergeFault::Before);
+    env.submit(&repo, 1).await;
+    let run = env.pass(&repo, 1).await;
+    env.wait_for_state(&repo, 1, "tests_passed").await;
+    assert_eq!(pending_merges(&env, &repo).await.len(), 1);
+
+    // New commits on the pull request between its test and the retried merge.
+    repo.push_to_pr(1, "late.txt");
+    tick_later(&env).await;
+    let pr = env.wait_for_state(&repo, 1, "cancelled").await;
+    assert_eq!(repo.head("main").unwrap(), main_before, "nothing merged");
+    assert!(repo.moves("main").is_empty());
+    assert!(pending_merges(&env, &repo).await.is_empty());
+    assert_ne!(repo.tree(&run.sha), repo.tree("main"));
+    assert_eq!(pr["isCurrentlySubmittedToQueue"], false);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_submission_racing_with_the_merge_of_its_pull_request_does_not_enqueue_it_again() {
+    let (env, repo, host) = with_faulty_host(json!({}), 1).await;
+    host.fail_merges(1, MergeFault::Before);
+    env.submit(&repo, 1).await;
+    env.pass(&repo, 1).await;
+    env.wait_for_state(&repo, 1, "tests_passed").await;
+
+    // A resubmission (a priority change) reads the pull request while it is still open; the
+    // merge lands before the resubmission commits.
+    let held = host.hold_next_pull_request_answer();
+    let resubmit = env.submit_with(&repo, 1, json!({"priority": "high"}));
+    let merge_meanwhile = async {
+        held.reached.notified().await;
+        tick_later(&env).await;
+        held.release.notify_one();
+    };
+    let (reply, ()) = tokio::join!(resubmit, merge_meanwhile);
+
+    let pr = env.pull_request(&repo, 1).await;
+    assert_eq!(pr["state"], "merged", "answered {}: {pr}", reply.status);
+    assert_eq!(repo.history_subjects("main"), ["Change 1 (#1)"]);
+    assert_eq!(env.queue(&repo).await["enqueuedPullRequests"], json!([]));
+    assert!(
+        [409, 503].contains(&reply.status),
+        "the resubmission of a merged pull request is refused: {} {}",
+        reply.status,
+        reply.body
+    );
+}

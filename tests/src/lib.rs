@@ -10,6 +10,7 @@ pub mod health;
 pub mod live;
 pub mod openapi;
 pub mod prometheus;
+pub mod requests;
 pub mod tally;
 pub mod timeline;
 

@@ -1,0 +1,260 @@
+//! The time a handler takes on the in-memory store, called directly as the Lambda runtime
+//! would call it (a `lambda_http::Request` in, a response out; no HTTP server).
+//!
+//! `cargo bench -p e2e-tests --bench handlers` prints, per endpoint, the calls timed and the
+//! median, 90th percentile and slowest call. submitPullRequest asks the Git host (a local
+//! repository: `git` processes) for the pull request; its line is followed by the time of
+//! that Git host call alone.
+
+use e2e::git_repo::GitRepo;
+use e2e::requests::{get, post};
+use e2e::timeline::{Event::*, Timeline};
+use e2e::{TestClock, register_tokens};
+use lambda_http::{Body, Request, Response};
+use local_gateway::routes::routes;
+use mq_api::App;
+use mq_api::service::metrics::figures_of;
+use mq_core::ids::{QueueId, RepoRef};
+use mq_core::time::Timestamp;
+use mq_githost::GitHost;
+use mq_githost::local::LocalGitHost;
+use mq_metrics::prometheus_text::render;
+use mq_store::{MemoryStore, Store};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const NOW: Timestamp = Timestamp(1_795_000_000_000);
+const WARM_UP: usize = 20;
+const CALLS: usize = 300;
+/// Submissions are slower (the Git host runs `git`): fewer are timed.
+const SUBMISSIONS: usize = 50;
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let dir = tempfile::Builder::new()
+        .prefix("mq-handlers-")
+        .tempdir()
+        .expect("temporary directory");
+    let repos = dir.path().join("repos");
+    let repo = GitRepo::create(&repos, &dir.path().join("work"), "rocket");
+    repo.add_prs(1, &[]);
+    let host = Arc::new(LocalGitHost::new(repos));
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    register_tokens(store.as_ref()).await;
+    let clock = Arc::new(TestClock::default());
+    clock.set(NOW);
+    let app = App::new(store, clock).with_githost(host.clone());
+
+    create(&app, "main").await;
+    fill(&app, "main", 100).await;
+    let body = queue("main", json!({}));
+    report(
+        "getQueue, 100 entries",
+        time(&app, "getQueue", &body, CALLS).await,
+    );
+
+    create(&app, "big").await;
+    fill(&app, "big", 1_000).await;
+    report(
+        "submitPullRequest, queue of 1,000 entries",
+        submissions(&app).await,
+    );
+    report(
+        "  of which the Git host's pull request read",
+        host_reads(host.as_ref()).await,
+    );
+
+    let body = queue("main", json!({"pr": {"number": 100}}));
+    report(
+        "getSubmittedPullRequest",
+        time(&app, "getSubmittedPullRequest", &body, CALLS).await,
+    );
+
+    for q in 0..50 {
+        let branch = format!("release/{q:02}");
+        create(&app, &branch).await;
+        busy_hour(&app, &branch).await;
+    }
+    report(
+        "getMergeQueueMetrics, 53 queues (50 with a busy hour)",
+        time_get(&app, "getMergeQueueMetrics", CALLS).await,
+    );
+    let (reading, rendering, bytes) = metrics_parts(&app).await;
+    report("  of which reading the figures", reading);
+    report(
+        &format!(
+            "  of which rendering the Prometheus text ({} KiB)",
+            bytes / 1024
+        ),
+        rendering,
+    );
+}
+
+/// The two halves of getMergeQueueMetrics: the figures read from the store, their text.
+async fn metrics_parts(app: &App) -> (Vec<Duration>, Vec<Duration>, usize) {
+    let org = mq_core::ids::OrgId::parse("acme").unwrap();
+    let (mut reading, mut rendering, mut bytes) = (Vec::new(), Vec::new(), 0);
+    for _ in 0..CALLS {
+        let started = Instant::now();
+        let figures = figures_of(app, &org, None).await.expect("figures");
+        reading.push(started.elapsed());
+        let started = Instant::now();
+        bytes = render(&figures).expect("text").len();
+        rendering.push(started.elapsed());
+    }
+    (reading, rendering, bytes)
+}
+
+fn queue(branch: &str, extra: Value) -> Value {
+    let mut body = json!({
+        "repo": {"host": "github.com", "owner": "acme", "name": "rocket"},
+        "targetBranch": branch,
+    });
+    if let (Some(b), Value::Object(e)) = (body.as_object_mut(), extra) {
+        b.extend(e);
+    }
+    body
+}
+
+fn queue_id(branch: &str) -> QueueId {
+    QueueId::new(
+        &RepoRef::new("github.com", "acme", "rocket").unwrap(),
+        branch,
+    )
+}
+
+async fn call(app: &App, endpoint: &str, req: Request) -> Response<Body> {
+    let path = format!("/v1/{endpoint}");
+    let route = routes()
+        .into_iter()
+        .find(|r| r.path == path)
+        .unwrap_or_else(|| panic!("no route {path}"));
+    let response = (route.handler)(app, req).await;
+    assert_eq!(
+        response.status(),
+        200,
+        "{endpoint}: {}",
+        String::from_utf8_lossy(response.body().as_ref())
+    );
+    response
+}
+
+async fn create(app: &App, branch: &str) {
+    call(
+        app,
+        "createQueue",
+        post(&queue(branch, json!({"concurrency": 1}))),
+    )
+    .await;
+}
+
+/// `entries` pull requests (#100 on) waiting in the queue, the first one testing.
+async fn fill(app: &App, branch: &str, entries: u32) {
+    let t = Timeline::new(app.store.as_ref(), queue_id(branch), NOW);
+    let mut events: Vec<_> = (100..100 + entries).map(Submit).collect();
+    events.push(Start("busy", vec![100]));
+    t.at(30, events).await;
+}
+
+/// Twelve pull requests through the queue in the last hour, then four waiting and testing
+/// (the history of the `metrics_endpoint` benchmark).
+async fn busy_hour(app: &App, branch: &str) {
+    let t = Timeline::new(app.store.as_ref(), queue_id(branch), NOW);
+    const RUNS: [&str; 12] = [
+        "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11",
+    ];
+    for (i, run) in (0u32..).zip(RUNS) {
+        let minute = 58 - i64::from(i) * 4;
+        t.at(minute, vec![Submit(i), Start(run, vec![i])]).await;
+        t.at(
+            minute - 1,
+            vec![Finish(run, mq_core::run::RunStatus::Succeeded)],
+        )
+        .await;
+        t.at(
+            minute - 2,
+            vec![Conclude(i, mq_core::entry::EntryState::Merged)],
+        )
+        .await;
+    }
+    t.at(
+        5,
+        vec![
+            Submit(100),
+            Submit(101),
+            Start("live-a", vec![100]),
+            Start("live-b", vec![101]),
+        ],
+    )
+    .await;
+}
+
+async fn time(app: &App, endpoint: &str, body: &Value, calls: usize) -> Vec<Duration> {
+    let mut times = Vec::with_capacity(calls);
+    for i in 0..WARM_UP + calls {
+        let req = post(body);
+        let started = Instant::now();
+        call(app, endpoint, req).await;
+        if i >= WARM_UP {
+            times.push(started.elapsed());
+        }
+    }
+    times
+}
+
+async fn time_get(app: &App, endpoint: &str, calls: usize) -> Vec<Duration> {
+    let mut times = Vec::with_capacity(calls);
+    for i in 0..WARM_UP + calls {
+        let req = get(&[]);
+        let started = Instant::now();
+        call(app, endpoint, req).await;
+        if i >= WARM_UP {
+            times.push(started.elapsed());
+        }
+    }
+    times
+}
+
+/// Submits #1 to the queue of 1,000 entries (it waits: the one run allowed is in flight),
+/// then cancels it, untimed, so that the next submission is a new one again.
+async fn submissions(app: &App) -> Vec<Duration> {
+    let body = queue("big", json!({"pr": {"number": 1}}));
+    let mut times = Vec::with_capacity(SUBMISSIONS);
+    for i in 0..5 + SUBMISSIONS {
+        let req = post(&body);
+        let started = Instant::now();
+        call(app, "submitPullRequest", req).await;
+        if i >= 5 {
+            times.push(started.elapsed());
+        }
+        call(app, "cancelPullRequest", post(&body)).await;
+    }
+    times
+}
+
+async fn host_reads(host: &dyn GitHost) -> Vec<Duration> {
+    let repo = RepoRef::new("github.com", "acme", "rocket").unwrap();
+    let mut times = Vec::with_capacity(SUBMISSIONS);
+    for _ in 0..SUBMISSIONS {
+        let started = Instant::now();
+        host.pull_request(&repo, 1, "big")
+            .await
+            .expect("pull request #1");
+        times.push(started.elapsed());
+    }
+    times
+}
+
+fn report(what: &str, mut times: Vec<Duration>) {
+    times.sort();
+    let at = |q: f64| times[((times.len() as f64 - 1.0) * q).round() as usize];
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    println!(
+        "{what}: {} calls, median {:.1} µs, p90 {:.1} µs, slowest {:.1} µs",
+        times.len(),
+        us(at(0.5)),
+        us(at(0.9)),
+        us(at(1.0)),
+    );
+}

@@ -1,0 +1,639 @@
+//! The DynamoDB requests each endpoint sends: an SDK interceptor on the store's client logs
+//! every request (every attempt, with its operation and tables), and [`measure`] calls every
+//! endpoint once, in the order a user would, on a store on the run's moto server with a local
+//! Git host, logging what each call sent.
+//!
+//! The benchmark `dynamodb_requests` prints the table; the test `dynamodb_request_counts`
+//! fails when an endpoint sends more (or fewer) requests than BENCHMARKS.md says.
+
+use crate::git_repo::GitRepo;
+use crate::health::{fixture, form, sha};
+use crate::{ACME, TestClock, register_tokens};
+use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
+use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
+use aws_sdk_dynamodb::error::BoxError;
+use lambda_http::http::header::CONTENT_TYPE;
+use lambda_http::{Body, Request, RequestExt};
+use local_gateway::routes::routes;
+use mq_api::service::tick;
+use mq_api::uploads::UploadBucket;
+use mq_api::{App, Clock, SystemClock};
+use mq_githost::local::LocalGitHost;
+use mq_githost::webhook::{SIGNATURE_HEADER, WebhookReceiver, sign};
+use mq_store::{DynamoStore, TableNames};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+/// The webhook secret of the measured application.
+const WEBHOOK_SECRET: &str = "requests-secret";
+
+/// One request to DynamoDB: its operation and the tables it names (without their prefix).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sent {
+    pub operation: String,
+    pub tables: Vec<String>,
+}
+
+impl fmt::Display for Sent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.operation, self.tables.join("+"))
+    }
+}
+
+/// Every request a client sent, in order.
+#[derive(Debug, Default, Clone)]
+pub struct RequestLog {
+    sent: Arc<Mutex<Vec<Sent>>>,
+    prefix: Arc<str>,
+}
+
+impl RequestLog {
+    /// A log naming tables without `prefix`.
+    pub fn new(prefix: &str) -> Self {
+        Self {
+            sent: Arc::default(),
+            prefix: prefix.into(),
+        }
+    }
+
+    /// What was sent since the last call.
+    pub fn take(&self) -> Vec<Sent> {
+        std::mem::take(&mut *self.sent.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    fn short_name(&self, table: &str) -> String {
+        table
+            .strip_prefix(&*self.prefix)
+            .unwrap_or(table)
+            .to_owned()
+    }
+}
+
+impl Intercept for RequestLog {
+    fn name(&self) -> &'static str {
+        "RequestLog"
+    }
+
+    fn read_before_transmit(
+        &self,
+        context: &BeforeTransmitInterceptorContextRef<'_>,
+        _components: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let request = context.request();
+        let operation = request
+            .headers()
+            .get("x-amz-target")
+            .and_then(|t| t.rsplit('.').next())
+            .unwrap_or("?")
+            .to_owned();
+        let body: Value = request
+            .body()
+            .bytes()
+            .and_then(|b| serde_json::from_slice(b).ok())
+            .unwrap_or(Value::Null);
+        let mut tables: Vec<String> = tables_of(&body)
+            .iter()
+            .map(|t| self.short_name(t))
+            .collect();
+        tables.sort();
+        tables.dedup();
+        let mut sent = self.sent.lock().unwrap_or_else(|p| p.into_inner());
+        sent.push(Sent { operation, tables });
+        Ok(())
+    }
+}
+
+/// The tables a request body names: `TableName`, the keys of `RequestItems`, or the tables
+/// of a transaction's actions.
+fn tables_of(body: &Value) -> Vec<String> {
+    if let Some(name) = body["TableName"].as_str() {
+        return vec![name.to_owned()];
+    }
+    if let Some(items) = body["RequestItems"].as_object() {
+        return items.keys().cloned().collect();
+    }
+    body["TransactItems"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|action| action.as_object()?.values().next()?["TableName"].as_str())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// What one call of an endpoint sent.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    pub endpoint: &'static str,
+    /// What the call did.
+    pub case: &'static str,
+    /// Its answer (JSON, else `Null`).
+    pub answer: Value,
+    pub sent: Vec<Sent>,
+}
+
+impl Measured {
+    /// Whether the call looked up its API token first (every endpoint but the webhook's).
+    pub fn authenticated(&self) -> bool {
+        self.endpoint != "webhooks/github"
+            && self.endpoint != "tick"
+            && self.sent.first().is_some_and(|s| s.operation == "GetItem")
+    }
+
+    /// The requests after the token lookup.
+    fn after_auth(&self) -> &[Sent] {
+        &self.sent[usize::from(self.authenticated())..]
+    }
+
+    /// The requests of the call itself: all but the token lookup and the rounds of Git host
+    /// effects after its first transaction (each round re-reads the snapshot with a `Query`
+    /// and commits the effects' outcomes in one more transaction).
+    pub fn own(&self) -> Vec<&Sent> {
+        let sent = self.after_auth();
+        let mut round = vec![false; sent.len()];
+        let mut transactions = 0;
+        for (i, s) in sent.iter().enumerate() {
+            if s.operation != "TransactWriteItems" {
+                continue;
+            }
+            transactions += 1;
+            if transactions > 1 {
+                round[i] = true;
+                if i > 0 && sent[i - 1].operation == "Query" {
+                    round[i - 1] = true;
+                }
+            }
+        }
+        sent.iter()
+            .zip(round)
+            .filter(|(_, in_round)| !in_round)
+            .map(|(s, _)| s)
+            .collect()
+    }
+
+    /// Rounds of Git host effects whose outcomes the call committed.
+    pub fn effect_rounds(&self) -> usize {
+        let transactions = self
+            .after_auth()
+            .iter()
+            .filter(|s| s.operation == "TransactWriteItems")
+            .count();
+        transactions.saturating_sub(1)
+    }
+
+    /// The call's own requests, counted by kind: `Query Queues ×2, TransactWriteItems …`.
+    pub fn own_summary(&self) -> String {
+        let own = self.own();
+        let mut parts: Vec<(String, usize)> = Vec::new();
+        for s in own {
+            let label = s.to_string();
+            match parts.iter_mut().find(|(l, _)| *l == label) {
+                Some((_, n)) => *n += 1,
+                None => parts.push((label, 1)),
+            }
+        }
+        parts
+            .into_iter()
+            .map(|(label, n)| match n {
+                1 => label,
+                n => format!("{label} ×{n}"),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// `endpoint | case | token | own requests (count) | effect rounds | all`, for a table.
+    pub fn row(&self) -> String {
+        format!(
+            "| `{}` | {} | {} | {} ({}) | {} | {} |",
+            self.endpoint,
+            self.case,
+            if self.authenticated() { "1" } else { "–" },
+            self.own_summary(),
+            self.own().len(),
+            self.effect_rounds(),
+            self.sent.len(),
+        )
+    }
+}
+
+/// The header of [`Measured::row`]'s table.
+pub const TABLE_HEADER: &str = "| endpoint | call | token lookup | the call's own requests (count) | effect rounds | all requests |\n|---|---|---|---|---|---|";
+
+/// An application over a DynamoDB store on the run's moto server whose client logs what it
+/// sends, a local Git host with one repository (`acme/rocket`, pull requests #1–#3) and a
+/// bucket for presigned uploads.
+pub struct Bench {
+    pub app: App,
+    pub log: RequestLog,
+    pub repo: GitRepo,
+    pub clock: Arc<TestClock>,
+    _dir: tempfile::TempDir,
+}
+
+impl Bench {
+    pub async fn start() -> Self {
+        let endpoint = mq_tables::moto::endpoint();
+        let plain = mq_tables::local_client(&endpoint).await;
+        let prefix = format!("req{}-{}-", std::process::id(), SystemClock.now().millis());
+        let tables = TableNames::with_prefix(&prefix);
+        mq_tables::create_missing_tables(&plain, &tables)
+            .await
+            .expect("tables created on moto");
+        let log = RequestLog::new(&prefix);
+        let config = plain.config().to_builder().interceptor(log.clone()).build();
+        let store = Arc::new(DynamoStore::new(
+            aws_sdk_dynamodb::Client::from_conf(config),
+            tables,
+        ));
+        register_tokens(store.as_ref()).await;
+        let dir = tempfile::Builder::new()
+            .prefix("mq-requests-")
+            .tempdir()
+            .expect("temporary directory");
+        let repos = dir.path().join("repos");
+        let repo = GitRepo::create(&repos, &dir.path().join("work"), "rocket");
+        repo.add_prs(3, &[]);
+        let clock = Arc::new(TestClock::default());
+        let bucket = UploadBucket::local(&endpoint, &format!("{prefix}uploads")).await;
+        let app = App::new(store, clock.clone())
+            .with_githost(Arc::new(LocalGitHost::new(repos)))
+            .with_webhook(WebhookReceiver::new(
+                WEBHOOK_SECRET.as_bytes().to_vec(),
+                "github.com",
+            ))
+            .with_uploads(bucket);
+        log.take();
+        Self {
+            app,
+            log,
+            repo,
+            clock,
+            _dir: dir,
+        }
+    }
+
+    /// Calls `endpoint` (its path under `/v1/`) with `request` and logs what it sent.
+    pub async fn call(&self, endpoint: &'static str, case: &'static str, req: Request) -> Measured {
+        let path = format!("/v1/{endpoint}");
+        let route = routes()
+            .into_iter()
+            .find(|r| r.path == path)
+            .unwrap_or_else(|| panic!("no route {path}"));
+        self.log.take();
+        let response = (route.handler)(&self.app, req).await;
+        let status = response.status().as_u16();
+        assert!(
+            status == 200,
+            "{endpoint} ({case}) answered {status}: {}",
+            String::from_utf8_lossy(response.body().as_ref())
+        );
+        Measured {
+            endpoint,
+            case,
+            answer: serde_json::from_slice(response.body().as_ref()).unwrap_or(Value::Null),
+            sent: self.log.take(),
+        }
+    }
+
+    /// Runs one tick and logs what it sent.
+    pub async fn tick(&self, case: &'static str) -> Measured {
+        self.log.take();
+        tick::run(&self.app, "requests").await.expect("tick runs");
+        Measured {
+            endpoint: "tick",
+            case,
+            answer: Value::Null,
+            sent: self.log.take(),
+        }
+    }
+
+    /// The id of the run testing `pr` now, from the test branches of the repository.
+    fn run_testing(&self, pr: u32) -> (String, String) {
+        let branch = self
+            .repo
+            .test_branches()
+            .into_iter()
+            .find(|b| {
+                let subjects = self.repo.history_subjects(b);
+                subjects.iter().any(|s| s.contains(&format!("#{pr}")))
+            })
+            .unwrap_or_else(|| panic!("no test branch for #{pr}"));
+        let sha = self.repo.head(&branch).expect("branch head");
+        let id = branch.rsplit('/').next().unwrap_or_default().to_owned();
+        (id, sha)
+    }
+}
+
+/// A JSON POST with acme's token.
+pub fn post(body: &Value) -> Request {
+    lambda_http::http::Request::builder()
+        .method("POST")
+        .header("x-api-token", ACME)
+        .header(CONTENT_TYPE, "application/json")
+        .body(Body::Binary(body.to_string().into_bytes()))
+        .expect("request")
+}
+
+/// A GET with acme's token and query parameters.
+pub fn get(query: &[(&str, &str)]) -> Request {
+    let params: HashMap<String, Vec<String>> = query
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), vec![(*v).to_owned()]))
+        .collect();
+    lambda_http::http::Request::builder()
+        .method("GET")
+        .header("x-api-token", ACME)
+        .body(Body::Empty)
+        .expect("request")
+        .with_query_string_parameters(params)
+}
+
+fn queue(branch: &str, extra: Value) -> Value {
+    let mut body = json!({
+        "repo": {"host": "github.com", "owner": "acme", "name": "rocket"},
+        "targetBranch": branch,
+    });
+    merge(&mut body, extra);
+    body
+}
+
+fn pr(number: u32, extra: Value) -> Value {
+    let mut body = queue("main", json!({"pr": {"number": number}}));
+    merge(&mut body, extra);
+    body
+}
+
+fn health(extra: Value) -> Value {
+    let mut body = json!({
+        "repo": {"host": "github.com", "owner": "acme", "name": "rocket"},
+        "org_url_slug": "acme",
+    });
+    merge(&mut body, extra);
+    body
+}
+
+fn merge(body: &mut Value, extra: Value) {
+    if let (Some(b), Value::Object(e)) = (body.as_object_mut(), extra) {
+        b.extend(e);
+    }
+}
+
+/// Calls every endpoint once, in the order of a queue's life, and returns what each sent.
+pub async fn measure() -> Vec<Measured> {
+    let b = Bench::start().await;
+    let mut out = Vec::new();
+    out.extend(queue_endpoints(&b).await);
+    out.extend(test_health_endpoints(&b).await);
+    out
+}
+
+/// The queue and pull request endpoints, the webhook and the tick.
+async fn queue_endpoints(b: &Bench) -> Vec<Measured> {
+    let mut out = Vec::new();
+    let required = json!({"requiredStatuses": ["build"]});
+    out.push(
+        b.call("createQueue", "a queue", post(&queue("main", required)))
+            .await,
+    );
+    out.push(
+        b.call(
+            "updateQueue",
+            "settings of an empty queue",
+            post(&queue("main", json!({"concurrency": 2}))),
+        )
+        .await,
+    );
+    let head3 = b.repo.pr_head(3);
+    out.push(
+        b.call(
+            "setImpactedTargets",
+            "#3, not submitted yet",
+            post(&pr(
+                3,
+                json!({"pr": {"number": 3, "sha": head3}, "impactedTargets": ["//app"]}),
+            )),
+        )
+        .await,
+    );
+    out.push(
+        b.call(
+            "submitPullRequest",
+            "#1 into an empty queue (it starts testing)",
+            post(&pr(1, json!({}))),
+        )
+        .await,
+    );
+    out.push(
+        b.call(
+            "submitPullRequest",
+            "#2 behind #1 (it starts testing on top of #1)",
+            post(&pr(2, json!({}))),
+        )
+        .await,
+    );
+    out.push(
+        b.call(
+            "getQueue",
+            "two pull requests",
+            post(&queue("main", json!({}))),
+        )
+        .await,
+    );
+    out.push(
+        b.call("getSubmittedPullRequest", "#1", post(&pr(1, json!({}))))
+            .await,
+    );
+    let (run1, _) = b.run_testing(1);
+    let run1: &'static str = Box::leak(run1.into_boxed_str());
+    out.push(
+        b.call(
+            "getMergeQueueTestingDetails",
+            "#1's run",
+            post(&queue("main", json!({"testRunId": run1}))),
+        )
+        .await,
+    );
+    let head1 = b.repo.pr_head(1);
+    out.push(
+        b.call(
+            "setImpactedTargets",
+            "#1, testing",
+            post(&pr(
+                1,
+                json!({"pr": {"number": 1, "sha": head1}, "impactedTargets": ["//app"]}),
+            )),
+        )
+        .await,
+    );
+    out.push(
+        b.call(
+            "restartTestsOnPullRequest",
+            "#1 (its run and #2's are cancelled and rebuilt)",
+            post(&pr(1, json!({}))),
+        )
+        .await,
+    );
+    out.push(
+        b.call(
+            "cancelPullRequest",
+            "#2 (its run is cancelled)",
+            post(&pr(2, json!({}))),
+        )
+        .await,
+    );
+    let (_, sha1) = b.run_testing(1);
+    out.push(
+        b.call(
+            "webhooks/github",
+            "`build` passed on #1's run (it merges)",
+            status_delivery(&sha1),
+        )
+        .await,
+    );
+    out.push(
+        b.call(
+            "getMergeQueueMetrics",
+            "one queue",
+            get(&[("repo", "acme/rocket"), ("repoHost", "github.com")]),
+        )
+        .await,
+    );
+    out.push(b.tick("no queue has work").await);
+    out.push(
+        b.call(
+            "createQueue",
+            "a second queue",
+            post(&queue("dev", json!({}))),
+        )
+        .await,
+    );
+    out.push(
+        b.call(
+            "deleteQueue",
+            "the empty second queue",
+            post(&queue("dev", json!({}))),
+        )
+        .await,
+    );
+    out
+}
+
+/// A signed `status` delivery: `build` passed on `sha`.
+fn status_delivery(sha: &str) -> Request {
+    let payload = json!({
+        "id": 1, "sha": sha, "name": "acme/rocket", "context": "build",
+        "state": "success", "description": "build passed",
+        "target_url": "https://ci.example.com/build/1",
+        "commit": {"sha": sha},
+        "branches": [],
+        "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
+        "repository": {"name": "rocket", "full_name": "acme/rocket",
+                        "owner": {"login": "acme"}, "default_branch": "main"},
+        "sender": {"login": "ci-bot[bot]", "type": "Bot"},
+    })
+    .to_string();
+    lambda_http::http::Request::builder()
+        .method("POST")
+        .header("x-github-event", "status")
+        .header(
+            SIGNATURE_HEADER,
+            sign(WEBHOOK_SECRET.as_bytes(), payload.as_bytes()),
+        )
+        .header(CONTENT_TYPE, "application/json")
+        .body(Body::Binary(payload.into_bytes()))
+        .expect("request")
+}
+
+/// The test-health endpoints, on a small report.
+async fn test_health_endpoints(b: &Bench) -> Vec<Measured> {
+    let mut out = Vec::new();
+    let commit = sha("R1");
+    let fields = [
+        ("repo", "github.com/acme/rocket"),
+        ("commit_sha", commit.as_str()),
+        ("branch", "main"),
+        ("upload_id", "requests-1"),
+    ];
+    let report = "surefire-2.22-rerun-flaky.xml";
+    let (content_type, body) = form(&fields, &[(report, fixture(report))]);
+    let upload = lambda_http::http::Request::builder()
+        .method("POST")
+        .header("x-api-token", ACME)
+        .header(CONTENT_TYPE, content_type)
+        .body(Body::Binary(body))
+        .expect("request");
+    out.push(
+        b.call(
+            "flaky-tests/upload",
+            "a report of a few test cases, all new",
+            upload,
+        )
+        .await,
+    );
+    let page = json!({"page_query": {"page_size": 10}});
+    let mut unhealthy = health(json!({"status": "FLAKY"}));
+    merge(&mut unhealthy, page.clone());
+    let listed = b
+        .call(
+            "flaky-tests/list-unhealthy-tests",
+            "one page",
+            post(&unhealthy),
+        )
+        .await;
+    let flaky = listed.answer["tests"][0]["id"]
+        .as_str()
+        .expect("a flaky test case")
+        .to_owned();
+    out.push(listed);
+    out.push(
+        b.call(
+            "flaky-tests/list-quarantined-tests",
+            "one page",
+            post(&health(page)),
+        )
+        .await,
+    );
+    out.push(
+        b.call(
+            "flaky-tests/update-settings",
+            "turn quarantining on",
+            post(&health(json!({"quarantining": true}))),
+        )
+        .await,
+    );
+    let failed = json!({"failed_tests": [{"name": "nope", "classname": "x", "parent": "x"}]});
+    out.push(
+        b.call(
+            "flaky-tests/check-quarantined",
+            "one failed test",
+            post(&health(failed)),
+        )
+        .await,
+    );
+    let ticket = json!({"test_case_id": flaky, "ticket_url": "https://tracker.example/T-1"});
+    out.push(
+        b.call(
+            "flaky-tests/link-ticket",
+            "one test case",
+            post(&health(ticket)),
+        )
+        .await,
+    );
+    let large = json!({
+        "repo": {"host": "github.com", "owner": "acme", "name": "rocket"},
+        "commit_sha": sha("R2"), "branch": "main", "upload_id": "requests-2",
+    });
+    out.push(
+        b.call(
+            "flaky-tests/upload-url",
+            "a presigned URL (signed locally; no S3 request)",
+            post(&large),
+        )
+        .await,
+    );
+    out
+}

@@ -1,0 +1,181 @@
+//! Every endpoint sends the DynamoDB requests BENCHMARKS.md lists, no more: the requests are
+//! logged by an SDK interceptor on the store's client, against moto.
+
+use e2e::requests::measure;
+
+/// (endpoint, call, token lookups, the call's own requests, effect rounds).
+const EXPECTED: &[(&str, &str, usize, &str, usize)] = &[
+    ("createQueue", "a queue", 1, "PutItem Queues", 0),
+    (
+        "updateQueue",
+        "settings of an empty queue",
+        1,
+        "Query Queues, TransactWriteItems Queues",
+        0,
+    ),
+    (
+        "setImpactedTargets",
+        "#3, not submitted yet",
+        1,
+        "Query Queues, PutItem PullRequests",
+        0,
+    ),
+    (
+        "submitPullRequest",
+        "#1 into an empty queue (it starts testing)",
+        1,
+        "Query Queues ×2, GetItem PullRequests, TransactWriteItems Queues",
+        2,
+    ),
+    (
+        "submitPullRequest",
+        "#2 behind #1 (it starts testing on top of #1)",
+        1,
+        "Query Queues ×2, GetItem PullRequests, TransactWriteItems Queues",
+        2,
+    ),
+    ("getQueue", "two pull requests", 1, "Query Queues", 0),
+    (
+        "getSubmittedPullRequest",
+        "#1",
+        1,
+        "BatchGetItem PullRequests+Queues",
+        0,
+    ),
+    (
+        "getMergeQueueTestingDetails",
+        "#1's run",
+        1,
+        "BatchGetItem Queues+TestRuns",
+        0,
+    ),
+    (
+        "setImpactedTargets",
+        "#1, testing",
+        1,
+        "Query Queues ×2, TransactWriteItems PullRequests+Queues",
+        0,
+    ),
+    (
+        "restartTestsOnPullRequest",
+        "#1 (its run and #2's are cancelled and rebuilt)",
+        1,
+        "Query Queues, TransactWriteItems PullRequests+Queues+TestRuns",
+        2,
+    ),
+    (
+        "cancelPullRequest",
+        "#2 (its run is cancelled)",
+        1,
+        "Query Queues, TransactWriteItems PullRequests+Queues+TestRuns",
+        1,
+    ),
+    (
+        "webhooks/github",
+        "`build` passed on #1's run (it merges)",
+        0,
+        "Query Queues ×2, TransactWriteItems Queues",
+        2,
+    ),
+    (
+        "getMergeQueueMetrics",
+        "one queue",
+        1,
+        "Query Queues ×2, Query PullRequests ×2, Query TestRuns",
+        0,
+    ),
+    (
+        "tick",
+        "no queue has work",
+        0,
+        "Query Queues, Query TestHealth",
+        0,
+    ),
+    ("createQueue", "a second queue", 1, "PutItem Queues", 0),
+    (
+        "deleteQueue",
+        "the empty second queue",
+        1,
+        "Query Queues, TransactWriteItems Queues",
+        0,
+    ),
+    (
+        "flaky-tests/upload",
+        "a report of a few test cases, all new",
+        1,
+        "PutItem TestHealth ×2, GetItem TestHealth ×2, BatchWriteItem TestHealth, BatchGetItem TestHealth, TransactWriteItems TestHealth",
+        0,
+    ),
+    (
+        "flaky-tests/list-unhealthy-tests",
+        "one page",
+        1,
+        "Query TestHealth ×2, GetItem TestHealth",
+        0,
+    ),
+    (
+        "flaky-tests/list-quarantined-tests",
+        "one page",
+        1,
+        "GetItem TestHealth",
+        0,
+    ),
+    (
+        "flaky-tests/update-settings",
+        "turn quarantining on",
+        1,
+        "GetItem TestHealth, TransactWriteItems TestHealth",
+        0,
+    ),
+    (
+        "flaky-tests/check-quarantined",
+        "one failed test",
+        1,
+        "GetItem TestHealth, BatchGetItem TestHealth",
+        0,
+    ),
+    (
+        "flaky-tests/link-ticket",
+        "one test case",
+        1,
+        "BatchGetItem TestHealth, TransactWriteItems TestHealth, GetItem TestHealth",
+        0,
+    ),
+    (
+        "flaky-tests/upload-url",
+        "a presigned URL (signed locally; no S3 request)",
+        1,
+        "PutItem TestHealth",
+        0,
+    ),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dynamodb_request_counts_on_moto() {
+    let measured = measure().await;
+    let mut differences = Vec::new();
+    for m in &measured {
+        let expected = EXPECTED
+            .iter()
+            .find(|(endpoint, case, ..)| *endpoint == m.endpoint && *case == m.case);
+        let actual = (
+            usize::from(m.authenticated()),
+            m.own_summary(),
+            m.effect_rounds(),
+        );
+        match expected {
+            Some((_, _, token, own, rounds)) if (*token, own.to_string(), *rounds) == actual => {}
+            _ => differences.push(format!("{m:#?}\n    {:?}", actual)),
+        }
+    }
+    assert_eq!(
+        measured.len(),
+        EXPECTED.len(),
+        "every call of BENCHMARKS.md's table is measured"
+    );
+    assert!(
+        differences.is_empty(),
+        "requests differ from BENCHMARKS.md:\n{}",
+        differences.join("\n")
+    );
+}

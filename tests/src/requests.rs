@@ -149,28 +149,20 @@ impl Measured {
     }
 
     /// The requests of the call itself: all but the token lookup and the rounds of Git host
-    /// effects after its first transaction (each round re-reads the snapshot with a `Query`
-    /// and commits the effects' outcomes in one more transaction).
+    /// effects after its first transaction (each round commits the effects' outcomes in one
+    /// more transaction, starting from the snapshot the previous one committed; any other
+    /// request after the first transaction, a re-read say, counts as the call's own).
     pub fn own(&self) -> Vec<&Sent> {
-        let sent = self.after_auth();
-        let mut round = vec![false; sent.len()];
         let mut transactions = 0;
-        for (i, s) in sent.iter().enumerate() {
-            if s.operation != "TransactWriteItems" {
-                continue;
-            }
-            transactions += 1;
-            if transactions > 1 {
-                round[i] = true;
-                if i > 0 && sent[i - 1].operation == "Query" {
-                    round[i - 1] = true;
+        self.after_auth()
+            .iter()
+            .filter(|s| {
+                if s.operation != "TransactWriteItems" {
+                    return true;
                 }
-            }
-        }
-        sent.iter()
-            .zip(round)
-            .filter(|(_, in_round)| !in_round)
-            .map(|(s, _)| s)
+                transactions += 1;
+                transactions == 1
+            })
             .collect()
     }
 

@@ -6,7 +6,10 @@ use e2e::live::{CI, LiveEnv};
 use e2e::{Backend, live_on_both_stores};
 use serde_json::json;
 
-live_on_both_stores!(independent_lanes_merge_independently);
+live_on_both_stores!(
+    independent_lanes_merge_independently,
+    targets_uploaded_before_submission_apply_when_a_queue_turns_parallel
+);
 
 async fn independent_lanes_merge_independently(backend: Backend) {
     let env = LiveEnv::start(backend).await;
@@ -99,4 +102,36 @@ async fn independent_lanes_merge_independently(backend: Backend) {
             "change-4.txt"
         ]
     );
+}
+
+/// A single-mode queue does not use impacted targets; when it switches to parallel mode, its
+/// waiting pull requests take those uploaded for their heads before they were submitted.
+async fn targets_uploaded_before_submission_apply_when_a_queue_turns_parallel(backend: Backend) {
+    let env = LiveEnv::start(backend).await;
+    let repo = env.repo("rocket");
+    let heads = repo.add_prs(2, &[]);
+    let settings = json!({"concurrency": 2, "requiredStatuses": [CI]});
+    env.create_queue(&repo, settings).await;
+    env.update_queue(&repo, json!({"state": "paused"})).await;
+    let uploaded = env
+        .set_impacted_targets(&repo, 1, &heads[0], json!(["api"]))
+        .await;
+    assert_eq!(uploaded.status, 200, "{:?}", uploaded.body);
+    env.submit(&repo, 1).await;
+    env.submit(&repo, 2).await;
+    for pr in [1, 2] {
+        assert_eq!(env.pull_request(&repo, pr).await["state"], "pending");
+    }
+
+    env.update_queue(&repo, json!({"mode": "parallel"})).await;
+    let with = env.pull_request(&repo, 1).await;
+    assert_eq!(with["state"], "pending", "{with}");
+    assert_eq!(with["readiness"]["hasImpactedTargets"], true);
+    let without = env.pull_request(&repo, 2).await;
+    assert_eq!(without["state"], "not_ready", "{without}");
+    assert_eq!(without["readiness"]["hasImpactedTargets"], false);
+
+    env.update_queue(&repo, json!({"state": "running"})).await;
+    let api = env.wait_for_run(&repo, 1).await;
+    assert_eq!(api.details["impactedTargets"], json!(["api"]));
 }

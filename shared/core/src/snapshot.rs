@@ -128,6 +128,24 @@ impl QueueSnapshot {
         !self.entries.is_empty() || !self.runs.is_empty() || !self.outbox.is_empty()
     }
 
+    /// Puts entries in submission order and runs and effects in order of creation (then
+    /// id): the order in which a store hands a snapshot back.
+    pub fn sort(&mut self) {
+        self.entries.sort_by_key(|e| e.seq);
+        self.runs
+            .sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        self.outbox
+            .sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+    }
+
+    /// This snapshot as a store holds it once committed with `queue` (the queue item of the
+    /// commit, with its new version): what reading it back would give.
+    pub fn as_committed(mut self, queue: Queue) -> Self {
+        self.queue = queue;
+        self.sort();
+        self
+    }
+
     /// True while a test run of the queue is in flight.
     pub fn is_testing(&self) -> bool {
         self.runs.iter().any(|r| r.status == RunStatus::InProgress)

@@ -53,7 +53,7 @@ impl Live {
             runs: self.runs.values().cloned().collect(),
             outbox: self.outbox.values().cloned().collect(),
         };
-        crate::order::sort_snapshot(&mut snapshot);
+        snapshot.sort();
         snapshot
     }
 }

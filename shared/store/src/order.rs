@@ -1,20 +1,9 @@
-//! Rules both adapters share when they read: the order of a snapshot's items, and which
-//! stored record is current.
+//! Rules both adapters share when they read: which stored record is current. (The order of a
+//! snapshot's items is [`QueueSnapshot::sort`](mq_core::snapshot::QueueSnapshot::sort).)
 
 use mq_core::entry::Entry;
 use mq_core::run::TestRun;
-use mq_core::snapshot::{Queue, QueueSnapshot};
-
-/// Entries by submission order, runs and effects by creation (then id).
-pub fn sort_snapshot(snapshot: &mut QueueSnapshot) {
-    snapshot.entries.sort_by_key(|e| e.seq);
-    snapshot
-        .runs
-        .sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
-    snapshot
-        .outbox
-        .sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
-}
+use mq_core::snapshot::Queue;
 
 /// The active entry if there is one, else the latest concluded entry of this incarnation of
 /// the queue (a queue deleted and created again does not inherit its predecessor's history).

@@ -5,14 +5,13 @@
 //! or failed, stays in the queue's outbox and the tick executes it later.
 
 use super::effects;
-use super::shell::{Actor, Applied, mutate_recording};
+use super::shell::{Actor, Applied, Start, mutate_as};
 use crate::app::App;
 use crate::error::ApiError;
 use mq_core::DomainError;
-use mq_core::engine::{Ctx, Event, PendingEffect, Transition, step};
-use mq_core::entry::UploadedTargets;
-use mq_core::ids::{PrNumber, QueueId};
-use mq_core::snapshot::{Queue, QueueSnapshot};
+use mq_core::engine::{Ctx, Event, Transition, step};
+use mq_core::ids::QueueId;
+use mq_core::snapshot::QueueSnapshot;
 use mq_core::time::Timestamp;
 
 /// Rounds of "execute effects, report outcomes" one request performs before leaving the rest
@@ -28,21 +27,11 @@ pub async fn apply(
     actor: Actor<'_>,
     id: &QueueId,
     events: &[Event],
-) -> Result<Applied, ApiError> {
-    apply_recording(app, actor, id, events, &[]).await
-}
-
-/// [`apply`], recording `uploaded` impacted targets in the same commit.
-pub async fn apply_recording(
-    app: &App,
-    actor: Actor<'_>,
-    id: &QueueId,
-    events: &[Event],
-    uploaded: &[(PrNumber, UploadedTargets)],
+    start: Start,
 ) -> Result<Applied, ApiError> {
     let strict = matches!(actor, Actor::Org(_));
     let step = |snapshot: &QueueSnapshot, now| apply_in_order(snapshot, events, now, strict);
-    mutate_recording(app, actor, id, step, uploaded).await
+    mutate_as(app, actor, id, step, start).await
 }
 
 /// Steps through `events`, merging their transitions into one; with `strict`, a refusal of the
@@ -78,50 +67,40 @@ fn seed() -> u64 {
 }
 
 /// Applies `events` and executes the resulting effects for up to [`EFFECT_ROUNDS`] rounds.
-/// Returns the queue as it was after the first commit (what the caller's request did).
+/// Returns what the first commit did (what the caller's request did).
 pub async fn apply_and_run(
     app: &App,
     actor: Actor<'_>,
     id: &QueueId,
     events: &[Event],
+    start: Start,
 ) -> Result<Applied, ApiError> {
-    apply_and_run_recording(app, actor, id, events, &[]).await
-}
-
-/// [`apply_and_run`], recording `uploaded` impacted targets in the first commit.
-pub async fn apply_and_run_recording(
-    app: &App,
-    actor: Actor<'_>,
-    id: &QueueId,
-    events: &[Event],
-    uploaded: &[(PrNumber, UploadedTargets)],
-) -> Result<Applied, ApiError> {
-    let applied = apply_recording(app, actor, id, events, uploaded).await?;
-    let effects = applied.transition.effects.clone();
-    run_effects(app, id, &applied.transition.snapshot.queue, effects).await;
+    let applied = apply(app, actor, id, events, start).await?;
+    run_effects(app, id, &applied).await;
     Ok(applied)
 }
 
-/// Executes effects and reports their outcomes, round after round. Failures to report are
+/// Executes the effects `applied` emitted and reports their outcomes, round after round,
+/// each round starting from the snapshot the previous one committed. Failures to report are
 /// logged: the effects stay in the outbox and the tick retries them.
-pub async fn run_effects(app: &App, id: &QueueId, queue: &Queue, effects: Vec<PendingEffect>) {
+pub async fn run_effects(app: &App, id: &QueueId, applied: &Applied) {
     let Ok(host) = app.host() else {
         return;
     };
-    let mut queue = queue.clone();
-    let mut effects = effects;
+    let mut effects = applied.transition.effects.clone();
+    let mut current = applied.after.clone();
     for _ in 0..EFFECT_ROUNDS {
         if effects.is_empty() {
             return;
         }
         let mut outcomes = Vec::with_capacity(effects.len());
         for effect in &effects {
-            outcomes.push(effects::execute(host, &queue, effect).await);
+            outcomes.push(effects::execute(host, &current.queue, effect).await);
         }
-        match apply(app, Actor::Service, id, &outcomes).await {
-            Ok(applied) => {
-                queue = applied.transition.snapshot.queue;
-                effects = applied.transition.effects;
+        match apply(app, Actor::Service, id, &outcomes, Start::from(current)).await {
+            Ok(next) => {
+                effects = next.transition.effects;
+                current = next.after;
             }
             Err(e) => {
                 tracing::warn!(error = %e, "effect outcomes not recorded; the tick retries");

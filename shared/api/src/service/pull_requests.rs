@@ -1,7 +1,7 @@
 //! The pull request endpoints: submit, cancel, restart, read, impacted targets, test runs.
 
-use super::drive::{apply_and_run, apply_and_run_recording, apply_in_order, run_effects};
-use super::shell::{Actor, Applied, load_owned, mutate};
+use super::drive::{apply_and_run, apply_in_order, run_effects};
+use super::shell::{Actor, Applied, Start, load_owned, mutate};
 use crate::app::App;
 use crate::error::ApiError;
 use crate::wire::testing::TestingDetails;
@@ -11,7 +11,7 @@ use mq_core::entry::UploadedTargets;
 use mq_core::error::{DomainError, ErrorCode};
 use mq_core::git::{PrFacts, Verdict};
 use mq_core::ids::{OrgId, PrNumber, QueueId};
-use mq_core::settings::DirectMergeMode;
+use mq_core::settings::{DirectMergeMode, QueueMode};
 use mq_core::snapshot::{Queue, QueueSnapshot};
 use mq_githost::{CommitChecks, GitHost, HostError};
 use std::future::Future;
@@ -55,10 +55,9 @@ pub async fn submit_with<'a>(
             }
             apply_in_order(now_seen, &events, now, true)
         };
-        match mutate(app, org, id, step).await {
+        match mutate(app, org, id, step, Start::from(snapshot)).await {
             Ok(applied) => {
-                let queue = &applied.transition.snapshot.queue;
-                run_effects(app, id, queue, applied.transition.effects.clone()).await;
+                run_effects(app, id, &applied).await;
                 return Ok(());
             }
             Err(_) if stale.load(Ordering::Relaxed) => continue,
@@ -109,14 +108,30 @@ async fn submission_events(
         no_batch: s.no_batch,
         force: false,
     }];
-    if let Some(uploaded) = app.store.uploaded_targets(id, s.pr).await?
-        && uploaded.head_sha == facts.head_sha
-    {
-        events.push(Event::SetImpactedTargets {
-            pr: s.pr,
-            head_sha: uploaded.head_sha,
-            targets: uploaded.targets,
-        });
+    if queue.config.mode == QueueMode::Parallel {
+        events.extend(uploaded_targets_events(app, id, &[facts]).await?);
+    }
+    Ok(events)
+}
+
+/// The impacted targets uploaded before submission for the heads of `prs`, as events. Only
+/// parallel mode uses them: a single-mode queue reads them when it switches to parallel.
+pub async fn uploaded_targets_events(
+    app: &App,
+    id: &QueueId,
+    prs: &[PrFacts],
+) -> Result<Vec<Event>, ApiError> {
+    let mut events = Vec::new();
+    for pr in prs {
+        if let Some(uploaded) = app.store.uploaded_targets(id, pr.number).await?
+            && uploaded.head_sha == pr.head_sha
+        {
+            events.push(Event::SetImpactedTargets {
+                pr: pr.number,
+                head_sha: uploaded.head_sha,
+                targets: uploaded.targets,
+            });
+        }
     }
     Ok(events)
 }
@@ -128,14 +143,15 @@ pub async fn cancel(app: &App, org: &OrgId, id: &QueueId, pr: PrNumber) -> Resul
         pr,
         reason: CancelReason::Api,
     };
-    let applied = apply_and_run(app, Actor::Org(org), id, &[event]).await;
+    let applied = apply_and_run(app, Actor::Org(org), id, &[event], Start::fresh()).await;
     not_found_if_never_submitted(app, id, pr, applied).await
 }
 
 /// Re-runs the tests of a pull request's group in place; 409 when it is not testing, 404 when
 /// it was never submitted.
 pub async fn restart(app: &App, org: &OrgId, id: &QueueId, pr: PrNumber) -> Result<(), ApiError> {
-    let applied = apply_and_run(app, Actor::Org(org), id, &[Event::Restart { pr }]).await;
+    let restart = [Event::Restart { pr }];
+    let applied = apply_and_run(app, Actor::Org(org), id, &restart, Start::fresh()).await;
     not_found_if_never_submitted(app, id, pr, applied).await
 }
 
@@ -203,8 +219,8 @@ pub async fn set_impacted_targets(
     };
     if snapshot.entry_for_pr(upload.pr).is_some() {
         // The entry and the record change together, or neither does.
-        let record = [(upload.pr, uploaded)];
-        apply_and_run_recording(app, Actor::Org(org), &id, &[event], &record).await?;
+        let start = Start::from(snapshot).recording(vec![(upload.pr, uploaded)]);
+        apply_and_run(app, Actor::Org(org), &id, &[event], start).await?;
     } else {
         app.store
             .put_uploaded_targets(&id, upload.pr, &uploaded)

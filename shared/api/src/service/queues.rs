@@ -1,14 +1,16 @@
 //! Queue administration: create, read, update, delete.
 
 use super::drive::apply_and_run;
-use super::shell::{Actor, MAX_COMMIT_ATTEMPTS, backoff, load_owned};
+use super::pull_requests::uploaded_targets_events;
+use super::shell::{Actor, MAX_COMMIT_ATTEMPTS, Start, backoff, load_owned};
 use crate::app::App;
 use crate::error::ApiError;
 use crate::wire::{EnqueuedPullRequest, QueueTarget, QueueView, QueueWithEntries};
 use mq_core::engine::{Event, view};
 use mq_core::error::{DomainError, ErrorCode};
+use mq_core::git::PrFacts;
 use mq_core::ids::{OrgId, QueueId};
-use mq_core::settings::SettingsPatch;
+use mq_core::settings::{QueueMode, SettingsPatch};
 use mq_core::snapshot::{Queue, QueueSnapshot};
 use mq_store::StoreError;
 
@@ -56,10 +58,24 @@ pub async fn update(
     id: &QueueId,
     patch: &SettingsPatch,
 ) -> Result<Queue, ApiError> {
-    let event = Event::UpdateSettings {
+    let snapshot = load_owned(app, org, id).await?;
+    let mut events = vec![Event::UpdateSettings {
         patch: patch.clone(),
-    };
-    let applied = apply_and_run(app, Actor::Org(org), id, &[event]).await?;
+    }];
+    let to_parallel = patch.mode == Some(QueueMode::Parallel)
+        && snapshot.queue.config.mode != QueueMode::Parallel;
+    if to_parallel {
+        // Targets uploaded before submission were not needed until now.
+        let waiting: Vec<PrFacts> = snapshot
+            .entries
+            .iter()
+            .filter(|e| !e.has_impacted_targets())
+            .map(|e| e.pr_facts.clone())
+            .collect();
+        events.extend(uploaded_targets_events(app, id, &waiting).await?);
+    }
+    let start = Start::from(snapshot);
+    let applied = apply_and_run(app, Actor::Org(org), id, &events, start).await?;
     Ok(applied.transition.snapshot.queue)
 }
 

@@ -42,20 +42,61 @@ pub async fn load_for(
     }
 }
 
-/// A committed step: the snapshot it started from and what it did.
+/// A committed step: the snapshot it started from, what it did, and the queue as stored
+/// afterwards.
 #[derive(Debug, Clone)]
 pub struct Applied {
     pub before: QueueSnapshot,
     pub transition: Transition,
+    /// The snapshot as the store now holds it (`before` when nothing was written): the next
+    /// step on the queue may start from it instead of reading it again.
+    pub after: QueueSnapshot,
+}
+
+/// What a commit loop starts from: a snapshot already read (the first attempt uses it; a
+/// conflict means it was stale, and the loop reads the queue again), and impacted targets to
+/// record in the same commit.
+#[derive(Debug, Clone, Default)]
+pub struct Start {
+    pub snapshot: Option<QueueSnapshot>,
+    pub uploaded: Vec<(PrNumber, UploadedTargets)>,
+}
+
+impl Start {
+    /// Reads the queue first.
+    pub fn fresh() -> Self {
+        Self::default()
+    }
+
+    /// Starts from `snapshot`, just read or committed.
+    pub fn from(snapshot: QueueSnapshot) -> Self {
+        Self {
+            snapshot: Some(snapshot),
+            uploaded: Vec::new(),
+        }
+    }
+
+    /// Records `uploaded` impacted targets with the commit (one is made even when the step
+    /// changes nothing else).
+    pub fn recording(mut self, uploaded: Vec<(PrNumber, UploadedTargets)>) -> Self {
+        self.uploaded = uploaded;
+        self
+    }
 }
 
 /// Applies `step` to the caller's queue and commits the result atomically, retrying from a
 /// fresh snapshot when the version moved. A domain refusal changes nothing.
-pub async fn mutate<F>(app: &App, org: &OrgId, id: &QueueId, step: F) -> Result<Applied, ApiError>
+pub async fn mutate<F>(
+    app: &App,
+    org: &OrgId,
+    id: &QueueId,
+    step: F,
+    start: Start,
+) -> Result<Applied, ApiError>
 where
     F: FnMut(&QueueSnapshot, Timestamp) -> Result<Transition, DomainError>,
 {
-    mutate_as(app, Actor::Org(org), id, step).await
+    mutate_as(app, Actor::Org(org), id, step, start).await
 }
 
 /// [`mutate`] for any actor.
@@ -63,45 +104,66 @@ pub async fn mutate_as<F>(
     app: &App,
     actor: Actor<'_>,
     id: &QueueId,
-    step: F,
-) -> Result<Applied, ApiError>
-where
-    F: FnMut(&QueueSnapshot, Timestamp) -> Result<Transition, DomainError>,
-{
-    mutate_recording(app, actor, id, step, &[]).await
-}
-
-/// [`mutate_as`], recording `uploaded` impacted targets in the same commit (one is made even
-/// when the step changes nothing else).
-pub async fn mutate_recording<F>(
-    app: &App,
-    actor: Actor<'_>,
-    id: &QueueId,
     mut step: F,
-    uploaded: &[(PrNumber, UploadedTargets)],
+    start: Start,
 ) -> Result<Applied, ApiError>
 where
     F: FnMut(&QueueSnapshot, Timestamp) -> Result<Transition, DomainError>,
 {
+    let mut known = start.snapshot;
     for attempt in 0..MAX_COMMIT_ATTEMPTS {
-        let before = load_for(app, actor, id).await?;
+        let before = match known.take() {
+            Some(snapshot) => visible_to(snapshot, actor, id)?,
+            None => load_for(app, actor, id).await?,
+        };
         let now = app.now();
         let transition = step(&before, now)?;
         let unchanged = transition.snapshot == before && transition.concluded.is_empty();
-        if unchanged && uploaded.is_empty() {
+        if unchanged && start.uploaded.is_empty() {
             // Nothing changed: no write, no version bump.
-            return Ok(Applied { before, transition });
+            let after = before.clone();
+            return Ok(Applied {
+                before,
+                transition,
+                after,
+            });
         }
         let mut commit = Commit::between(&before, &transition, now);
-        commit.uploaded_targets = uploaded.to_vec();
+        commit.uploaded_targets = start.uploaded.clone();
         match app.store.commit(&commit).await {
-            Ok(()) => return Ok(Applied { before, transition }),
+            Ok(()) => {
+                let after = transition.snapshot.clone().as_committed(commit.queue);
+                return Ok(Applied {
+                    before,
+                    transition,
+                    after,
+                });
+            }
             Err(StoreError::Conflict) => backoff(attempt).await,
             Err(StoreError::NotFound) => return Err(DomainError::queue_not_found().into()),
             Err(e) => return Err(e.into()),
         }
     }
     Err(StoreError::Conflict.into())
+}
+
+/// A snapshot already read, checked as [`load_for`] checks what it reads.
+fn visible_to(
+    snapshot: QueueSnapshot,
+    actor: Actor<'_>,
+    id: &QueueId,
+) -> Result<QueueSnapshot, ApiError> {
+    crate::endpoint::record_queue(id);
+    let visible = &snapshot.queue.id == id
+        && match actor {
+            Actor::Org(org) => &snapshot.queue.org == org,
+            Actor::Service => true,
+        };
+    if visible {
+        Ok(snapshot)
+    } else {
+        Err(DomainError::queue_not_found().into())
+    }
 }
 
 /// Sleeps 5 ms × 2^attempt (at most 250 ms), with full jitter.

@@ -6,8 +6,8 @@
 //! are due, including those whose earlier execution failed. Then flaky tests without new
 //! evidence for the recovery period recover (test health, SEMANTICS §9).
 
-use super::drive::{apply, run_effects};
-use super::shell::Actor;
+use super::drive::apply_and_run;
+use super::shell::{Actor, Start};
 use crate::app::App;
 use crate::error::ApiError;
 use mq_core::engine::Event;
@@ -86,9 +86,7 @@ async fn advance(app: &App, id: &QueueId) -> Result<(), ApiError> {
         None => Vec::new(),
     };
     events.push(Event::Tick);
-    let applied = apply(app, Actor::Service, id, &events).await?;
-    let snapshot = &applied.transition.snapshot;
-    run_effects(app, id, &snapshot.queue, applied.transition.effects.clone()).await;
+    apply_and_run(app, Actor::Service, id, &events, Start::from(snapshot)).await?;
     Ok(())
 }
 

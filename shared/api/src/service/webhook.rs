@@ -6,9 +6,9 @@
 //! - a `/service merge` or `/service cancel` comment submits or cancels, where the queue
 //!   accepts commands and the commenter may write to the repository.
 
-use super::drive::{apply_and_run, run_effects};
+use super::drive::apply_and_run;
 use super::pull_requests::{EventsFuture, pr_facts, submit_with};
-use super::shell::Actor;
+use super::shell::{Actor, Start};
 use crate::app::App;
 use crate::error::ApiError;
 use mq_core::engine::{CancelReason, Event};
@@ -106,13 +106,8 @@ async fn pull_request(
             (PrChange::Closed, _) | (_, None) => pr.clone(),
             (_, Some(host)) => pr_facts(host, &snapshot.queue, number).await?,
         };
-        apply_and_run(
-            app,
-            Actor::Service,
-            &queue,
-            &[Event::PrUpdated { pr: facts }],
-        )
-        .await?;
+        let update = [Event::PrUpdated { pr: facts }];
+        apply_and_run(app, Actor::Service, &queue, &update, Start::from(snapshot)).await?;
         reached.queues.push(queue);
     }
     Ok(reached)
@@ -168,9 +163,15 @@ async fn comment_command(
                 pr,
                 reason: CancelReason::Comment,
             };
-            apply_and_run(app, Actor::Org(&queue.org), &queue.id, &[cancel])
-                .await
-                .map(|_| ())
+            apply_and_run(
+                app,
+                Actor::Org(&queue.org),
+                &queue.id,
+                &[cancel],
+                Start::fresh(),
+            )
+            .await
+            .map(|_| ())
         }
         Err(InvalidCommand(message)) => {
             reply(message).await;
@@ -217,10 +218,8 @@ async fn queues_on(
 /// Applies a fact to each queue and executes what follows.
 async fn send(app: &App, queues: Vec<QueueId>, event: Event) -> Result<Delivered, ApiError> {
     for id in &queues {
-        let applied =
-            super::drive::apply(app, Actor::Service, id, std::slice::from_ref(&event)).await?;
-        let snapshot = &applied.transition.snapshot;
-        run_effects(app, id, &snapshot.queue, applied.transition.effects.clone()).await;
+        let fact = std::slice::from_ref(&event);
+        apply_and_run(app, Actor::Service, id, fact, Start::fresh()).await?;
     }
     Ok(Delivered { queues })
 }

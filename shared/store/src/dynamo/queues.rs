@@ -857,7 +857,7 @@ fn snapshot_from_items(items: Vec<Item>) -> StoreResult<Option<QueueSnapshot>> {
         if let Some(changes) = &redo {
             changes.overlay(&mut snapshot);
         }
-        crate::order::sort_snapshot(&mut snapshot);
+        snapshot.sort();
         snapshot
     }))
 }

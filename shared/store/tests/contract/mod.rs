@@ -12,7 +12,7 @@ use fixtures::*;
 use mq_core::entry::EntryState;
 use mq_core::ids::{QueueId, Sha};
 use mq_core::run::RunStatus;
-use mq_core::snapshot::QueueSnapshot;
+use mq_core::snapshot::{Commit, QueueSnapshot};
 use mq_core::time::Timestamp;
 use mq_store::{Store, StoreError, TokenRecord};
 use std::sync::Arc;
@@ -55,6 +55,7 @@ macro_rules! all_contract_tests {
             lease_is_exclusive_until_it_expires,
             tokens_are_stored_listed_and_revoked,
             concurrent_commits_lose_no_update,
+            a_committed_snapshot_reads_back_as_the_engine_left_it,
             commits_larger_than_a_transaction_apply_whole,
             uploaded_targets_are_kept_per_pull_request,
             uploaded_targets_recorded_by_a_commit_share_its_fate,
@@ -619,6 +620,51 @@ pub async fn tokens_are_stored_listed_and_revoked(store: Arc<dyn Store>) {
     assert_eq!(
         store.revoke_token("t9", Timestamp(1)).await,
         Err(StoreError::NotFound)
+    );
+}
+
+/// What the engine makes of a few submissions, committed, reads back exactly as
+/// `as_committed` says: the shell starts the next step from it without reading it again.
+pub async fn a_committed_snapshot_reads_back_as_the_engine_left_it(store: Arc<dyn Store>) {
+    use mq_core::engine::{Ctx, Event, step};
+    use mq_core::priority::Priority;
+    let mut current = create(&*store, "rocket").await;
+    let id = current.queue.id.clone();
+    let patch = mq_core::settings::SettingsPatch {
+        concurrency: Some(2),
+        ..Default::default()
+    };
+    let mut events = vec![Event::UpdateSettings { patch }];
+    for pr in [30, 4, 12] {
+        let mut facts = entry(pr, EntryState::NotReady, T0).pr_facts;
+        facts.title = format!("Change {pr}: ünïcode, \"quotes\" and a\nnew line");
+        events.push(Event::Submit {
+            pr: facts,
+            priority: Priority::of(if pr == 12 { 0 } else { 100 }),
+            no_batch: pr == 4,
+            force: false,
+            head_checks_passed: false,
+        });
+    }
+    for (i, event) in events.iter().enumerate() {
+        let now = T0.plus_millis(1000 * (i as i64 + 1));
+        let ctx = Ctx {
+            now,
+            seed: i as u64,
+        };
+        let transition = step(&current, event, ctx).expect("accepted");
+        let commit = Commit::between(&current, &transition, now);
+        store.commit(&commit).await.unwrap();
+        let carried = transition.snapshot.as_committed(commit.queue);
+        let loaded = store.load(&id).await.unwrap().expect("queue exists");
+        assert_eq!(loaded, carried, "after event {i}");
+        current = loaded;
+    }
+    assert_eq!(current.entries.len(), 3);
+    assert_eq!(current.runs.len(), 2, "two groups testing");
+    assert!(
+        !current.outbox.is_empty(),
+        "their branches are to be created"
     );
 }
 

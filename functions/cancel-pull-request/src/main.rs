@@ -2,5 +2,5 @@
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    mq_api::lambda::run(cancel_pull_request::handle).await
+    mq_api::lambda::run_with(mq_api::lambda::github, cancel_pull_request::handle).await
 }

@@ -2,5 +2,9 @@
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    mq_api::lambda::run(create_test_results_upload_url::handle).await
+    mq_api::lambda::run_with(
+        mq_api::lambda::uploads,
+        create_test_results_upload_url::handle,
+    )
+    .await
 }

@@ -2,5 +2,5 @@
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    mq_api::lambda::run(github_webhook::handle).await
+    mq_api::lambda::run_with(mq_api::lambda::github, github_webhook::handle).await
 }

@@ -7,7 +7,7 @@ use mq_api::App;
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     mq_api::logging::init_json();
-    let app: &'static App = Box::leak(Box::new(App::from_env().await));
+    let app: &'static App = mq_api::lambda::deployed_app(mq_api::lambda::uploads).await;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<S3Event>| async move {
         let outcomes = ingest_test_results_object::handle(app, event.payload)
             .await

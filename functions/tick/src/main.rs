@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     mq_api::logging::init_json();
-    let app: &'static App = Box::leak(Box::new(App::from_env().await));
+    let app: &'static App = mq_api::lambda::deployed_app(mq_api::lambda::github).await;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
         let owner = format!("tick-{}", event.context.request_id);
         let report = tick::run(app, &owner).await?;

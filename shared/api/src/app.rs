@@ -87,39 +87,54 @@ impl App {
         self
     }
 
-    /// The deployed application: DynamoDB tables named by the environment
-    /// (`MQ_QUEUES_TABLE`, ...), AWS settings from the standard chain. `MQ_DYNAMODB_ENDPOINT`
-    /// points the client at another endpoint (a local DynamoDB-compatible server). With
-    /// `MQ_GITHUB_APP_ID` and `MQ_GITHUB_PRIVATE_KEY_SECRET_ARN` it acts on GitHub as that App;
-    /// with `MQ_WEBHOOK_SECRET_ARN` it accepts GitHub's deliveries. Secrets are read from
-    /// Secrets Manager, once per process.
-    pub async fn from_env() -> Self {
+    /// The AWS configuration of a deployed function: the standard chain (region and
+    /// credentials from Lambda's environment). `MQ_DYNAMODB_ENDPOINT` points DynamoDB at
+    /// another endpoint (a local DynamoDB-compatible server).
+    pub async fn aws_config_from_env() -> aws_config::SdkConfig {
         let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
         if let Ok(endpoint) = std::env::var("MQ_DYNAMODB_ENDPOINT") {
             loader = loader.endpoint_url(endpoint);
         }
-        let config = loader.load().await;
-        let client = aws_sdk_dynamodb::Client::new(&config);
+        loader.load().await
+    }
+
+    /// The deployed application's store and clock: DynamoDB tables named by the environment
+    /// (`MQ_QUEUES_TABLE`, ...). A function that acts on repositories or reads uploaded
+    /// reports adds them with [`App::attach_github`] and [`App::attach_uploads`], so only
+    /// those functions link the GitHub client and the S3 SDK.
+    pub fn from_config(config: &aws_config::SdkConfig) -> Self {
+        let client = aws_sdk_dynamodb::Client::new(config);
         let store = DynamoStore::new(client, TableNames::from_env());
-        let mut app = Self::new(Arc::new(store), Arc::new(SystemClock));
-        if let Ok(bucket) = std::env::var("MQ_UPLOADS_BUCKET") {
-            app = app.with_uploads(crate::uploads::UploadBucket::new(
-                aws_sdk_s3::Client::new(&config),
-                bucket,
-            ));
-        }
-        let secrets = crate::secrets::Secrets::new(&config);
+        Self::new(Arc::new(store), Arc::new(SystemClock))
+    }
+
+    /// With `MQ_GITHUB_APP_ID` and `MQ_GITHUB_PRIVATE_KEY_SECRET_ARN`, acts on GitHub as that
+    /// App; with `MQ_WEBHOOK_SECRET_ARN`, accepts GitHub's deliveries. The secrets are read
+    /// from Secrets Manager, once per process.
+    pub async fn attach_github(mut self, config: &aws_config::SdkConfig) -> Self {
+        let secrets = crate::secrets::Secrets::new(config);
         match crate::secrets::github_from_env(&secrets).await {
             Ok(Some((host, webhook))) => {
-                app = app.with_githost(host);
+                self = self.with_githost(host);
                 if let Some(receiver) = webhook {
-                    app = app.with_webhook(receiver);
+                    self = self.with_webhook(receiver);
                 }
             }
             Ok(None) => {}
             Err(e) => tracing::error!(error = %e, "GitHub is not configured"),
         }
-        app
+        self
+    }
+
+    /// With `MQ_UPLOADS_BUCKET`, takes large reports through that S3 bucket.
+    pub fn attach_uploads(self, config: &aws_config::SdkConfig) -> Self {
+        match std::env::var("MQ_UPLOADS_BUCKET") {
+            Ok(bucket) => self.with_uploads(crate::uploads::UploadBucket::new(
+                aws_sdk_s3::Client::new(config),
+                bucket,
+            )),
+            Err(_) => self,
+        }
     }
 
     pub fn now(&self) -> Timestamp {

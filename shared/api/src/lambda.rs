@@ -5,18 +5,56 @@ use lambda_http::{Body, Request, Response};
 use std::convert::Infallible;
 use std::future::Future;
 
-/// Runs `handler` for every invocation. The application (SDK clients included) is built once
-/// per execution environment and shared by all invocations.
+/// Runs `handler` for every invocation, over the store alone. The application (SDK clients
+/// included) is built once per execution environment and shared by all invocations.
 pub async fn run<H, Fut>(handler: H) -> Result<(), lambda_http::Error>
 where
     H: Fn(&'static App, Request) -> Fut + Sync,
     Fut: Future<Output = Response<Body>> + Send,
 {
+    run_with(store_only, handler).await
+}
+
+/// [`run`], over the application `parts` builds from the store-only one (adding the Git host
+/// or the uploads bucket: see [`App::attach_github`], [`App::attach_uploads`]).
+pub async fn run_with<P, PFut, H, Fut>(parts: P, handler: H) -> Result<(), lambda_http::Error>
+where
+    P: FnOnce(App, aws_config::SdkConfig) -> PFut,
+    PFut: Future<Output = App>,
+    H: Fn(&'static App, Request) -> Fut + Sync,
+    Fut: Future<Output = Response<Body>> + Send,
+{
     crate::logging::init_json();
-    let app: &'static App = Box::leak(Box::new(App::from_env().await));
+    let app = deployed_app(parts).await;
     let handler = &handler;
     lambda_http::run(lambda_http::service_fn(move |req| async move {
         Ok::<_, Infallible>(handler(app, req).await)
     }))
     .await
+}
+
+/// The deployed application, built once and kept for the life of the process.
+pub async fn deployed_app<P, PFut>(parts: P) -> &'static App
+where
+    P: FnOnce(App, aws_config::SdkConfig) -> PFut,
+    PFut: Future<Output = App>,
+{
+    let config = App::aws_config_from_env().await;
+    let app = parts(App::from_config(&config), config).await;
+    Box::leak(Box::new(app))
+}
+
+/// No parts besides the store.
+pub async fn store_only(app: App, _: aws_config::SdkConfig) -> App {
+    app
+}
+
+/// The Git host (GitHub) and its webhook deliveries.
+pub async fn github(app: App, config: aws_config::SdkConfig) -> App {
+    app.attach_github(&config).await
+}
+
+/// The bucket of large test reports.
+pub async fn uploads(app: App, config: aws_config::SdkConfig) -> App {
+    app.attach_uploads(&config)
 }

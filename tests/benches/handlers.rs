@@ -2,10 +2,12 @@
 //! would call it (a `lambda_http::Request` in, a response out; no HTTP server).
 //!
 //! `cargo bench -p e2e-tests --bench handlers` prints, per endpoint, the calls timed and the
-//! median, 90th percentile and slowest call. submitPullRequest asks the Git host (a local
-//! repository: `git` processes) for the pull request; its line is followed by the time of
-//! that Git host call alone.
+//! median, 90th percentile and slowest call. submitPullRequest asks the Git host for the pull
+//! request: it is timed twice, once with the local Git host's answers replayed from memory
+//! (the handler's own time, as the in-memory store leaves out DynamoDB's), once with the
+//! local Git host itself (`git` processes), followed by the time of that Git host call alone.
 
+use async_trait::async_trait;
 use e2e::git_repo::GitRepo;
 use e2e::requests::{get, post};
 use e2e::timeline::{Event::*, Timeline};
@@ -14,14 +16,21 @@ use lambda_http::{Body, Request, Response};
 use local_gateway::routes::routes;
 use mq_api::App;
 use mq_api::service::metrics::figures_of;
+use mq_core::git::{PrFacts, RequiredStatuses};
+use mq_core::ids::{PrNumber, Sha};
 use mq_core::ids::{QueueId, RepoRef};
 use mq_core::time::Timestamp;
-use mq_githost::GitHost;
 use mq_githost::local::LocalGitHost;
+use mq_githost::{
+    CommitChecks, GitHost, HostResult, MergeOutcome, MergeRequest, StatusUpdate, TestBranchOutcome,
+    TestBranchRequest,
+};
 use mq_metrics::prometheus_text::render;
 use mq_store::{MemoryStore, Store};
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 const NOW: Timestamp = Timestamp(1_795_000_000_000);
@@ -53,11 +62,26 @@ async fn main() {
         "getQueue, 100 entries",
         time(&app, "getQueue", &body, CALLS).await,
     );
+    if std::env::var("HANDLERS_ONLY").is_ok_and(|only| only == "getQueue") {
+        // For a profiler: the same call, many times, and nothing else.
+        time(&app, "getQueue", &body, 20 * CALLS).await;
+        return;
+    }
 
     create(&app, "big").await;
     fill(&app, "big", 1_000).await;
+    let replayed = App::new(app.store.clone(), app.clock.clone())
+        .with_githost(Arc::new(Replayed::new(host.clone())));
     report(
-        "submitPullRequest, queue of 1,000 entries",
+        "submitPullRequest, queue of 1,000 entries, the Git host's answers replayed",
+        submissions(&replayed).await,
+    );
+    if std::env::var("HANDLERS_ONLY").is_ok_and(|only| only == "submitPullRequest") {
+        submissions(&replayed).await;
+        return;
+    }
+    report(
+        "submitPullRequest, queue of 1,000 entries, the local Git host (git)",
         submissions(&app).await,
     );
     report(
@@ -257,4 +281,102 @@ fn report(what: &str, mut times: Vec<Duration>) {
         us(at(0.9)),
         us(at(1.0)),
     );
+}
+
+/// A Git host that asks the one it wraps once per question and replays the answer after:
+/// the handler's own time without the Git host's. Writes (comments, statuses, branches) are
+/// accepted without being made.
+struct Replayed {
+    inner: Arc<LocalGitHost>,
+    pull_requests: Mutex<HashMap<(PrNumber, String), PrFacts>>,
+    checks: Mutex<HashMap<Sha, CommitChecks>>,
+    required: Mutex<HashMap<String, RequiredStatuses>>,
+}
+
+impl Replayed {
+    fn new(inner: Arc<LocalGitHost>) -> Self {
+        Self {
+            inner,
+            pull_requests: Mutex::default(),
+            checks: Mutex::default(),
+            required: Mutex::default(),
+        }
+    }
+}
+
+#[async_trait]
+impl GitHost for Replayed {
+    async fn pull_request(
+        &self,
+        repo: &RepoRef,
+        pr: PrNumber,
+        target: &str,
+    ) -> HostResult<PrFacts> {
+        let key = (pr, target.to_owned());
+        if let Some(facts) = self.pull_requests.lock().unwrap().get(&key) {
+            return Ok(facts.clone());
+        }
+        let facts = self.inner.pull_request(repo, pr, target).await?;
+        self.pull_requests
+            .lock()
+            .unwrap()
+            .insert(key, facts.clone());
+        Ok(facts)
+    }
+
+    async fn branch_head(&self, repo: &RepoRef, branch: &str) -> HostResult<Option<Sha>> {
+        self.inner.branch_head(repo, branch).await
+    }
+
+    async fn create_test_branch(
+        &self,
+        repo: &RepoRef,
+        request: &TestBranchRequest,
+    ) -> HostResult<TestBranchOutcome> {
+        self.inner.create_test_branch(repo, request).await
+    }
+
+    async fn merge(&self, repo: &RepoRef, request: &MergeRequest) -> HostResult<MergeOutcome> {
+        self.inner.merge(repo, request).await
+    }
+
+    async fn delete_branch(&self, _: &RepoRef, _: &str) -> HostResult<()> {
+        Ok(())
+    }
+
+    async fn upsert_comment(&self, _: &RepoRef, _: PrNumber, _: &str) -> HostResult<()> {
+        Ok(())
+    }
+
+    async fn set_status(&self, _: &RepoRef, _: &Sha, _: &StatusUpdate) -> HostResult<()> {
+        Ok(())
+    }
+
+    async fn required_statuses(
+        &self,
+        repo: &RepoRef,
+        branch: &str,
+    ) -> HostResult<RequiredStatuses> {
+        if let Some(required) = self.required.lock().unwrap().get(branch) {
+            return Ok(required.clone());
+        }
+        let required = self.inner.required_statuses(repo, branch).await?;
+        self.required
+            .lock()
+            .unwrap()
+            .insert(branch.to_owned(), required.clone());
+        Ok(required)
+    }
+
+    async fn commit_checks(&self, repo: &RepoRef, sha: &Sha) -> HostResult<CommitChecks> {
+        if let Some(checks) = self.checks.lock().unwrap().get(sha) {
+            return Ok(checks.clone());
+        }
+        let checks = self.inner.commit_checks(repo, sha).await?;
+        self.checks
+            .lock()
+            .unwrap()
+            .insert(sha.clone(), checks.clone());
+        Ok(checks)
+    }
 }

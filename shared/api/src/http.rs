@@ -6,8 +6,10 @@ use serde::Serialize;
 
 /// A JSON response.
 pub fn json<T: Serialize + ?Sized>(status: StatusCode, value: &T) -> Response<Body> {
-    match serde_json::to_vec(value) {
-        Ok(bytes) => with_content_type(status, Body::Binary(bytes), "application/json"),
+    // Room for a typical answer up front: growing the buffer copies what was written.
+    let mut bytes = Vec::with_capacity(16 * 1024);
+    match serde_json::to_writer(&mut bytes, value) {
+        Ok(()) => with_content_type(status, Body::Binary(bytes), "application/json"),
         Err(e) => crate::error::ApiError::internal(e).to_response(),
     }
 }

@@ -8,6 +8,7 @@ use crate::entry::Entry;
 use crate::ids::PrNumber;
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 
 /// One or more restarts of an entry's testing, recorded by one commit.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -29,13 +30,11 @@ pub fn restarts_between<'a>(
     after: impl IntoIterator<Item = &'a Entry>,
     at: Timestamp,
 ) -> Vec<Restart> {
+    let earlier: HashMap<&str, u32> = before.iter().map(|b| (b.id.as_str(), b.restarts)).collect();
     after
         .into_iter()
         .filter_map(|entry| {
-            let earlier = before
-                .iter()
-                .find(|b| b.id == entry.id)
-                .map_or(0, |b| b.restarts);
+            let earlier = earlier.get(entry.id.as_str()).copied().unwrap_or(0);
             (entry.restarts > earlier).then(|| Restart {
                 entry_id: entry.id.clone(),
                 pr: entry.pr,

@@ -2,6 +2,7 @@
 
 use crate::error::DomainError;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 /// The named levels and their values; lower values go first.
 pub const NAMED_PRIORITIES: [(&str, u8); 4] =
@@ -58,12 +59,14 @@ impl Priority {
     }
 
     /// The level's name, or the number itself for values between the named levels.
-    pub fn name(self) -> String {
+    pub fn name(self) -> Cow<'static, str> {
         NAMED_PRIORITIES
             .iter()
             .find(|(_, v)| *v == self.value)
-            .map(|(n, _)| (*n).to_owned())
-            .unwrap_or_else(|| self.value.to_string())
+            .map_or_else(
+                || Cow::Owned(self.value.to_string()),
+                |(n, _)| Cow::Borrowed(*n),
+            )
     }
 
     /// `urgent` (value 0) skips the line and preempts running tests behind it.
@@ -97,7 +100,7 @@ mod tests {
     fn the_default_is_medium_and_marked() {
         let p = Priority::default_priority();
         assert_eq!(
-            (p.value, p.name().as_str(), p.defaulted),
+            (p.value, p.name().as_ref(), p.defaulted),
             (100, "medium", true)
         );
         assert!(!p.is_urgent());

@@ -8,6 +8,8 @@ use crate::run::{Bisection, RunStatus, TestRun};
 use crate::settings::{ModeAndState, QueueConfig, QueueMode, QueueState};
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+use std::hash::Hash;
 
 /// The engine's own bookkeeping, kept on the queue item.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -138,12 +140,11 @@ impl QueueSnapshot {
             .sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
     }
 
-    /// This snapshot as a store holds it once committed with `queue` (the queue item of the
-    /// commit, with its new version): what reading it back would give.
-    pub fn as_committed(mut self, queue: Queue) -> Self {
+    /// Makes this snapshot what a store holds once it is committed with `queue` (the queue
+    /// item of the commit, with its new version): what reading it back would give.
+    pub fn mark_committed(&mut self, queue: Queue) {
         self.queue = queue;
         self.sort();
-        self
     }
 
     /// True while a test run of the queue is in flight.
@@ -217,6 +218,15 @@ impl Commit {
         Self::between(before, &Transition::unchanged(&after), now)
     }
 
+    /// Whether the commit changes no item besides the queue item's version and time: the
+    /// step left the queue as it was, and nothing needs writing.
+    pub fn changes_nothing(&self, before: &Queue) -> bool {
+        let mut queue = self.queue.clone();
+        queue.version = before.version;
+        queue.updated_at = before.updated_at;
+        queue == *before && self.item_writes() == 1
+    }
+
     /// Number of item writes this commit needs, history included.
     pub fn item_writes(&self) -> usize {
         1 + self.put_entries.len()
@@ -232,22 +242,26 @@ impl Commit {
     }
 }
 
-fn changed<T: Clone + PartialEq, K: PartialEq>(
+/// Items of `after` that are new or differ from the item with the same key in `before`.
+fn changed<T: Clone + PartialEq, K: Eq + Hash>(
     before: &[T],
     after: &[T],
     key: impl Fn(&T) -> K,
 ) -> Vec<T> {
+    let before: HashMap<K, &T> = before.iter().map(|b| (key(b), b)).collect();
     after
         .iter()
-        .filter(|a| !before.iter().any(|b| key(b) == key(a) && b == *a))
+        .filter(|a| before.get(&key(a)) != Some(a))
         .cloned()
         .collect()
 }
 
-fn removed<T, K: PartialEq>(before: &[T], after: &[T], key: impl Fn(&T) -> K) -> Vec<K> {
+/// Keys of `before` that no item of `after` has.
+fn removed<T, K: Eq + Hash>(before: &[T], after: &[T], key: impl Fn(&T) -> K) -> Vec<K> {
+    let after: HashSet<K> = after.iter().map(&key).collect();
     before
         .iter()
         .map(&key)
-        .filter(|k| !after.iter().any(|a| key(a) == *k))
+        .filter(|k| !after.contains(k))
         .collect()
 }

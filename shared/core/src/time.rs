@@ -36,22 +36,48 @@ impl Timestamp {
         (self.0 - earlier.0).max(0)
     }
 
-    /// RFC 3339, UTC, millisecond precision: `2026-11-22T14:16:39.123Z`.
+    /// RFC 3339, UTC, millisecond precision: `2026-11-22T14:16:39.123Z`. Years outside
+    /// 0..=9999 (not a date a queue sees) read as the epoch.
     pub fn to_rfc3339(self) -> String {
         let nanos = i128::from(self.0) * 1_000_000;
-        match OffsetDateTime::from_unix_timestamp_nanos(nanos) {
-            Ok(t) => format!(
-                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
-                t.year(),
-                u8::from(t.month()),
-                t.day(),
-                t.hour(),
-                t.minute(),
-                t.second(),
-                t.millisecond()
-            ),
-            Err(_) => "1970-01-01T00:00:00.000Z".to_owned(),
+        let t = match OffsetDateTime::from_unix_timestamp_nanos(nanos) {
+            Ok(t) if (0..=9999).contains(&t.year()) => t,
+            _ => OffsetDateTime::UNIX_EPOCH,
+        };
+        // Written digit by digit: every response lists timestamps, and `format!` with
+        // padding costs several times as much.
+        let mut out = [0u8; 24];
+        let fields: [(usize, u32, usize); 7] = [
+            (0, t.year() as u32, 4),
+            (5, u32::from(u8::from(t.month())), 2),
+            (8, u32::from(t.day()), 2),
+            (11, u32::from(t.hour()), 2),
+            (14, u32::from(t.minute()), 2),
+            (17, u32::from(t.second()), 2),
+            (20, u32::from(t.millisecond()), 3),
+        ];
+        for (at, value, width) in fields {
+            let mut v = value;
+            for i in (at..at + width).rev() {
+                out[i] = b'0' + (v % 10) as u8;
+                v /= 10;
+            }
         }
+        for (at, c) in [
+            (4, b'-'),
+            (7, b'-'),
+            (10, b'T'),
+            (13, b':'),
+            (16, b':'),
+            (19, b'.'),
+            (23, b'Z'),
+        ] {
+            out[at] = c;
+        }
+        // ASCII digits and separators only.
+        std::str::from_utf8(&out)
+            .map(str::to_owned)
+            .unwrap_or_default()
     }
 
     /// Parses an RFC 3339 timestamp with any offset.
@@ -80,6 +106,12 @@ mod tests {
             "2026-11-22T14:16:39.123Z"
         );
         assert_eq!(Timestamp(0).to_rfc3339(), "1970-01-01T00:00:00.000Z");
+        assert_eq!(
+            Timestamp(1_709_168_523_004).to_rfc3339(),
+            "2024-02-29T01:02:03.004Z"
+        );
+        assert_eq!(Timestamp(-1).to_rfc3339(), "1969-12-31T23:59:59.999Z");
+        assert_eq!(Timestamp(i64::MAX).to_rfc3339(), "1970-01-01T00:00:00.000Z");
     }
 
     #[test]

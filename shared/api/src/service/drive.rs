@@ -11,7 +11,7 @@ use crate::error::ApiError;
 use mq_core::DomainError;
 use mq_core::engine::{Ctx, Event, Transition, step};
 use mq_core::ids::QueueId;
-use mq_core::snapshot::QueueSnapshot;
+use mq_core::snapshot::{Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
 
 /// Rounds of "execute effects, report outcomes" one request performs before leaving the rest
@@ -42,16 +42,18 @@ pub fn apply_in_order(
     now: Timestamp,
     strict: bool,
 ) -> Result<Transition, DomainError> {
-    let mut total = Transition::unchanged(snapshot);
+    let mut total: Option<Transition> = None;
     for (i, event) in events.iter().enumerate() {
         let ctx = Ctx { now, seed: seed() };
-        match step(&total.snapshot, event, ctx) {
-            Ok(t) => merge(&mut total, t),
-            Err(e) if strict && i == 0 => return Err(e),
-            Err(e) => tracing::debug!(error = %e, "stale fact ignored"),
+        let from = total.as_ref().map_or(snapshot, |t| &t.snapshot);
+        match (step(from, event, ctx), &mut total) {
+            (Ok(t), Some(sum)) => merge(sum, t),
+            (Ok(t), None) => total = Some(t),
+            (Err(e), _) if strict && i == 0 => return Err(e),
+            (Err(e), _) => tracing::debug!(error = %e, "stale fact ignored"),
         }
     }
-    Ok(total)
+    Ok(total.unwrap_or_else(|| Transition::unchanged(snapshot)))
 }
 
 fn merge(total: &mut Transition, next: Transition) {
@@ -67,28 +69,29 @@ fn seed() -> u64 {
 }
 
 /// Applies `events` and executes the resulting effects for up to [`EFFECT_ROUNDS`] rounds.
-/// Returns what the first commit did (what the caller's request did).
+/// Returns the queue as the first commit left it (what the caller's request did).
 pub async fn apply_and_run(
     app: &App,
     actor: Actor<'_>,
     id: &QueueId,
     events: &[Event],
     start: Start,
-) -> Result<Applied, ApiError> {
+) -> Result<Queue, ApiError> {
     let applied = apply(app, actor, id, events, start).await?;
-    run_effects(app, id, &applied).await;
-    Ok(applied)
+    let queue = applied.transition.snapshot.queue.clone();
+    run_effects(app, id, applied.transition).await;
+    Ok(queue)
 }
 
-/// Executes the effects `applied` emitted and reports their outcomes, round after round,
-/// each round starting from the snapshot the previous one committed. Failures to report are
-/// logged: the effects stay in the outbox and the tick retries them.
-pub async fn run_effects(app: &App, id: &QueueId, applied: &Applied) {
+/// Executes the effects a committed step emitted and reports their outcomes, round after
+/// round, each round starting from the snapshot the previous one committed. Failures to
+/// report are logged: the effects stay in the outbox and the tick retries them.
+pub async fn run_effects(app: &App, id: &QueueId, committed: Transition) {
     let Ok(host) = app.host() else {
         return;
     };
-    let mut effects = applied.transition.effects.clone();
-    let mut current = applied.after.clone();
+    let mut effects = committed.effects;
+    let mut current = committed.snapshot;
     for _ in 0..EFFECT_ROUNDS {
         if effects.is_empty() {
             return;
@@ -100,7 +103,7 @@ pub async fn run_effects(app: &App, id: &QueueId, applied: &Applied) {
         match apply(app, Actor::Service, id, &outcomes, Start::from(current)).await {
             Ok(next) => {
                 effects = next.transition.effects;
-                current = next.after;
+                current = next.transition.snapshot;
             }
             Err(e) => {
                 tracing::warn!(error = %e, "effect outcomes not recorded; the tick retries");

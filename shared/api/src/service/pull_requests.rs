@@ -1,7 +1,7 @@
 //! The pull request endpoints: submit, cancel, restart, read, impacted targets, test runs.
 
 use super::drive::{apply_and_run, apply_in_order, run_effects};
-use super::shell::{Actor, Applied, Start, load_owned, mutate};
+use super::shell::{Actor, Start, load_owned, mutate};
 use crate::app::App;
 use crate::error::ApiError;
 use crate::wire::testing::TestingDetails;
@@ -57,7 +57,7 @@ pub async fn submit_with<'a>(
         };
         match mutate(app, org, id, step, Start::from(snapshot)).await {
             Ok(applied) => {
-                run_effects(app, id, &applied).await;
+                run_effects(app, id, applied.transition).await;
                 return Ok(());
             }
             Err(_) if stale.load(Ordering::Relaxed) => continue,
@@ -161,7 +161,7 @@ async fn not_found_if_never_submitted(
     app: &App,
     id: &QueueId,
     pr: PrNumber,
-    applied: Result<Applied, ApiError>,
+    applied: Result<Queue, ApiError>,
 ) -> Result<(), ApiError> {
     match applied {
         Ok(_) => Ok(()),

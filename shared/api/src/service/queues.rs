@@ -75,8 +75,7 @@ pub async fn update(
         events.extend(uploaded_targets_events(app, id, &waiting).await?);
     }
     let start = Start::from(snapshot);
-    let applied = apply_and_run(app, Actor::Org(org), id, &events, start).await?;
-    Ok(applied.transition.snapshot.queue)
+    apply_and_run(app, Actor::Org(org), id, &events, start).await
 }
 
 /// Deletes a queue with no active entries; 409 while any is active.
@@ -104,7 +103,7 @@ fn not_empty(snapshot: &QueueSnapshot) -> ApiError {
 }
 
 /// The `getQueue` response: the queue and its non-terminal entries in queue order.
-pub fn view_with_entries(snapshot: &QueueSnapshot) -> QueueWithEntries {
+pub fn view_with_entries(snapshot: &QueueSnapshot) -> QueueWithEntries<'_> {
     QueueWithEntries {
         queue: QueueView::from(&snapshot.queue),
         enqueued_pull_requests: view::queue_order(snapshot)

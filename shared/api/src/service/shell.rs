@@ -42,15 +42,13 @@ pub async fn load_for(
     }
 }
 
-/// A committed step: the snapshot it started from, what it did, and the queue as stored
-/// afterwards.
+/// A committed step: the snapshot it started from and what it did. `transition.snapshot` is
+/// the queue as the store now holds it (version and order included): the next step on the
+/// queue may start from it instead of reading it again.
 #[derive(Debug, Clone)]
 pub struct Applied {
     pub before: QueueSnapshot,
     pub transition: Transition,
-    /// The snapshot as the store now holds it (`before` when nothing was written): the next
-    /// step on the queue may start from it instead of reading it again.
-    pub after: QueueSnapshot,
 }
 
 /// What a commit loop starts from: a snapshot already read (the first attempt uses it; a
@@ -117,27 +115,17 @@ where
             None => load_for(app, actor, id).await?,
         };
         let now = app.now();
-        let transition = step(&before, now)?;
-        let unchanged = transition.snapshot == before && transition.concluded.is_empty();
-        if unchanged && start.uploaded.is_empty() {
-            // Nothing changed: no write, no version bump.
-            let after = before.clone();
-            return Ok(Applied {
-                before,
-                transition,
-                after,
-            });
-        }
+        let mut transition = step(&before, now)?;
         let mut commit = Commit::between(&before, &transition, now);
+        if commit.changes_nothing(&before.queue) && start.uploaded.is_empty() {
+            // Nothing changed: no write, no version bump.
+            return Ok(Applied { before, transition });
+        }
         commit.uploaded_targets = start.uploaded.clone();
         match app.store.commit(&commit).await {
             Ok(()) => {
-                let after = transition.snapshot.clone().as_committed(commit.queue);
-                return Ok(Applied {
-                    before,
-                    transition,
-                    after,
-                });
+                transition.snapshot.mark_committed(commit.queue);
+                return Ok(Applied { before, transition });
             }
             Err(StoreError::Conflict) => backoff(attempt).await,
             Err(StoreError::NotFound) => return Err(DomainError::queue_not_found().into()),

@@ -7,6 +7,7 @@ use mq_core::entry::{EntryState, ImpactedTargets};
 use mq_core::ids::{PrNumber, Sha};
 use mq_core::priority::Priority;
 use serde::{Deserialize, Deserializer, Serialize};
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 /// Most impacted targets one request may name.
@@ -259,28 +260,28 @@ pub struct SubmittedPullRequest {
     pub used_default_priority_name: Option<String>,
 }
 
-impl From<PullRequestView> for SubmittedPullRequest {
-    fn from(v: PullRequestView) -> Self {
+impl From<PullRequestView<'_>> for SubmittedPullRequest {
+    fn from(v: PullRequestView<'_>) -> Self {
         Self {
             state_changed_at: v.state_changed_at.to_rfc3339(),
             priority_value: v.priority_value,
-            priority_name: v.priority_name,
+            priority_name: v.priority_name.into_owned(),
             skip_the_line: v.skip_the_line,
             force_enqueued: v.force_enqueued,
             is_currently_submitted_to_queue: v.is_currently_submitted_to_queue,
             pr_number: v.pr_number,
-            pr_title: v.pr_title,
-            pr_sha: v.pr_sha,
-            pr_base_branch: v.pr_base_branch,
-            pr_author: v.pr_author,
-            id: v.id,
+            pr_title: v.pr_title.to_owned(),
+            pr_sha: v.pr_sha.to_owned(),
+            pr_base_branch: v.pr_base_branch.to_owned(),
+            pr_author: v.pr_author.to_owned(),
+            id: v.id.to_owned(),
             state: v.state,
             readiness: ReadinessView {
                 requires_impacted_targets: v.readiness.requires_impacted_targets,
                 does_base_branch_match: v.readiness.does_base_branch_match,
                 has_impacted_targets: v.readiness.has_impacted_targets,
             },
-            used_default_priority_name: v.used_default_priority_name,
+            used_default_priority_name: v.used_default_priority_name.map(Cow::into_owned),
         }
     }
 }

@@ -9,6 +9,7 @@ use mq_core::settings::{
 };
 use mq_core::snapshot::Queue;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 /// The body of `createQueue` and `updateQueue`: the queue, and any settings to set.
 #[derive(Debug, Clone, Deserialize)]
@@ -129,34 +130,35 @@ impl From<&Queue> for QueueView {
 /// The `getQueue` response: the queue and its enqueued pull requests, in queue order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct QueueWithEntries {
+pub struct QueueWithEntries<'a> {
     #[serde(flatten)]
     pub queue: QueueView,
-    pub enqueued_pull_requests: Vec<EnqueuedPullRequest>,
+    pub enqueued_pull_requests: Vec<EnqueuedPullRequest<'a>>,
 }
 
-/// An item of `enqueuedPullRequests` (spec §2.4).
+/// An item of `enqueuedPullRequests` (spec §2.4). Its text borrows from the entry it shows
+/// (a queue lists many; a read answer copies none of them).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct EnqueuedPullRequest {
+pub struct EnqueuedPullRequest<'a> {
     pub state_changed_at: String,
     pub priority_value: u8,
-    pub priority_name: String,
+    pub priority_name: Cow<'static, str>,
     pub skip_the_line: bool,
     pub no_batch: bool,
     pub pr_number: u32,
-    pub pr_title: String,
-    pub pr_sha: String,
-    pub pr_base_branch: String,
-    pub pr_author: String,
-    pub id: String,
+    pub pr_title: Cow<'a, str>,
+    pub pr_sha: Cow<'a, str>,
+    pub pr_base_branch: Cow<'a, str>,
+    pub pr_author: Cow<'a, str>,
+    pub id: Cow<'a, str>,
     /// The default priority's name, when the submission gave no priority.
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub used_default_priority_name: Option<String>,
+    pub used_default_priority_name: Option<Cow<'static, str>>,
 }
 
-impl From<PullRequestView> for EnqueuedPullRequest {
-    fn from(v: PullRequestView) -> Self {
+impl<'a> From<PullRequestView<'a>> for EnqueuedPullRequest<'a> {
+    fn from(v: PullRequestView<'a>) -> Self {
         Self {
             state_changed_at: v.state_changed_at.to_rfc3339(),
             priority_value: v.priority_value,
@@ -164,11 +166,11 @@ impl From<PullRequestView> for EnqueuedPullRequest {
             skip_the_line: v.skip_the_line,
             no_batch: v.no_batch,
             pr_number: v.pr_number,
-            pr_title: v.pr_title,
-            pr_sha: v.pr_sha,
-            pr_base_branch: v.pr_base_branch,
-            pr_author: v.pr_author,
-            id: v.id,
+            pr_title: Cow::Borrowed(v.pr_title),
+            pr_sha: Cow::Borrowed(v.pr_sha),
+            pr_base_branch: Cow::Borrowed(v.pr_base_branch),
+            pr_author: Cow::Borrowed(v.pr_author),
+            id: Cow::Borrowed(v.id),
             used_default_priority_name: v.used_default_priority_name,
         }
     }

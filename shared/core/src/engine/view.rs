@@ -10,6 +10,7 @@ use crate::run::{RunStatus, TestRun};
 use crate::settings::QueueMode;
 use crate::snapshot::{Queue, QueueSnapshot};
 use crate::time::Timestamp;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// Where an entry stands: (bucket, group in the line, position in the group).
@@ -62,35 +63,35 @@ pub struct ReadinessView {
     pub has_impacted_targets: bool,
 }
 
-/// A submitted pull request (spec §2.4 and §2.5).
+/// A submitted pull request (spec §2.4 and §2.5), borrowing from its entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PullRequestView {
-    pub id: String,
+pub struct PullRequestView<'a> {
+    pub id: &'a str,
     pub state: EntryState,
     pub state_changed_at: Timestamp,
     pub priority_value: u8,
-    pub priority_name: String,
+    pub priority_name: Cow<'static, str>,
     /// True for `urgent` (value 0).
     pub skip_the_line: bool,
     pub force_enqueued: bool,
     pub no_batch: bool,
     pub is_currently_submitted_to_queue: bool,
     pub pr_number: PrNumber,
-    pub pr_title: String,
-    pub pr_sha: String,
-    pub pr_base_branch: String,
-    pub pr_author: String,
+    pub pr_title: &'a str,
+    pub pr_sha: &'a str,
+    pub pr_base_branch: &'a str,
+    pub pr_author: &'a str,
     pub readiness: ReadinessView,
     /// `medium` when the submission gave no priority.
-    pub used_default_priority_name: Option<String>,
+    pub used_default_priority_name: Option<Cow<'static, str>>,
 }
 
 /// An entry, active or concluded, as `getSubmittedPullRequest` shows it.
-pub fn pull_request(queue: &Queue, entry: &Entry) -> PullRequestView {
+pub fn pull_request<'a>(queue: &Queue, entry: &'a Entry) -> PullRequestView<'a> {
     let parallel = queue.config.mode == QueueMode::Parallel;
     let r = entry.readiness(&queue.branch, parallel);
     PullRequestView {
-        id: entry.id.clone(),
+        id: &entry.id,
         state: entry.state,
         state_changed_at: entry.state_changed_at,
         priority_value: entry.priority.value,
@@ -100,10 +101,10 @@ pub fn pull_request(queue: &Queue, entry: &Entry) -> PullRequestView {
         no_batch: entry.no_batch,
         is_currently_submitted_to_queue: entry.state.is_active(),
         pr_number: entry.pr,
-        pr_title: entry.pr_facts.title.clone(),
-        pr_sha: entry.pr_facts.head_sha.to_string(),
-        pr_base_branch: entry.pr_facts.base_branch.clone(),
-        pr_author: entry.pr_facts.author.clone(),
+        pr_title: &entry.pr_facts.title,
+        pr_sha: entry.pr_facts.head_sha.as_str(),
+        pr_base_branch: &entry.pr_facts.base_branch,
+        pr_author: &entry.pr_facts.author,
         readiness: ReadinessView {
             requires_impacted_targets: r.requires_impacted_targets,
             does_base_branch_match: r.does_base_branch_match,

@@ -624,7 +624,7 @@ pub async fn tokens_are_stored_listed_and_revoked(store: Arc<dyn Store>) {
 }
 
 /// What the engine makes of a few submissions, committed, reads back exactly as
-/// `as_committed` says: the shell starts the next step from it without reading it again.
+/// `mark_committed` says: the shell starts the next step from it without reading it again.
 pub async fn a_committed_snapshot_reads_back_as_the_engine_left_it(store: Arc<dyn Store>) {
     use mq_core::engine::{Ctx, Event, step};
     use mq_core::priority::Priority;
@@ -655,7 +655,8 @@ pub async fn a_committed_snapshot_reads_back_as_the_engine_left_it(store: Arc<dy
         let transition = step(&current, event, ctx).expect("accepted");
         let commit = Commit::between(&current, &transition, now);
         store.commit(&commit).await.unwrap();
-        let carried = transition.snapshot.as_committed(commit.queue);
+        let mut carried = transition.snapshot;
+        carried.mark_committed(commit.queue);
         let loaded = store.load(&id).await.unwrap().expect("queue exists");
         assert_eq!(loaded, carried, "after event {i}");
         current = loaded;

@@ -132,6 +132,43 @@ mod tests {
         assert_eq!(ttl.attribute_name, "expires_at");
     }
 
+    /// README promises every table is on demand, recoverable to a point in time, protected
+    /// from deletion and kept when the stack goes.
+    #[test]
+    fn every_table_is_durable() {
+        let doc: Value = serde_norway::from_str(TEMPLATE).unwrap();
+        let resources = doc.get("Resources").and_then(Value::as_mapping).unwrap();
+        for (name, resource) in resources {
+            if resource.get("Type").and_then(Value::as_str) != Some("AWS::DynamoDB::Table") {
+                continue;
+            }
+            let name = name.as_str().unwrap();
+            let props = &resource["Properties"];
+            assert_eq!(
+                props["BillingMode"].as_str(),
+                Some("PAY_PER_REQUEST"),
+                "{name}"
+            );
+            assert_eq!(
+                props["DeletionProtectionEnabled"].as_bool(),
+                Some(true),
+                "{name}"
+            );
+            let pitr = &props["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"];
+            assert_eq!(pitr.as_bool(), Some(true), "{name}");
+            assert_eq!(
+                resource["DeletionPolicy"].as_str(),
+                Some("Retain"),
+                "{name}"
+            );
+            assert_eq!(
+                props["SSESpecification"]["SSEEnabled"].as_bool(),
+                Some(true),
+                "{name}"
+            );
+        }
+    }
+
     #[test]
     fn every_index_key_attribute_is_defined() {
         for table in tables() {

@@ -133,6 +133,47 @@ async fn every_limit_is_enforced_and_names_its_field(env: TestEnv) {
             wrong.push(format!("upload {field}: {} {}", r.status, r.message()));
         }
     }
+    let report =
+        |name: &str| format!(r#"<testsuite name="s"><testcase name="{name}"/></testsuite>"#);
+    let many: Vec<(String, Vec<u8>)> = (0..1001)
+        .map(|i| (format!("r{i}.xml"), report("t").into_bytes()))
+        .collect();
+    let many: Vec<(&str, Vec<u8>)> = many.iter().map(|(n, b)| (n.as_str(), b.clone())).collect();
+    let r = upload(&env, &Run::main("c", "u-many"), &[], &many).await;
+    if r.status != 400 || !r.message().starts_with("file: at most 1000 reports") {
+        wrong.push(format!("upload 1001 files: {} {}", r.status, r.message()));
+    }
+    let long_name = [("long.xml", report(&long(4097)).into_bytes())];
+    let r = upload(&env, &Run::main("c", "u-long"), &[], &long_name).await;
+    if r.status != 400 || !r.message().contains("has a name longer than 4096 bytes") {
+        wrong.push(format!(
+            "upload long test name: {} {}",
+            r.status,
+            r.message()
+        ));
+    }
+    // CODEOWNERS that cannot be stored in one item even compressed: random characters.
+    let mut seed = 11u64;
+    let noise: String = (0..600 * 1024)
+        .map(|_| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            char::from(b'!' + (seed >> 58) as u8)
+        })
+        .collect();
+    let tiny = [("r.xml", report("t").into_bytes())];
+    let r = upload(
+        &env,
+        &Run::main("c", "u-owners"),
+        &[("codeowners", &noise)],
+        &tiny,
+    )
+    .await;
+    if r.status != 400 || !r.message().starts_with("codeowners must compress") {
+        wrong.push(format!("upload codeowners: {} {}", r.status, r.message()));
+    }
+
     let laughs = b"<?xml version=\"1.0\"?><!DOCTYPE l [<!ENTITY a \"aaaaaaaaaa\">\
         <!ENTITY b \"&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;\"><!ENTITY c \"&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;\">]>\
         <testsuite name=\"&c;\"/>"

@@ -119,7 +119,18 @@ async fn listed_tests_carry_every_field(env: TestEnv) {
 }
 
 async fn codeowners_and_impacted_pull_requests(env: TestEnv) {
-    let owners = "* @acme/everyone\n/tests/unit/ @acme/qa @octocat\n";
+    // A monorepo's CODEOWNERS of 2 MB (GitHub accepts up to 3 MB): stored (compressed) in one item.
+    let mut owners = String::from("* @acme/everyone\n");
+    for i in 0..45_000 {
+        owners.push_str(&format!(
+            "/services/team-{}/module-{i}/ @acme/team-{}\n",
+            i % 300,
+            i % 300
+        ));
+    }
+    owners.push_str("/tests/unit/ @acme/qa @octocat\n");
+    assert!(owners.len() > 2_000_000, "{}", owners.len());
+    let owners = owners.as_str();
     let file = "pytest-xunit1.xml";
     for (i, commit) in ["C1", "C2", "C3"].iter().enumerate() {
         let id = format!("main-{i}");

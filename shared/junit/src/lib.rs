@@ -32,6 +32,13 @@ pub enum JunitError {
     TooDeep(usize),
     #[error("has more than {0} test cases")]
     TooManyCases(usize),
+    #[error("test case {case} has a {field} longer than {max} bytes")]
+    FieldTooLong {
+        /// The test case's position in the report, from 1.
+        case: usize,
+        field: &'static str,
+        max: usize,
+    },
     #[error("is not well-formed XML: {0}")]
     Xml(String),
     #[error("is not a JUnit report: {0}")]
@@ -47,7 +54,29 @@ pub fn read_report(bytes: &[u8], limits: &Limits) -> Result<Report, JunitError> 
     if report.cases.len() > limits.max_cases {
         return Err(JunitError::TooManyCases(limits.max_cases));
     }
+    check_fields(&report, limits.max_field_bytes)?;
     Ok(report)
+}
+
+/// Refuses a test case whose identifying strings are longer than `max` bytes: they are
+/// stored with every result and shown in every list.
+fn check_fields(report: &Report, max: usize) -> Result<(), JunitError> {
+    for (i, case) in report.cases.iter().enumerate() {
+        let fields = [
+            ("name", case.name.as_str()),
+            ("classname", case.classname.as_str()),
+            ("file", case.file.as_deref().unwrap_or_default()),
+            ("suite name", case.parent.as_str()),
+        ];
+        if let Some((field, _)) = fields.iter().find(|(_, v)| v.len() > max) {
+            return Err(JunitError::FieldTooLong {
+                case: i + 1,
+                field,
+                max,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Whether the bytes start with the gzip magic number.

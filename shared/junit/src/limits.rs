@@ -16,6 +16,8 @@ pub struct Limits {
     pub max_depth: usize,
     /// Test cases in one report.
     pub max_cases: usize,
+    /// Bytes of a test case's name, classname, file or suite name.
+    pub max_field_bytes: usize,
 }
 
 impl Default for Limits {
@@ -24,6 +26,7 @@ impl Default for Limits {
             max_xml_bytes: 64 * 1024 * 1024,
             max_depth: 32,
             max_cases: 200_000,
+            max_field_bytes: 4096,
         }
     }
 }

@@ -268,3 +268,24 @@ fn hostile_or_foreign_documents_are_refused_with_a_reason() {
     let err = read_report(&[0xff, 0xfe, b'<'], &limits).unwrap_err();
     assert!(err.to_string().starts_with("is not UTF-8"), "{err}");
 }
+
+#[test]
+fn long_test_names_are_refused_with_their_position() {
+    let long = "x".repeat(4097);
+    let xml = format!(
+        r#"<testsuite name="s"><testcase name="ok" classname="c"/><testcase name="t" classname="{long}"/></testsuite>"#
+    );
+    let err = read_report(xml.as_bytes(), &Limits::default()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "test case 2 has a classname longer than 4096 bytes"
+    );
+    let fits = xml.replace(&long, &"x".repeat(4096));
+    assert_eq!(
+        read_report(fits.as_bytes(), &Limits::default())
+            .unwrap()
+            .cases
+            .len(),
+        2
+    );
+}

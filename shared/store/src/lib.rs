@@ -5,6 +5,7 @@
 //! same contract suite (`tests/contract`). [`faults::FaultyStore`] wraps either and injects the
 //! errors DynamoDB gives under load, for tests of how the service copes.
 
+pub mod codeowners;
 pub mod dynamo;
 pub mod error;
 pub mod faults;

@@ -110,6 +110,10 @@ pub struct Harness {
     pub pending: VecDeque<PendingEffect>,
     /// Every effect emitted, in order, with the queue state when it was emitted.
     pub emitted: Vec<(PendingEffect, QueueState)>,
+    /// The queue's mode when each run's test branch was first requested, by run id: a merge
+    /// is checked by the rules of the mode its last group was tested in (a mode switch lets
+    /// the groups of the old mode finish and merge, SEMANTICS §8).
+    pub built_in_mode: BTreeMap<String, QueueMode>,
     /// Contents whose required statuses passed.
     pub passed: BTreeSet<Content>,
     /// Pull requests whose own head passed CI (for direct merge).
@@ -147,6 +151,7 @@ impl Harness {
             auto_execute: true,
             pending: VecDeque::new(),
             emitted: Vec::new(),
+            built_in_mode: BTreeMap::new(),
             passed: BTreeSet::new(),
             green_heads: BTreeSet::new(),
             violations: Vec::new(),
@@ -184,6 +189,11 @@ impl Harness {
         self.finished_runs.extend(t.finished_runs.iter().cloned());
         for x in &t.effects {
             self.emitted.push((x.clone(), self.snap.queue.state));
+            if let Effect::CreateTestBranch { run_id, .. } = &x.effect {
+                self.built_in_mode
+                    .entry(run_id.clone())
+                    .or_insert(self.snap.queue.config.mode);
+            }
             self.pending.push_back(x.clone());
         }
         if self.auto_execute {
@@ -446,7 +456,12 @@ impl Harness {
                 }
                 let mut next = self.host.target.clone();
                 next.extend(prs.iter().map(|p| p.pr));
-                if self.snap.queue.config.mode == QueueMode::Single {
+                let mode = run_id
+                    .as_ref()
+                    .and_then(|id| self.built_in_mode.get(id).copied())
+                    .unwrap_or(self.snap.queue.config.mode);
+                if run_id.is_none() || mode == QueueMode::Single {
+                    // A direct merge (no run) is checked the same way in both modes.
                     self.check_merge(run_id.is_some(), &next, tested_sha.as_ref(), prs[0].pr);
                 } else {
                     self.check_lane_merge(run_id.as_deref(), prs);

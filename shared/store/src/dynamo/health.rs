@@ -17,6 +17,7 @@
 use super::codec::{Item, from_item, get_s, n, s, to_item};
 use super::keys::{EXPIRES_AT, PK, SK};
 use super::{DynamoStore, map_sdk_error};
+use crate::codeowners::{MAX_STORED_BYTES, compress};
 use crate::error::StoreError;
 use crate::port::{
     HealthScope, PageCursor, RAW_RESULT_RETENTION_DAYS, RawResult, StoreResult, TestHealthStore,
@@ -163,17 +164,27 @@ impl TestHealthStore for DynamoStore {
     }
 
     async fn codeowners(&self, scope: &HealthScope) -> StoreResult<Option<String>> {
-        let item = self.health_get(&repo_pk(scope), CODEOWNERS_SK).await?;
-        Ok(item.and_then(|i| get_s(&i, "text").map(str::to_owned)))
+        let Some(item) = self.health_get(&repo_pk(scope), CODEOWNERS_SK).await? else {
+            return Ok(None);
+        };
+        if let Some(AttributeValue::B(gz)) = item.get("gz") {
+            return crate::codeowners::decompress(gz.as_ref()).map(Some);
+        }
+        Ok(get_s(&item, "text").map(str::to_owned))
     }
 
     async fn put_codeowners(&self, scope: &HealthScope, text: &str) -> StoreResult<()> {
+        let gz = compress(text);
+        if gz.len() > MAX_STORED_BYTES {
+            // The API refuses such a text before anything is written (`codeowners::fits`).
+            return Err(StoreError::internal("CODEOWNERS too large for one item"));
+        }
         self.client
             .put_item()
             .table_name(&self.tables.test_health)
             .item(PK, s(repo_pk(scope)))
             .item(SK, s(CODEOWNERS_SK))
-            .item("text", s(text))
+            .item("gz", AttributeValue::B(gz.into()))
             .send()
             .await
             .map_err(map_sdk_error)?;

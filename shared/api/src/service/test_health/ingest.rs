@@ -39,6 +39,9 @@ pub struct IncomingUpload {
     pub files: Vec<ReportFile>,
 }
 
+/// Most report files in one upload.
+pub const MAX_FILES: usize = 1000;
+
 /// Longest accepted upload id, variant and job URL.
 const MAX_UPLOAD_ID: usize = 128;
 const MAX_VARIANT: usize = 255;
@@ -100,6 +103,15 @@ pub fn metadata_from_fields(
     {
         return Err(ApiError::bad_request("codeowners must be at most 3 MiB"));
     }
+    if codeowners
+        .as_ref()
+        .is_some_and(|c| !mq_store::codeowners::fits(c))
+    {
+        return Err(ApiError::bad_request(format!(
+            "codeowners must compress (gzip) to at most {} KiB to be stored",
+            mq_store::codeowners::MAX_STORED_BYTES / 1024
+        )));
+    }
     let metadata = UploadMetadata {
         repo,
         commit_sha: commit_sha.to_ascii_lowercase(),
@@ -135,6 +147,12 @@ fn collect(upload: &IncomingUpload, limits: &Limits) -> Result<Vec<(Uuid, Collec
         return Err(ApiError::bad_request(
             "file is required: send one or more JUnit XML reports",
         ));
+    }
+    if upload.files.len() > MAX_FILES {
+        return Err(ApiError::bad_request(format!(
+            "file: at most {MAX_FILES} reports per upload, got {}",
+            upload.files.len()
+        )));
     }
     let repo = &upload.metadata.repo;
     let mut order: Vec<Uuid> = Vec::new();

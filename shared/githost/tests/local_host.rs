@@ -609,3 +609,43 @@ async fn the_local_ci_runs_jobs_with_bounded_concurrency_under_its_own_context()
         );
     }
 }
+
+/// Whether a process with this id is alive.
+fn alive(pid: &str) -> bool {
+    std::process::Command::new("kill")
+        .args(["-0", pid])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[tokio::test]
+async fn deleting_a_test_branch_stops_its_ci_command_and_what_it_started() {
+    let f = Fixture::new();
+    // The command starts a long child and waits for it, as a build tool starts its jobs.
+    let pid_file = f.root.join("child.pid");
+    let command = format!("sleep 60 & echo $! > {}; wait", pid_file.display());
+    let host = f.host().with_ci(CiConfig::new(command));
+    let pr = f.pr_writing(1, &[("c.txt", "1\n")]);
+    created(&host, &f, &request("mq/main/long", vec![pr])).await;
+    let child = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            match std::fs::read_to_string(&pid_file) {
+                Ok(pid) if !pid.trim().is_empty() => return pid.trim().to_owned(),
+                _ => tokio::time::sleep(Duration::from_millis(20)).await,
+            }
+        }
+    })
+    .await
+    .expect("the command started");
+    assert!(alive(&child));
+
+    host.delete_branch(&f.repo, "mq/main/long").await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while alive(&child) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the command's child was killed with it");
+}

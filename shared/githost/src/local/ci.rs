@@ -176,7 +176,8 @@ async fn run_command(command: &str, job: &Job) -> HostResult<Finished> {
         .try_clone()
         .map_err(|e| HostError::Other(format!("cannot write {}: {e}", log.display())))?;
     let started = Instant::now();
-    let status = Command::new("sh")
+    let cannot_run = |e: std::io::Error| HostError::Other(format!("cannot run `{command}`: {e}"));
+    let mut child = Command::new("sh")
         .arg("-c")
         .arg(command)
         .current_dir(&dir)
@@ -185,16 +186,34 @@ async fn run_command(command: &str, job: &Job) -> HostResult<Finished> {
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)
+        .process_group(0)
         .kill_on_drop(true)
-        .status()
-        .await
-        .map_err(|e| HostError::Other(format!("cannot run `{command}`: {e}")))?;
+        .spawn()
+        .map_err(cannot_run)?;
+    let _group = child.id().map(ProcessGroup);
+    let status = child.wait().await.map_err(cannot_run)?;
     Ok(Finished {
         success: status.success(),
         exit: status.to_string(),
         seconds: started.elapsed().as_secs_f64(),
         log,
     })
+}
+
+/// The command's process group: everything it started is killed when the run ends or is
+/// cancelled (its task dropped), not only the shell.
+struct ProcessGroup(u32);
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        let pid = i32::try_from(self.0)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw);
+        if let Some(pid) = pid {
+            // The group may be gone already (every process ended): nothing to do then.
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+    }
 }
 
 /// A clone sharing the repository's objects, with `sha` checked out.

@@ -352,6 +352,20 @@ impl LiveEnv {
             .unwrap_or_default()
     }
 
+    /// The queue's own status check (`merge-queue`) on a commit: its state and description.
+    pub async fn queue_status(&self, repo: &GitRepo, sha: &str) -> Option<(StatusState, String)> {
+        let checks = self
+            .host
+            .commit_checks(&repo_ref(repo), &Sha::new(sha))
+            .await
+            .expect("statuses readable");
+        checks
+            .statuses
+            .into_iter()
+            .find(|s| s.context == "merge-queue")
+            .map(|s| (s.state, s.description))
+    }
+
     /// Waits until the queue's comment on `pr` says `words`.
     pub async fn wait_for_comment(&self, repo: &GitRepo, pr: u32, words: &str) -> String {
         let what = format!("a comment on #{pr} saying \"{words}\"");

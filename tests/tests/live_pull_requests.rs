@@ -14,6 +14,7 @@ live_on_both_stores!(
     impacted_targets_for_another_sha_conflict,
     unknown_pull_requests_and_other_organisations_get_not_found,
     cancel_and_restart_of_inactive_pull_requests_conflict,
+    the_comment_and_status_check_say_where_each_pull_request_stands,
 );
 
 /// Fields of `getSubmittedPullRequest` (spec §2.5).
@@ -389,4 +390,86 @@ async fn cancel_and_restart_of_inactive_pull_requests_conflict(backend: Backend)
             "{path} of a pull request never submitted"
         );
     }
+}
+
+/// Waits until the queue's status check on `sha` is `state` with a description holding `words`.
+async fn wait_for_queue_status(
+    env: &LiveEnv,
+    repo: &GitRepo,
+    sha: &str,
+    state: StatusState,
+    words: &str,
+) {
+    let what = format!("the merge-queue status on {sha}: {state:?}, \"{words}\"");
+    wait_for(&what, || async {
+        match env.queue_status(repo, sha).await {
+            Some((s, d)) if s == state && d.contains(words) => Ok(()),
+            seen => Err(format!("{seen:?}")),
+        }
+    })
+    .await
+}
+
+async fn the_comment_and_status_check_say_where_each_pull_request_stands(backend: Backend) {
+    let env = LiveEnv::start(backend).await;
+    let repo = env.repo("rocket");
+    repo.require_statuses("main", &[CI]);
+    repo.add_prs(3, &[]);
+    env.create_queue(&repo, json!({"concurrency": 1})).await;
+    for pr in 1..=3 {
+        env.submit(&repo, pr).await;
+    }
+    let head = |pr: u32| repo.pr_head(pr);
+
+    // #1 tests; #2 and #3 wait behind it.
+    let run = env.wait_for_run(&repo, 1).await;
+    let testing = format!("Testing in run `{}` for merging into `main`.", run.id);
+    env.wait_for_comment(&repo, 1, &testing).await;
+    let in_run = format!("Testing in run {}", run.id);
+    wait_for_queue_status(&env, &repo, &head(1), StatusState::Pending, &in_run).await;
+    for pr in [2, 3] {
+        env.wait_for_comment(&repo, pr, "Queued for merging into `main`")
+            .await;
+        wait_for_queue_status(&env, &repo, &head(pr), StatusState::Pending, "Queued").await;
+    }
+
+    // #1 passes and merges.
+    env.set_status(&repo, &run.sha, CI, StatusState::Success)
+        .await;
+    env.wait_for_comment(&repo, 1, "Merged into `main`.").await;
+    wait_for_queue_status(&env, &repo, &head(1), StatusState::Success, "Merged").await;
+
+    // #2 fails, and so does the run of #3 on top of it (the failure waits for one group behind,
+    // `pendingFailureDepth`): #2 leaves the queue and the comment says why.
+    let run = env.wait_for_run(&repo, 2).await;
+    env.wait_for_comment(&repo, 2, &format!("Testing in run `{}`", run.id))
+        .await;
+    env.set_status(&repo, &run.sha, CI, StatusState::Failure)
+        .await;
+    let behind = env.wait_for_run(&repo, 3).await;
+    env.set_status(&repo, &behind.sha, CI, StatusState::Failure)
+        .await;
+    let failed = env
+        .wait_for_comment(&repo, 2, "Removed from the queue for `main`:")
+        .await;
+    assert!(
+        failed.contains(CI),
+        "the comment names the failed status: {failed}"
+    );
+    wait_for_queue_status(&env, &repo, &head(2), StatusState::Failure, "Failed").await;
+
+    // #3, tested again without #2, is cancelled.
+    let again = wait_for("a new run for #3", || async {
+        match env.current_run(&repo, 3).await {
+            Some(run) if run.id != behind.id => Ok(run),
+            other => Err(format!("{:?}", other.map(|r| r.id))),
+        }
+    })
+    .await;
+    env.wait_for_comment(&repo, 3, &format!("Testing in run `{}`", again.id))
+        .await;
+    assert_eq!(env.pr_call("cancelPullRequest", &repo, 3).await.status, 200);
+    env.wait_for_comment(&repo, 3, "Cancelled in the queue for `main`:")
+        .await;
+    wait_for_queue_status(&env, &repo, &head(3), StatusState::Error, "Cancelled").await;
 }

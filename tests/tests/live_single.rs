@@ -6,15 +6,42 @@ use e2e::git_repo::{FAIL_FILE, GitRepo};
 use e2e::live::{CI, LiveEnv};
 use e2e::{Backend, live_on_both_stores};
 use serde_json::json;
+use std::path::Path;
 
 live_on_both_stores!(nine_of_ten_merge_in_order_and_the_breaker_fails);
 
-/// The CI command: fails when the tree holds a file named `FAIL`.
-const CI_COMMAND: &str = "test ! -e FAIL";
 const BREAKER: u32 = 4;
 
+/// The CI command: fails when the tree holds a file named `FAIL`. It runs for a second,
+/// leaving a marker named by its process id in `inflight`, and on start writes down how many
+/// commands are running (markers whose process is alive: a cancelled run's command is killed
+/// before it can remove its marker).
+fn ci_command(inflight: &Path) -> String {
+    let d = inflight.display();
+    format!(
+        "touch '{d}/'$$; n=0; for p in $(ls '{d}'); do kill -0 $p 2>/dev/null && n=$((n+1)); done; \
+         echo $n >> '{d}.counts'; sleep 1; rm '{d}/'$$; test ! -e FAIL"
+    )
+}
+
+/// The most CI runs in flight at once, as the CI command saw them.
+fn most_in_flight(inflight: &Path) -> u32 {
+    let counts = std::fs::read_to_string(inflight.with_extension("counts")).unwrap_or_default();
+    counts
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .max()
+        .unwrap_or(0)
+}
+
 async fn nine_of_ten_merge_in_order_and_the_breaker_fails(backend: Backend) {
-    let env = LiveEnv::options().ci(CI_COMMAND).start(backend).await;
+    let scratch = tempfile::tempdir().unwrap();
+    let inflight = scratch.path().join("inflight");
+    std::fs::create_dir(&inflight).unwrap();
+    let env = LiveEnv::options()
+        .ci(&ci_command(&inflight))
+        .start(backend)
+        .await;
     let repo = env.repo("rocket");
     repo.require_statuses("main", &[CI]);
     repo.add_prs(10, &[BREAKER]);
@@ -41,7 +68,7 @@ async fn nine_of_ten_merge_in_order_and_the_breaker_fails(backend: Backend) {
     }
     let failed = env.wait_for_state(&repo, BREAKER, "failed").await;
     assert_eq!(failed["isCurrentlySubmittedToQueue"], false);
-    env.wait_for_comment(&repo, BREAKER, "a required status failed")
+    env.wait_for_comment(&repo, BREAKER, "required status `local-ci` failed")
         .await;
 
     let subjects: Vec<String> = merged
@@ -59,6 +86,11 @@ async fn nine_of_ten_merge_in_order_and_the_breaker_fails(backend: Backend) {
     assert_eq!(repo.files("main"), files);
     assert_every_main_passed_ci(&repo);
     assert_eq!(env.queue(&repo).await["enqueuedPullRequests"], json!([]));
+    assert_eq!(
+        most_in_flight(&inflight),
+        3,
+        "concurrency 3: three runs tested at once, never more"
+    );
 }
 
 /// Every commit of `main`'s history, and every commit `main` was moved to, has the tree of a

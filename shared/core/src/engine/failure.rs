@@ -12,6 +12,7 @@
 use super::line::line_positions;
 use super::work::Work;
 use crate::entry::EntryState;
+use crate::git::Verdict;
 use crate::ids::PrNumber;
 use crate::run::{RunStatus, TestRun};
 use std::collections::BTreeSet;
@@ -118,13 +119,36 @@ impl Work {
         if prs.len() > 1 {
             self.start_bisection(run, &prs, &why);
         } else {
+            let detail = run_failure_detail(run, &why);
             for &pr in &prs {
-                let detail = failure_detail(&why);
                 self.conclude(pr, EntryState::Failed, &why, &detail);
             }
         }
         let removed: BTreeSet<PrNumber> = prs.into_iter().collect();
         self.reshuffle(Vec::new(), removed, "restart");
+    }
+}
+
+/// The sentence for a failed run: when its tests failed, it names the required statuses
+/// that failed.
+pub fn run_failure_detail(run: &TestRun, reason: &str) -> String {
+    if reason != super::results::reason::TESTS_FAILED {
+        return failure_detail(reason);
+    }
+    let failed: Vec<String> = run
+        .required
+        .iter()
+        .flat_map(|r| &r.contexts)
+        .filter(|name| super::results::required_verdict(run, name) == Verdict::Failed)
+        .map(|name| format!("`{name}`"))
+        .collect();
+    match failed.as_slice() {
+        [] => failure_detail(reason),
+        [one] => format!("required status {one} failed on the test branch"),
+        many => format!(
+            "required statuses {} failed on the test branch",
+            many.join(", ")
+        ),
     }
 }
 

@@ -1,5 +1,6 @@
 //! What the queue tells a pull request: its comment (when `commentsEnabled`) and its status
-//! check (when `statusCheckEnabled`), on submission, when testing starts, and at the end.
+//! check (when `statusCheckEnabled`), on submission, when testing starts, and at the end. The
+//! comment is one per pull request, updated in place, so each of these replaces the last.
 
 use super::Effect;
 use super::work::Work;
@@ -24,6 +25,11 @@ impl Work {
         let Some(e) = self.entry(pr) else { return };
         let sha = e.pr_facts.head_sha.clone();
         let run = e.current_run.clone().unwrap_or_default();
+        let body = format!(
+            "Testing in run `{run}` for merging into `{}`.",
+            self.s.queue.branch
+        );
+        self.comment(pr, body);
         self.status(
             pr,
             sha,

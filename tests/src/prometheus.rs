@@ -79,6 +79,59 @@ impl Samples {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+
+    /// Checks a histogram of the standard buckets: cumulative counts per bucket bound (up to
+    /// 7200 and +Inf), sum and count.
+    pub fn assert_histogram(
+        &self,
+        name: &str,
+        labels: &[(&str, &str)],
+        buckets: [f64; 9],
+        sum: f64,
+    ) {
+        let bounds = [
+            "60", "300", "600", "900", "1800", "3600", "5400", "7200", "+Inf",
+        ];
+        for (le, expected) in bounds.iter().zip(buckets) {
+            let mut l = labels.to_vec();
+            l.push(("le", le));
+            assert_eq!(
+                self.value(&format!("{name}_bucket"), &l),
+                expected,
+                "{name} le={le}"
+            );
+        }
+        assert_eq!(
+            self.value(&format!("{name}_sum"), labels),
+            sum,
+            "{name}_sum"
+        );
+        assert_eq!(
+            self.value(&format!("{name}_count"), labels),
+            buckets[8],
+            "{name}_count"
+        );
+    }
+}
+
+/// `getMergeQueueMetrics` with `query` (`metrics?repo=...`) as acme: checks the status, the
+/// content type and the request id, and parses the answer.
+pub async fn scrape(env: &crate::TestEnv, query: &str) -> Samples {
+    let path = format!(
+        "getMergeQueueMetrics{}",
+        query.trim_start_matches("metrics")
+    );
+    let r = env.get(&path, crate::Auth::ApiToken(crate::ACME)).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(
+        r.header("content-type"),
+        "text/plain; version=0.0.4; charset=utf-8"
+    );
+    assert!(!r.header("x-request-id").is_empty());
+    if std::env::var("MQ_DEBUG_SCRAPE").is_ok() {
+        eprintln!("{}", r.text);
+    }
+    Samples::parse(&r.text)
 }
 
 /// `name{a="1",b="2"}` with labels sorted by name.

@@ -1,7 +1,7 @@
 //! getMergeQueueMetrics over HTTP: exact figures of a realistic hour, organisation scoping,
 //! errors, Bearer tokens, `promtool check metrics`, and a real Prometheus scraping it.
 
-use e2e::prometheus::{PrometheusServer, Samples, ScrapeTarget, promtool_check};
+use e2e::prometheus::{PrometheusServer, Samples, ScrapeTarget, promtool_check, scrape};
 use e2e::timeline::{Event::*, Timeline};
 use e2e::{ACME, Auth, Backend, REVOKED, TestEnv, UMBRELLA, on_both_stores, queue_body};
 use mq_core::entry::EntryState::{Cancelled, Failed, Merged};
@@ -120,20 +120,6 @@ async fn afternoon(env: &TestEnv) {
     env.ok("updateQueue", &paused).await;
 }
 
-async fn scrape(env: &TestEnv, query: &str) -> Samples {
-    let r = env.get(&path(query), Auth::ApiToken(ACME)).await;
-    assert_eq!(r.status, 200, "{}", r.text);
-    assert_eq!(
-        r.header("content-type"),
-        "text/plain; version=0.0.4; charset=utf-8"
-    );
-    assert!(!r.header("x-request-id").is_empty());
-    if std::env::var("MQ_DEBUG_SCRAPE").is_ok() {
-        eprintln!("{}", r.text);
-    }
-    Samples::parse(&r.text)
-}
-
 const MAIN: [(&str, &str); 3] = [
     ("repo", "acme/rocket"),
     ("branch", "main"),
@@ -150,28 +136,6 @@ fn with<'a>(
     extra: &[(&'a str, &'a str)],
 ) -> Vec<(&'a str, &'a str)> {
     base.iter().chain(extra).copied().collect()
-}
-
-/// Checks a histogram: cumulative counts per bucket bound (up to 7200 and +Inf), sum, count.
-fn assert_histogram(s: &Samples, name: &str, labels: &[(&str, &str)], buckets: [f64; 9], sum: f64) {
-    let bounds = [
-        "60", "300", "600", "900", "1800", "3600", "5400", "7200", "+Inf",
-    ];
-    for (le, expected) in bounds.iter().zip(buckets) {
-        let mut l = labels.to_vec();
-        l.push(("le", le));
-        assert_eq!(
-            s.value(&format!("{name}_bucket"), &l),
-            expected,
-            "{name} le={le}"
-        );
-    }
-    assert_eq!(s.value(&format!("{name}_sum"), labels), sum, "{name}_sum");
-    assert_eq!(
-        s.value(&format!("{name}_count"), labels),
-        buckets[8],
-        "{name}_count"
-    );
 }
 
 async fn an_afternoon_of_the_queue_in_exact_figures(env: TestEnv) {
@@ -247,25 +211,12 @@ async fn an_afternoon_of_the_queue_in_exact_figures(env: TestEnv) {
 
     // Waits for a first test begun in the hour: #3 and #4 300 s, #5 240 s, #8 120 s, #9 60 s.
     let wait = "mq_pr_wait_duration_1h_seconds";
-    assert_histogram(
-        &s,
-        wait,
-        &MAIN,
-        [1., 5., 5., 5., 5., 5., 5., 5., 5.],
-        1020.0,
-    );
+    s.assert_histogram(wait, &MAIN, [1., 5., 5., 5., 5., 5., 5., 5., 5.], 1020.0);
     // Runs with a result in the hour: r3 1440 s (#2), r4 900 s (#3, #4), r7 1140 s (#5);
     // r5-bisection 600 s (#3). r6 was cancelled.
     let test = "mq_pr_test_duration_1h_seconds";
-    assert_histogram(
-        &s,
-        test,
-        &MAIN,
-        [0., 0., 0., 2., 4., 4., 4., 4., 4.],
-        4380.0,
-    );
-    assert_histogram(
-        &s,
+    s.assert_histogram(test, &MAIN, [0., 0., 0., 2., 4., 4., 4., 4., 4.], 4380.0);
+    s.assert_histogram(
         test,
         &BISECTION,
         [0., 0., 1., 1., 1., 1., 1., 1., 1.],
@@ -276,27 +227,9 @@ async fn an_afternoon_of_the_queue_in_exact_figures(env: TestEnv) {
     let merged = with(MAIN, &[("conclusion", "merged")]);
     let failed = with(MAIN, &[("conclusion", "failed")]);
     let cancelled = with(MAIN, &[("conclusion", "cancelled")]);
-    assert_histogram(
-        &s,
-        tiq,
-        &merged,
-        [0., 0., 0., 0., 1., 2., 2., 2., 2.],
-        3900.0,
-    );
-    assert_histogram(
-        &s,
-        tiq,
-        &failed,
-        [0., 0., 0., 0., 1., 1., 1., 1., 1.],
-        1800.0,
-    );
-    assert_histogram(
-        &s,
-        tiq,
-        &cancelled,
-        [0., 1., 1., 1., 1., 1., 1., 1., 1.],
-        180.0,
-    );
+    s.assert_histogram(tiq, &merged, [0., 0., 0., 0., 1., 2., 2., 2., 2.], 3900.0);
+    s.assert_histogram(tiq, &failed, [0., 0., 0., 0., 1., 1., 1., 1., 1.], 1800.0);
+    s.assert_histogram(tiq, &cancelled, [0., 1., 1., 1., 1., 1., 1., 1., 1.], 180.0);
     // CI runs: #2 and #5 two each; #3 two (r4, r5-bisection); #6 none.
     let ci = |labels: &[(&str, &str)], le| {
         let mut l = labels.to_vec();

@@ -292,6 +292,48 @@ fn cancelling_by_api_closing_pushing_or_rebasing_cancels_the_entry() {
 }
 
 #[test]
+fn cancelling_a_pull_request_ahead_rebuilds_the_groups_behind_without_it() {
+    let mut h = queue(4);
+    for pr in 1..=4 {
+        h.submit(pr);
+    }
+    let runs: Vec<String> = (1..=4).map(|pr| h.run_of(pr)).collect();
+    assert_eq!(h.content_of(&runs[3]), vec![1, 2, 3, 4]);
+    h.ok(Event::Cancel {
+        pr: 2,
+        reason: CancelReason::Api,
+    });
+    assert_eq!(h.state(2), Cancelled);
+    assert_eq!(h.conclusion(2), "cancelled_by_api");
+    // The group ahead of 2 goes on; every group behind it restarts without it.
+    assert_eq!(h.run_of(1), runs[0]);
+    assert_eq!(h.entry(1).unwrap().restarts, 0);
+    for (pr, content) in [(3, vec![1, 3]), (4, vec![1, 3, 4])] {
+        let run = h.run_of(pr);
+        assert_ne!(run, runs[pr as usize - 1], "PR {pr} has a new run");
+        assert_eq!(h.content_of(&run), content);
+        assert_eq!(h.state(pr), Testing);
+        assert_eq!(h.entry(pr).unwrap().restarts, 1);
+    }
+    assert_eq!(h.run(&h.run_of(4)).unwrap().dependent_prs, vec![1, 3]);
+    let cancelled: Vec<&String> = h
+        .emitted
+        .iter()
+        .filter_map(|(x, _)| match &x.effect {
+            Effect::CancelRun { run_id, .. } => Some(run_id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(cancelled, vec![&runs[1], &runs[2], &runs[3]]);
+    for pr in [1, 3, 4] {
+        h.pass_pr(pr);
+    }
+    assert_eq!(h.merged_prs(), vec![1, 3, 4]);
+    assert_eq!(h.host.target, vec![1, 3, 4]);
+    h.assert_clean();
+}
+
+#[test]
 fn cancel_and_restart_refuse_pull_requests_that_are_not_active() {
     let mut h = queue(1);
     let err = h
@@ -638,4 +680,94 @@ fn a_timed_out_check_run_fails_the_run() {
     assert_eq!(h.state(1), Failed);
     let finished = h.finished_runs.iter().find(|r| r.id == run).unwrap();
     assert_eq!(finished.status, RunStatus::Failed);
+}
+
+/// How each check-run conclusion and commit-status state counts for a required status:
+/// passed, failed or still pending. SEMANTICS is silent; the engine decides (`git.rs`):
+/// `success`, `neutral` and `skipped` pass, every other conclusion fails, a check run not
+/// completed is pending; a status passes on `success`, fails on `failure` and `error`. Each
+/// report goes through the engine as CI's answer on a run's branch.
+#[test]
+fn every_check_conclusion_and_status_state_counts_as_pass_fail_or_pending() {
+    use mq_core::git::{
+        CheckConclusion as C, CheckRunReport, CheckStatus, StatusReport, StatusState, Verdict,
+    };
+    #[derive(Debug, Clone, Copy)]
+    enum Report {
+        Check(CheckStatus, Option<C>),
+        Status(StatusState),
+    }
+    use Report::{Check, Status};
+    let done = |c| Check(CheckStatus::Completed, Some(c));
+    let table = [
+        (done(C::Success), Verdict::Passed),
+        (done(C::Neutral), Verdict::Passed),
+        (done(C::Skipped), Verdict::Passed),
+        (done(C::Failure), Verdict::Failed),
+        (done(C::Cancelled), Verdict::Failed),
+        (done(C::TimedOut), Verdict::Failed),
+        (done(C::ActionRequired), Verdict::Failed),
+        (done(C::Stale), Verdict::Failed),
+        (done(C::StartupFailure), Verdict::Failed),
+        (Check(CheckStatus::Completed, None), Verdict::Pending),
+        (Check(CheckStatus::Queued, None), Verdict::Pending),
+        (Check(CheckStatus::InProgress, None), Verdict::Pending),
+        (Check(CheckStatus::Waiting, None), Verdict::Pending),
+        (Check(CheckStatus::Requested, None), Verdict::Pending),
+        (Check(CheckStatus::Pending, None), Verdict::Pending),
+        (Status(StatusState::Success), Verdict::Passed),
+        (Status(StatusState::Pending), Verdict::Pending),
+        (Status(StatusState::Failure), Verdict::Failed),
+        (Status(StatusState::Error), Verdict::Failed),
+    ];
+    for (report, verdict) in table {
+        let mut h = queue(1);
+        h.submit(1);
+        let run = h.run_of(1);
+        let sha = h.run(&run).unwrap().sha.clone().unwrap();
+        if verdict == Verdict::Passed {
+            // The driver accepts merges of contents CI passed.
+            h.passed.insert(h.content_of(&run));
+        }
+        let event = match report {
+            Check(status, conclusion) => Event::CheckRunReported {
+                sha,
+                check: CheckRunReport {
+                    id: 1,
+                    name: CI.into(),
+                    status,
+                    conclusion,
+                    url: String::new(),
+                    suite_id: 0,
+                    updated_at: h.now,
+                },
+            },
+            Status(state) => Event::StatusReported {
+                sha,
+                status: StatusReport {
+                    context: CI.into(),
+                    state,
+                    url: String::new(),
+                    description: String::new(),
+                    updated_at: h.now,
+                },
+            },
+        };
+        h.ok(event);
+        let (entry, run_status) = match verdict {
+            Verdict::Passed => (Merged, RunStatus::Succeeded),
+            Verdict::Failed => (Failed, RunStatus::Failed),
+            Verdict::Pending => (Testing, RunStatus::InProgress),
+        };
+        let status = h
+            .run(&run)
+            .or_else(|| h.finished_runs.iter().find(|r| r.id == run))
+            .map(|r| r.status);
+        assert_eq!(
+            (h.state(1), status),
+            (entry, Some(run_status)),
+            "{report:?} should count as {verdict:?}"
+        );
+        h.assert_clean();
+    }
 }

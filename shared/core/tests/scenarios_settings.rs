@@ -81,6 +81,123 @@ fn a_mode_change_while_testing_switches_and_then_returns_to_running() {
     assert_eq!(h.snap.queue.config.mode, QueueMode::Parallel);
 }
 
+/// Engine bug: `restartTestsOnPullRequest` during `switching_modes` holds the new run (no
+/// test starts while switching), and a held run counts as testing, so the switch never
+/// completes: the queue refuses submissions for good (a held run does not time out either).
+/// SEMANTICS §8: "when nothing is testing the mode switches and the state returns to
+/// `running`".
+#[test]
+#[ignore = "engine bug: a restart held during switching_modes never starts and blocks the switch forever"]
+fn a_restart_held_during_a_mode_switch_does_not_block_the_switch() {
+    let mut h = queue(1);
+    h.submit(1);
+    h.update(SettingsPatch {
+        mode: Some(QueueMode::Parallel),
+        ..Default::default()
+    });
+    assert_eq!(h.snap.queue.state, QueueState::SwitchingModes);
+    h.ok(Event::Restart { pr: 1 });
+    let run = h.run_of(1);
+    if h.run(&run).is_some_and(|r| r.sha.is_some()) {
+        h.pass(&run);
+    }
+    h.advance_minutes(61); // past the testing timeout
+    h.tick();
+    assert_eq!(
+        (h.snap.queue.state, h.snap.queue.config.mode),
+        (QueueState::Running, QueueMode::Parallel),
+        "the switch completes (PR 1 is {:?}, its run held: {:?})",
+        h.state(1),
+        h.run(&run).map(|r| r.held)
+    );
+}
+
+/// Engine bug: a mode change on a paused queue with a group testing enters
+/// `switching_modes`, which merges like draining, so a passed group merges although the
+/// queue was never resumed (it is paused again once the switch ends). SEMANTICS §8:
+/// "`paused`: no test starts and no merges; ... merges happen when resumed".
+#[test]
+#[ignore = "engine bug: a mode change while paused merges passed groups before the queue is resumed"]
+fn a_mode_change_keeps_a_paused_queue_from_merging() {
+    let mut h = queue(2);
+    h.submit(1);
+    h.submit(2);
+    set_state(&mut h, RequestedState::Paused);
+    h.pass_pr(1);
+    assert_eq!(h.state(1), TestsPassed, "paused: kept, not merged");
+    h.update(SettingsPatch {
+        mode: Some(QueueMode::Parallel),
+        ..Default::default()
+    });
+    assert_eq!(
+        h.snap.queue.state,
+        QueueState::SwitchingModes,
+        "2 is testing"
+    );
+    assert_eq!(h.state(1), TestsPassed, "still not resumed: nothing merges");
+    assert!(
+        h.emitted_where(|e| matches!(e, Effect::Merge { .. }))
+            .is_empty()
+    );
+}
+
+/// Engine bug: a switch to single mode completes as soon as nothing tests, while groups
+/// tested in parallel mode still wait to merge; they do not contain each other (2 and 3
+/// are in different lanes), yet a single-mode group behind them (4) is built on them in line
+/// order, [1, 2, 3, 4]. Merges then go by the old branches: 1 and 3 (whose branch holds 1),
+/// then 2 restarts and merges on top of them, and 4 merges with its tested sha although the
+/// target ends at [1, 3, 2, 4], a state nobody tested. SEMANTICS §5: a group's pass "proves
+/// that exact future state of the target branch". (The driver's merge check tolerates this
+/// order, as 2 and 3 are disjoint, so that the property tests stay green: the exact state
+/// is asserted here.)
+#[test]
+#[ignore = "engine bug: after a switch to single mode, a group built on parallel-mode groups merges to an untested state"]
+fn a_switch_to_single_mode_never_merges_a_state_that_was_not_tested() {
+    let mut h = Harness::with(SettingsPatch {
+        mode: Some(QueueMode::Parallel),
+        concurrency: Some(3),
+        ..Default::default()
+    });
+    for (pr, targets) in [(1, vec!["a", "b"]), (2, vec!["a"]), (3, vec!["b"])] {
+        h.submit(pr);
+        h.set_targets(pr, &targets);
+    }
+    h.submit(4); // no impacted targets: waits in parallel mode
+    assert_eq!(h.content_of(&h.run_of(2)), vec![1, 2]);
+    assert_eq!(h.content_of(&h.run_of(3)), vec![1, 3]);
+    h.pass_pr(2);
+    h.pass_pr(3);
+    h.update(SettingsPatch {
+        mode: Some(QueueMode::Single),
+        ..Default::default()
+    });
+    assert_eq!(
+        h.snap.queue.state,
+        QueueState::SwitchingModes,
+        "1 is testing"
+    );
+    h.pass_pr(1);
+    assert_eq!(h.snap.queue.config.mode, QueueMode::Single);
+    let run4 = h.run_of(4);
+    let tested4 = h.content_of(&run4);
+    if h.state(2) == Testing {
+        h.pass_pr(2);
+    }
+    if h.run_of(4) == run4 {
+        h.pass(&run4);
+    } else {
+        h.pass_pr(4); // restarted on the new order: fine
+    }
+    assert_eq!(h.state(4), Merged);
+    h.assert_clean();
+    assert_eq!(h.host.target.len(), 4);
+    assert!(
+        h.passed.contains(&h.host.target),
+        "the target {:?} was never tested (4 tested {tested4:?})",
+        h.host.target
+    );
+}
+
 #[test]
 fn a_mode_change_with_nothing_testing_is_immediate() {
     let mut h = queue(1);
@@ -184,6 +301,58 @@ fn direct_merge_needs_green_up_to_date_and_nothing_ahead() {
     facts.based_on_target_head = true;
     h.submit_facts(facts).unwrap();
     assert_eq!(h.state(3), Testing);
+}
+
+#[test]
+fn direct_merge_in_parallel_mode_needs_nothing_in_line_it_may_depend_on() {
+    let mut h = Harness::with(SettingsPatch {
+        mode: Some(QueueMode::Parallel),
+        concurrency: Some(2),
+        direct_merge_mode: Some(DirectMergeMode::Always),
+        ..Default::default()
+    });
+    // 9 waits for its impacted targets: not in line, so nothing depends on it.
+    h.submit(9);
+    assert_eq!(h.state(9), NotReady);
+    // Up to date, green, nothing in line: merged at once, without impacted targets or a run.
+    h.green_heads.insert(1);
+    let mut facts = h.facts(1);
+    facts.based_on_target_head = true;
+    h.submit_facts(facts).unwrap();
+    assert_eq!(h.state(1), Merged);
+    assert!(h.finished_runs.is_empty(), "no test run");
+    let merges = h.emitted_where(|e| matches!(e, Effect::Merge { .. }));
+    let Effect::Merge {
+        run_id,
+        prs,
+        expected_target_sha,
+        tested_sha,
+        ..
+    } = merges[0]
+    else {
+        unreachable!()
+    };
+    assert_eq!((run_id, tested_sha), (&None, &None));
+    assert_eq!(prs.iter().map(|p| p.pr).collect::<Vec<_>>(), vec![1]);
+    assert_eq!(expected_target_sha, &Some(support::sha_of(&[])));
+    assert_eq!(h.host.target, vec![1]);
+    // With 9 in line (lane a), 2 has no impacted targets yet, so it may depend on 9: no
+    // direct merge; like any entry it waits for its targets, then tests in its own lane.
+    h.set_targets(9, &["a"]);
+    assert_eq!(h.state(9), Testing);
+    h.green_heads.insert(2);
+    let mut facts = h.facts(2);
+    facts.based_on_target_head = true;
+    h.submit_facts(facts).unwrap();
+    assert_eq!(h.state(2), NotReady, "tested, not merged directly");
+    h.set_targets(2, &["b"]);
+    assert_eq!(h.state(2), Testing);
+    assert_eq!(h.content_of(&h.run_of(2)), vec![1, 2], "lane b: without 9");
+    h.pass_pr(2);
+    h.pass_pr(9);
+    assert_eq!(h.merged_prs(), vec![1, 2, 9]);
+    assert_eq!(h.host.target, vec![1, 2, 9]);
+    h.assert_clean();
 }
 
 #[test]

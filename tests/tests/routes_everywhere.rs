@@ -1,0 +1,108 @@
+//! One list of endpoints, three places: the SAM template's HTTP API events, the local
+//! gateway's routes and the OpenAPI document must name the same (method, path) pairs, and every
+//! function the template builds must be a binary of the workspace.
+
+use serde_json::Value as Json;
+use serde_norway::Value as Yaml;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+type Endpoints = BTreeSet<(String, String)>;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()
+}
+
+fn template() -> Yaml {
+    serde_norway::from_str(mq_tables::schema::TEMPLATE).expect("template.yaml parses")
+}
+
+/// The functions of the template: (logical id, resource).
+fn functions(template: &Yaml) -> Vec<(String, Yaml)> {
+    template["Resources"]
+        .as_mapping()
+        .unwrap()
+        .iter()
+        .filter(|(_, r)| r["Type"].as_str() == Some("AWS::Serverless::Function"))
+        .map(|(id, r)| (id.as_str().unwrap().to_owned(), r.clone()))
+        .collect()
+}
+
+fn template_endpoints() -> Endpoints {
+    let mut found = Endpoints::new();
+    for (_, function) in functions(&template()) {
+        let Some(events) = function["Properties"]["Events"].as_mapping() else {
+            continue;
+        };
+        for (_, event) in events {
+            if event["Type"].as_str() == Some("HttpApi") {
+                let p = &event["Properties"];
+                found.insert((
+                    p["Method"].as_str().unwrap().to_uppercase(),
+                    p["Path"].as_str().unwrap().to_owned(),
+                ));
+            }
+        }
+    }
+    found
+}
+
+fn gateway_endpoints() -> Endpoints {
+    local_gateway::routes::routes()
+        .into_iter()
+        .map(|r| (r.method.to_string(), r.path.to_owned()))
+        .collect()
+}
+
+/// The document's operations, except the document itself (served by the gateway only).
+fn openapi_endpoints() -> Endpoints {
+    let text = std::fs::read_to_string(root().join("openapi/openapi.json")).unwrap();
+    let doc: Json = serde_json::from_str(&text).unwrap();
+    let mut found = Endpoints::new();
+    for (path, operations) in doc["paths"].as_object().unwrap() {
+        for method in operations.as_object().unwrap().keys() {
+            found.insert((method.to_uppercase(), format!("/v1{path}")));
+        }
+    }
+    found.remove(&("GET".to_owned(), "/v1/openapi.json".to_owned()));
+    found
+}
+
+#[test]
+fn the_template_the_gateway_and_the_openapi_document_name_the_same_endpoints() {
+    let template = template_endpoints();
+    assert_eq!(template.len(), 19, "{template:?}");
+    assert_eq!(gateway_endpoints(), template, "local gateway vs template");
+    assert_eq!(openapi_endpoints(), template, "openapi.json vs template");
+}
+
+/// `[[bin]] name = "..."` of every package under `functions/`.
+fn function_binaries() -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for dir in std::fs::read_dir(root().join("functions")).unwrap() {
+        let manifest = dir.unwrap().path().join("Cargo.toml");
+        let text = std::fs::read_to_string(manifest).unwrap();
+        for section in text.split("[[bin]]").skip(1) {
+            let name = section
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("name = "))
+                .expect("a [[bin]] has a name");
+            names.insert(name.trim_matches('"').to_owned());
+        }
+    }
+    names
+}
+
+#[test]
+fn every_function_of_the_template_is_a_binary_of_the_workspace() {
+    let built: BTreeSet<String> = functions(&template())
+        .iter()
+        .map(|(id, f)| {
+            f["Metadata"]["BuildProperties"]["Binary"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{id} names no binary"))
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(built, function_binaries());
+}

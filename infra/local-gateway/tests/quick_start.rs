@@ -1,0 +1,137 @@
+//! The README's quick start, as a user runs it: the `local-gateway` binary with `--example`,
+//! then the curl session's first steps over plain HTTP. #1 and #2 merge, #3 (which adds a file
+//! named `FAIL`) fails, and `main` of the example repository holds exactly the two.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "dev-token";
+const Q: &str =
+    r#""repo":{"host":"github.com","owner":"acme","name":"rocket"},"targetBranch":"main""#;
+
+/// The gateway process, stopped when the test ends however it ends.
+struct Gateway(Child);
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Starts the binary as the README does, in `dir`, and waits until it listens.
+fn start(dir: &Path, port: u16) -> Gateway {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_local-gateway"))
+        .args(["--example", "--api-token", TOKEN, "--tick-interval", "0.2"])
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the gateway starts");
+    let stdout = child.stdout.take().unwrap();
+    let gateway = Gateway(child);
+    let mut printed = String::new();
+    for line in BufReader::new(stdout).lines() {
+        let line = line.unwrap();
+        printed.push_str(&line);
+        printed.push('\n');
+        if line.starts_with("merge queue API on") {
+            return gateway;
+        }
+    }
+    panic!("the gateway stopped before listening:\n{printed}");
+}
+
+/// `curl -s -H 'x-api-token: dev-token' -H 'content-type: application/json' $API/<path> -d body`:
+/// the status and the body.
+fn post(port: u16, path: &str, body: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let request = format!(
+        "POST /v1/{path} HTTP/1.1\r\nhost: 127.0.0.1\r\nx-api-token: {TOKEN}\r\n\
+         content-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    (status, body.to_owned())
+}
+
+fn state_of(port: u16, pr: u32) -> String {
+    let (status, body) = post(
+        port,
+        "getSubmittedPullRequest",
+        &format!(r#"{{{Q}, "pr": {{"number": {pr}}}}}"#),
+    );
+    assert_eq!(status, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    v["state"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn the_readme_quick_start_merges_two_and_fails_the_third() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let _gateway = start(dir.path(), port);
+
+    for pr in 1..=3 {
+        let (status, body) = post(
+            port,
+            "submitPullRequest",
+            &format!(r#"{{{Q}, "pr": {{"number": {pr}}}}}"#),
+        );
+        assert_eq!(status, 200, "submit #{pr}: {body}");
+    }
+    let expected = [(1, "merged"), (2, "merged"), (3, "failed")];
+    let started = Instant::now();
+    loop {
+        let states: Vec<(u32, String)> = (1..=3).map(|pr| (pr, state_of(port, pr))).collect();
+        if states.iter().zip(&expected).all(|((_, s), (_, e))| s == e) {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "gave up waiting for #1 and #2 merged, #3 failed: {states:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    let log = Command::new("git")
+        .args(["-C", ".local/repos/github.com/acme/rocket.git"])
+        .args(["log", "--format=%s", "main"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let subjects = String::from_utf8(log.stdout).unwrap();
+    assert_eq!(
+        subjects.lines().collect::<Vec<_>>(),
+        ["Change 2 (#2)", "Change 1 (#1)", "Initial commit"],
+        "main holds #1 and #2"
+    );
+
+    let (status, body) = post(
+        port,
+        "updateQueue",
+        &format!(r#"{{{Q}, "concurrency": 0}}"#),
+    );
+    assert_eq!(status, 400);
+    assert_eq!(
+        body,
+        r#"{"error":{"code":"INVALID_FIELD","message":"concurrency must be an integer from 1 to 4294967295, got 0"}}"#,
+        "the README's example error"
+    );
+}

@@ -263,24 +263,26 @@ fn check_required_statuses(list: &[String]) -> Result<(), DomainError> {
 pub struct ModeAndState {
     pub state: QueueState,
     pub mode: QueueMode,
-    /// Set while `switching_modes`: the mode the queue switches to once nothing is testing.
+    /// Set while `switching_modes`: the mode the queue switches to once its line is empty.
     pub pending_mode: Option<QueueMode>,
     /// Set while `switching_modes`: the state the queue returns to after the switch.
     pub resume_state: Option<QueueState>,
 }
 
 impl ModeAndState {
-    /// Applies a requested state and mode.
+    /// Applies a requested state and mode; `busy` says whether groups are in the line
+    /// (testing, or tested and not yet merged or failed).
     ///
-    /// - A mode change while a group is testing enters `switching_modes` (behaves like
-    ///   draining); with nothing testing the switch is immediate.
+    /// - A mode change while the line is busy enters `switching_modes` (behaves like
+    ///   draining); with an empty line the switch is immediate.
     /// - Requesting the current mode during a switch cancels the switch.
-    /// - During a switch a requested state is remembered and applied once the switch ends.
+    /// - During a switch a requested state is remembered and applied once the switch ends;
+    ///   a remembered `paused` already stops merges during the switch ([`Self::is_paused`]).
     pub fn update(
         &self,
         requested_state: Option<RequestedState>,
         requested_mode: Option<QueueMode>,
-        testing: bool,
+        busy: bool,
     ) -> Result<ModeAndState, DomainError> {
         let mut next = self.clone();
         let switching = self.state == QueueState::SwitchingModes;
@@ -304,7 +306,7 @@ impl ModeAndState {
             next.pending_mode = None;
             return Ok(next);
         }
-        if testing {
+        if busy {
             if !switching {
                 next.resume_state = Some(next.state);
             }
@@ -317,7 +319,7 @@ impl ModeAndState {
         Ok(next)
     }
 
-    /// Completes a pending switch once nothing is testing.
+    /// Completes a pending switch (once the line is empty).
     pub fn finish_switch(&self) -> ModeAndState {
         match (self.state, self.pending_mode) {
             (QueueState::SwitchingModes, Some(mode)) => ModeAndState {
@@ -328,6 +330,14 @@ impl ModeAndState {
             },
             _ => self.clone(),
         }
+    }
+
+    /// Paused, or switching modes from a paused queue (the switch ends `paused`): nothing
+    /// starts and nothing merges until the queue is resumed.
+    pub fn is_paused(&self) -> bool {
+        self.state == QueueState::Paused
+            || (self.state == QueueState::SwitchingModes
+                && self.resume_state == Some(QueueState::Paused))
     }
 }
 
@@ -469,6 +479,27 @@ mod tests {
             .finish_switch();
         assert_eq!(done.state, QueueState::Paused);
         assert_eq!(done.mode, QueueMode::Parallel);
+    }
+
+    #[test]
+    fn a_switch_keeps_a_paused_queue_paused_until_resumed() {
+        let paused = ModeAndState {
+            state: QueueState::Paused,
+            ..running(QueueMode::Single)
+        };
+        let switching = paused
+            .update(None, Some(QueueMode::Parallel), true)
+            .unwrap();
+        assert_eq!(switching.state, QueueState::SwitchingModes);
+        assert!(switching.is_paused());
+        let resumed = switching
+            .update(Some(RequestedState::Running), None, true)
+            .unwrap();
+        assert!(!resumed.is_paused());
+        let paused_again = resumed
+            .update(Some(RequestedState::Paused), None, true)
+            .unwrap();
+        assert!(paused_again.is_paused());
     }
 
     #[test]

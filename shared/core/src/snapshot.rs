@@ -4,7 +4,7 @@ use crate::engine::{PendingEffect, Transition};
 use crate::entry::{Entry, UploadedTargets};
 use crate::history::{Restart, restarts_between};
 use crate::ids::{OrgId, PrNumber, QueueId, RepoRef, Sha};
-use crate::run::{Bisection, RunStatus, TestRun};
+use crate::run::{Bisection, TestRun};
 use crate::settings::{ModeAndState, QueueConfig, QueueMode, QueueState};
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -147,9 +147,10 @@ impl QueueSnapshot {
         self.sort();
     }
 
-    /// True while a test run of the queue is in flight.
-    pub fn is_testing(&self) -> bool {
-        self.runs.iter().any(|r| r.status == RunStatus::InProgress)
+    /// True while groups are in the line: a run in flight (held ones too), or a group
+    /// tested and not yet merged or failed.
+    pub fn has_groups(&self) -> bool {
+        !self.runs.is_empty()
     }
 }
 

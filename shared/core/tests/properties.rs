@@ -14,7 +14,6 @@ use mq_core::engine::{CancelReason, Effect, Event};
 use mq_core::entry::ImpactedTargets;
 use mq_core::git::PrState;
 use mq_core::priority::Priority;
-use mq_core::run::RunStatus;
 use mq_core::settings::{
     DirectMergeMode, OptimizationMode, QueueMode, QueueState, RequestedState, SettingsPatch,
 };
@@ -296,25 +295,6 @@ fn upload_missing_targets(h: &mut Harness) {
     }
 }
 
-/// Works around a known engine bug (`scenarios_settings.rs`,
-/// `a_restart_held_during_a_mode_switch_does_not_block_the_switch`, ignored): a restart
-/// held during `switching_modes` never starts and keeps the switch from completing. The
-/// operator's way out is to request the current mode again, which cancels the switch.
-fn unstick_mode_switch(h: &mut Harness) {
-    let only_held = h
-        .snap
-        .runs
-        .iter()
-        .filter(|r| r.status == RunStatus::InProgress)
-        .all(|r| r.held);
-    if h.snap.queue.state == QueueState::SwitchingModes && only_held {
-        h.update(SettingsPatch {
-            mode: Some(h.snap.queue.config.mode),
-            ..Default::default()
-        });
-    }
-}
-
 /// Resumes the queue and lets CI answer (without flakes) until nothing is left to do.
 fn drain(h: &mut Harness, bad: &BTreeSet<u32>) {
     h.update(SettingsPatch {
@@ -325,7 +305,6 @@ fn drain(h: &mut Harness, bad: &BTreeSet<u32>) {
         if h.snap.entries.is_empty() && h.snap.runs.is_empty() {
             return;
         }
-        unstick_mode_switch(h);
         upload_missing_targets(h);
         h.answer_all(|c| green(c, bad, false));
         h.advance_minutes(5);
@@ -616,10 +595,9 @@ proptest! {
         prop_assert_eq!(h.snap.queue.state, QueueState::Paused);
         let runs_before: BTreeSet<String> = h.snap.runs.iter().map(|r| r.id.clone()).collect();
         let emitted_before = h.emitted.len();
-        // Neither a requested state nor a mode change: a mode change on a paused queue that
-        // is testing enters `switching_modes`, which merges (known engine bug, see
-        // `a_mode_change_keeps_a_paused_queue_from_merging` in `scenarios_settings.rs`).
-        let resumes = |op: &&Op| matches!(op, Op::SetState(_) | Op::SwitchMode(_));
+        // No requested state (it may resume the queue). A mode change may come: a paused
+        // queue switching modes stays paused until resumed.
+        let resumes = |op: &&Op| matches!(op, Op::SetState(_));
         for op in during.iter().filter(|op| !resumes(op)) {
             apply(&mut h, op, &bad);
         }

@@ -63,6 +63,29 @@ fn draining_finishes_running_tests_merges_them_and_starts_nothing() {
     assert_eq!(h.state(2), Testing);
 }
 
+/// A restart re-runs a group already in line: draining lets it run (nothing *new* starts),
+/// a paused queue holds it until resumed.
+#[test]
+fn a_restart_runs_while_draining_and_waits_while_paused() {
+    let mut h = queue(1);
+    h.submit(1);
+    h.submit(2);
+    set_state(&mut h, RequestedState::Draining);
+    h.ok(Event::Restart { pr: 1 });
+    assert!(h.run(&h.run_of(1)).is_some_and(|r| !r.held));
+    h.pass_pr(1);
+    assert_eq!((h.state(1), h.state(2)), (Merged, Pending));
+    set_state(&mut h, RequestedState::Running);
+    set_state(&mut h, RequestedState::Paused);
+    h.ok(Event::Restart { pr: 2 });
+    assert!(h.run(&h.run_of(2)).is_some_and(|r| r.held));
+    set_state(&mut h, RequestedState::Running);
+    assert!(h.run(&h.run_of(2)).is_some_and(|r| !r.held));
+    h.pass_pr(2);
+    assert_eq!(h.state(2), Merged);
+    h.assert_clean();
+}
+
 #[test]
 fn a_mode_change_while_testing_switches_and_then_returns_to_running() {
     let mut h = queue(1);
@@ -81,13 +104,11 @@ fn a_mode_change_while_testing_switches_and_then_returns_to_running() {
     assert_eq!(h.snap.queue.config.mode, QueueMode::Parallel);
 }
 
-/// Engine bug: `restartTestsOnPullRequest` during `switching_modes` holds the new run (no
-/// test starts while switching), and a held run counts as testing, so the switch never
-/// completes: the queue refuses submissions for good (a held run does not time out either).
-/// SEMANTICS §8: "when nothing is testing the mode switches and the state returns to
-/// `running`".
+/// `restartTestsOnPullRequest` during `switching_modes` re-runs the group in place (it is in
+/// line, not new): a run held until the switch ends would count as testing and keep the
+/// switch from ending, for good (a held run does not time out either). SEMANTICS §8: "when
+/// nothing is testing the mode switches and the state returns to `running`".
 #[test]
-#[ignore = "engine bug: a restart held during switching_modes never starts and blocks the switch forever"]
 fn a_restart_held_during_a_mode_switch_does_not_block_the_switch() {
     let mut h = queue(1);
     h.submit(1);
@@ -112,12 +133,11 @@ fn a_restart_held_during_a_mode_switch_does_not_block_the_switch() {
     );
 }
 
-/// Engine bug: a mode change on a paused queue with a group testing enters
-/// `switching_modes`, which merges like draining, so a passed group merges although the
-/// queue was never resumed (it is paused again once the switch ends). SEMANTICS §8:
-/// "`paused`: no test starts and no merges; ... merges happen when resumed".
+/// A mode change on a paused queue with a group testing enters `switching_modes`, which
+/// merges like draining, but the queue stays paused: a passed group does not merge before
+/// the queue is resumed. SEMANTICS §8: "`paused`: no test starts and no merges; ... merges
+/// happen when resumed".
 #[test]
-#[ignore = "engine bug: a mode change while paused merges passed groups before the queue is resumed"]
 fn a_mode_change_keeps_a_paused_queue_from_merging() {
     let mut h = queue(2);
     h.submit(1);
@@ -141,17 +161,13 @@ fn a_mode_change_keeps_a_paused_queue_from_merging() {
     );
 }
 
-/// Engine bug: a switch to single mode completes as soon as nothing tests, while groups
-/// tested in parallel mode still wait to merge; they do not contain each other (2 and 3
-/// are in different lanes), yet a single-mode group behind them (4) is built on them in line
-/// order, [1, 2, 3, 4]. Merges then go by the old branches: 1 and 3 (whose branch holds 1),
-/// then 2 restarts and merges on top of them, and 4 merges with its tested sha although the
-/// target ends at [1, 3, 2, 4], a state nobody tested. SEMANTICS §5: a group's pass "proves
-/// that exact future state of the target branch". (The driver's merge check tolerates this
-/// order, as 2 and 3 are disjoint, so that the property tests stay green: the exact state
-/// is asserted here.)
+/// A switch to single mode must not end while groups tested in parallel mode still wait to
+/// merge: they do not contain each other (2 and 3 are in different lanes), so a single-mode
+/// group behind them (4) built on them in line order, [1, 2, 3, 4], would not predict their
+/// merges (1 and 3 together, then 2), and 4 would merge to [1, 3, 2, 4], a state nobody
+/// tested. SEMANTICS §5: a group's pass "proves that exact future state of the target
+/// branch".
 #[test]
-#[ignore = "engine bug: after a switch to single mode, a group built on parallel-mode groups merges to an untested state"]
 fn a_switch_to_single_mode_never_merges_a_state_that_was_not_tested() {
     let mut h = Harness::with(SettingsPatch {
         mode: Some(QueueMode::Parallel),

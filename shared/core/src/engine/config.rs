@@ -3,10 +3,28 @@
 //! Settings apply at once: a higher `concurrency` starts more groups, a lower one sends the
 //! groups testing furthest back to `pending`; `bisectionConcurrency` limits bisection runs
 //! started from then on. A requested state applies at once, except during a mode switch,
-//! when it is remembered for the end of the switch. A mode change while anything is testing
-//! enters `switching_modes` (no submissions, nothing new starts, passing groups merge); the
-//! switch completes when nothing is testing. Entries re-check their readiness in the new
-//! mode (parallel mode requires impacted targets).
+//! when it is remembered for the end of the switch. Entries re-check their readiness in the
+//! new mode (parallel mode requires impacted targets).
+//!
+//! # Mode switches
+//!
+//! A mode change while groups are in the line enters `switching_modes`, which drains: no
+//! submissions, no new groups, passing groups merge. The switch ends when the line is
+//! empty, not merely when nothing is testing: every group built by the old mode's rules
+//! has merged, failed, or dropped back to `pending`. A passed group waiting to merge was
+//! built by those rules (single mode: on every group ahead; parallel mode: on the groups
+//! with intersecting targets); a group of the new mode formed on top of it would predict
+//! an order its merges do not follow, and the target could reach a state nobody tested
+//! (SEMANTICS §5). With an empty line the switch is immediate.
+//!
+//! `restartTestsOnPullRequest` during the switch re-runs the group in place (it is in line,
+//! not new): held until the switch ends, it would keep the switch from ending for good.
+//!
+//! A mode change on a paused queue enters `switching_modes` too, but the queue stays
+//! paused: nothing starts and nothing merges until it is resumed (requesting `running`
+//! during the switch does it), and the switch ends `paused`. SEMANTICS has both "switching
+//! behaves like draining" (which merges) and "paused: no merges"; a user who paused a queue
+//! expects it not to merge before it is resumed.
 
 use super::work::Work;
 use crate::error::DomainError;
@@ -15,21 +33,21 @@ use crate::settings::{QueueState, SettingsPatch};
 impl Work {
     pub fn update_settings(&mut self, patch: &SettingsPatch) -> Result<(), DomainError> {
         patch.validate()?;
-        let testing = self.s.is_testing();
+        let busy = self.s.has_groups();
         let next = self
             .s
             .queue
             .mode_and_state()
-            .update(patch.state, patch.mode, testing)?;
+            .update(patch.state, patch.mode, busy)?;
         patch.apply_fields(&mut self.s.queue.config);
         self.s.queue.set_mode_and_state(next);
         self.readiness_stale = true;
         Ok(())
     }
 
-    /// Completes a mode switch once nothing is testing.
+    /// Completes a mode switch once the line is empty.
     pub fn finish_switch(&mut self) -> bool {
-        if self.s.queue.state != QueueState::SwitchingModes || self.s.is_testing() {
+        if self.s.queue.state != QueueState::SwitchingModes || self.s.has_groups() {
             return false;
         }
         let done = self.s.queue.mode_and_state().finish_switch();

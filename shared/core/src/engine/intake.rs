@@ -157,7 +157,7 @@ impl Work {
     }
 
     /// A new run of the same group, place and dependencies. When no testing slot is free
-    /// (or the queue is not running) it is held and starts when one frees.
+    /// (or the queue is paused) it is held and starts when one frees.
     fn rerun_in_place(&mut self, id: &str) {
         let Some(old) = self.run(id).cloned() else {
             return;
@@ -179,7 +179,7 @@ impl Work {
         run.started_at = None;
         run.finished_at = None;
         run.reason = None;
-        run.held = !(slot_after && self.can_start());
+        run.held = !(slot_after && self.can_rerun());
         let prs = self.active_prs(&old);
         for &pr in &prs {
             if let Some(e) = self.entry_mut(pr) {

@@ -6,7 +6,8 @@
 //! branch contains it: everything up to that group merges at once, each pull request as its
 //! own commit (by `mergeMethod`), and the target is expected to end at the tested tree of
 //! the last group. A group cleared by optimistic merge only ever merges as part of the group
-//! whose pass cleared it. Nothing merges while the queue is paused.
+//! whose pass cleared it. Nothing merges while the queue is paused (also while a paused
+//! queue switches modes).
 
 use super::line::line_positions;
 use super::work::Work;

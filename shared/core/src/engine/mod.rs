@@ -55,7 +55,12 @@
 //! - Restart: the group re-runs in its place with the same pull requests ahead (those merged
 //!   since are in the target). A restart of a `pending_failure` group while every slot is
 //!   busy is *held*: its entries are `testing` and its branch is created when a slot frees,
-//!   before any new group.
+//!   before any new group. A paused queue holds restarts until resumed; draining and
+//!   switching modes do not (the group is in line, not new).
+//! - Mode switches end when the line is empty (every group tested in the old mode merged,
+//!   failed or dropped back to `pending`), not merely when nothing is testing: groups of
+//!   the new mode are never built on groups of the old one. A paused queue that switches
+//!   modes stays paused: it starts and merges nothing until resumed (see `config`).
 //! - Urgent entries are never batched. Every group behind an urgent entry that would contain
 //!   it (all in single mode; intersecting targets in parallel mode) restarts on top of it —
 //!   passed and pending-failure groups too, as their tested state no longer predicts the

@@ -228,7 +228,7 @@ impl Work {
         self.emit(effect);
     }
 
-    /// Held restarts start first when slots free.
+    /// Held restarts start first when slots free (unless the queue is paused).
     pub fn start_held(&mut self) -> bool {
         if !self.s.runs.iter().any(|r| r.held) {
             return false;
@@ -237,7 +237,7 @@ impl Work {
         for id in self.line() {
             let held = self.run(&id).is_some_and(|r| r.held);
             let slot = self.main_in_flight() < self.cfg().concurrency as usize;
-            if held && self.can_start() && slot {
+            if held && self.can_rerun() && slot {
                 let now = self.now;
                 if let Some(r) = self.run_mut(&id) {
                     r.held = false;

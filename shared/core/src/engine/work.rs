@@ -66,9 +66,17 @@ impl Work {
         self.s.queue.state == QueueState::Running
     }
 
-    /// Merges happen in every state but `paused`.
+    /// Merges happen in every state but `paused` (also while a paused queue switches
+    /// modes: it merges only once resumed).
     pub fn can_merge(&self) -> bool {
-        self.s.queue.state != QueueState::Paused
+        !self.s.queue.mode_and_state().is_paused()
+    }
+
+    /// A restart asked for by `restartTestsOnPullRequest` re-runs a group already in line:
+    /// it starts in every state but `paused` (draining and switching modes let the groups
+    /// in line finish), when a testing slot is free.
+    pub fn can_rerun(&self) -> bool {
+        !self.s.queue.mode_and_state().is_paused()
     }
 
     fn position(&self, pr: PrNumber) -> Option<usize> {

@@ -112,10 +112,7 @@ pub struct Harness {
     pub emitted: Vec<(PendingEffect, QueueState)>,
     /// The rules each run's merge is checked by, by run id: those of the mode the queue was in
     /// when the run's test branch was first requested (a mode switch lets the groups of the
-    /// old mode finish and merge, SEMANTICS §8). One exception, for a known engine bug (see
-    /// `a_switch_to_single_mode_never_merges_a_state_that_was_not_tested`, ignored): a run
-    /// built in single mode on groups tested in parallel mode is checked by parallel rules
-    /// (changes with disjoint targets may merge in another order than tested).
+    /// old mode finish and merge, SEMANTICS §8).
     pub built_in_mode: BTreeMap<String, QueueMode>,
     /// Impacted targets CI computed for each head sha (see [`Harness::upload_targets`]).
     pub targets_by_head: BTreeMap<Sha, ImpactedTargets>,
@@ -195,23 +192,10 @@ impl Harness {
         self.finished_runs.extend(t.finished_runs.iter().cloned());
         for x in &t.effects {
             self.emitted.push((x.clone(), self.snap.queue.state));
-            if let Effect::CreateTestBranch {
-                run_id,
-                dependent_prs,
-                ..
-            } = &x.effect
-                && !self.built_in_mode.contains_key(run_id)
-            {
-                let on_parallel_groups = dependent_prs.iter().any(|&pr| {
-                    let run = self.entry(pr).and_then(|e| e.current_run.as_ref());
-                    run.and_then(|id| self.built_in_mode.get(id)) == Some(&QueueMode::Parallel)
-                });
-                let mode = if on_parallel_groups {
-                    QueueMode::Parallel
-                } else {
-                    self.snap.queue.config.mode
-                };
-                self.built_in_mode.insert(run_id.clone(), mode);
+            if let Effect::CreateTestBranch { run_id, .. } = &x.effect {
+                self.built_in_mode
+                    .entry(run_id.clone())
+                    .or_insert(self.snap.queue.config.mode);
             }
             self.pending.push_back(x.clone());
         }

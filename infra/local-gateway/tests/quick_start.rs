@@ -42,16 +42,22 @@ fn start(dir: &Path, port: u16) -> Gateway {
         .expect("the gateway starts");
     let stdout = child.stdout.take().unwrap();
     let gateway = Gateway(child);
-    let mut printed = String::new();
-    for line in BufReader::new(stdout).lines() {
-        let line = line.unwrap();
-        printed.push_str(&line);
-        printed.push('\n');
+    // Its output is read to the end, as a terminal would: a closed pipe would fail its prints.
+    let (lines, printed) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = lines.send(line);
+        }
+    });
+    let mut seen = String::new();
+    while let Ok(line) = printed.recv_timeout(Duration::from_secs(60)) {
         if line.starts_with("merge queue API on") {
             return gateway;
         }
+        seen.push_str(&line);
+        seen.push('\n');
     }
-    panic!("the gateway stopped before listening:\n{printed}");
+    panic!("the gateway did not start listening:\n{seen}");
 }
 
 /// `curl -s -H 'x-api-token: dev-token' -H 'content-type: application/json' $API/<path> -d body`:

@@ -27,6 +27,13 @@ fn set_state(h: &mut Harness, state: RequestedState) {
     });
 }
 
+fn set_mode(h: &mut Harness, mode: QueueMode) {
+    h.update(SettingsPatch {
+        mode: Some(mode),
+        ..Default::default()
+    });
+}
+
 #[test]
 fn paused_starts_nothing_keeps_results_and_merges_when_resumed() {
     let mut h = queue(2);
@@ -90,10 +97,7 @@ fn a_restart_runs_while_draining_and_waits_while_paused() {
 fn a_mode_change_while_testing_switches_and_then_returns_to_running() {
     let mut h = queue(1);
     h.submit(1);
-    h.update(SettingsPatch {
-        mode: Some(QueueMode::Parallel),
-        ..Default::default()
-    });
+    set_mode(&mut h, QueueMode::Parallel);
     assert_eq!(h.snap.queue.state, QueueState::SwitchingModes);
     assert_eq!(h.snap.queue.config.mode, QueueMode::Single);
     let err = h.submit_facts(h.facts(2)).unwrap_err();
@@ -112,10 +116,7 @@ fn a_mode_change_while_testing_switches_and_then_returns_to_running() {
 fn a_restart_held_during_a_mode_switch_does_not_block_the_switch() {
     let mut h = queue(1);
     h.submit(1);
-    h.update(SettingsPatch {
-        mode: Some(QueueMode::Parallel),
-        ..Default::default()
-    });
+    set_mode(&mut h, QueueMode::Parallel);
     assert_eq!(h.snap.queue.state, QueueState::SwitchingModes);
     h.ok(Event::Restart { pr: 1 });
     let run = h.run_of(1);
@@ -145,10 +146,7 @@ fn a_mode_change_keeps_a_paused_queue_from_merging() {
     set_state(&mut h, RequestedState::Paused);
     h.pass_pr(1);
     assert_eq!(h.state(1), TestsPassed, "paused: kept, not merged");
-    h.update(SettingsPatch {
-        mode: Some(QueueMode::Parallel),
-        ..Default::default()
-    });
+    set_mode(&mut h, QueueMode::Parallel);
     assert_eq!(
         h.snap.queue.state,
         QueueState::SwitchingModes,
@@ -183,10 +181,7 @@ fn a_switch_to_single_mode_never_merges_a_state_that_was_not_tested() {
     assert_eq!(h.content_of(&h.run_of(3)), vec![1, 3]);
     h.pass_pr(2);
     h.pass_pr(3);
-    h.update(SettingsPatch {
-        mode: Some(QueueMode::Single),
-        ..Default::default()
-    });
+    set_mode(&mut h, QueueMode::Single);
     assert_eq!(
         h.snap.queue.state,
         QueueState::SwitchingModes,
@@ -217,10 +212,7 @@ fn a_switch_to_single_mode_never_merges_a_state_that_was_not_tested() {
 #[test]
 fn a_mode_change_with_nothing_testing_is_immediate() {
     let mut h = queue(1);
-    h.update(SettingsPatch {
-        mode: Some(QueueMode::Parallel),
-        ..Default::default()
-    });
+    set_mode(&mut h, QueueMode::Parallel);
     assert_eq!(
         (h.snap.queue.state, h.snap.queue.config.mode),
         (QueueState::Running, QueueMode::Parallel)

@@ -8,6 +8,7 @@ use mq_core::priority::Priority;
 use mq_core::snapshot::Commit;
 use mq_core::time::Timestamp;
 use mq_store::Store;
+use std::sync::Arc;
 
 /// Adds a pending entry for `pr` to acme's queue on `repo`/main.
 pub async fn add_entry(store: &dyn Store, repo: &str, pr: u32) {
@@ -15,7 +16,7 @@ pub async fn add_entry(store: &dyn Store, repo: &str, pr: u32) {
     let before = store.load(&id).await.unwrap().expect("queue exists");
     let now = Timestamp(before.queue.created_at.millis() + 1);
     let mut after = before.clone();
-    after.entries.push(Entry {
+    after.entries.push(Arc::new(Entry {
         id: format!("entry-{pr}"),
         pr,
         seq: 1,
@@ -46,7 +47,7 @@ pub async fn add_entry(store: &dyn Store, repo: &str, pr: u32) {
         restarts: 0,
         conclusion: None,
         cancel_after_merge: None,
-    });
+    }));
     let commit = Commit::between(&before, &Transition::unchanged(&after), now);
     store.commit(&commit).await.unwrap();
 }

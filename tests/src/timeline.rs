@@ -12,6 +12,7 @@ use mq_core::run::{RunKind, RunStatus, TestRun, TestedPr};
 use mq_core::snapshot::{Commit, QueueSnapshot};
 use mq_core::time::Timestamp;
 use mq_store::Store;
+use std::sync::Arc;
 
 /// Something that happens to a queue.
 #[derive(Debug, Clone)]
@@ -127,6 +128,7 @@ impl Step {
             .entries
             .iter_mut()
             .find(|e| e.pr == pr)
+            .map(Arc::make_mut)
             .unwrap_or_else(|| panic!("no active entry for #{pr}"))
     }
 
@@ -134,7 +136,7 @@ impl Step {
         let at = self.at;
         let seq = self.after.queue.engine.next_seq;
         self.after.queue.engine.next_seq += 1;
-        self.after.entries.push(Entry {
+        self.after.entries.push(Arc::new(Entry {
             id: format!("entry-{pr}-{}", at.millis()),
             pr,
             seq,
@@ -167,7 +169,7 @@ impl Step {
             restarts: 0,
             conclusion: None,
             cancel_after_merge: None,
-        });
+        }));
     }
 
     fn start(&mut self, id: &str, prs: &[u32]) {
@@ -212,7 +214,11 @@ impl Step {
         for tested in &run.tested {
             if let (Some(state), Some(e)) = (
                 next,
-                self.after.entries.iter_mut().find(|e| e.pr == tested.pr),
+                self.after
+                    .entries
+                    .iter_mut()
+                    .find(|e| e.pr == tested.pr)
+                    .map(Arc::make_mut),
             ) {
                 e.current_run = None;
                 set_state(e, state, at);
@@ -229,7 +235,7 @@ impl Step {
             .iter()
             .position(|e| e.pr == pr)
             .unwrap_or_else(|| panic!("no active entry for #{pr}"));
-        let mut entry = self.after.entries.remove(position);
+        let mut entry = Arc::unwrap_or_clone(self.after.entries.remove(position));
         set_state(&mut entry, state, at);
         entry.concluded_at = Some(at);
         entry.current_run = None;

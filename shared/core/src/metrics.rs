@@ -273,7 +273,8 @@ fn wait_seconds(snapshot: &QueueSnapshot, history: &History, window: Window) -> 
     let active = snapshot
         .entries
         .iter()
-        .filter(|e| !concluded.contains(e.id.as_str()));
+        .filter(|e| !concluded.contains(e.id.as_str()))
+        .map(|e| &**e);
     active
         .chain(&history.concluded)
         .filter_map(|e| {

@@ -1,15 +1,19 @@
 //! A queue and everything live in it: the unit the engine works on and the store commits.
 
+mod entry_diff;
+
 use crate::engine::{PendingEffect, Transition};
 use crate::entry::{Entry, UploadedTargets};
-use crate::history::{Restart, restarts_between};
+use crate::history::Restart;
 use crate::ids::{OrgId, PrNumber, QueueId, RepoRef, Sha};
 use crate::run::{Bisection, TestRun};
 use crate::settings::{ModeAndState, QueueConfig, QueueMode, QueueState};
 use crate::time::Timestamp;
+use entry_diff::entry_diff;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
+use std::sync::Arc;
 
 /// The engine's own bookkeeping, kept on the queue item.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -98,8 +102,11 @@ impl Queue {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueueSnapshot {
     pub queue: Queue,
-    /// Every non-terminal entry, at most one per pull request.
-    pub entries: Vec<Entry>,
+    /// Every non-terminal entry, at most one per pull request. Entries are shared between
+    /// a snapshot and its copies (a step's working copy, a store's cache) and copied only
+    /// when changed ([`Arc::make_mut`]), so copying a snapshot of a long queue is cheap and a
+    /// commit finds the changed entries by pointer.
+    pub entries: Vec<Arc<Entry>>,
     /// Every run in progress, and every finished run whose group is still in line (passed
     /// and waiting to merge, or failed and waiting for the pending-failure rules).
     pub runs: Vec<TestRun>,
@@ -118,7 +125,7 @@ impl QueueSnapshot {
     }
 
     pub fn entry_for_pr(&self, pr: PrNumber) -> Option<&Entry> {
-        self.entries.iter().find(|e| e.pr == pr)
+        self.entries.iter().find(|e| e.pr == pr).map(|e| &**e)
     }
 
     pub fn run(&self, id: &str) -> Option<&TestRun> {
@@ -187,25 +194,22 @@ impl Commit {
     /// The changes that turn `before` into `transition.snapshot`, stamped at `now`.
     pub fn between(before: &QueueSnapshot, transition: &Transition, now: Timestamp) -> Self {
         let after = &transition.snapshot;
+        let entries = entry_diff(&before.entries, &after.entries, &transition.concluded, now);
         let mut queue = after.queue.clone();
         queue.version = before.queue.version + 1;
         queue.updated_at = now;
         Self {
             queue,
             expected_version: before.queue.version,
-            put_entries: changed(&before.entries, &after.entries, |e| e.pr),
-            delete_entries: removed(&before.entries, &after.entries, |e| e.pr),
+            put_entries: entries.put,
+            delete_entries: entries.delete,
             put_runs: changed(&before.runs, &after.runs, |r| r.id.clone()),
             delete_runs: removed(&before.runs, &after.runs, |r| r.id.clone()),
             put_effects: changed(&before.outbox, &after.outbox, |x| x.id.clone()),
             delete_effects: removed(&before.outbox, &after.outbox, |x| x.id.clone()),
             concluded: transition.concluded.clone(),
             finished_runs: transition.finished_runs.clone(),
-            restarts: restarts_between(
-                &before.entries,
-                after.entries.iter().chain(&transition.concluded),
-                now,
-            ),
+            restarts: entries.restarts,
             active_entries: u32::try_from(after.entries.len()).unwrap_or(u32::MAX),
             has_work: after.has_work(),
             uploaded_targets: Vec::new(),

@@ -14,7 +14,7 @@ use mq_core::run::TestRun;
 use mq_core::snapshot::{Commit, Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// A store held in process memory.
 #[derive(Default)]
@@ -40,7 +40,8 @@ struct Inner {
 /// A queue's live items, as the DynamoDB adapter keeps them in the queue's partition.
 struct Live {
     queue: Queue,
-    entries: BTreeMap<PrNumber, Entry>,
+    /// Shared with the snapshots handed out, as the engine shares them between versions.
+    entries: BTreeMap<PrNumber, Arc<Entry>>,
     runs: BTreeMap<String, TestRun>,
     outbox: BTreeMap<String, PendingEffect>,
 }
@@ -90,7 +91,7 @@ impl Inner {
                 live.entries.remove(pr);
             }
             for e in &commit.put_entries {
-                live.entries.insert(e.pr, e.clone());
+                live.entries.insert(e.pr, Arc::new(e.clone()));
             }
             for r in &commit.delete_runs {
                 live.runs.remove(r);
@@ -179,7 +180,8 @@ impl QueueStore for MemoryStore {
             return Ok(None);
         };
         let concluded = inner.latest_concluded.get(&(id.clone(), pr));
-        let entry = crate::order::latest_entry(&live.queue, live.entries.get(&pr), concluded);
+        let entry =
+            crate::order::latest_entry(&live.queue, live.entries.get(&pr).map(|e| &**e), concluded);
         Ok(Some((live.queue.clone(), entry)))
     }
 

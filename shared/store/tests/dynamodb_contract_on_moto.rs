@@ -84,7 +84,8 @@ async fn a_half_written_large_commit_is_finished_by_the_next_writer() {
     let seen = store.load(&q.id).await.unwrap().unwrap();
     assert_eq!(seen.entries.len(), 120, "a reader sees the commit whole");
     let mut next = seen.clone();
-    next.entries.push(entry(121, EntryState::Pending, T0));
+    next.entries
+        .push(Arc::new(entry(121, EntryState::Pending, T0)));
     let attempt = commit(&seen, next.clone(), vec![], vec![], T0);
     assert_eq!(
         store.commit(&attempt).await,

@@ -13,6 +13,7 @@ use crate::priority::Priority;
 use crate::run::{RunKind, RunStatus};
 use crate::settings::{DirectMergeMode, accepts_submissions};
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 /// A submission, as the engine receives it.
 pub(super) struct Submission<'a> {
@@ -67,7 +68,7 @@ impl Work {
             conclusion: None,
             cancel_after_merge: None,
         };
-        self.s.entries.push(entry);
+        self.s.entries.push(Arc::new(entry));
         self.entries_changed();
         self.refresh_readiness();
         self.notify_submitted(sub.pr.number);
@@ -331,13 +332,15 @@ impl Work {
         let parallel = self.parallel();
         let now = self.now;
         let mut changed = false;
-        for e in &mut self.s.entries {
+        for shared in &mut self.s.entries {
+            let e = &**shared;
             let ready = e.readiness(&branch, parallel).is_ready() && !e.pr_facts.draft;
             let next = match (e.state, ready) {
                 (EntryState::NotReady, true) => EntryState::Pending,
                 (EntryState::Pending, false) if e.current_run.is_none() => EntryState::NotReady,
                 _ => continue,
             };
+            let e = Arc::make_mut(shared);
             e.state = next;
             e.state_changed_at = now;
             if next == EntryState::Pending {

@@ -48,7 +48,7 @@ pub fn queue_order(snapshot: &QueueSnapshot) -> Vec<&Entry> {
                 };
                 (bucket, 0, 0)
             });
-            (key, e.priority.value, e.seq, e)
+            (key, e.priority.value, e.seq, &**e)
         })
         .collect();
     entries.sort_by_key(|(key, priority, seq, _)| (*key, *priority, *seq));

@@ -9,6 +9,7 @@ use crate::settings::{QueueConfig, QueueMode, QueueState};
 use crate::snapshot::QueueSnapshot;
 use crate::time::Timestamp;
 use std::cell::RefCell;
+use std::sync::Arc;
 
 /// Test branches are named `<prefix>/<target branch>/<run id>`.
 pub const TEST_BRANCH_PREFIX: &str = "mq-test";
@@ -104,11 +105,12 @@ impl Work {
     }
 
     pub fn entry(&self, pr: PrNumber) -> Option<&Entry> {
-        self.position(pr).map(|i| &self.s.entries[i])
+        self.position(pr).map(|i| &*self.s.entries[i])
     }
 
     pub fn entry_mut(&mut self, pr: PrNumber) -> Option<&mut Entry> {
-        self.position(pr).map(|i| &mut self.s.entries[i])
+        self.position(pr)
+            .map(|i| Arc::make_mut(&mut self.s.entries[i]))
     }
 
     pub fn state_of(&self, pr: PrNumber) -> Option<EntryState> {
@@ -200,7 +202,7 @@ impl Work {
         let Some(i) = self.position(pr) else {
             return;
         };
-        let mut entry = self.s.entries.remove(i);
+        let mut entry = Arc::unwrap_or_clone(self.s.entries.remove(i));
         self.entries_changed();
         entry.state = state;
         entry.state_changed_at = self.now;

@@ -9,6 +9,7 @@ use crate::ids::{OrgId, RepoRef, Sha};
 use crate::priority::Priority;
 use crate::run::TestedPr;
 use crate::settings::QueueConfig;
+use std::sync::Arc;
 
 const NOW: Timestamp = Timestamp(1_795_000_000_000);
 
@@ -151,7 +152,10 @@ fn afternoon() -> QueueFacts {
         entry(9, Testing, times(18, Some(17), Some(8))),
         entry(10, PendingFailure, times(50, Some(49), Some(45))),
         entry(11, PendingFailure, times(70, Some(69), Some(65))),
-    ];
+    ]
+    .into_iter()
+    .map(Arc::new)
+    .collect();
     snapshot.runs = vec![
         run("r5", RunKind::Main, &[8, 9], 8),
         run("r6-bisection", RunKind::Bisection, &[10], 4),
@@ -293,7 +297,7 @@ fn durations_are_observed_in_seconds() {
 fn an_entry_read_both_active_and_concluded_waits_once() {
     let mut facts = afternoon();
     let still_active = facts.history.concluded[3].clone();
-    facts.snapshot.entries.push(still_active);
+    facts.snapshot.entries.push(Arc::new(still_active));
     assert_eq!(figures(&facts, NOW).wait_seconds.len(), 5);
 }
 

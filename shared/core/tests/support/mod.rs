@@ -619,7 +619,7 @@ impl Harness {
     // ---- reading ------------------------------------------------------------------------
 
     pub fn entry(&self, pr: PrNumber) -> Option<&Entry> {
-        self.snap.entries.iter().find(|e| e.pr == pr)
+        self.snap.entry_for_pr(pr)
     }
 
     pub fn state(&self, pr: PrNumber) -> EntryState {

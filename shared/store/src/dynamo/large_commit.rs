@@ -24,6 +24,7 @@ use mq_core::ids::PrNumber;
 use mq_core::run::TestRun;
 use mq_core::snapshot::{Commit, QueueSnapshot};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// The attribute of the queue item holding a redo.
 pub const REDO: &str = "redo";
@@ -66,9 +67,10 @@ impl LiveChanges {
 
     /// Applies the changes to a snapshot read while they were still being written.
     pub fn overlay(&self, snapshot: &mut QueueSnapshot) {
+        let put_entries: Vec<Arc<Entry>> = self.put_entries.iter().cloned().map(Arc::new).collect();
         replace(
             &mut snapshot.entries,
-            &self.put_entries,
+            &put_entries,
             &self.delete_entries,
             |e| e.pr,
         );

@@ -122,8 +122,8 @@ pub async fn commit_applies_every_change_and_bumps_the_version(store: Arc<dyn St
     let mut after = before.clone();
     after.queue.config.concurrency = 3;
     after.entries = vec![
-        entry(2, EntryState::Testing, T0),
-        entry(1, EntryState::Pending, T0),
+        Arc::new(entry(2, EntryState::Testing, T0)),
+        Arc::new(entry(1, EntryState::Pending, T0)),
     ];
     after.runs = vec![run("r1", &[2], Some("abc"), T0)];
     after.outbox = vec![effect("x2", T0.plus_millis(1)), effect("x1", T0)];
@@ -144,7 +144,7 @@ pub async fn commit_applies_every_change_and_bumps_the_version(store: Arc<dyn St
 
     // A second commit changes one entry, removes a run and an effect.
     let mut next = loaded.clone();
-    next.entries[0].state = EntryState::Testing;
+    Arc::make_mut(&mut next.entries[0]).state = EntryState::Testing;
     next.runs.clear();
     next.outbox.retain(|x| x.id == "x2");
     store
@@ -161,14 +161,14 @@ pub async fn commit_applies_every_change_and_bumps_the_version(store: Arc<dyn St
 pub async fn stale_commit_conflicts_and_changes_nothing(store: Arc<dyn Store>) {
     let before = create(&*store, "rocket").await;
     let mut first = before.clone();
-    first.entries = vec![entry(1, EntryState::Pending, T0)];
+    first.entries = vec![Arc::new(entry(1, EntryState::Pending, T0))];
     store
         .commit(&commit(&before, first, vec![], vec![], T0))
         .await
         .unwrap();
 
     let mut stale = before.clone();
-    stale.entries = vec![entry(2, EntryState::Pending, T0)];
+    stale.entries = vec![Arc::new(entry(2, EntryState::Pending, T0))];
     stale.queue.config.concurrency = 9;
     let result = store
         .commit(&commit(&before, stale, vec![], vec![], T0))
@@ -186,7 +186,7 @@ pub async fn commit_to_deleted_queue_fails(store: Arc<dyn Store>) {
     let before = create(&*store, "rocket").await;
     store.delete_queue(&before).await.unwrap();
     let mut after = before.clone();
-    after.entries = vec![entry(1, EntryState::Pending, T0)];
+    after.entries = vec![Arc::new(entry(1, EntryState::Pending, T0))];
     let result = store
         .commit(&commit(&before, after, vec![], vec![], T0))
         .await;
@@ -202,8 +202,8 @@ pub async fn concluded_entries_become_history(store: Arc<dyn Store>) {
     let id = before.queue.id.clone();
     let mut with_entries = before.clone();
     with_entries.entries = vec![
-        entry(1, EntryState::Testing, T0),
-        entry(2, EntryState::Pending, T0),
+        Arc::new(entry(1, EntryState::Testing, T0)),
+        Arc::new(entry(2, EntryState::Pending, T0)),
     ];
     store
         .commit(&commit(&before, with_entries.clone(), vec![], vec![], T0))
@@ -212,7 +212,7 @@ pub async fn concluded_entries_become_history(store: Arc<dyn Store>) {
     let snap = store.load(&id).await.unwrap().unwrap();
 
     let t1 = T0.plus_millis(60_000);
-    let merged = concluded(snap.entries[0].clone(), EntryState::Merged, t1);
+    let merged = concluded((*snap.entries[0]).clone(), EntryState::Merged, t1);
     let mut after = snap.clone();
     after.entries.remove(0);
     store
@@ -266,7 +266,7 @@ pub async fn latest_entry_prefers_the_active_one(store: Arc<dyn Store>) {
     let snap = store.load(&id).await.unwrap().unwrap();
     let again = entry(7, EntryState::Pending, T0.plus_millis(2_000));
     let mut second = snap.clone();
-    second.entries = vec![again.clone()];
+    second.entries = vec![Arc::new(again.clone())];
     store
         .commit(&commit(&snap, second, vec![], vec![], t1))
         .await
@@ -376,7 +376,7 @@ pub async fn runs_are_found_by_test_branch_sha(store: Arc<dyn Store>) {
 pub async fn delete_refuses_a_queue_with_entries(store: Arc<dyn Store>) {
     let before = create(&*store, "rocket").await;
     let mut after = before.clone();
-    after.entries = vec![entry(1, EntryState::NotReady, T0)];
+    after.entries = vec![Arc::new(entry(1, EntryState::NotReady, T0))];
     store
         .commit(&commit(&before, after, vec![], vec![], T0))
         .await
@@ -389,7 +389,7 @@ pub async fn delete_refuses_a_queue_with_entries(store: Arc<dyn Store>) {
 pub async fn delete_refuses_even_with_a_stale_empty_snapshot(store: Arc<dyn Store>) {
     let before = create(&*store, "rocket").await;
     let mut after = before.clone();
-    after.entries = vec![entry(1, EntryState::Pending, T0)];
+    after.entries = vec![Arc::new(entry(1, EntryState::Pending, T0))];
     store
         .commit(&commit(&before, after, vec![], vec![], T0))
         .await
@@ -493,7 +493,7 @@ pub async fn queues_with_work_are_listed_until_idle(store: Arc<dyn Store>) {
     let idle = create(&*store, "idle").await;
     let busy = create(&*store, "busy").await;
     let mut after = busy.clone();
-    after.entries = vec![entry(1, EntryState::Pending, T0)];
+    after.entries = vec![Arc::new(entry(1, EntryState::Pending, T0))];
     store
         .commit(&commit(&busy, after, vec![], vec![], T0))
         .await
@@ -503,7 +503,7 @@ pub async fn queues_with_work_are_listed_until_idle(store: Arc<dyn Store>) {
     assert!(!working.contains(&idle.queue.id));
 
     let snap = store.load(&busy.queue.id).await.unwrap().unwrap();
-    let done = concluded(snap.entries[0].clone(), EntryState::Cancelled, T0);
+    let done = concluded((*snap.entries[0]).clone(), EntryState::Cancelled, T0);
     let mut empty = snap.clone();
     empty.entries.clear();
     store
@@ -685,7 +685,9 @@ pub async fn concurrent_commits_lose_no_update(store: Arc<dyn Store>) {
                 loop {
                     let before = store.load(&id).await.unwrap().unwrap();
                     let mut after = before.clone();
-                    after.entries.push(entry(pr, EntryState::Pending, T0));
+                    after
+                        .entries
+                        .push(Arc::new(entry(pr, EntryState::Pending, T0)));
                     after
                         .queue
                         .config
@@ -778,8 +780,8 @@ pub async fn restarts_are_kept_as_history(store: Arc<dyn Store>) {
     let id = before.queue.id.clone();
     let mut first = before.clone();
     first.entries = vec![
-        entry(1, EntryState::Testing, T0),
-        entry(2, EntryState::Testing, T0),
+        Arc::new(entry(1, EntryState::Testing, T0)),
+        Arc::new(entry(2, EntryState::Testing, T0)),
     ];
     store
         .commit(&commit(&before, first, vec![], vec![], T0))
@@ -798,11 +800,11 @@ pub async fn restarts_are_kept_as_history(store: Arc<dyn Store>) {
             let snap = store.load(&id).await.unwrap().unwrap();
             let mut after = snap.clone();
             for (e, n) in after.entries.iter_mut().zip(restarts) {
-                e.restarts = n;
+                Arc::make_mut(e).restarts = n;
             }
             let mut done = vec![];
             if let Some(when) = concluded_at {
-                let last = after.entries.pop().unwrap();
+                let last = Arc::unwrap_or_clone(after.entries.pop().unwrap());
                 done.push(concluded(last, EntryState::Failed, when));
             }
             let c = commit(&snap, after, done, vec![], at);
@@ -863,7 +865,7 @@ pub async fn commits_larger_than_a_transaction_apply_whole(store: Arc<dyn Store>
     let id = before.queue.id.clone();
     let mut many = before.clone();
     many.entries = (1..=150)
-        .map(|pr| entry(pr, EntryState::Pending, T0))
+        .map(|pr| Arc::new(entry(pr, EntryState::Pending, T0)))
         .collect();
     store
         .commit(&commit(&before, many, vec![], vec![], T0))
@@ -875,7 +877,7 @@ pub async fn commits_larger_than_a_transaction_apply_whole(store: Arc<dyn Store>
 
     let mut changed = loaded.clone();
     for e in changed.entries.iter_mut().take(120) {
-        e.state = EntryState::Testing;
+        Arc::make_mut(e).state = EntryState::Testing;
     }
     changed.entries.truncate(140);
     store

@@ -31,6 +31,9 @@ struct Inner {
     latest_concluded: HashMap<(QueueId, PrNumber), Entry>,
     concluded_log: BTreeMap<(QueueId, Timestamp, String), Entry>,
     finished_runs: HashMap<(QueueId, String), TestRun>,
+    /// `finished_runs` by finishing time, as the DynamoDB adapter's index has them: a
+    /// queue's last hour is a range, not a scan of every queue's runs.
+    finished_by_time: BTreeMap<(QueueId, Timestamp, String), TestRun>,
     uploaded_targets: HashMap<(QueueId, PrNumber), UploadedTargets>,
     /// Keyed like the DynamoDB items: time, entry, the entry's counter afterwards.
     restart_log: BTreeMap<(QueueId, Timestamp, String, u32), Restart>,
@@ -117,12 +120,30 @@ impl Inner {
                 .insert((id.clone(), at, e.id.clone()), e.clone());
         }
         for r in &commit.finished_runs {
-            self.finished_runs
-                .insert((id.clone(), r.id.clone()), r.clone());
+            self.record_finished_run(&id, r);
         }
         for r in &commit.restarts {
             let key = (id.clone(), r.at, r.entry_id.clone(), r.total);
             self.restart_log.insert(key, r.clone());
+        }
+    }
+}
+
+impl Inner {
+    /// Keeps a finished run, replacing an earlier record of it (and its place by time).
+    fn record_finished_run(&mut self, id: &QueueId, run: &TestRun) {
+        let key = (id.clone(), run.id.clone());
+        if let Some(at) = self
+            .finished_runs
+            .insert(key, run.clone())
+            .and_then(|earlier| earlier.finished_at)
+        {
+            self.finished_by_time
+                .remove(&(id.clone(), at, run.id.clone()));
+        }
+        if let Some(at) = run.finished_at {
+            self.finished_by_time
+                .insert((id.clone(), at, run.id.clone()), run.clone());
         }
     }
 }
@@ -286,14 +307,13 @@ impl QueueStore for MemoryStore {
         to: Timestamp,
     ) -> StoreResult<Vec<TestRun>> {
         let inner = self.lock();
-        let mut runs: Vec<TestRun> = inner
-            .finished_runs
-            .iter()
-            .filter(|((q, _), r)| q == id && r.finished_at.is_some_and(|t| t >= from && t < to))
-            .map(|(_, r)| r.clone())
-            .collect();
-        runs.sort_by_key(|r| (r.finished_at, r.id.clone()));
-        Ok(runs)
+        let start = (id.clone(), from, String::new());
+        Ok(inner
+            .finished_by_time
+            .range(start..)
+            .take_while(|((q, at, _), _)| q == id && *at < to)
+            .map(|(_, run)| run.clone())
+            .collect())
     }
 
     async fn restarts_between(

@@ -11,7 +11,7 @@ pub use idempotency::*;
 use fixtures::*;
 use mq_core::entry::EntryState;
 use mq_core::ids::{QueueId, Sha};
-use mq_core::run::RunStatus;
+use mq_core::run::{RunStatus, TestRun};
 use mq_core::snapshot::{Commit, QueueSnapshot};
 use mq_core::time::Timestamp;
 use mq_store::{Store, StoreError, TokenRecord};
@@ -46,6 +46,7 @@ macro_rules! all_contract_tests {
             latest_entry_prefers_the_active_one,
             history_of_a_deleted_queue_is_not_inherited,
             runs_are_found_active_and_finished,
+            finished_runs_are_read_by_time_and_queue,
             runs_are_found_by_test_branch_sha,
             delete_refuses_a_queue_with_entries,
             delete_refuses_even_with_a_stale_empty_snapshot,
@@ -348,6 +349,50 @@ pub async fn runs_are_found_active_and_finished(store: Arc<dyn Store>) {
             .unwrap()
             .is_empty()
     );
+}
+
+/// The window of finished runs is the queue's own, in finishing order, and a run recorded
+/// again is found once, at its new time.
+pub async fn finished_runs_are_read_by_time_and_queue(store: Arc<dyn Store>) {
+    let rocket = create(&*store, "rocket").await;
+    let other = create(&*store, "other").await;
+    let id = rocket.queue.id.clone();
+    let minute = |n: i64| T0.plus_millis(n * 60_000);
+    let done =
+        |id: &str, at: Timestamp| finished(run(id, &[1], None, T0), RunStatus::Succeeded, at);
+    let record = |before: &QueueSnapshot, runs: Vec<TestRun>, at: Timestamp| {
+        commit(before, before.clone(), vec![], runs, at)
+    };
+    let first = vec![
+        done("late", minute(5)),
+        done("early", minute(2)),
+        done("moved", minute(3)),
+    ];
+    store
+        .commit(&record(&rocket, first, minute(5)))
+        .await
+        .unwrap();
+    store
+        .commit(&record(&other, vec![done("theirs", minute(3))], minute(5)))
+        .await
+        .unwrap();
+    let rocket = store.load(&id).await.unwrap().unwrap();
+    store
+        .commit(&record(&rocket, vec![done("moved", minute(9))], minute(9)))
+        .await
+        .unwrap();
+
+    let ids = |runs: Vec<TestRun>| runs.into_iter().map(|r| r.id).collect::<Vec<_>>();
+    let all = store
+        .runs_finished_between(&id, T0, minute(10))
+        .await
+        .unwrap();
+    assert_eq!(ids(all), ["early", "late", "moved"]);
+    let middle = store
+        .runs_finished_between(&id, minute(3), minute(9))
+        .await
+        .unwrap();
+    assert_eq!(ids(middle), ["late"], "from is inclusive, to exclusive");
 }
 
 pub async fn runs_are_found_by_test_branch_sha(store: Arc<dyn Store>) {

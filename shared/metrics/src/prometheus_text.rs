@@ -1,173 +1,572 @@
-//! The Prometheus text format (0.0.4) of a set of queues' figures, rendered by the
-//! `prometheus` crate from a registry built for the one response.
+//! The Prometheus text format (0.0.4) of a set of queues' figures, written straight into one
+//! string.
+//!
+//! The document is a list of metric families, sorted by name. A family opens with
+//! `# HELP <name> <help>` (`\` and newline escaped) and `# TYPE <name> gauge|histogram`, then
+//! has one line per sample: `<name>{<label>="<value>",...} <number>`. Label values have `\`,
+//! `"` and newline escaped. A family's series are sorted by their label values, compared in
+//! the order of the label names, which is also the order they are written in: `branch`,
+//! `conclusion`, `queue_type`, `repo`, then `state` or `status`. So series sort by branch
+//! first, and when a family has a `conclusion` or a lane's `queue_type`, by that before the
+//! repository.
+//!
+//! A histogram series has one `_bucket` line per upper bound, its `le` label last, counting
+//! the observations at or below the bound; then `le="+Inf"` (every observation), `_sum` and
+//! `_count`. Numbers are written as Rust displays an `f64`: `60`, `0.5`, `4345.8`, `NaN`,
+//! `inf`; counts beyond 2^53 as the `f64` nearest to them.
+//!
+//! Queues with the same repository and branch (the same `owner/name` on two Git hosts) share
+//! their series: the gauges show the last such queue's figures, the histograms every such
+//! queue's observations.
+//!
+//! This is the output the `prometheus` crate's registry and `TextEncoder` gave for the same
+//! figures, byte for byte (`tests/golden/prometheus_text.txt` was rendered by them), except
+//! where that registry told two label sets apart by a hash of their values run together
+//! (repository `a/b`, branch `cmain` and repository `a/bc`, branch `main` were one series).
 
 use crate::names::{self, BRANCH, CONCLUSION, Metric, QUEUE_TYPE, REPO, STATE, STATUS};
 use mq_core::metrics::{FINISHED_STATUSES, LaneFigures, Outcome, QueueFigures};
-use mq_core::run::RunKind;
+use mq_core::run::{RunKind, RunStatus};
 use mq_core::settings::QueueState;
-use prometheus::{Encoder, GaugeVec, HistogramOpts, HistogramVec, Opts, Registry, TextEncoder};
+use std::borrow::Cow;
+use std::convert::Infallible;
+use std::fmt::Write;
+use std::sync::LazyLock;
 
 /// The response's content type.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// The text format of every queue's figures (no queues: an empty document).
-pub fn render(queues: &[QueueFigures]) -> Result<String, prometheus::Error> {
-    let registry = Registry::new();
-    let families = Families::register(&registry)?;
-    for figures in queues {
-        families.record(figures);
+/// The text format of every queue's figures (no queues: an empty document). Never fails.
+pub fn render(queues: &[QueueFigures]) -> Result<String, Infallible> {
+    if queues.is_empty() {
+        return Ok(String::new());
     }
-    let mut out = Vec::new();
-    TextEncoder::new().encode(&registry.gather(), &mut out)?;
-    String::from_utf8(out).map_err(|e| prometheus::Error::Msg(e.to_string()))
+    let sorted = sorted_by_labels(queues);
+    let groups = groups(&sorted);
+    let all = AllSeries::of(&groups);
+    let mut out = Writer::with_capacity(estimated_len(&all));
+    for family in &FAMILIES {
+        family.write(&all, &mut out);
+    }
+    Ok(out.text)
 }
 
-/// Every metric family of the response.
-struct Families {
-    depth: GaugeVec,
-    awaiting: GaugeVec,
-    state: GaugeVec,
-    effects: GaugeVec,
-    testing_slots: GaugeVec,
-    runs_active: GaugeVec,
-    runs_limit: GaugeVec,
-    runs_finished: GaugeVec,
-    conclusions: GaugeVec,
-    restarts: GaugeVec,
-    wait: HistogramVec,
-    test: HistogramVec,
-    time_in_queue: HistogramVec,
-    ci_runs: HistogramVec,
+/// A family of the response.
+struct Family {
+    metric: Metric,
+    samples: Samples,
 }
 
-const QUEUE_LABELS: [&str; 3] = [REPO, BRANCH, QUEUE_TYPE];
+/// What a family's samples are.
+#[derive(Clone, Copy)]
+enum Samples {
+    /// A gauge per queue.
+    Queue(fn(&QueueFigures) -> u64),
+    /// Per queue and state, 1 for the queue's state and 0 for the others.
+    State,
+    /// A gauge per lane.
+    Lane(fn(&LaneFigures) -> u64),
+    /// Per lane and finished status, the runs that finished so.
+    Finished,
+    /// Per outcome, the pull requests that left the queue so.
+    Conclusions,
+    /// Per queue, the waits for a first test.
+    Wait,
+    /// Per lane, the test times.
+    Test,
+    /// Per outcome, the times in the queue.
+    TimeInQueue,
+    /// Per outcome, the CI runs taken.
+    CiRuns,
+}
 
-impl Families {
-    fn register(registry: &Registry) -> Result<Self, prometheus::Error> {
-        let gauge = |m: Metric, extra: Option<&'static str>| gauge(registry, m, extra);
-        let duration = |m: Metric, extra: Option<&'static str>| {
-            histogram(registry, m, extra, &names::DURATION_BUCKETS)
-        };
-        Ok(Self {
-            depth: gauge(names::QUEUE_DEPTH, None)?,
-            awaiting: gauge(names::AWAITING_MERGEABILITY, None)?,
-            state: gauge(names::QUEUE_STATE, Some(STATE))?,
-            effects: gauge(names::EFFECTS_PENDING, None)?,
-            testing_slots: gauge(names::TESTING_SLOTS_ACTIVE, None)?,
-            runs_active: gauge(names::TEST_RUNS_ACTIVE, None)?,
-            runs_limit: gauge(names::TEST_RUNS_LIMIT, None)?,
-            runs_finished: gauge(names::TEST_RUNS_FINISHED, Some(STATUS))?,
-            conclusions: gauge(names::CONCLUSIONS, Some(CONCLUSION))?,
-            restarts: gauge(names::RESTARTS, None)?,
-            wait: duration(names::WAIT_DURATION, None)?,
-            test: duration(names::TEST_DURATION, None)?,
-            time_in_queue: duration(names::TIME_IN_QUEUE, Some(CONCLUSION))?,
-            ci_runs: histogram(
-                registry,
-                names::CI_RUNS,
-                Some(CONCLUSION),
-                &names::CI_RUNS_BUCKETS,
-            )?,
+/// The families, sorted by name.
+const FAMILIES: [Family; 14] = [
+    family(
+        names::AWAITING_MERGEABILITY,
+        Samples::Queue(|f| f.awaiting_mergeability),
+    ),
+    family(
+        names::EFFECTS_PENDING,
+        Samples::Queue(|f| f.effects_pending),
+    ),
+    family(names::CI_RUNS, Samples::CiRuns),
+    family(names::CONCLUSIONS, Samples::Conclusions),
+    family(names::RESTARTS, Samples::Queue(|f| f.restarts)),
+    family(names::TEST_DURATION, Samples::Test),
+    family(names::TIME_IN_QUEUE, Samples::TimeInQueue),
+    family(names::WAIT_DURATION, Samples::Wait),
+    family(names::QUEUE_DEPTH, Samples::Queue(|f| f.depth)),
+    family(names::QUEUE_STATE, Samples::State),
+    family(names::TEST_RUNS_ACTIVE, Samples::Lane(|l| l.runs_active)),
+    family(names::TEST_RUNS_FINISHED, Samples::Finished),
+    family(names::TEST_RUNS_LIMIT, Samples::Lane(|l| l.runs_limit)),
+    family(
+        names::TESTING_SLOTS_ACTIVE,
+        Samples::Lane(|l| l.prs_testing),
+    ),
+];
+
+const fn family(metric: Metric, samples: Samples) -> Family {
+    Family { metric, samples }
+}
+
+/// Which series a family has.
+#[derive(Clone, Copy)]
+enum Scope {
+    Queue,
+    Lane,
+    Outcome,
+}
+
+impl Samples {
+    fn scope(self) -> Scope {
+        match self {
+            Samples::Queue(_) | Samples::State | Samples::Wait => Scope::Queue,
+            Samples::Lane(_) | Samples::Finished | Samples::Test => Scope::Lane,
+            Samples::Conclusions | Samples::TimeInQueue | Samples::CiRuns => Scope::Outcome,
+        }
+    }
+
+    fn is_histogram(self) -> bool {
+        matches!(
+            self,
+            Samples::Wait | Samples::Test | Samples::TimeInQueue | Samples::CiRuns
+        )
+    }
+
+    /// The lines of one series.
+    fn lines(self) -> usize {
+        match self {
+            Samples::Queue(_) | Samples::Lane(_) | Samples::Conclusions => 1,
+            Samples::State => QueueState::ALL.len(),
+            Samples::Finished => FINISHED_STATUSES.len(),
+            Samples::Wait | Samples::Test | Samples::TimeInQueue => DURATIONS.lines(),
+            Samples::CiRuns => CI_RUNS.lines(),
+        }
+    }
+}
+
+impl Family {
+    fn write(&self, all: &AllSeries, out: &mut Writer) {
+        let name = self.metric.name;
+        out.header(self.metric, self.samples.is_histogram());
+        match self.samples {
+            Samples::Queue(value) => all.queues.iter().for_each(|s| {
+                out.open(name, "", &s.labels);
+                out.count(END, value(s.group.last));
+            }),
+            Samples::State => all.queues.iter().for_each(|s| states(out, name, s)),
+            Samples::Lane(value) => all.lanes.iter().for_each(|s| {
+                out.open(name, "", &s.labels);
+                out.count(END, value(s.lane()));
+            }),
+            Samples::Finished => all.lanes.iter().for_each(|s| finished(out, name, s)),
+            Samples::Conclusions => all.outcomes.iter().for_each(|s| {
+                out.open(name, "", &s.labels);
+                out.count(END, s.group.last.outcome(s.key).count);
+            }),
+            Samples::Wait => all.queues.iter().for_each(|s| {
+                let seconds = s.group.all.iter().flat_map(|f| &f.wait_seconds);
+                DURATIONS.write(out, name, &s.labels, seconds.copied());
+            }),
+            Samples::Test => all.lanes.iter().for_each(|s| {
+                let seconds = s.group.all.iter().flat_map(|f| &f.lane(s.key).test_seconds);
+                DURATIONS.write(out, name, &s.labels, seconds.copied());
+            }),
+            Samples::TimeInQueue => all.outcomes.iter().for_each(|s| {
+                let outcomes = s.group.all.iter().map(|f| f.outcome(s.key));
+                let seconds = outcomes.flat_map(|o| &o.time_in_queue_seconds);
+                DURATIONS.write(out, name, &s.labels, seconds.copied());
+            }),
+            Samples::CiRuns => all.outcomes.iter().for_each(|s| {
+                let outcomes = s.group.all.iter().map(|f| f.outcome(s.key));
+                let runs = outcomes.flat_map(|o| &o.ci_runs);
+                CI_RUNS.write(out, name, &s.labels, runs.map(|n| f64::from(*n)));
+            }),
+        }
+    }
+
+    /// More than the family's text takes (unless a number is written with hundreds of
+    /// digits), so that the string does not grow.
+    fn estimated_len(&self, all: &AllSeries) -> usize {
+        let (series, label_bytes) = all.size(self.samples.scope());
+        let per_line = self.metric.name.len() + LINE_OVERHEAD;
+        let header = 2 * self.metric.name.len() + self.metric.help.len() + 32;
+        header + self.samples.lines() * (label_bytes + series * per_line)
+    }
+}
+
+/// The most a sample line takes beyond its name and queue labels: a `_bucket` suffix, braces,
+/// one more label, a number and the newline.
+const LINE_OVERHEAD: usize = 64;
+
+fn estimated_len(all: &AllSeries) -> usize {
+    FAMILIES.iter().map(|f| f.estimated_len(all)).sum()
+}
+
+/// The text, and the start of the sample lines of the series being written.
+struct Writer {
+    text: String,
+    /// `name_suffix{labels`, written once for the series' lines.
+    head: String,
+}
+
+impl Writer {
+    fn with_capacity(capacity: usize) -> Self {
+        Self {
+            text: String::with_capacity(capacity),
+            head: String::with_capacity(256),
+        }
+    }
+
+    fn header(&mut self, metric: Metric, histogram: bool) {
+        let text = &mut self.text;
+        if !metric.help.is_empty() {
+            text.push_str("# HELP ");
+            text.push_str(metric.name);
+            text.push(' ');
+            push_escaped(text, metric.help, false);
+            text.push('\n');
+        }
+        text.push_str("# TYPE ");
+        text.push_str(metric.name);
+        text.push_str(if histogram {
+            " histogram\n"
+        } else {
+            " gauge\n"
+        });
+    }
+
+    /// Starts the lines of a series.
+    fn open(&mut self, name: &str, suffix: &str, labels: &str) {
+        self.head.clear();
+        self.head.push_str(name);
+        self.head.push_str(suffix);
+        self.head.push_str(labels);
+    }
+
+    /// A line of the series: `end` closes the labels (`} `), adding one when a family has more
+    /// (`,state="paused"} `).
+    fn count(&mut self, end: &str, count: u64) {
+        self.line(end);
+        push_count(&mut self.text, count);
+        self.text.push('\n');
+    }
+
+    fn float(&mut self, end: &str, value: f64) {
+        self.line(end);
+        push_float(&mut self.text, value);
+        self.text.push('\n');
+    }
+
+    fn line(&mut self, end: &str) {
+        self.text.push_str(&self.head);
+        self.text.push_str(end);
+    }
+}
+
+fn states(out: &mut Writer, name: &str, series: &Series<()>) {
+    out.open(name, "", &series.labels);
+    for (state, end) in STATES.iter() {
+        out.count(end, u64::from(*state == series.group.last.state));
+    }
+}
+
+fn finished(out: &mut Writer, name: &str, series: &Series<RunKind>) {
+    out.open(name, "", &series.labels);
+    for (status, end) in STATUSES.iter() {
+        let runs = series.lane().runs_finished.get(status).copied();
+        out.count(end, runs.unwrap_or(0));
+    }
+}
+
+/// The end of the labels of a sample with no more.
+const END: &str = "} ";
+
+/// The end of the labels of a sample with one more: `,label="value"} `.
+fn end(label: &str, value: &str) -> String {
+    let mut end = String::with_capacity(label.len() + value.len() + 6);
+    push_label(&mut end, ",", label, value);
+    end.push_str(END);
+    end
+}
+
+/// A histogram's upper bounds, and the end of the labels of each bucket (`,le="60"} `).
+struct Buckets<const N: usize> {
+    bounds: [f64; N],
+    ends: [String; N],
+}
+
+static DURATIONS: LazyLock<Buckets<8>> = LazyLock::new(|| Buckets::new(names::DURATION_BUCKETS));
+static CI_RUNS: LazyLock<Buckets<6>> = LazyLock::new(|| Buckets::new(names::CI_RUNS_BUCKETS));
+
+impl<const N: usize> Buckets<N> {
+    /// `bounds` increasing and finite.
+    fn new(bounds: [f64; N]) -> Self {
+        Self {
+            bounds,
+            ends: bounds.map(|b| end("le", &b.to_string())),
+        }
+    }
+
+    /// The lines of one series: a bucket per bound, `+Inf`, `_sum`, `_count`.
+    fn lines(&self) -> usize {
+        N + 3
+    }
+
+    fn write(&self, out: &mut Writer, name: &str, labels: &str, values: impl Iterator<Item = f64>) {
+        let (in_bucket, count, sum) = self.observe(values);
+        out.open(name, "_bucket", labels);
+        let mut below = 0;
+        for (n, end) in in_bucket.iter().zip(&self.ends) {
+            below += n;
+            out.count(end, below);
+        }
+        out.count(r#",le="+Inf"} "#, count);
+        out.open(name, "_sum", labels);
+        out.float(END, sum);
+        out.open(name, "_count", labels);
+        out.count(END, count);
+    }
+
+    /// Per bucket, the values whose lowest bound at or above them is the bucket's (not-a-number
+    /// and values above every bound are in none); the values counted; their sum, added in order
+    /// from 0.
+    fn observe(&self, values: impl Iterator<Item = f64>) -> ([u64; N], u64, f64) {
+        let (mut in_bucket, mut count, mut sum) = ([0; N], 0, 0.0);
+        for value in values {
+            if let Some(i) = self.bounds.iter().position(|b| value <= *b) {
+                in_bucket[i] += 1;
+            }
+            count += 1;
+            sum += value;
+        }
+        (in_bucket, count, sum)
+    }
+}
+
+/// Label values sorted, as series are.
+static KINDS: LazyLock<Vec<RunKind>> = LazyLock::new(|| by_name(RunKind::ALL, RunKind::as_str));
+static OUTCOMES: LazyLock<Vec<Outcome>> = LazyLock::new(|| by_name(Outcome::ALL, Outcome::as_str));
+/// With the end of the labels of their samples.
+static STATES: LazyLock<Vec<(QueueState, String)>> = LazyLock::new(|| {
+    let states = by_name(QueueState::ALL, QueueState::as_str);
+    states
+        .into_iter()
+        .map(|s| (s, end(STATE, s.as_str())))
+        .collect()
+});
+static STATUSES: LazyLock<Vec<(RunStatus, String)>> = LazyLock::new(|| {
+    let statuses = by_name(&FINISHED_STATUSES, RunStatus::as_str);
+    statuses
+        .into_iter()
+        .map(|s| (s, end(STATUS, s.as_str())))
+        .collect()
+});
+
+fn by_name<T: Copy>(values: &[T], name: fn(T) -> &'static str) -> Vec<T> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by_key(|v| name(*v));
+    sorted
+}
+
+/// The queues sorted by branch, then repository; queues with both the same keep their order.
+fn sorted_by_labels(queues: &[QueueFigures]) -> Vec<&QueueFigures> {
+    let mut sorted: Vec<&QueueFigures> = queues.iter().collect();
+    sorted.sort_by(|a, b| (&a.branch, &a.repo).cmp(&(&b.branch, &b.repo)));
+    sorted
+}
+
+/// The queues that share a repository and branch, and those label values escaped.
+struct Group<'a> {
+    all: &'a [&'a QueueFigures],
+    /// The one whose gauges are shown.
+    last: &'a QueueFigures,
+    branch: Cow<'a, str>,
+    repo: Cow<'a, str>,
+}
+
+fn groups<'a>(sorted: &'a [&'a QueueFigures]) -> Vec<Group<'a>> {
+    let same = |a: &&QueueFigures, b: &&QueueFigures| a.branch == b.branch && a.repo == b.repo;
+    sorted
+        .chunk_by(same)
+        .filter_map(|all| {
+            let last = *all.last()?;
+            Some(Group {
+                all,
+                last,
+                branch: escaped(&last.branch),
+                repo: escaped(&last.repo),
+            })
         })
-    }
+        .collect()
+}
 
-    fn record(&self, f: &QueueFigures) {
-        let main = [f.repo.as_str(), f.branch.as_str(), RunKind::Main.as_str()];
-        self.depth.with_label_values(&main).set(f.depth as f64);
-        self.awaiting
-            .with_label_values(&main)
-            .set(f.awaiting_mergeability as f64);
-        self.effects
-            .with_label_values(&main)
-            .set(f.effects_pending as f64);
-        self.restarts
-            .with_label_values(&main)
-            .set(f.restarts as f64);
-        for state in QueueState::ALL {
-            let value = if *state == f.state { 1.0 } else { 0.0 };
-            self.state
-                .with_label_values(&with(main, state.as_str()))
-                .set(value);
-        }
-        let wait = self.wait.with_label_values(&main);
-        f.wait_seconds.iter().for_each(|s| wait.observe(*s));
-        self.record_outcomes(f, main);
-        for kind in RunKind::ALL {
-            let labels = [f.repo.as_str(), f.branch.as_str(), kind.as_str()];
-            self.record_lane(f.lane(*kind), labels);
-        }
-    }
+/// One series of a family: its queues, the lane or outcome it is of, and its labels written
+/// out, up to the closing brace (`{branch="…",queue_type="…",repo="…"`, with `conclusion` for
+/// an outcome).
+struct Series<'a, K> {
+    group: &'a Group<'a>,
+    key: K,
+    labels: String,
+}
 
-    fn record_outcomes(&self, f: &QueueFigures, main: [&str; 3]) {
-        for outcome in Outcome::ALL {
-            let labels = with(main, outcome.as_str());
-            let figures = f.outcome(*outcome);
-            self.conclusions
-                .with_label_values(&labels)
-                .set(figures.count as f64);
-            let time = self.time_in_queue.with_label_values(&labels);
-            figures
-                .time_in_queue_seconds
-                .iter()
-                .for_each(|s| time.observe(*s));
-            let runs = self.ci_runs.with_label_values(&labels);
-            figures
-                .ci_runs
-                .iter()
-                .for_each(|n| runs.observe(f64::from(*n)));
-        }
-    }
-
-    fn record_lane(&self, lane: &LaneFigures, labels: [&str; 3]) {
-        self.testing_slots
-            .with_label_values(&labels)
-            .set(lane.prs_testing as f64);
-        self.runs_active
-            .with_label_values(&labels)
-            .set(lane.runs_active as f64);
-        self.runs_limit
-            .with_label_values(&labels)
-            .set(lane.runs_limit as f64);
-        for status in FINISHED_STATUSES {
-            let n = lane.runs_finished.get(&status).copied().unwrap_or(0);
-            self.runs_finished
-                .with_label_values(&with(labels, status.as_str()))
-                .set(n as f64);
-        }
-        let test = self.test.with_label_values(&labels);
-        lane.test_seconds.iter().for_each(|s| test.observe(*s));
+impl Series<'_, RunKind> {
+    fn lane(&self) -> &LaneFigures {
+        self.group.last.lane(self.key)
     }
 }
 
-/// The queue labels and one more.
-fn with<'a>(labels: [&'a str; 3], extra: &'a str) -> [&'a str; 4] {
-    [labels[0], labels[1], labels[2], extra]
+/// Every series, in the order families list them.
+struct AllSeries<'a> {
+    /// Per queue (labelled `queue_type="main"`).
+    queues: Vec<Series<'a, ()>>,
+    /// Per queue and lane.
+    lanes: Vec<Series<'a, RunKind>>,
+    /// Per queue and outcome.
+    outcomes: Vec<Series<'a, Outcome>>,
 }
 
-fn label_names(extra: Option<&'static str>) -> Vec<&'static str> {
-    QUEUE_LABELS.iter().copied().chain(extra).collect()
+impl<'a> AllSeries<'a> {
+    /// `groups` sorted by branch, then repository.
+    fn of(groups: &'a [Group<'a>]) -> Self {
+        let queue = |group| Series {
+            group,
+            key: (),
+            labels: labels(group, None, RunKind::Main),
+        };
+        let lane = |group, kind| Series {
+            group,
+            key: kind,
+            labels: labels(group, None, kind),
+        };
+        let outcome = |group, outcome| Series {
+            group,
+            key: outcome,
+            labels: labels(group, Some(outcome), RunKind::Main),
+        };
+        Self {
+            queues: groups.iter().map(queue).collect(),
+            lanes: by_branch(groups, &KINDS, lane),
+            outcomes: by_branch(groups, &OUTCOMES, outcome),
+        }
+    }
+
+    /// The series of a scope, and the bytes of their labels.
+    fn size(&self, scope: Scope) -> (usize, usize) {
+        fn size<K>(series: &[Series<K>]) -> (usize, usize) {
+            (series.len(), series.iter().map(|s| s.labels.len()).sum())
+        }
+        match scope {
+            Scope::Queue => size(&self.queues),
+            Scope::Lane => size(&self.lanes),
+            Scope::Outcome => size(&self.outcomes),
+        }
+    }
 }
 
-fn gauge(
-    registry: &Registry,
-    metric: Metric,
-    extra: Option<&'static str>,
-) -> Result<GaugeVec, prometheus::Error> {
-    let family = GaugeVec::new(Opts::new(metric.name, metric.help), &label_names(extra))?;
-    registry.register(Box::new(family.clone()))?;
-    Ok(family)
+/// The series of a label that sorts between `branch` and `repo`: per branch, per value of
+/// that label (`keys`, sorted), per repository.
+fn by_branch<'a, K: Copy>(
+    groups: &'a [Group<'a>],
+    keys: &[K],
+    series: impl Fn(&'a Group<'a>, K) -> Series<'a, K>,
+) -> Vec<Series<'a, K>> {
+    let mut all = Vec::with_capacity(groups.len() * keys.len());
+    for branch in groups.chunk_by(|a, b| a.branch == b.branch) {
+        for key in keys {
+            all.extend(branch.iter().map(|g| series(g, *key)));
+        }
+    }
+    all
 }
 
-fn histogram(
-    registry: &Registry,
-    metric: Metric,
-    extra: Option<&'static str>,
-    buckets: &[f64],
-) -> Result<HistogramVec, prometheus::Error> {
-    let opts = HistogramOpts::new(metric.name, metric.help).buckets(buckets.to_vec());
-    let family = HistogramVec::new(opts, &label_names(extra))?;
-    registry.register(Box::new(family.clone()))?;
-    Ok(family)
+/// A series' queue labels, in the order of their names, after the opening brace.
+fn labels(group: &Group, conclusion: Option<Outcome>, kind: RunKind) -> String {
+    let mut labels = String::with_capacity(group.repo.len() + group.branch.len() + 64);
+    push_pair(&mut labels, "{", BRANCH, &group.branch);
+    if let Some(conclusion) = conclusion {
+        push_label(&mut labels, ",", CONCLUSION, conclusion.as_str());
+    }
+    push_label(&mut labels, ",", QUEUE_TYPE, kind.as_str());
+    push_pair(&mut labels, ",", REPO, &group.repo);
+    labels
+}
+
+/// `separator` then `label="value"`, the value escaped.
+fn push_label(out: &mut String, separator: &str, label: &str, value: &str) {
+    push_pair(out, separator, label, &escaped(value));
+}
+
+/// `separator` then `label="value"`, the value escaped already.
+fn push_pair(out: &mut String, separator: &str, label: &str, value: &str) {
+    out.push_str(separator);
+    out.push_str(label);
+    out.push_str("=\"");
+    out.push_str(value);
+    out.push('"');
+}
+
+/// A label value escaped; itself when it has nothing to escape.
+fn escaped(value: &str) -> Cow<'_, str> {
+    if !value.bytes().any(|b| matches!(b, b'\\' | b'"' | b'\n')) {
+        return Cow::Borrowed(value);
+    }
+    let mut text = String::with_capacity(value.len() + 8);
+    push_escaped(&mut text, value, true);
+    Cow::Owned(text)
+}
+
+/// `text` with `\` and newline escaped by a backslash, and `"` too when `quotes`.
+fn push_escaped(out: &mut String, text: &str, quotes: bool) {
+    let special = |b: u8| b == b'\\' || b == b'\n' || (quotes && b == b'"');
+    let mut rest = text;
+    while let Some(at) = rest.bytes().position(special) {
+        out.push_str(&rest[..at]);
+        out.push_str(match rest.as_bytes()[at] {
+            b'\\' => "\\\\",
+            b'"' => "\\\"",
+            _ => "\\n",
+        });
+        rest = &rest[at + 1..];
+    }
+    out.push_str(rest);
+}
+
+/// Integers up to this are exactly an `f64`, which displays as the integer's digits.
+const EXACT: u64 = 1 << 53;
+
+/// A count as the `f64` it converts to displays.
+fn push_count(out: &mut String, count: u64) {
+    if count > EXACT {
+        return push_float(out, count as f64);
+    }
+    if count < 10 {
+        return out.push(char::from(b'0' + count as u8));
+    }
+    let mut digits = [b'0'; 20];
+    let mut start = digits.len();
+    let mut rest = count;
+    loop {
+        start -= 1;
+        digits[start] += (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    // Only ASCII digits were written.
+    out.push_str(std::str::from_utf8(&digits[start..]).unwrap_or_default());
+}
+
+/// A number as Rust displays it; whole ones from 0 to 2^53 display as their digits.
+fn push_float(out: &mut String, value: f64) {
+    if value.is_sign_positive() && value.fract() == 0.0 && value <= EXACT as f64 {
+        return push_count(out, value as u64);
+    }
+    // Writing to a `String` does not fail.
+    let _ = write!(out, "{value}");
 }
 
 #[cfg(test)]

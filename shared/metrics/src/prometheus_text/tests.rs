@@ -161,3 +161,239 @@ fn several_queues_are_told_apart_by_their_labels() {
 fn no_queues_render_an_empty_document() {
     assert_eq!(render(&[]).unwrap(), "");
 }
+
+/// Where the golden rendering of [`varied`] is kept.
+const GOLDEN: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/golden/prometheus_text.txt"
+);
+
+fn lane(
+    testing: u64,
+    active: u64,
+    limit: u64,
+    finished: &[(RunStatus, u64)],
+    test: &[f64],
+) -> LaneFigures {
+    LaneFigures {
+        prs_testing: testing,
+        runs_active: active,
+        runs_limit: limit,
+        runs_finished: finished.iter().copied().collect(),
+        test_seconds: test.to_vec(),
+    }
+}
+
+fn outcome(count: u64, time_in_queue: &[f64], ci_runs: &[u32]) -> OutcomeFigures {
+    OutcomeFigures {
+        count,
+        time_in_queue_seconds: time_in_queue.to_vec(),
+        ci_runs: ci_runs.to_vec(),
+    }
+}
+
+/// Queues in no particular order, with names needing escaping, a repository and branch
+/// shared by two queues (two Git hosts), every outcome, empty and full histograms, values on
+/// bucket bounds, fractional, negative, huge and not-a-number seconds, counts beyond 2^53.
+fn varied() -> Vec<QueueFigures> {
+    let escaped = QueueFigures {
+        repo: "we\"ird\\org/na\nme".into(),
+        branch: "feat/\"quoted\"\\back\nline-café".into(),
+        state: QueueState::Draining,
+        depth: 0,
+        awaiting_mergeability: 0,
+        effects_pending: 0,
+        restarts: 0,
+        wait_seconds: vec![],
+        main: LaneFigures::default(),
+        bisection: lane(
+            3,
+            2,
+            4,
+            &[(RunStatus::Failed, 7)],
+            &[0.001, 59.9999, 60.0001],
+        ),
+        outcomes: BTreeMap::new(),
+    };
+    let early_branch = QueueFigures {
+        repo: "zeta/zed".into(),
+        branch: "a-branch".into(),
+        state: QueueState::SwitchingModes,
+        depth: u64::MAX,
+        awaiting_mergeability: (1 << 53) + 1,
+        effects_pending: 1 << 53,
+        restarts: (1 << 53) - 1,
+        wait_seconds: vec![-0.0],
+        main: lane(0, 0, 1, &[], &[f64::NAN, 2.0]),
+        bisection: lane(0, 0, 0, &[], &[f64::INFINITY]),
+        outcomes: BTreeMap::from([
+            (Outcome::Cancelled, outcome(1, &[-1.5], &[0])),
+            (Outcome::Merged, outcome(1, &[1e20], &[u32::MAX])),
+        ]),
+    };
+    let late_branch = QueueFigures {
+        repo: "acme/alpha".into(),
+        branch: "release/1.x".into(),
+        state: QueueState::Running,
+        depth: 12,
+        awaiting_mergeability: 0,
+        effects_pending: 1,
+        restarts: 0,
+        wait_seconds: vec![0.1, 0.2, 0.3, 1e-7, 123_456.789],
+        main: lane(
+            4,
+            2,
+            2,
+            &[(RunStatus::Succeeded, 10), (RunStatus::Cancelled, 1)],
+            &[300.0, 300.25, 899.999, 900.0, 5400.0, 7200.0, 7200.001],
+        ),
+        bisection: lane(0, 0, 1, &[], &[]),
+        outcomes: BTreeMap::from([
+            (
+                Outcome::Merged,
+                outcome(9, &[61.5, 0.5, 3599.75], &[1, 2, 3, 4, 5, 10, 11]),
+            ),
+            (Outcome::Failed, outcome(2, &[7200.0, 7200.5], &[6, 1])),
+            (Outcome::Cancelled, outcome(0, &[], &[])),
+        ]),
+    };
+    let mut probe = sample();
+    probe.repo = "acme/probe".into();
+    probe.state = QueueState::Running;
+    probe.wait_seconds = vec![0.3, 0.6, 0.9, 1.2];
+    let mut rocket_elsewhere = sample();
+    rocket_elsewhere.depth = 7;
+    rocket_elsewhere.state = QueueState::Running;
+    rocket_elsewhere.wait_seconds = vec![0.1, 0.7];
+    rocket_elsewhere.main.test_seconds = vec![1.25];
+    rocket_elsewhere.main.runs_finished = BTreeMap::from([(RunStatus::Failed, 9)]);
+    vec![
+        sample(),
+        escaped,
+        late_branch,
+        probe,
+        early_branch,
+        rocket_elsewhere,
+    ]
+}
+
+/// The rendering of [`varied`] is the golden file's, byte for byte. `UPDATE_GOLDEN=1` writes
+/// the file instead, for a change of the format made on purpose.
+#[test]
+fn varied_queues_render_as_the_golden_file() {
+    let text = render(&varied()).unwrap();
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(GOLDEN, &text).unwrap();
+    }
+    let golden = std::fs::read_to_string(GOLDEN).unwrap();
+    assert!(text == golden, "differs from {GOLDEN}:\n{text}");
+}
+
+#[test]
+fn the_order_of_the_queues_given_does_not_matter() {
+    let mut queues = varied();
+    // Sorted as the API sorts them; the two queues of acme/rocket keep their order.
+    queues.sort_by(|a, b| (&a.repo, &a.branch).cmp(&(&b.repo, &b.branch)));
+    assert_eq!(render(&queues).unwrap(), render(&varied()).unwrap());
+}
+
+#[test]
+fn labels_whose_values_run_together_alike_are_told_apart() {
+    let mut one = sample();
+    (one.repo, one.branch, one.depth) = ("a/bc".into(), "main".into(), 1);
+    let mut other = sample();
+    (other.repo, other.branch, other.depth) = ("a/b".into(), "cmain".into(), 2);
+    let text = render(&[one, other]).unwrap();
+    let depths: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("mq_queue_depth_current{"))
+        .collect();
+    assert_eq!(
+        depths,
+        [
+            r#"mq_queue_depth_current{branch="cmain",queue_type="main",repo="a/b"} 2"#,
+            r#"mq_queue_depth_current{branch="main",queue_type="main",repo="a/bc"} 1"#,
+        ]
+    );
+}
+
+#[test]
+fn families_are_listed_by_name() {
+    let names: Vec<&str> = FAMILIES.iter().map(|f| f.metric.name).collect();
+    assert!(names.is_sorted(), "{names:?}");
+}
+
+#[test]
+fn labels_are_written_in_the_order_of_their_names() {
+    assert!([BRANCH, CONCLUSION, QUEUE_TYPE, REPO, STATE].is_sorted());
+    assert!(REPO < STATUS);
+}
+
+#[test]
+fn bucket_bounds_increase() {
+    for bounds in [&names::DURATION_BUCKETS[..], &names::CI_RUNS_BUCKETS] {
+        assert!(bounds.iter().all(|b| b.is_finite()));
+        assert!(bounds.windows(2).all(|w| w[0] < w[1]), "{bounds:?}");
+    }
+}
+
+#[test]
+fn the_text_fits_in_the_string_sized_for_it() {
+    let mut many = Vec::new();
+    for q in 0..50 {
+        let mut figures = sample();
+        figures.branch = format!("release/{q:02}");
+        figures.wait_seconds = vec![1.0 / 3.0; 20];
+        many.push(figures);
+    }
+    for queues in [varied(), many] {
+        let sorted = sorted_by_labels(&queues);
+        let groups = groups(&sorted);
+        let estimate = estimated_len(&AllSeries::of(&groups));
+        let len = render(&queues).unwrap().len();
+        assert!(len <= estimate && estimate < 2 * len, "{len} of {estimate}");
+    }
+}
+
+#[test]
+fn numbers_are_written_as_rust_displays_an_f64() {
+    let exact = 1u64 << 53;
+    let counts = [
+        0,
+        1,
+        9,
+        10,
+        99,
+        100,
+        12_345,
+        exact - 1,
+        exact,
+        exact + 1,
+        u64::MAX,
+    ];
+    for count in counts {
+        let mut text = String::new();
+        push_count(&mut text, count);
+        assert_eq!(text, (count as f64).to_string());
+    }
+    let values = [
+        0.0,
+        -0.0,
+        0.5,
+        60.0,
+        4345.8,
+        -1.5,
+        1e-7,
+        1e15,
+        9e15,
+        1e16,
+        1e20,
+        f64::NAN,
+        f64::INFINITY,
+    ];
+    for value in values {
+        let mut text = String::new();
+        push_float(&mut text, value);
+        assert_eq!(text, value.to_string());
+    }
+}

@@ -18,6 +18,7 @@ use local_gateway::tokens::{LOCAL_ORG, parse_token_list, register};
 use mq_api::{App, Clock, SystemClock};
 use mq_core::ids::OrgId;
 use mq_store::{DynamoStore, MemoryStore, Store, TableNames};
+use std::io::Write;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -100,16 +101,24 @@ async fn run(mut args: Args) -> Result<(), String> {
     let _statuses = opened
         .statuses
         .map(|rx| spawn_status_listener(app.clone(), rx));
-    println!("merge queue API on {}", gateway.base_url());
-    println!("{}", opened.description);
+    say(format_args!("merge queue API on {}", gateway.base_url()));
+    say(format_args!("{}", opened.description));
     if let Some(token) = generated {
-        println!("API token (organisation \"{LOCAL_ORG}\"): {token}");
+        say(format_args!(
+            "API token (organisation \"{LOCAL_ORG}\"): {token}"
+        ));
     }
     tokio::select! {
         _ = gateway.wait() => {}
-        _ = tokio::signal::ctrl_c() => println!("stopping"),
+        _ = tokio::signal::ctrl_c() => say(format_args!("stopping")),
     }
     Ok(())
+}
+
+/// Tells the operator something on stdout. A stdout that went away (a closed pipe, a closed
+/// terminal) does not stop the gateway, as `println!` would by panicking.
+fn say(line: std::fmt::Arguments) {
+    let _ = writeln!(std::io::stdout(), "{line}");
 }
 
 /// Points the flags at the example repository, creating it if needed.
@@ -123,7 +132,7 @@ fn prepare_example(args: &mut Args) -> Result<(), String> {
         .ci_command
         .get_or_insert_with(|| EXAMPLE_CI_COMMAND.to_owned());
     let repo = create_example_repo(&dir)?;
-    println!("example repository: {}", repo.display());
+    say(format_args!("example repository: {}", repo.display()));
     Ok(())
 }
 

@@ -42,7 +42,7 @@ fn start(dir: &Path, port: u16) -> Gateway {
         .expect("the gateway starts");
     let stdout = child.stdout.take().unwrap();
     let gateway = Gateway(child);
-    // Its output is read to the end, as a terminal would: a closed pipe would fail its prints.
+    // Its output is read to the end, as a terminal would.
     let (lines, printed) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
@@ -139,5 +139,39 @@ fn the_readme_quick_start_merges_two_and_fails_the_third() {
         body,
         r#"{"error":{"code":"INVALID_FIELD","message":"concurrency must be an integer from 1 to 4294967295, got 0"}}"#,
         "the README's example error"
+    );
+}
+
+/// The gateway keeps serving when its stdout goes away (a closed terminal or pipe): its
+/// start-up lines are written to a pipe nobody reads any more.
+#[test]
+fn a_closed_stdout_does_not_stop_the_gateway() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_local-gateway"))
+        .args(["--example", "--api-token", TOKEN])
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the gateway starts");
+    drop(child.stdout.take());
+    let mut gateway = Gateway(child);
+    let started = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the gateway never listened"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The start-up lines after "listening" are written by now; the gateway still answers.
+    std::thread::sleep(Duration::from_millis(300));
+    let (status, body) = post(port, "getQueue", &format!("{{{Q}}}"));
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        gateway.0.try_wait().unwrap().is_none(),
+        "the gateway is running"
     );
 }

@@ -19,10 +19,13 @@
 //! their series: the gauges show the last such queue's figures, the histograms every such
 //! queue's observations.
 //!
-//! This is the output the `prometheus` crate's registry and `TextEncoder` gave for the same
+//! This is the output the `prometheus` crate's registry and `TextEncoder` give for the same
 //! figures, byte for byte (`tests/golden/prometheus_text.txt` was rendered by them), except
-//! where that registry told two label sets apart by a hash of their values run together
-//! (repository `a/b`, branch `cmain` and repository `a/bc`, branch `main` were one series).
+//! where that registry tells two label sets apart by a hash of their values run together
+//! (repository `a/b`, branch `cmain` and repository `a/bc`, branch `main` are one series
+//! there). `tests/library_oracle.rs` checks it on generated figures: it renders them with the
+//! crate (a dev-dependency, the reference) and compares the two texts byte for byte, leaving
+//! out only figures whose label sets the crate's hash would merge.
 
 use crate::names::{self, BRANCH, CONCLUSION, Metric, QUEUE_TYPE, REPO, STATE, STATUS};
 use mq_core::metrics::{FINISHED_STATUSES, LaneFigures, Outcome, QueueFigures};

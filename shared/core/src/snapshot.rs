@@ -53,7 +53,14 @@ pub struct Queue {
     pub updated_at: Timestamp,
     #[serde(default)]
     pub engine: EngineState,
+    /// Ids of the last [`RECENT_COMMITS`] commits, newest last: a writer whose commit got no
+    /// answer (a timeout) reads the queue again and finds out whether it landed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recent_commits: Vec<String>,
 }
+
+/// Commit ids a queue item remembers.
+pub const RECENT_COMMITS: usize = 16;
 
 impl Queue {
     /// A new queue, as `createQueue` makes it.
@@ -78,7 +85,21 @@ impl Queue {
             created_at: now,
             updated_at: now,
             engine: EngineState::default(),
+            recent_commits: Vec::new(),
         }
+    }
+
+    /// Records `id` as this queue item's commit, forgetting the oldest beyond
+    /// [`RECENT_COMMITS`].
+    pub fn record_commit(&mut self, id: String) {
+        self.recent_commits.push(id);
+        let excess = self.recent_commits.len().saturating_sub(RECENT_COMMITS);
+        self.recent_commits.drain(..excess);
+    }
+
+    /// Whether the commit `id` is one of the last [`RECENT_COMMITS`] of this queue.
+    pub fn has_commit(&self, id: &str) -> bool {
+        self.recent_commits.iter().any(|c| c == id)
     }
 
     pub fn mode_and_state(&self) -> ModeAndState {
@@ -229,6 +250,7 @@ impl Commit {
         let mut queue = self.queue.clone();
         queue.version = before.version;
         queue.updated_at = before.updated_at;
+        queue.recent_commits.clone_from(&before.recent_commits);
         queue == *before && self.item_writes() == 1
     }
 
@@ -269,4 +291,31 @@ fn removed<T, K: Eq + Hash>(before: &[T], after: &[T], key: impl Fn(&T) -> K) ->
         .map(&key)
         .filter(|k| !after.contains(k))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::QueueConfig;
+
+    #[test]
+    fn a_queue_remembers_its_last_commits() {
+        let repo = RepoRef::new("github.com", "acme", "rocket").unwrap();
+        let org = OrgId::parse("acme").unwrap();
+        let config = QueueConfig::default();
+        let mut queue = Queue::new(
+            org,
+            repo,
+            "main".into(),
+            config,
+            QueueState::Running,
+            Timestamp(0),
+        );
+        for n in 0..RECENT_COMMITS + 3 {
+            queue.record_commit(format!("c{n}"));
+        }
+        assert_eq!(queue.recent_commits.len(), RECENT_COMMITS);
+        assert!(!queue.has_commit("c2"), "the oldest are forgotten");
+        assert!(queue.has_commit("c3") && queue.has_commit(&format!("c{}", RECENT_COMMITS + 2)));
+    }
 }

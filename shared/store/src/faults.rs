@@ -7,6 +7,10 @@
 //! writes (queue commits and deletes, test-health settings) may also fail their condition or
 //! see their transaction cancelled, which the DynamoDB adapter reports as a version conflict.
 //!
+//! Apart from those, commits can *lose their answer* ([`FaultyStore::set_lost_answer_rate`]):
+//! the wrapped store applies the commit, and the caller gets the timeout error instead of
+//! the success, as when DynamoDB applied a transaction whose response never arrived.
+//!
 //! With a rate of zero (the default) nothing is injected and the wrapper only counts: calls,
 //! and the version conflicts the wrapped store answered to commits (contention).
 
@@ -41,10 +45,13 @@ pub enum FaultKind {
     ConditionFailed,
     /// `TransactionCanceledException` with a `TransactionConflict` reason.
     TransactionCancelled,
+    /// The commit was applied, but its answer did not arrive in time (the SDK's timeout).
+    AnswerLost,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 4] = [
+    /// The faults injected instead of a call.
+    pub const INSTEAD: [FaultKind; 4] = [
         FaultKind::Throttled,
         FaultKind::TimedOut,
         FaultKind::ConditionFailed,
@@ -58,7 +65,7 @@ impl FaultKind {
                 message: "ThrottlingException (injected)".to_owned(),
                 retry_after: Some(Duration::from_secs(1)),
             },
-            FaultKind::TimedOut => StoreError::Unavailable {
+            FaultKind::TimedOut | FaultKind::AnswerLost => StoreError::Unavailable {
                 message: "DynamoDB did not answer (injected)".to_owned(),
                 retry_after: Some(Duration::from_secs(1)),
             },
@@ -72,6 +79,7 @@ impl FaultKind {
             FaultKind::TimedOut => "timed_out",
             FaultKind::ConditionFailed => "condition_failed",
             FaultKind::TransactionCancelled => "transaction_cancelled",
+            FaultKind::AnswerLost => "answer_lost",
         }
     }
 }
@@ -107,6 +115,8 @@ pub struct FaultyStore {
     rng: Mutex<fastrand::Rng>,
     /// Chance of a fault per call, in millionths (0: none).
     rate_ppm: AtomicU64,
+    /// Chance that a commit which reached the wrapped store loses its answer, in millionths.
+    lost_answer_ppm: AtomicU64,
     counts: Mutex<FaultCounts>,
 }
 
@@ -118,6 +128,7 @@ impl FaultyStore {
             inner,
             rng: Mutex::new(fastrand::Rng::with_seed(seed)),
             rate_ppm: AtomicU64::new(0),
+            lost_answer_ppm: AtomicU64::new(0),
             counts: Mutex::new(FaultCounts::default()),
         }
     }
@@ -129,8 +140,25 @@ impl FaultyStore {
 
     /// The chance (0.0..=1.0) that a call fails from now on.
     pub fn set_rate(&self, rate: f64) {
-        let ppm = (rate.clamp(0.0, 1.0) * 1_000_000.0) as u64;
-        self.rate_ppm.store(ppm, Ordering::SeqCst);
+        self.rate_ppm.store(ppm(rate), Ordering::SeqCst);
+    }
+
+    /// The chance (0.0..=1.0) that a commit the wrapped store applied answers with a timeout.
+    pub fn set_lost_answer_rate(&self, rate: f64) {
+        self.lost_answer_ppm.store(ppm(rate), Ordering::SeqCst);
+    }
+
+    /// Whether a commit the wrapped store applied loses its answer (counted).
+    fn loses_answer(&self) -> bool {
+        let rate = self.lost_answer_ppm.load(Ordering::SeqCst);
+        let lost = rate > 0 && lock(&self.rng).u64(0..1_000_000) < rate;
+        if lost {
+            *lock(&self.counts)
+                .injected
+                .entry(FaultKind::AnswerLost)
+                .or_default() += 1;
+        }
+        lost
     }
 
     pub fn counts(&self) -> FaultCounts {
@@ -144,8 +172,8 @@ impl FaultyStore {
             let mut rng = lock(&self.rng);
             if rate > 0 && rng.u64(0..1_000_000) < rate {
                 let kinds: &[FaultKind] = match call {
-                    Call::Read | Call::Write => &FaultKind::ALL[..2],
-                    Call::Conditional => &FaultKind::ALL,
+                    Call::Read | Call::Write => &FaultKind::INSTEAD[..2],
+                    Call::Conditional => &FaultKind::INSTEAD,
                 };
                 Some(kinds[rng.usize(0..kinds.len())])
             } else {
@@ -170,6 +198,10 @@ impl FaultyStore {
     }
 }
 
+fn ppm(rate: f64) -> u64 {
+    (rate.clamp(0.0, 1.0) * 1_000_000.0) as u64
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -190,6 +222,9 @@ impl QueueStore for FaultyStore {
         self.inject(Call::Conditional)?;
         let result = self.inner.commit(commit).await;
         self.count_conflict(&result);
+        if result.is_ok() && self.loses_answer() {
+            return Err(FaultKind::AnswerLost.error());
+        }
         result
     }
 

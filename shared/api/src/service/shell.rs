@@ -122,7 +122,8 @@ where
             return Ok(Applied { before, transition });
         }
         commit.uploaded_targets = start.uploaded.clone();
-        match app.store.commit(&commit).await {
+        commit.queue.record_commit(uuid::Uuid::new_v4().to_string());
+        match committed(app, &commit).await {
             Ok(()) => {
                 transition.snapshot.mark_committed(commit.queue);
                 return Ok(Applied { before, transition });
@@ -133,6 +134,26 @@ where
         }
     }
     Err(StoreError::Conflict.into())
+}
+
+/// Commits, and when the store gave no answer (it timed out or was unavailable, so the
+/// write may or may not have happened), reads the queue again to find out: the commit
+/// landed if the queue item remembers its id. Unknown if that read fails too.
+async fn committed(app: &App, commit: &Commit) -> Result<(), StoreError> {
+    let error = match app.store.commit(commit).await {
+        Err(error @ StoreError::Unavailable { .. }) => error,
+        other => return other,
+    };
+    let id = commit.queue.recent_commits.last().map(String::as_str);
+    match app.store.load(&commit.queue.id).await {
+        Ok(Some(now)) if id.is_some_and(|id| now.queue.has_commit(id)) => {
+            tracing::warn!(%error, "the commit's answer was lost; it landed");
+            Ok(())
+        }
+        Ok(Some(_)) => Err(error),
+        Ok(None) => Err(StoreError::NotFound),
+        Err(_) => Err(error),
+    }
 }
 
 /// A snapshot already read, checked as [`load_for`] checks what it reads.

@@ -1,0 +1,57 @@
+//! A commit whose answer is lost: the store applied it, but the request saw a timeout (as
+//! when DynamoDB applied a transaction and its response never arrived). The request reads
+//! the queue again, finds its commit there and answers as if the answer had come: the change
+//! happened once and the client is told so, instead of a 503 for a change that happened.
+
+use e2e::live::LiveEnv;
+use e2e::{Backend, live_on_both_stores};
+use mq_store::FaultyStore;
+use mq_store::faults::FaultKind;
+use serde_json::json;
+use std::sync::{Arc, OnceLock};
+
+live_on_both_stores!(every_commit_whose_answer_is_lost_is_found_and_answered);
+
+async fn every_commit_whose_answer_is_lost_is_found_and_answered(backend: Backend) {
+    let slot = Arc::new(OnceLock::new());
+    let set = slot.clone();
+    let env = LiveEnv::options()
+        .without_tick()
+        .wrap_store(move |store| {
+            let wrapper = Arc::new(FaultyStore::new(store, 7));
+            let _ = set.set(wrapper.clone());
+            wrapper
+        })
+        .start(backend)
+        .await;
+    let faulty: Arc<FaultyStore> = slot.get().expect("store wrapped").clone();
+    let repo = env.repo("rocket");
+    repo.add_prs(2, &[]);
+    env.create_queue(&repo, json!({"state": "paused"})).await;
+
+    faulty.set_lost_answer_rate(1.0);
+    for pr in 1..=2 {
+        let submitted = env.submit_with(&repo, pr, json!({})).await;
+        assert_eq!(submitted.status, 200, "submit #{pr}: {}", submitted.body);
+    }
+    let cancelled = env.pr_call("cancelPullRequest", &repo, 1).await;
+    assert_eq!(cancelled.status, 200, "cancel: {}", cancelled.body);
+    faulty.set_lost_answer_rate(0.0);
+
+    let lost = faulty
+        .counts()
+        .injected
+        .get(&FaultKind::AnswerLost)
+        .copied();
+    assert!(lost >= Some(3), "every commit lost its answer: {lost:?}");
+    assert_eq!(env.pull_request(&repo, 1).await["state"], "cancelled");
+    assert_eq!(env.pull_request(&repo, 2).await["state"], "pending");
+    let queue = env.queue(&repo).await;
+    let listed: Vec<u64> = queue["enqueuedPullRequests"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|e| e["prNumber"].as_u64().expect("a number"))
+        .collect();
+    assert_eq!(listed, [2], "each submission made one entry");
+}

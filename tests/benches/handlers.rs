@@ -81,7 +81,9 @@ async fn main() {
         submissions(&replayed).await,
     );
     if only("submitPullRequest") {
-        submissions(&replayed).await;
+        for _ in 0..40 {
+            submissions(&replayed).await;
+        }
         return;
     }
     report(

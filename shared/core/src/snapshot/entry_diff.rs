@@ -9,6 +9,7 @@ use crate::entry::Entry;
 use crate::history::Restart;
 use crate::ids::PrNumber;
 use crate::time::Timestamp;
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::sync::Arc;
 
@@ -40,7 +41,7 @@ pub(super) fn entry_diff(
     while b < before.len() || a < after.len() {
         match order(before.get(b), after.get(a)) {
             Ordering::Equal => {
-                diff.matched(before[b], after[a], at);
+                diff.matched(&before[b], &after[a], at);
                 (b, a) = (b + 1, a + 1);
             }
             Ordering::Less => {
@@ -48,7 +49,7 @@ pub(super) fn entry_diff(
                 b += 1;
             }
             Ordering::Greater => {
-                diff.added(after[a], at);
+                diff.added(&after[a], at);
                 a += 1;
             }
         }
@@ -64,17 +65,20 @@ pub(super) fn entry_diff(
     diff
 }
 
-/// The entries in submission order (a store hands them back so, and a step keeps the order,
-/// so the sort only checks it).
-fn by_submission(entries: &[Arc<Entry>]) -> Vec<&Entry> {
-    let mut sorted: Vec<&Entry> = entries.iter().map(|e| &**e).collect();
+/// The entries in submission order. A store hands them back so and a step keeps the order,
+/// so they are only copied and sorted when they are not.
+fn by_submission(entries: &[Arc<Entry>]) -> Cow<'_, [Arc<Entry>]> {
+    if entries.is_sorted_by_key(|e| e.seq) {
+        return Cow::Borrowed(entries);
+    }
+    let mut sorted = entries.to_vec();
     sorted.sort_by_key(|e| e.seq);
-    sorted
+    Cow::Owned(sorted)
 }
 
 /// Which list's next entry comes first: `Less` when `before`'s (it is gone), `Greater`
 /// when `after`'s (it is new), `Equal` for the same submission.
-fn order(before: Option<&&Entry>, after: Option<&&Entry>) -> Ordering {
+fn order(before: Option<&Arc<Entry>>, after: Option<&Arc<Entry>>) -> Ordering {
     match (before, after) {
         (Some(b), Some(a)) => b.seq.cmp(&a.seq),
         (Some(_), None) => Ordering::Less,
@@ -83,11 +87,11 @@ fn order(before: Option<&&Entry>, after: Option<&&Entry>) -> Ordering {
 }
 
 /// The `restarts` counter of `entry`'s submission in `before`; 0 if it was not there.
-fn earlier_restarts(before: &[&Entry], entry: &Entry) -> u32 {
+fn earlier_restarts(before: &[Arc<Entry>], entry: &Entry) -> u32 {
     before
         .binary_search_by_key(&entry.seq, |e| e.seq)
         .ok()
-        .map(|i| before[i])
+        .map(|i| &before[i])
         .filter(|e| e.id == entry.id)
         .map_or(0, |e| e.restarts)
 }

@@ -95,7 +95,7 @@ async fn tokens(store: &DynamoStore, command: TokenCommand) -> Result<(), String
     let now = mq_api::Clock::now(&mq_api::SystemClock);
     match command {
         TokenCommand::Create { org, label } => {
-            let org = OrgId::parse(&org).map_err(|e| e.to_string())?;
+            let org = OrgId::parse(&org).map_err(|e| format!("--org {org:?}: {e}"))?;
             let (token, record) =
                 mq_api::auth::new_token(org, &label, now).map_err(|e| e.to_string())?;
             store.put_token(&record).await.map_err(describe)?;

@@ -4,7 +4,7 @@
 
 use lambda_runtime::{Error, LambdaEvent, service_fn};
 use mq_api::App;
-use mq_api::service::{metrics, tick};
+use mq_api::service::tick::{TickReport, run as run_tick};
 use serde_json::{Value, json};
 
 #[tokio::main]
@@ -13,7 +13,7 @@ async fn main() -> Result<(), Error> {
     let app: &'static App = mq_api::lambda::deployed_app(mq_api::lambda::github).await;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
         let owner = format!("tick-{}", event.context.request_id);
-        let report = tick::run(app, &owner).await?;
+        let report = run_tick(app, &owner).await?;
         tracing::info!(
             queues = report.queues,
             worked = report.worked,
@@ -29,25 +29,10 @@ async fn main() -> Result<(), Error> {
     .await
 }
 
-/// Prints the gauges of every queue the tick worked on, as EMF lines.
-async fn emit_metrics(app: &App, report: &tick::TickReport) {
-    let now = app.now();
-    for id in &report.worked_queues {
-        let snapshot = match app.store.load(id).await {
-            Ok(Some(snapshot)) => snapshot,
-            Ok(None) => continue,
-            Err(e) => {
-                tracing::warn!(queue = %id, error = %e, "metrics not emitted");
-                continue;
-            }
-        };
-        match metrics::figures_of_snapshot(app.store.as_ref(), snapshot, now).await {
-            Ok(figures) => {
-                for line in mq_metrics::emf::emf_lines(&figures, now) {
-                    println!("{line}");
-                }
-            }
-            Err(e) => tracing::warn!(queue = %id, error = %e, "metrics not emitted"),
-        }
+/// Prints the gauges of every queue the tick worked on, as EMF lines on standard output (not
+/// through the JSON logger, which would hide them from CloudWatch).
+async fn emit_metrics(app: &App, report: &TickReport) {
+    for line in tick::emf_lines_of(app, &report.worked_queues).await {
+        println!("{line}");
     }
 }

@@ -715,20 +715,27 @@ pub async fn a_committed_snapshot_reads_back_as_the_engine_left_it(store: Arc<dy
 }
 
 /// Eight writers add entries to one queue at once, retrying on conflict: nothing is lost.
+/// Their first commits all start from the same read (a barrier between read and commit), so
+/// seven of them conflict, whatever the scheduling.
 pub async fn concurrent_commits_lose_no_update(store: Arc<dyn Store>) {
     let id: QueueId = create(&*store, "rocket").await.queue.id;
     const WRITERS: u32 = 8;
     const EACH: u32 = 4;
+    let all_read = Arc::new(tokio::sync::Barrier::new(WRITERS as usize));
     let mut tasks = Vec::new();
     for w in 0..WRITERS {
         let store = store.clone();
         let id = id.clone();
+        let all_read = all_read.clone();
         tasks.push(tokio::spawn(async move {
             let mut conflicts = 0u32;
             for i in 0..EACH {
                 let pr = w * 100 + i;
                 loop {
                     let before = store.load(&id).await.unwrap().unwrap();
+                    if i == 0 && conflicts == 0 {
+                        all_read.wait().await;
+                    }
                     let mut after = before.clone();
                     after
                         .entries
@@ -759,6 +766,10 @@ pub async fn concurrent_commits_lose_no_update(store: Arc<dyn Store>) {
     let total = WRITERS * EACH;
     eprintln!(
         "{total} concurrent commits by {WRITERS} writers: {conflicts} version conflicts retried"
+    );
+    assert!(
+        conflicts >= WRITERS - 1,
+        "the first commits raced: {conflicts} conflicts"
     );
     assert_eq!(snap.entries.len() as u32, total, "no entry lost");
     assert_eq!(

@@ -1,18 +1,23 @@
 //! A commit whose answer is lost: the store applied it, but the request saw a timeout (as
 //! when DynamoDB applied a transaction and its response never arrived). The request reads
 //! the queue again, finds its commit there and answers as if the answer had come: the change
-//! happened once and the client is told so, instead of a 503 for a change that happened.
+//! happened once and the client is told so, instead of a 503 for a change that happened. A
+//! deleted queue whose answer was lost is found gone.
 
-use e2e::live::LiveEnv;
-use e2e::{Backend, live_on_both_stores};
+use e2e::live::{LiveEnv, body};
+use e2e::{ACME, Backend, live_on_both_stores};
 use mq_store::FaultyStore;
 use mq_store::faults::FaultKind;
 use serde_json::json;
 use std::sync::{Arc, OnceLock};
 
-live_on_both_stores!(every_commit_whose_answer_is_lost_is_found_and_answered);
+live_on_both_stores!(
+    every_commit_whose_answer_is_lost_is_found_and_answered,
+    a_delete_whose_answer_is_lost_is_answered_by_the_queue_being_gone,
+);
 
-async fn every_commit_whose_answer_is_lost_is_found_and_answered(backend: Backend) {
+/// The application over a store that can lose answers, and that store.
+async fn env_losing_answers(backend: Backend) -> (LiveEnv, Arc<FaultyStore>) {
     let slot = Arc::new(OnceLock::new());
     let set = slot.clone();
     let env = LiveEnv::options()
@@ -24,7 +29,32 @@ async fn every_commit_whose_answer_is_lost_is_found_and_answered(backend: Backen
         })
         .start(backend)
         .await;
-    let faulty: Arc<FaultyStore> = slot.get().expect("store wrapped").clone();
+    let faulty = slot.get().expect("store wrapped").clone();
+    (env, faulty)
+}
+
+async fn a_delete_whose_answer_is_lost_is_answered_by_the_queue_being_gone(backend: Backend) {
+    let (env, faulty) = env_losing_answers(backend).await;
+    let repo = env.repo("rocket");
+    env.create_queue(&repo, json!({})).await;
+    faulty.set_lost_answer_rate(1.0);
+    let deleted = env
+        .post("deleteQueue", Some(ACME), &body(&repo, json!({})))
+        .await;
+    faulty.set_lost_answer_rate(0.0);
+    assert_eq!(deleted.status, 200, "{}", deleted.body);
+    assert_eq!(
+        faulty.counts().injected.get(&FaultKind::AnswerLost),
+        Some(&1)
+    );
+    let read = env
+        .post("getQueue", Some(ACME), &body(&repo, json!({})))
+        .await;
+    assert_eq!((read.status, read.code()), (404, "QUEUE_NOT_FOUND"));
+}
+
+async fn every_commit_whose_answer_is_lost_is_found_and_answered(backend: Backend) {
+    let (env, faulty) = env_losing_answers(backend).await;
     let repo = env.repo("rocket");
     repo.add_prs(2, &[]);
     env.create_queue(&repo, json!({"state": "paused"})).await;

@@ -7,9 +7,10 @@
 //! writes (queue commits and deletes, test-health settings) may also fail their condition or
 //! see their transaction cancelled, which the DynamoDB adapter reports as a version conflict.
 //!
-//! Apart from those, commits can *lose their answer* ([`FaultyStore::set_lost_answer_rate`]):
-//! the wrapped store applies the commit, and the caller gets the timeout error instead of
-//! the success, as when DynamoDB applied a transaction whose response never arrived.
+//! Apart from those, commits and queue deletions can *lose their answer*
+//! ([`FaultyStore::set_lost_answer_rate`]): the wrapped store applies the write, and the
+//! caller gets the timeout error instead of the success, as when DynamoDB applied a
+//! transaction whose response never arrived.
 //!
 //! With a rate of zero (the default) nothing is injected and the wrapper only counts: calls,
 //! and the version conflicts the wrapped store answered to commits (contention).
@@ -45,7 +46,8 @@ pub enum FaultKind {
     ConditionFailed,
     /// `TransactionCanceledException` with a `TransactionConflict` reason.
     TransactionCancelled,
-    /// The commit was applied, but its answer did not arrive in time (the SDK's timeout).
+    /// The commit or deletion was applied, but its answer did not arrive in time (the SDK's
+    /// timeout).
     AnswerLost,
 }
 
@@ -115,7 +117,8 @@ pub struct FaultyStore {
     rng: Mutex<fastrand::Rng>,
     /// Chance of a fault per call, in millionths (0: none).
     rate_ppm: AtomicU64,
-    /// Chance that a commit which reached the wrapped store loses its answer, in millionths.
+    /// Chance that a commit or deletion the wrapped store applied loses its answer, in
+    /// millionths.
     lost_answer_ppm: AtomicU64,
     counts: Mutex<FaultCounts>,
 }
@@ -143,12 +146,13 @@ impl FaultyStore {
         self.rate_ppm.store(ppm(rate), Ordering::SeqCst);
     }
 
-    /// The chance (0.0..=1.0) that a commit the wrapped store applied answers with a timeout.
+    /// The chance (0.0..=1.0) that a commit or deletion the wrapped store applied answers with
+    /// a timeout.
     pub fn set_lost_answer_rate(&self, rate: f64) {
         self.lost_answer_ppm.store(ppm(rate), Ordering::SeqCst);
     }
 
-    /// Whether a commit the wrapped store applied loses its answer (counted).
+    /// Whether a write the wrapped store applied loses its answer (counted).
     fn loses_answer(&self) -> bool {
         let rate = self.lost_answer_ppm.load(Ordering::SeqCst);
         let lost = rate > 0 && lock(&self.rng).u64(0..1_000_000) < rate;
@@ -232,6 +236,9 @@ impl QueueStore for FaultyStore {
         self.inject(Call::Conditional)?;
         let result = self.inner.delete_queue(snapshot).await;
         self.count_conflict(&result);
+        if result.is_ok() && self.loses_answer() {
+            return Err(FaultKind::AnswerLost.error());
+        }
         result
     }
 

@@ -87,10 +87,23 @@ pub async fn delete(app: &App, org: &OrgId, id: &QueueId) -> Result<(), ApiError
             Err(StoreError::NotEmpty) => return Err(not_empty(&snapshot)),
             Err(StoreError::Conflict) => backoff(attempt).await,
             Err(StoreError::NotFound) => return Err(DomainError::queue_not_found().into()),
+            Err(e @ StoreError::Unavailable { .. }) => return gone_after(app, id, e).await,
             Err(e) => return Err(e.into()),
         }
     }
     Err(StoreError::Conflict.into())
+}
+
+/// After a delete the store did not answer (it may have happened): the queue is deleted if
+/// it is gone now, and the answer is unknown (503) otherwise.
+async fn gone_after(app: &App, id: &QueueId, error: StoreError) -> Result<(), ApiError> {
+    match app.store.load(id).await {
+        Ok(None) => {
+            tracing::warn!(%error, "the delete's answer was lost; the queue is gone");
+            Ok(())
+        }
+        _ => Err(error.into()),
+    }
 }
 
 fn not_empty(snapshot: &QueueSnapshot) -> ApiError {

@@ -13,12 +13,12 @@ use mq_core::ids::{RepoRef, Sha};
 use mq_githost::local::{CiConfig, LocalGitHost};
 use mq_githost::webhook::WebhookReceiver;
 use mq_githost::{GitHost, StatusUpdate};
-use mq_store::Store;
+use mq_store::{FaultyStore, Store};
 use serde_json::{Value, json};
 use std::future::Future;
 use std::ops::Deref;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 
@@ -103,6 +103,27 @@ impl LiveOptions {
 
     pub async fn start(self, backend: Backend) -> LiveEnv {
         LiveEnv::start_with(backend, self).await
+    }
+
+    /// Starts with the store wrapped in a [`FaultyStore`] seeded with `seed` (it injects
+    /// nothing until told to), and returns that wrapper too.
+    pub async fn start_with_faulty_store(
+        self,
+        backend: Backend,
+        seed: u64,
+    ) -> (LiveEnv, Arc<FaultyStore>) {
+        let slot = Arc::new(OnceLock::new());
+        let set = slot.clone();
+        let env = self
+            .wrap_store(move |store| {
+                let wrapper = Arc::new(FaultyStore::new(store, seed));
+                let _ = set.set(wrapper.clone());
+                wrapper
+            })
+            .start(backend)
+            .await;
+        let faulty = slot.get().expect("store wrapped").clone();
+        (env, faulty)
     }
 }
 

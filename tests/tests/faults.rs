@@ -27,7 +27,7 @@ use mq_core::ids::{OrgId, QueueId};
 use mq_core::snapshot::{Queue, QueueSnapshot};
 use mq_githost::GitHost;
 use mq_githost::faults::{FaultyGitHost, MergeFault};
-use mq_store::{FaultyStore, Store};
+use mq_store::Store;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
@@ -52,26 +52,18 @@ const HOST_RATE: f64 = 0.08;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn under_store_faults_every_request_happens_whole_or_changes_nothing() {
     let seed = seed();
-    let slot = Arc::new(OnceLock::new());
-    let set = slot.clone();
     let host_slot = Arc::new(OnceLock::new());
     let set_host = host_slot.clone();
-    let env = LiveEnv::options()
+    let (env, faulty) = LiveEnv::options()
         .webhook(SECRET)
         .without_tick()
-        .wrap_store(move |store| {
-            let wrapper = Arc::new(FaultyStore::new(store, seed));
-            let _ = set.set(wrapper.clone());
-            wrapper
-        })
         .wrap_host(move |host: Arc<dyn GitHost>| {
             let wrapper = Arc::new(FaultyGitHost::new(host, seed));
             let _ = set_host.set(wrapper.clone());
             wrapper
         })
-        .start(Backend::DynamoDb)
+        .start_with_faulty_store(Backend::DynamoDb, seed)
         .await;
-    let faulty: Arc<FaultyStore> = slot.get().expect("store wrapped").clone();
     let faulty_host: Arc<FaultyGitHost> = host_slot.get().expect("host wrapped").clone();
     let repo = env.repo("sturdy");
     repo.add_prs(PRS, &[]);

@@ -9,7 +9,7 @@ use e2e::{ACME, Backend, live_on_both_stores};
 use mq_store::FaultyStore;
 use mq_store::faults::FaultKind;
 use serde_json::json;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 live_on_both_stores!(
     every_commit_whose_answer_is_lost_is_found_and_answered,
@@ -18,19 +18,10 @@ live_on_both_stores!(
 
 /// The application over a store that can lose answers, and that store.
 async fn env_losing_answers(backend: Backend) -> (LiveEnv, Arc<FaultyStore>) {
-    let slot = Arc::new(OnceLock::new());
-    let set = slot.clone();
-    let env = LiveEnv::options()
+    LiveEnv::options()
         .without_tick()
-        .wrap_store(move |store| {
-            let wrapper = Arc::new(FaultyStore::new(store, 7));
-            let _ = set.set(wrapper.clone());
-            wrapper
-        })
-        .start(backend)
-        .await;
-    let faulty = slot.get().expect("store wrapped").clone();
-    (env, faulty)
+        .start_with_faulty_store(backend, 7)
+        .await
 }
 
 async fn a_delete_whose_answer_is_lost_is_answered_by_the_queue_being_gone(backend: Backend) {

@@ -26,7 +26,7 @@ use mq_store::FaultyStore;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const SECRET: &str = "stress-secret";
@@ -66,19 +66,11 @@ struct World {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sixteen_clients_on_three_queues_keep_every_promise() {
     let started = Instant::now();
-    let counting = Arc::new(OnceLock::new());
-    let slot = counting.clone();
-    let env = LiveEnv::options()
+    let (env, store) = LiveEnv::options()
         .webhook(SECRET)
         .without_tick()
-        .wrap_store(move |store| {
-            let wrapper = Arc::new(FaultyStore::new(store, 0));
-            let _ = slot.set(wrapper.clone());
-            wrapper
-        })
-        .start(Backend::DynamoDb)
+        .start_with_faulty_store(Backend::DynamoDb, 0)
         .await;
-    let store: Arc<FaultyStore> = counting.get().expect("store wrapped").clone();
     let repos = make_queues(&env).await;
     let world = Arc::new(World {
         env,

@@ -176,3 +176,43 @@ impl Readiness {
             && (!self.requires_impacted_targets || self.has_impacted_targets)
     }
 }
+
+#[cfg(test)]
+impl Entry {
+    /// A pending entry of pull request `pr` (id `e<pr>`, submitted `pr`-th, at time 0), open
+    /// and mergeable into `main`, for unit tests to adjust.
+    pub(crate) fn sample(pr: PrNumber) -> Self {
+        Entry {
+            id: format!("e{pr}"),
+            pr,
+            seq: u64::from(pr),
+            state: EntryState::Pending,
+            state_changed_at: Timestamp(0),
+            priority: Priority::default_priority(),
+            no_batch: false,
+            force_enqueued: false,
+            submitted_at: Timestamp(0),
+            pr_facts: PrFacts {
+                number: pr,
+                title: format!("Change {pr}"),
+                author: "octocat".into(),
+                head_sha: Sha::new(format!("{pr:040x}")),
+                base_branch: "main".into(),
+                state: crate::git::PrState::Open,
+                mergeability: Mergeability::Mergeable,
+                based_on_target_head: false,
+                draft: false,
+            },
+            impacted: None,
+            current_run: None,
+            dependent_prs: vec![],
+            ready_at: None,
+            first_tested_at: None,
+            concluded_at: None,
+            ci_runs: 0,
+            restarts: 0,
+            conclusion: None,
+            cancel_after_merge: None,
+        }
+    }
+}

@@ -545,22 +545,7 @@ fn push_count(out: &mut String, count: u64) {
     if count > EXACT {
         return push_float(out, count as f64);
     }
-    if count < 10 {
-        return out.push(char::from(b'0' + count as u8));
-    }
-    let mut digits = [b'0'; 20];
-    let mut start = digits.len();
-    let mut rest = count;
-    loop {
-        start -= 1;
-        digits[start] += (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    // Only ASCII digits were written.
-    out.push_str(std::str::from_utf8(&digits[start..]).unwrap_or_default());
+    out.push_str(itoa::Buffer::new().format(count));
 }
 
 /// A number as Rust displays it; whole ones from 0 to 2^53 display as their digits.

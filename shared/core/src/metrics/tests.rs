@@ -3,10 +3,8 @@
 
 use super::*;
 use crate::engine::{Effect, PendingEffect};
-use crate::git::{Mergeability, PrFacts, PrState};
 use crate::history::Restart;
 use crate::ids::{OrgId, RepoRef, Sha};
-use crate::priority::Priority;
 use crate::run::TestedPr;
 use crate::settings::QueueConfig;
 use std::sync::Arc;
@@ -42,36 +40,12 @@ struct Times {
 
 fn entry(pr: u32, state: EntryState, t: Times) -> Entry {
     Entry {
-        id: format!("e{pr}"),
-        pr,
-        seq: u64::from(pr),
         state,
         state_changed_at: ago(t.submitted),
-        priority: Priority::default_priority(),
-        no_batch: false,
-        force_enqueued: false,
         submitted_at: ago(t.submitted),
-        pr_facts: PrFacts {
-            number: pr,
-            title: format!("Change {pr}"),
-            author: "octocat".into(),
-            head_sha: Sha::new(format!("{pr:040x}")),
-            base_branch: "main".into(),
-            state: PrState::Open,
-            mergeability: Mergeability::Mergeable,
-            based_on_target_head: false,
-            draft: false,
-        },
-        impacted: None,
-        current_run: None,
-        dependent_prs: vec![],
         ready_at: t.ready.map(ago),
         first_tested_at: t.first_tested.map(ago),
-        concluded_at: None,
-        ci_runs: 0,
-        restarts: 0,
-        conclusion: None,
-        cancel_after_merge: None,
+        ..Entry::sample(pr)
     }
 }
 

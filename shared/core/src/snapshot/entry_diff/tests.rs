@@ -1,43 +1,15 @@
 use super::*;
 use crate::entry::EntryState;
-use crate::git::{Mergeability, PrFacts, PrState};
-use crate::ids::Sha;
-use crate::priority::Priority;
 
 const AT: Timestamp = Timestamp(42);
 
 fn entry(id: &str, pr: u32, seq: u64, restarts: u32) -> Entry {
     Entry {
         id: id.to_owned(),
-        pr,
         seq,
         state: EntryState::Testing,
-        state_changed_at: Timestamp(0),
-        priority: Priority::default_priority(),
-        no_batch: false,
-        force_enqueued: false,
-        submitted_at: Timestamp(0),
-        pr_facts: PrFacts {
-            number: pr,
-            title: String::new(),
-            author: String::new(),
-            head_sha: Sha::new("a"),
-            base_branch: "main".into(),
-            state: PrState::Open,
-            mergeability: Mergeability::Mergeable,
-            based_on_target_head: false,
-            draft: false,
-        },
-        impacted: None,
-        current_run: None,
-        dependent_prs: vec![],
-        ready_at: None,
-        first_tested_at: None,
-        concluded_at: None,
-        ci_runs: 0,
         restarts,
-        conclusion: None,
-        cancel_after_merge: None,
+        ..Entry::sample(pr)
     }
 }
 

@@ -545,6 +545,10 @@ fn push_count(out: &mut String, count: u64) {
     if count > EXACT {
         return push_float(out, count as f64);
     }
+    if count < 10 {
+        // Most counts of a queue's hour are one digit.
+        return out.push(char::from(b'0' + count as u8));
+    }
     out.push_str(itoa::Buffer::new().format(count));
 }
 

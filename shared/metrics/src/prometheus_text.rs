@@ -242,6 +242,7 @@ impl Writer {
     }
 
     /// Starts the lines of a series.
+    #[inline]
     fn open(&mut self, name: &str, suffix: &str, labels: &str) {
         self.head.clear();
         self.head.push_str(name);
@@ -251,18 +252,21 @@ impl Writer {
 
     /// A line of the series: `end` closes the labels (`} `), adding one when a family has more
     /// (`,state="paused"} `).
+    #[inline]
     fn count(&mut self, end: &str, count: u64) {
         self.line(end);
         push_count(&mut self.text, count);
         self.text.push('\n');
     }
 
+    #[inline]
     fn float(&mut self, end: &str, value: f64) {
         self.line(end);
         push_float(&mut self.text, value);
         self.text.push('\n');
     }
 
+    #[inline]
     fn line(&mut self, end: &str) {
         self.text.push_str(&self.head);
         self.text.push_str(end);
@@ -541,6 +545,7 @@ fn push_escaped(out: &mut String, text: &str, quotes: bool) {
 const EXACT: u64 = 1 << 53;
 
 /// A count as the `f64` it converts to displays.
+#[inline]
 fn push_count(out: &mut String, count: u64) {
     if count > EXACT {
         return push_float(out, count as f64);
@@ -553,6 +558,7 @@ fn push_count(out: &mut String, count: u64) {
 }
 
 /// A number as Rust displays it; whole ones from 0 to 2^53 display as their digits.
+#[inline]
 fn push_float(out: &mut String, value: f64) {
     if value.is_sign_positive() && value.fract() == 0.0 && value <= EXACT as f64 {
         return push_count(out, value as u64);

@@ -1,0 +1,117 @@
+//! The Prometheus text of 50 queues with a busy hour (the figures the handlers bench's
+//! `getMergeQueueMetrics` reads), rendered on its own: `cargo bench -p mq-metrics --bench render`.
+
+use mq_core::metrics::{LaneFigures, Outcome, OutcomeFigures, QueueFigures};
+use mq_core::run::RunStatus;
+use mq_core::settings::QueueState;
+use mq_metrics::prometheus_text::render;
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+const QUEUES: usize = 50;
+const CALLS: usize = 2_000;
+
+fn main() {
+    let figures: Vec<QueueFigures> = (0..QUEUES).map(busy_hour).collect();
+    let mut bytes = 0;
+    let mut times: Vec<Duration> = (0..CALLS)
+        .map(|_| {
+            let started = Instant::now();
+            let text = render(black_box(&figures)).expect("text");
+            let elapsed = started.elapsed();
+            bytes = text.len();
+            elapsed
+        })
+        .collect();
+    report(
+        &format!(
+            "render, {QUEUES} queues with a busy hour ({} KiB)",
+            bytes / 1024
+        ),
+        &mut times,
+    );
+    let text = render(&figures).expect("text");
+    report(
+        "  lower bound: copying its finished lines into a string",
+        &mut copies(&text),
+    );
+}
+
+/// The time to copy `text`'s lines, one at a time, into a string of its size: what any
+/// writer of this text pays at least.
+fn copies(text: &str) -> Vec<Duration> {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    (0..CALLS)
+        .map(|_| {
+            let started = Instant::now();
+            let mut copy = String::with_capacity(text.len());
+            for line in black_box(&lines) {
+                copy.push_str(line);
+            }
+            black_box(&copy);
+            started.elapsed()
+        })
+        .collect()
+}
+
+fn report(what: &str, times: &mut [Duration]) {
+    times.sort();
+    println!(
+        "{what}: {CALLS} calls, median {:.1} µs, p90 {:.1} µs",
+        micros(times[CALLS / 2]),
+        micros(times[CALLS * 9 / 10]),
+    );
+}
+
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+/// Twelve pull requests merged in the hour, each tested once for three minutes after a
+/// minute's wait; two testing now.
+fn busy_hour(q: usize) -> QueueFigures {
+    let twelve = |seconds: f64| vec![seconds; 12];
+    QueueFigures {
+        repo: "acme/rocket".into(),
+        branch: format!("release/{q:02}"),
+        state: QueueState::Running,
+        depth: 2,
+        awaiting_mergeability: 0,
+        effects_pending: 3,
+        restarts: 0,
+        wait_seconds: twelve(60.0),
+        main: LaneFigures {
+            prs_testing: 2,
+            runs_active: 2,
+            runs_limit: 2,
+            runs_finished: BTreeMap::from([
+                (RunStatus::Succeeded, 12),
+                (RunStatus::Failed, 0),
+                (RunStatus::Cancelled, 0),
+            ]),
+            test_seconds: twelve(180.0),
+        },
+        bisection: LaneFigures {
+            runs_limit: 1,
+            runs_finished: BTreeMap::from([
+                (RunStatus::Succeeded, 0),
+                (RunStatus::Failed, 0),
+                (RunStatus::Cancelled, 0),
+            ]),
+            ..LaneFigures::default()
+        },
+        outcomes: BTreeMap::from([
+            (
+                Outcome::Merged,
+                OutcomeFigures {
+                    count: 12,
+                    time_in_queue_seconds: twelve(300.0),
+                    ci_runs: vec![1; 12],
+                },
+            ),
+            (Outcome::Failed, OutcomeFigures::default()),
+            (Outcome::Cancelled, OutcomeFigures::default()),
+        ]),
+    }
+}

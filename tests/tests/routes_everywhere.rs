@@ -80,17 +80,26 @@ fn the_template_the_gateway_and_the_openapi_document_name_the_same_endpoints() {
 fn function_binaries() -> BTreeSet<String> {
     let mut names = BTreeSet::new();
     for dir in std::fs::read_dir(root().join("functions")).unwrap() {
-        let manifest = dir.unwrap().path().join("Cargo.toml");
-        let text = std::fs::read_to_string(manifest).unwrap();
-        for section in text.split("[[bin]]").skip(1) {
+        names.extend(binaries_in(&dir.unwrap().path()));
+    }
+    names
+}
+
+/// The `[[bin]]` names of the package in `dir`.
+fn binaries_in(dir: &Path) -> Vec<String> {
+    let manifest = dir.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest)
+        .unwrap_or_else(|e| panic!("{}: {e}", manifest.display()));
+    text.split("[[bin]]")
+        .skip(1)
+        .map(|section| {
             let name = section
                 .lines()
                 .find_map(|l| l.trim().strip_prefix("name = "))
                 .expect("a [[bin]] has a name");
-            names.insert(name.trim_matches('"').to_owned());
-        }
-    }
-    names
+            name.trim_matches('"').to_owned()
+        })
+        .collect()
 }
 
 #[test]
@@ -105,4 +114,25 @@ fn every_function_of_the_template_is_a_binary_of_the_workspace() {
         })
         .collect();
     assert_eq!(built, function_binaries());
+}
+
+/// SAM builds a function where its `CodeUri` points. From the workspace's root, cargo would
+/// resolve features for every member at once: the admin tool's and the local gateway's (SSO
+/// credentials, an HTTP server, full regex) would end up in every function, about 1 MB more
+/// each. From the function's own package directory, only its dependencies count.
+#[test]
+fn every_function_is_built_from_its_own_package_directory() {
+    for (id, f) in functions(&template()) {
+        let binary = f["Metadata"]["BuildProperties"]["Binary"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{id} names no binary"));
+        let code_uri = f["Properties"]["CodeUri"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{id} has no CodeUri"));
+        assert_eq!(
+            binaries_in(&root().join(code_uri)),
+            [binary],
+            "{id}: the package at CodeUri {code_uri} is not the one of {binary}"
+        );
+    }
 }

@@ -7,7 +7,6 @@ use mq_core::engine::{Effect, PendingEffect, Transition};
 use mq_core::entry::{Entry, EntryState};
 use mq_core::git::{Mergeability, PrFacts, PrState};
 use mq_core::ids::{QueueId, Sha};
-use mq_core::priority::Priority;
 use mq_core::run::{RunKind, RunStatus, TestRun, TestedPr};
 use mq_core::snapshot::{Commit, QueueSnapshot};
 use mq_core::time::Timestamp;
@@ -136,39 +135,24 @@ impl Step {
         let at = self.at;
         let seq = self.after.queue.engine.next_seq;
         self.after.queue.engine.next_seq += 1;
+        let facts = PrFacts {
+            // Not ready: the host is still computing whether it merges.
+            mergeability: if ready {
+                Mergeability::Mergeable
+            } else {
+                Mergeability::InProgress
+            },
+            ..facts(pr)
+        };
+        let id = format!("entry-{pr}-{}", at.millis());
         self.after.entries.push(Arc::new(Entry {
-            id: format!("entry-{pr}-{}", at.millis()),
-            pr,
-            seq,
             state: if ready {
                 EntryState::Pending
             } else {
                 EntryState::NotReady
             },
-            state_changed_at: at,
-            priority: Priority::default_priority(),
-            no_batch: false,
-            force_enqueued: false,
-            submitted_at: at,
-            pr_facts: PrFacts {
-                // Not ready: the host is still computing whether it merges.
-                mergeability: if ready {
-                    Mergeability::Mergeable
-                } else {
-                    Mergeability::InProgress
-                },
-                ..facts(pr)
-            },
-            impacted: None,
-            current_run: None,
-            dependent_prs: vec![],
             ready_at: ready.then_some(at),
-            first_tested_at: None,
-            concluded_at: None,
-            ci_runs: 0,
-            restarts: 0,
-            conclusion: None,
-            cancel_after_merge: None,
+            ..Entry::submitted(id, seq, facts, at)
         }));
     }
 

@@ -149,6 +149,33 @@ pub struct Readiness {
 }
 
 impl Entry {
+    /// A new submission of the pull request `pr_facts` describes: `not_ready` since `at`, at
+    /// the default priority, nothing tested, restarted or concluded yet.
+    pub fn submitted(id: String, seq: u64, pr_facts: PrFacts, at: Timestamp) -> Self {
+        Entry {
+            id,
+            pr: pr_facts.number,
+            seq,
+            state: EntryState::NotReady,
+            state_changed_at: at,
+            priority: Priority::default_priority(),
+            no_batch: false,
+            force_enqueued: false,
+            submitted_at: at,
+            pr_facts,
+            impacted: None,
+            current_run: None,
+            dependent_prs: Vec::new(),
+            ready_at: None,
+            first_tested_at: None,
+            concluded_at: None,
+            ci_runs: 0,
+            restarts: 0,
+            conclusion: None,
+            cancel_after_merge: None,
+        }
+    }
+
     /// Whether the entry's impacted targets are uploaded for its current head.
     pub fn has_impacted_targets(&self) -> bool {
         self.impacted
@@ -182,37 +209,20 @@ impl Entry {
     /// A pending entry of pull request `pr` (id `e<pr>`, submitted `pr`-th, at time 0), open
     /// and mergeable into `main`, for unit tests to adjust.
     pub(crate) fn sample(pr: PrNumber) -> Self {
+        let facts = PrFacts {
+            number: pr,
+            title: format!("Change {pr}"),
+            author: "octocat".into(),
+            head_sha: Sha::new(format!("{pr:040x}")),
+            base_branch: "main".into(),
+            state: crate::git::PrState::Open,
+            mergeability: Mergeability::Mergeable,
+            based_on_target_head: false,
+            draft: false,
+        };
         Entry {
-            id: format!("e{pr}"),
-            pr,
-            seq: u64::from(pr),
             state: EntryState::Pending,
-            state_changed_at: Timestamp(0),
-            priority: Priority::default_priority(),
-            no_batch: false,
-            force_enqueued: false,
-            submitted_at: Timestamp(0),
-            pr_facts: PrFacts {
-                number: pr,
-                title: format!("Change {pr}"),
-                author: "octocat".into(),
-                head_sha: Sha::new(format!("{pr:040x}")),
-                base_branch: "main".into(),
-                state: crate::git::PrState::Open,
-                mergeability: Mergeability::Mergeable,
-                based_on_target_head: false,
-                draft: false,
-            },
-            impacted: None,
-            current_run: None,
-            dependent_prs: vec![],
-            ready_at: None,
-            first_tested_at: None,
-            concluded_at: None,
-            ci_runs: 0,
-            restarts: 0,
-            conclusion: None,
-            cancel_after_merge: None,
+            ..Entry::submitted(format!("e{pr}"), u64::from(pr), facts, Timestamp(0))
         }
     }
 }

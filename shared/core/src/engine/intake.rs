@@ -47,26 +47,10 @@ impl Work {
         let seq = self.s.queue.engine.next_seq;
         self.s.queue.engine.next_seq += 1;
         let entry = Entry {
-            id: self.next_entry_id(seq),
-            pr: sub.pr.number,
-            seq,
-            state: EntryState::NotReady,
-            state_changed_at: self.now,
             priority: sub.priority,
             no_batch: sub.no_batch,
             force_enqueued: sub.force,
-            submitted_at: self.now,
-            pr_facts: sub.pr.clone(),
-            impacted: None,
-            current_run: None,
-            dependent_prs: Vec::new(),
-            ready_at: None,
-            first_tested_at: None,
-            concluded_at: None,
-            ci_runs: 0,
-            restarts: 0,
-            conclusion: None,
-            cancel_after_merge: None,
+            ..Entry::submitted(self.next_entry_id(seq), seq, sub.pr.clone(), self.now)
         };
         self.s.entries.push(Arc::new(entry));
         self.entries_changed();

@@ -4,7 +4,6 @@ use mq_core::engine::{Effect, PendingEffect, Transition};
 use mq_core::entry::{Entry, EntryState};
 use mq_core::git::{Mergeability, PrFacts, PrState};
 use mq_core::ids::{OrgId, RepoRef, Sha};
-use mq_core::priority::Priority;
 use mq_core::run::{RunKind, RunStatus, TestRun, TestedPr};
 use mq_core::settings::{QueueConfig, QueueState};
 use mq_core::snapshot::{Commit, Queue, QueueSnapshot};
@@ -29,37 +28,21 @@ pub fn queue(org_name: &str, repo: &str, branch: &str) -> Queue {
 }
 
 pub fn entry(pr: u32, state: EntryState, at: Timestamp) -> Entry {
+    let facts = PrFacts {
+        number: pr,
+        title: format!("Change {pr}"),
+        author: "octocat".into(),
+        head_sha: Sha::new(format!("{pr:040x}")),
+        base_branch: "main".into(),
+        state: PrState::Open,
+        mergeability: Mergeability::Mergeable,
+        based_on_target_head: false,
+        draft: false,
+    };
+    let id = format!("entry-{pr}-{}", at.millis());
     Entry {
-        id: format!("entry-{pr}-{}", at.millis()),
-        pr,
-        seq: u64::from(pr),
         state,
-        state_changed_at: at,
-        priority: Priority::default_priority(),
-        no_batch: false,
-        force_enqueued: false,
-        submitted_at: at,
-        pr_facts: PrFacts {
-            number: pr,
-            title: format!("Change {pr}"),
-            author: "octocat".into(),
-            head_sha: Sha::new(format!("{pr:040x}")),
-            base_branch: "main".into(),
-            state: PrState::Open,
-            mergeability: Mergeability::Mergeable,
-            based_on_target_head: false,
-            draft: false,
-        },
-        impacted: None,
-        current_run: None,
-        dependent_prs: vec![],
-        ready_at: None,
-        first_tested_at: None,
-        concluded_at: None,
-        ci_runs: 0,
-        restarts: 0,
-        conclusion: None,
-        cancel_after_merge: None,
+        ..Entry::submitted(id, u64::from(pr), facts, at)
     }
 }
 

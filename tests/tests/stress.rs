@@ -21,7 +21,6 @@ use e2e::{ACME, Backend};
 use mq_api::service::tick;
 use mq_core::engine::invariants;
 use mq_core::ids::QueueId;
-use mq_core::time::Timestamp;
 use mq_store::FaultyStore;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -412,15 +411,10 @@ async fn check_outcomes(world: &World, store: &FaultyStore) -> BTreeMap<String, 
             );
             let merged = usize::from(state == "merged");
             if in_main != merged {
-                let all = store
-                    .inner()
-                    .concluded_between(&queue_id(repo), Timestamp(0), Timestamp(i64::MAX))
-                    .await
-                    .unwrap_or_default();
-                let mine: Vec<_> = all.iter().filter(|e| e.pr == pr).collect();
+                let latest = store.inner().load_entry(&queue_id(repo), pr).await;
                 panic!(
-                    "#{pr} of {} is {state}, in main {in_main} times: {history:?}; its entries: \
-                     {mine:#?}",
+                    "#{pr} of {} is {state}, in main {in_main} times: {history:?}; its latest \
+                     entry: {latest:#?}",
                     repo.name
                 );
             }

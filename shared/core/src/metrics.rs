@@ -22,7 +22,10 @@ use crate::settings::QueueState;
 use crate::snapshot::{Queue, QueueSnapshot};
 use crate::time::Timestamp;
 use crate::wire_enum;
-use std::collections::{BTreeMap, HashSet};
+use serde::Deserialize;
+use serde::de::{Deserializer, IgnoredAny, SeqAccess, Visitor};
+use std::collections::BTreeMap;
+use std::fmt;
 
 /// The length of the rolling window: one hour.
 pub const WINDOW_MS: i64 = 3_600_000;
@@ -81,11 +84,114 @@ impl Window {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct History {
     /// Entries concluded in the window.
-    pub concluded: Vec<Entry>,
+    pub concluded: Vec<ConcludedEntry>,
     /// Runs finished in the window.
-    pub finished_runs: Vec<TestRun>,
+    pub finished_runs: Vec<FinishedRun>,
     /// Restarts recorded in the window.
     pub restarts: Vec<Restart>,
+}
+
+/// What the metrics read of an entry that left the queue: a projection of a stored [`Entry`]
+/// (it deserializes from one, so a store can read only these attributes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub struct ConcludedEntry {
+    /// The entry's submission order in its queue: tells the submission apart from the
+    /// queue's active entries.
+    pub seq: u64,
+    pub state: EntryState,
+    pub submitted_at: Timestamp,
+    #[serde(default)]
+    pub ready_at: Option<Timestamp>,
+    #[serde(default)]
+    pub first_tested_at: Option<Timestamp>,
+    #[serde(default)]
+    pub concluded_at: Option<Timestamp>,
+    #[serde(default)]
+    pub ci_runs: u32,
+}
+
+impl ConcludedEntry {
+    /// The attributes of a stored entry this is read from.
+    pub const FIELDS: [&str; 7] = [
+        "seq",
+        "state",
+        "submitted_at",
+        "ready_at",
+        "first_tested_at",
+        "concluded_at",
+        "ci_runs",
+    ];
+
+    pub fn of(entry: &Entry) -> Self {
+        Self {
+            seq: entry.seq,
+            state: entry.state,
+            submitted_at: entry.submitted_at,
+            ready_at: entry.ready_at,
+            first_tested_at: entry.first_tested_at,
+            concluded_at: entry.concluded_at,
+            ci_runs: entry.ci_runs,
+        }
+    }
+}
+
+/// What the metrics read of a finished test run: a projection of a stored [`TestRun`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub struct FinishedRun {
+    pub kind: RunKind,
+    pub status: RunStatus,
+    pub created_at: Timestamp,
+    #[serde(default)]
+    pub started_at: Option<Timestamp>,
+    #[serde(default)]
+    pub finished_at: Option<Timestamp>,
+    /// How many pull requests the run tested.
+    #[serde(rename = "tested", deserialize_with = "count_of")]
+    pub tested_prs: u32,
+}
+
+impl FinishedRun {
+    /// The attributes of a stored run this is read from.
+    pub const FIELDS: [&str; 6] = [
+        "kind",
+        "status",
+        "created_at",
+        "started_at",
+        "finished_at",
+        "tested",
+    ];
+
+    pub fn of(run: &TestRun) -> Self {
+        Self {
+            kind: run.kind,
+            status: run.status,
+            created_at: run.created_at,
+            started_at: run.started_at,
+            finished_at: run.finished_at,
+            tested_prs: u32::try_from(run.tested.len()).unwrap_or(u32::MAX),
+        }
+    }
+}
+
+/// The length of a sequence, its elements skipped.
+fn count_of<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error> {
+    struct Count;
+    impl<'de> Visitor<'de> for Count {
+        type Value = u32;
+
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a sequence")
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<u32, A::Error> {
+            let mut n = 0u32;
+            while seq.next_element::<IgnoredAny>()?.is_some() {
+                n = n.saturating_add(1);
+            }
+            Ok(n)
+        }
+    }
+    deserializer.deserialize_seq(Count)
 }
 
 /// Everything the figures of one queue are computed from.
@@ -204,46 +310,43 @@ fn seconds(from: Timestamp, to: Timestamp) -> f64 {
 
 fn lane(facts: &QueueFacts, kind: RunKind, window: Window) -> LaneFigures {
     let config = &facts.snapshot.queue.config;
-    let active: Vec<&TestRun> = facts
-        .snapshot
-        .runs
-        .iter()
-        .filter(|r| r.kind == kind && !r.is_finished())
-        .collect();
-    let finished: Vec<&TestRun> = facts
-        .history
-        .finished_runs
-        .iter()
-        .filter(|r| r.kind == kind && r.finished_at.is_some_and(|t| window.contains(t)))
-        .collect();
+    let runs = &facts.snapshot.runs;
+    let active = || runs.iter().filter(|r| r.kind == kind && !r.is_finished());
+    let finished = || {
+        let runs = facts.history.finished_runs.iter();
+        runs.filter(|r| r.kind == kind && r.finished_at.is_some_and(|t| window.contains(t)))
+    };
     LaneFigures {
-        prs_testing: active.iter().map(|r| r.tested.len() as u64).sum(),
-        runs_active: active.len() as u64,
+        prs_testing: active().map(|r| r.tested.len() as u64).sum(),
+        runs_active: count(active()),
         runs_limit: u64::from(match kind {
             RunKind::Main => config.concurrency,
             RunKind::Bisection => config.bisection_concurrency,
         }),
         runs_finished: FINISHED_STATUSES
             .iter()
-            .map(|&s| (s, count(finished.iter().filter(|r| r.status == s))))
+            .map(|&s| (s, count(finished().filter(|r| r.status == s))))
             .collect(),
-        test_seconds: finished.iter().flat_map(|r| run_test_seconds(r)).collect(),
+        test_seconds: finished().flat_map(run_test_seconds).collect(),
     }
 }
 
 /// One observation per tested pull request of a run that ran to a result.
-fn run_test_seconds(run: &TestRun) -> Vec<f64> {
+fn run_test_seconds(run: &FinishedRun) -> impl Iterator<Item = f64> {
     let ran_to_result = matches!(run.status, RunStatus::Succeeded | RunStatus::Failed);
-    match run.finished_at {
+    let tested = match run.finished_at {
         Some(end) if ran_to_result => {
             let start = run.started_at.unwrap_or(run.created_at);
-            vec![seconds(start, end); run.tested.len()]
+            Some(seconds(start, end))
         }
-        _ => Vec::new(),
-    }
+        _ => None,
+    };
+    tested
+        .into_iter()
+        .flat_map(|s| std::iter::repeat_n(s, run.tested_prs as usize))
 }
 
-fn outcomes(concluded: &[Entry], window: Window) -> BTreeMap<Outcome, OutcomeFigures> {
+fn outcomes(concluded: &[ConcludedEntry], window: Window) -> BTreeMap<Outcome, OutcomeFigures> {
     let mut by_outcome: BTreeMap<Outcome, OutcomeFigures> = Outcome::ALL
         .iter()
         .map(|&o| (o, OutcomeFigures::default()))
@@ -269,17 +372,22 @@ fn outcomes(concluded: &[Entry], window: Window) -> BTreeMap<Outcome, OutcomeFig
 fn wait_seconds(snapshot: &QueueSnapshot, history: &History, window: Window) -> Vec<f64> {
     // The snapshot and the history are read separately: an entry concluded in between is in
     // both, and counts once.
-    let concluded: HashSet<&str> = history.concluded.iter().map(|e| e.id.as_str()).collect();
+    let mut concluded: Vec<u64> = history.concluded.iter().map(|e| e.seq).collect();
+    concluded.sort_unstable();
     let active = snapshot
         .entries
         .iter()
-        .filter(|e| !concluded.contains(e.id.as_str()))
-        .map(|e| &**e);
+        .filter(|e| concluded.binary_search(&e.seq).is_err())
+        .map(|e| (e.ready_at, e.submitted_at, e.first_tested_at));
+    let concluded = history
+        .concluded
+        .iter()
+        .map(|e| (e.ready_at, e.submitted_at, e.first_tested_at));
     active
-        .chain(&history.concluded)
-        .filter_map(|e| {
-            let tested = e.first_tested_at.filter(|t| window.contains(*t))?;
-            Some(seconds(e.ready_at.unwrap_or(e.submitted_at), tested))
+        .chain(concluded)
+        .filter_map(|(ready, submitted, first_tested)| {
+            let tested = first_tested.filter(|t| window.contains(*t))?;
+            Some(seconds(ready.unwrap_or(submitted), tested))
         })
         .collect()
 }

@@ -26,6 +26,7 @@ use mq_core::entry::{Entry, UploadedTargets};
 use mq_core::health::{RepoHealthSettings, TestCase};
 use mq_core::history::Restart;
 use mq_core::ids::{OrgId, PrNumber, QueueId, Sha};
+use mq_core::metrics::{ConcludedEntry, FinishedRun};
 use mq_core::run::TestRun;
 use mq_core::snapshot::{Commit, Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
@@ -304,7 +305,7 @@ impl QueueStore for FaultyStore {
         id: &QueueId,
         from: Timestamp,
         to: Timestamp,
-    ) -> StoreResult<Vec<Entry>> {
+    ) -> StoreResult<Vec<ConcludedEntry>> {
         self.inject(Call::Read)?;
         self.inner.concluded_between(id, from, to).await
     }
@@ -314,7 +315,7 @@ impl QueueStore for FaultyStore {
         id: &QueueId,
         from: Timestamp,
         to: Timestamp,
-    ) -> StoreResult<Vec<TestRun>> {
+    ) -> StoreResult<Vec<FinishedRun>> {
         self.inject(Call::Read)?;
         self.inner.runs_finished_between(id, from, to).await
     }

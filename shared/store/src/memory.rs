@@ -10,6 +10,7 @@ use mq_core::engine::PendingEffect;
 use mq_core::entry::{Entry, UploadedTargets};
 use mq_core::history::Restart;
 use mq_core::ids::{OrgId, PrNumber, QueueId, Sha};
+use mq_core::metrics::{ConcludedEntry, FinishedRun};
 use mq_core::run::TestRun;
 use mq_core::snapshot::{Commit, Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
@@ -29,15 +30,38 @@ struct Inner {
     live: BTreeMap<QueueId, Live>,
     leases: HashMap<QueueId, (String, Timestamp)>,
     latest_concluded: HashMap<(QueueId, PrNumber), Entry>,
-    concluded_log: BTreeMap<(QueueId, Timestamp, String), Entry>,
     finished_runs: HashMap<(QueueId, String), TestRun>,
-    /// `finished_runs` by finishing time, as the DynamoDB adapter's index has them: a
-    /// queue's last hour is a range, not a scan of every queue's runs.
-    finished_by_time: BTreeMap<(QueueId, Timestamp, String), TestRun>,
+    /// Per queue, what the metrics read of its past, by time.
+    history: HashMap<QueueId, History>,
     uploaded_targets: HashMap<(QueueId, PrNumber), UploadedTargets>,
-    /// Keyed like the DynamoDB items: time, entry, the entry's counter afterwards.
-    restart_log: BTreeMap<(QueueId, Timestamp, String, u32), Restart>,
     tokens: BTreeMap<String, TokenRecord>,
+}
+
+/// A queue's history by time, as the DynamoDB adapter's sort keys and index order it: a
+/// queue's last hour is a range, not a scan.
+#[derive(Default)]
+struct History {
+    /// By conclusion time and entry id.
+    concluded: BTreeMap<(Timestamp, String), ConcludedEntry>,
+    /// By finishing time and run id.
+    finished_runs: BTreeMap<(Timestamp, String), FinishedRun>,
+    /// By time, entry id and the entry's counter afterwards.
+    restarts: BTreeMap<(Timestamp, String, u32), Restart>,
+}
+
+impl History {
+    /// The records of `log` in `[from, to)`.
+    fn between<K: Ord, V: Clone>(
+        log: &BTreeMap<K, V>,
+        from: K,
+        to: Timestamp,
+        at: impl Fn(&K) -> Timestamp,
+    ) -> Vec<V> {
+        log.range(from..)
+            .take_while(|(k, _)| at(k) < to)
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
 }
 
 /// A queue's live items, as the DynamoDB adapter keeps them in the queue's partition.
@@ -116,15 +140,18 @@ impl Inner {
         for e in &commit.concluded {
             self.latest_concluded.insert((id.clone(), e.pr), e.clone());
             let at = e.concluded_at.unwrap_or(commit.queue.updated_at);
-            self.concluded_log
-                .insert((id.clone(), at, e.id.clone()), e.clone());
+            let history = self.history.entry(id.clone()).or_default();
+            history
+                .concluded
+                .insert((at, e.id.clone()), ConcludedEntry::of(e));
         }
         for r in &commit.finished_runs {
             self.record_finished_run(&id, r);
         }
         for r in &commit.restarts {
-            let key = (id.clone(), r.at, r.entry_id.clone(), r.total);
-            self.restart_log.insert(key, r.clone());
+            let history = self.history.entry(id.clone()).or_default();
+            let key = (r.at, r.entry_id.clone(), r.total);
+            history.restarts.insert(key, r.clone());
         }
     }
 }
@@ -133,17 +160,13 @@ impl Inner {
     /// Keeps a finished run, replacing an earlier record of it (and its place by time).
     fn record_finished_run(&mut self, id: &QueueId, run: &TestRun) {
         let key = (id.clone(), run.id.clone());
-        if let Some(at) = self
-            .finished_runs
-            .insert(key, run.clone())
-            .and_then(|earlier| earlier.finished_at)
-        {
-            self.finished_by_time
-                .remove(&(id.clone(), at, run.id.clone()));
+        let earlier = self.finished_runs.insert(key, run.clone());
+        let by_time = &mut self.history.entry(id.clone()).or_default().finished_runs;
+        if let Some(at) = earlier.and_then(|earlier| earlier.finished_at) {
+            by_time.remove(&(at, run.id.clone()));
         }
         if let Some(at) = run.finished_at {
-            self.finished_by_time
-                .insert((id.clone(), at, run.id.clone()), run.clone());
+            by_time.insert((at, run.id.clone()), FinishedRun::of(run));
         }
     }
 }
@@ -289,15 +312,13 @@ impl QueueStore for MemoryStore {
         id: &QueueId,
         from: Timestamp,
         to: Timestamp,
-    ) -> StoreResult<Vec<Entry>> {
+    ) -> StoreResult<Vec<ConcludedEntry>> {
         let inner = self.lock();
-        let start = (id.clone(), from, String::new());
-        Ok(inner
-            .concluded_log
-            .range(start..)
-            .take_while(|((q, at, _), _)| q == id && *at < to)
-            .map(|(_, e)| e.clone())
-            .collect())
+        let Some(history) = inner.history.get(id) else {
+            return Ok(Vec::new());
+        };
+        let start = (from, String::new());
+        Ok(History::between(&history.concluded, start, to, |k| k.0))
     }
 
     async fn runs_finished_between(
@@ -305,15 +326,13 @@ impl QueueStore for MemoryStore {
         id: &QueueId,
         from: Timestamp,
         to: Timestamp,
-    ) -> StoreResult<Vec<TestRun>> {
+    ) -> StoreResult<Vec<FinishedRun>> {
         let inner = self.lock();
-        let start = (id.clone(), from, String::new());
-        Ok(inner
-            .finished_by_time
-            .range(start..)
-            .take_while(|((q, at, _), _)| q == id && *at < to)
-            .map(|(_, run)| run.clone())
-            .collect())
+        let Some(history) = inner.history.get(id) else {
+            return Ok(Vec::new());
+        };
+        let start = (from, String::new());
+        Ok(History::between(&history.finished_runs, start, to, |k| k.0))
     }
 
     async fn restarts_between(
@@ -323,13 +342,11 @@ impl QueueStore for MemoryStore {
         to: Timestamp,
     ) -> StoreResult<Vec<Restart>> {
         let inner = self.lock();
-        let start = (id.clone(), from, String::new(), 0);
-        Ok(inner
-            .restart_log
-            .range(start..)
-            .take_while(|((q, at, _, _), _)| q == id && *at < to)
-            .map(|(_, r)| r.clone())
-            .collect())
+        let Some(history) = inner.history.get(id) else {
+            return Ok(Vec::new());
+        };
+        let start = (from, String::new(), 0);
+        Ok(History::between(&history.restarts, start, to, |k| k.0))
     }
 
     async fn acquire_lease(

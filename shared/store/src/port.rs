@@ -8,6 +8,7 @@ use mq_core::health::{
 };
 use mq_core::history::Restart;
 use mq_core::ids::{OrgId, PrNumber, QueueId, Sha};
+use mq_core::metrics::{ConcludedEntry, FinishedRun};
 use mq_core::run::TestRun;
 use mq_core::snapshot::{Commit, Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
@@ -103,21 +104,22 @@ pub trait QueueStore: Send + Sync {
     /// Active runs whose test branch tip is `sha`.
     async fn runs_by_sha(&self, sha: &Sha) -> StoreResult<Vec<RunLocation>>;
 
-    /// Entries of a queue concluded in `[from, to)`, oldest first.
+    /// Entries of a queue concluded in `[from, to)`, oldest first: what the metrics read of
+    /// each.
     async fn concluded_between(
         &self,
         id: &QueueId,
         from: Timestamp,
         to: Timestamp,
-    ) -> StoreResult<Vec<Entry>>;
+    ) -> StoreResult<Vec<ConcludedEntry>>;
 
-    /// Runs of a queue finished in `[from, to)`, oldest first.
+    /// Runs of a queue finished in `[from, to)`, oldest first: what the metrics read of each.
     async fn runs_finished_between(
         &self,
         id: &QueueId,
         from: Timestamp,
         to: Timestamp,
-    ) -> StoreResult<Vec<TestRun>>;
+    ) -> StoreResult<Vec<FinishedRun>>;
 
     /// Restarts of a queue's entries recorded in `[from, to)`, oldest first.
     async fn restarts_between(

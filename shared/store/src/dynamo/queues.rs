@@ -7,11 +7,13 @@ use super::{DynamoStore, map_sdk_error};
 use crate::error::StoreError;
 use crate::port::{QueueStore, RunLocation, StoreResult};
 use async_trait::async_trait;
+use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{Delete, KeysAndAttributes, Put, TransactWriteItem, WriteRequest};
 use mq_core::entry::{Entry, UploadedTargets};
 use mq_core::history::Restart;
 use mq_core::ids::{OrgId, PrNumber, QueueId, Sha};
+use mq_core::metrics::{ConcludedEntry, FinishedRun};
 use mq_core::run::TestRun;
 use mq_core::snapshot::{Commit, Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
@@ -232,14 +234,13 @@ impl QueueStore for DynamoStore {
         id: &QueueId,
         from: Timestamp,
         to: Timestamp,
-    ) -> StoreResult<Vec<Entry>> {
+    ) -> StoreResult<Vec<ConcludedEntry>> {
         if to <= from {
             return Ok(Vec::new());
         }
         let (lo, hi) = done_range(from, to);
-        let items = self
-            .query_sort_range(&self.tables.pull_requests, id.as_str(), &lo, &hi)
-            .await?;
+        let query = self.sort_range_query(&self.tables.pull_requests, id.as_str(), &lo, &hi);
+        let items = query_pages(projecting(query, &ConcludedEntry::FIELDS)).await?;
         items.into_iter().map(from_item).collect()
     }
 
@@ -248,7 +249,7 @@ impl QueueStore for DynamoStore {
         id: &QueueId,
         from: Timestamp,
         to: Timestamp,
-    ) -> StoreResult<Vec<TestRun>> {
+    ) -> StoreResult<Vec<FinishedRun>> {
         if to <= from {
             return Ok(Vec::new());
         }
@@ -264,7 +265,7 @@ impl QueueStore for DynamoStore {
             .expression_attribute_values(":pk", s(id.as_str()))
             .expression_attribute_values(":lo", n(from.millis()))
             .expression_attribute_values(":hi", n(to.millis() - 1));
-        let items = query_pages(query).await?;
+        let items = query_pages(projecting(query, &FinishedRun::FIELDS)).await?;
         items.into_iter().map(from_item).collect()
     }
 
@@ -278,9 +279,8 @@ impl QueueStore for DynamoStore {
             return Ok(Vec::new());
         }
         let (lo, hi) = restart_range(from, to);
-        let items = self
-            .query_sort_range(&self.tables.pull_requests, id.as_str(), &lo, &hi)
-            .await?;
+        let query = self.sort_range_query(&self.tables.pull_requests, id.as_str(), &lo, &hi);
+        let items = query_pages(query).await?;
         items.into_iter().map(from_item).collect()
     }
 
@@ -662,15 +662,8 @@ impl DynamoStore {
     }
 
     /// The items of partition `pk` whose sort key is in `[lo, hi]`, in key order.
-    async fn query_sort_range(
-        &self,
-        table: &str,
-        pk: &str,
-        lo: &str,
-        hi: &str,
-    ) -> StoreResult<Vec<Item>> {
-        let query = self
-            .client
+    fn sort_range_query(&self, table: &str, pk: &str, lo: &str, hi: &str) -> QueryFluentBuilder {
+        self.client
             .query()
             .table_name(table)
             .consistent_read(true)
@@ -679,8 +672,7 @@ impl DynamoStore {
             .expression_attribute_names("#sk", SK)
             .expression_attribute_values(":pk", s(pk))
             .expression_attribute_values(":lo", s(lo))
-            .expression_attribute_values(":hi", s(hi));
-        query_pages(query).await
+            .expression_attribute_values(":hi", s(hi))
     }
 
     async fn query_index(
@@ -702,10 +694,23 @@ impl DynamoStore {
     }
 }
 
+/// The query reading only the attributes `fields` of its items: less to send and to decode
+/// (DynamoDB bills the whole item's size all the same).
+fn projecting(query: QueryFluentBuilder, fields: &[&str]) -> QueryFluentBuilder {
+    // Placeholders, since some attribute names (`state`) are reserved words.
+    let placeholders: Vec<String> = (0..fields.len()).map(|i| format!("#p{i}")).collect();
+    let projected = placeholders.join(", ");
+    placeholders
+        .into_iter()
+        .zip(fields)
+        .fold(query, |query, (placeholder, field)| {
+            query.expression_attribute_names(placeholder, *field)
+        })
+        .projection_expression(projected)
+}
+
 /// Runs a query to its last page.
-async fn query_pages(
-    query: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
-) -> StoreResult<Vec<Item>> {
+async fn query_pages(query: QueryFluentBuilder) -> StoreResult<Vec<Item>> {
     let mut items = Vec::new();
     let mut start: Option<Item> = None;
     loop {

@@ -11,6 +11,7 @@ pub use idempotency::*;
 use fixtures::*;
 use mq_core::entry::EntryState;
 use mq_core::ids::{QueueId, Sha};
+use mq_core::metrics::{ConcludedEntry, FinishedRun};
 use mq_core::run::{RunStatus, TestRun};
 use mq_core::snapshot::{Commit, QueueSnapshot};
 use mq_core::time::Timestamp;
@@ -213,7 +214,12 @@ pub async fn concluded_entries_become_history(store: Arc<dyn Store>) {
     let snap = store.load(&id).await.unwrap().unwrap();
 
     let t1 = T0.plus_millis(60_000);
-    let merged = concluded((*snap.entries[0]).clone(), EntryState::Merged, t1);
+    // Every attribute the metrics read set, so that a projection leaving one out shows.
+    let mut tested = (*snap.entries[0]).clone();
+    tested.ready_at = Some(T0.plus_millis(1_000));
+    tested.first_tested_at = Some(T0.plus_millis(2_000));
+    tested.ci_runs = 2;
+    let merged = concluded(tested, EntryState::Merged, t1);
     let mut after = snap.clone();
     after.entries.remove(0);
     store
@@ -230,7 +236,7 @@ pub async fn concluded_entries_become_history(store: Arc<dyn Store>) {
         .concluded_between(&id, t1, t1.plus_millis(1))
         .await
         .unwrap();
-    assert_eq!(window, vec![merged]);
+    assert_eq!(window, vec![ConcludedEntry::of(&merged)]);
     assert!(
         store
             .concluded_between(&id, T0, t1)
@@ -326,7 +332,9 @@ pub async fn runs_are_found_active_and_finished(store: Arc<dyn Store>) {
     );
 
     let t1 = T0.plus_millis(90_000);
-    let done = finished(snap.runs[0].clone(), RunStatus::Succeeded, t1);
+    let mut started = snap.runs[0].clone();
+    started.started_at = Some(T0.plus_millis(30_000));
+    let done = finished(started, RunStatus::Succeeded, t1);
     let mut next = snap.clone();
     next.runs.remove(0);
     store
@@ -341,7 +349,7 @@ pub async fn runs_are_found_active_and_finished(store: Arc<dyn Store>) {
         .runs_finished_between(&id, T0, t1.plus_millis(1))
         .await
         .unwrap();
-    assert_eq!(window, vec![done]);
+    assert_eq!(window, vec![FinishedRun::of(&done)]);
     assert!(
         store
             .runs_finished_between(&id, T0, t1)
@@ -382,17 +390,21 @@ pub async fn finished_runs_are_read_by_time_and_queue(store: Arc<dyn Store>) {
         .await
         .unwrap();
 
-    let ids = |runs: Vec<TestRun>| runs.into_iter().map(|r| r.id).collect::<Vec<_>>();
+    // Told apart by when they finished: early, late, moved.
+    let times = |runs: Vec<FinishedRun>| runs.into_iter().map(|r| r.finished_at);
     let all = store
         .runs_finished_between(&id, T0, minute(10))
         .await
         .unwrap();
-    assert_eq!(ids(all), ["early", "late", "moved"]);
+    assert!(times(all).eq([2, 5, 9].map(|m| Some(minute(m)))));
     let middle = store
         .runs_finished_between(&id, minute(3), minute(9))
         .await
         .unwrap();
-    assert_eq!(ids(middle), ["late"], "from is inclusive, to exclusive");
+    assert!(
+        times(middle).eq([Some(minute(5))]),
+        "from is inclusive, to exclusive; theirs is another queue's"
+    );
 }
 
 pub async fn runs_are_found_by_test_branch_sha(store: Arc<dyn Store>) {

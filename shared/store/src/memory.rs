@@ -32,7 +32,7 @@ struct Inner {
     latest_concluded: HashMap<(QueueId, PrNumber), Entry>,
     finished_runs: HashMap<(QueueId, String), TestRun>,
     /// Per queue, what the metrics read of its past, by time.
-    history: HashMap<QueueId, History>,
+    history: HashMap<QueueId, QueueHistory>,
     uploaded_targets: HashMap<(QueueId, PrNumber), UploadedTargets>,
     tokens: BTreeMap<String, TokenRecord>,
 }
@@ -40,7 +40,7 @@ struct Inner {
 /// A queue's history by time, as the DynamoDB adapter's sort keys and index order it: a
 /// queue's last hour is a range, not a scan.
 #[derive(Default)]
-struct History {
+struct QueueHistory {
     /// By conclusion time and entry id.
     concluded: BTreeMap<(Timestamp, String), ConcludedEntry>,
     /// By finishing time and run id.
@@ -49,19 +49,18 @@ struct History {
     restarts: BTreeMap<(Timestamp, String, u32), Restart>,
 }
 
-impl History {
-    /// The records of `log` in `[from, to)`.
-    fn between<K: Ord, V: Clone>(
-        log: &BTreeMap<K, V>,
-        from: K,
-        to: Timestamp,
-        at: impl Fn(&K) -> Timestamp,
-    ) -> Vec<V> {
-        log.range(from..)
-            .take_while(|(k, _)| at(k) < to)
-            .map(|(_, v)| v.clone())
-            .collect()
-    }
+/// The records of `log` from the key `from` on, up to the first whose time (`at` of its key)
+/// is `to` or later.
+fn between<K: Ord, V: Clone>(
+    log: &BTreeMap<K, V>,
+    from: K,
+    to: Timestamp,
+    at: impl Fn(&K) -> Timestamp,
+) -> Vec<V> {
+    log.range(from..)
+        .take_while(|(k, _)| at(k) < to)
+        .map(|(_, v)| v.clone())
+        .collect()
 }
 
 /// A queue's live items, as the DynamoDB adapter keeps them in the queue's partition.
@@ -318,7 +317,7 @@ impl QueueStore for MemoryStore {
             return Ok(Vec::new());
         };
         let start = (from, String::new());
-        Ok(History::between(&history.concluded, start, to, |k| k.0))
+        Ok(between(&history.concluded, start, to, |k| k.0))
     }
 
     async fn runs_finished_between(
@@ -332,7 +331,7 @@ impl QueueStore for MemoryStore {
             return Ok(Vec::new());
         };
         let start = (from, String::new());
-        Ok(History::between(&history.finished_runs, start, to, |k| k.0))
+        Ok(between(&history.finished_runs, start, to, |k| k.0))
     }
 
     async fn restarts_between(
@@ -346,7 +345,7 @@ impl QueueStore for MemoryStore {
             return Ok(Vec::new());
         };
         let start = (from, String::new(), 0);
-        Ok(History::between(&history.restarts, start, to, |k| k.0))
+        Ok(between(&history.restarts, start, to, |k| k.0))
     }
 
     async fn acquire_lease(

@@ -26,6 +26,7 @@ use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, SeqAccess, Visitor};
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 /// The length of the rolling window: one hour.
 pub const WINDOW_MS: i64 = 3_600_000;
@@ -197,7 +198,8 @@ fn count_of<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error>
 /// Everything the figures of one queue are computed from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueueFacts {
-    pub snapshot: QueueSnapshot,
+    /// Shared: a store that keeps snapshots in memory hands out its own.
+    pub snapshot: Arc<QueueSnapshot>,
     pub history: History,
 }
 

@@ -223,6 +223,11 @@ impl QueueStore for FaultyStore {
         self.inner.load(id).await
     }
 
+    async fn load_shared(&self, id: &QueueId) -> StoreResult<Option<Arc<QueueSnapshot>>> {
+        self.inject(Call::Read)?;
+        self.inner.load_shared(id).await
+    }
+
     async fn commit(&self, commit: &Commit) -> StoreResult<()> {
         self.inject(Call::Conditional)?;
         let result = self.inner.commit(commit).await;

@@ -70,9 +70,30 @@ struct Live {
     entries: BTreeMap<PrNumber, Arc<Entry>>,
     runs: BTreeMap<String, TestRun>,
     outbox: BTreeMap<String, PendingEffect>,
+    /// The snapshot of this version, once a reader asked for it; dropped by every commit.
+    shared: Option<Arc<QueueSnapshot>>,
 }
 
 impl Live {
+    fn new(queue: Queue) -> Self {
+        Self {
+            queue,
+            entries: BTreeMap::new(),
+            runs: BTreeMap::new(),
+            outbox: BTreeMap::new(),
+            shared: None,
+        }
+    }
+
+    fn shared_snapshot(&mut self) -> Arc<QueueSnapshot> {
+        if let Some(shared) = &self.shared {
+            return shared.clone();
+        }
+        let shared = Arc::new(self.snapshot());
+        self.shared = Some(shared.clone());
+        shared
+    }
+
     fn snapshot(&self) -> QueueSnapshot {
         let mut snapshot = QueueSnapshot {
             queue: self.queue.clone(),
@@ -112,6 +133,7 @@ impl Inner {
     fn apply_commit(&mut self, commit: &Commit) {
         let id = commit.queue.id.clone();
         if let Some(live) = self.live.get_mut(&id) {
+            live.shared = None;
             live.queue = commit.queue.clone();
             for pr in &commit.delete_entries {
                 live.entries.remove(pr);
@@ -177,18 +199,18 @@ impl QueueStore for MemoryStore {
         if inner.live.contains_key(&queue.id) {
             return Err(StoreError::AlreadyExists);
         }
-        let live = Live {
-            queue: queue.clone(),
-            entries: BTreeMap::new(),
-            runs: BTreeMap::new(),
-            outbox: BTreeMap::new(),
-        };
-        inner.live.insert(queue.id.clone(), live);
+        inner
+            .live
+            .insert(queue.id.clone(), Live::new(queue.clone()));
         Ok(())
     }
 
     async fn load(&self, id: &QueueId) -> StoreResult<Option<QueueSnapshot>> {
         Ok(self.lock().live.get(id).map(Live::snapshot))
+    }
+
+    async fn load_shared(&self, id: &QueueId) -> StoreResult<Option<Arc<QueueSnapshot>>> {
+        Ok(self.lock().live.get_mut(id).map(Live::shared_snapshot))
     }
 
     async fn commit(&self, commit: &Commit) -> StoreResult<()> {

@@ -13,6 +13,7 @@ use mq_core::run::TestRun;
 use mq_core::snapshot::{Commit, Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 use uuid::Uuid;
 
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -50,6 +51,12 @@ pub trait QueueStore: Send + Sync {
 
     /// The queue with its active entries, active runs and outbox (one read).
     async fn load(&self, id: &QueueId) -> StoreResult<Option<QueueSnapshot>>;
+
+    /// The same snapshot as [`QueueStore::load`], for a reader that only looks at it (the
+    /// metrics). A store that keeps snapshots in memory hands out its own, without a copy.
+    async fn load_shared(&self, id: &QueueId) -> StoreResult<Option<Arc<QueueSnapshot>>> {
+        Ok(self.load(id).await?.map(Arc::new))
+    }
 
     /// Applies a commit atomically; `Conflict` when the version moved, `NotFound` when the
     /// queue is gone.

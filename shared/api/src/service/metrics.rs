@@ -14,6 +14,7 @@ use mq_core::metrics::{History, QueueFacts, QueueFigures, Window, figures};
 use mq_core::snapshot::{Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
 use mq_store::{QueueStore, StoreError};
+use std::sync::Arc;
 
 /// Queues loaded at once for one request.
 pub const PARALLEL_QUEUES: usize = 16;
@@ -45,6 +46,7 @@ pub async fn figures_of_snapshot(
     now: Timestamp,
 ) -> Result<QueueFigures, StoreError> {
     let history = history(store, &snapshot.queue, now).await?;
+    let snapshot = Arc::new(snapshot);
     Ok(figures(&QueueFacts { snapshot, history }, now))
 }
 
@@ -55,7 +57,8 @@ pub async fn figures_of_queue(
     queue: &Queue,
     now: Timestamp,
 ) -> Result<Option<QueueFigures>, StoreError> {
-    let (snapshot, history) = tokio::try_join!(store.load(&queue.id), history(store, queue, now))?;
+    let (snapshot, history) =
+        tokio::try_join!(store.load_shared(&queue.id), history(store, queue, now))?;
     Ok(snapshot.map(|snapshot| figures(&QueueFacts { snapshot, history }, now)))
 }
 
@@ -110,7 +113,6 @@ mod tests {
     use crate::app::ManualClock;
     use mq_core::settings::{QueueConfig, QueueState};
     use mq_store::MemoryStore;
-    use std::sync::Arc;
 
     const NOW: Timestamp = Timestamp(1_795_000_000_000);
 

@@ -199,7 +199,10 @@ fn afternoon() -> QueueFacts {
         ],
         restarts: vec![restart(11, 65), restart(2, 30), restart(8, 30)],
     };
-    QueueFacts { snapshot, history }
+    QueueFacts {
+        snapshot: Arc::new(snapshot),
+        history,
+    }
 }
 
 fn statuses(succeeded: u64, failed: u64, cancelled: u64) -> BTreeMap<RunStatus, u64> {
@@ -281,7 +284,9 @@ fn an_entry_read_both_active_and_concluded_waits_once() {
     // Pull request 2's submission, as the snapshot read it just before it merged.
     let still_active = entry(2, EntryState::Testing, times(40, Some(39), Some(35)));
     assert_eq!(facts.history.concluded[3].seq, still_active.seq);
-    facts.snapshot.entries.push(Arc::new(still_active));
+    Arc::make_mut(&mut facts.snapshot)
+        .entries
+        .push(Arc::new(still_active));
     assert_eq!(figures(&facts, NOW).wait_seconds.len(), 5);
 }
 
@@ -334,7 +339,7 @@ fn project(stored: &serde_json::Value, fields: &[&str]) -> serde_json::Value {
 #[test]
 fn a_young_queue_ignores_history_from_before_it_was_created() {
     let mut facts = afternoon();
-    facts.snapshot.queue.created_at = ago(40);
+    Arc::make_mut(&mut facts.snapshot).queue.created_at = ago(40);
     let f = figures(&facts, NOW);
     assert_eq!(
         f.outcome(Outcome::Merged).count,
@@ -354,7 +359,7 @@ fn a_young_queue_ignores_history_from_before_it_was_created() {
 #[test]
 fn an_idle_queue_reports_zeros_for_every_series() {
     let facts = QueueFacts {
-        snapshot: QueueSnapshot::new(queue(ago(500))),
+        snapshot: Arc::new(QueueSnapshot::new(queue(ago(500)))),
         history: History::default(),
     };
     let f = figures(&facts, NOW);

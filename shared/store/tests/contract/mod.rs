@@ -41,6 +41,7 @@ macro_rules! all_contract_tests {
             create_twice_is_refused,
             load_of_unknown_queue_is_none,
             commit_applies_every_change_and_bumps_the_version,
+            a_shared_snapshot_follows_every_commit,
             stale_commit_conflicts_and_changes_nothing,
             commit_to_deleted_queue_fails,
             concluded_entries_become_history,
@@ -158,6 +159,46 @@ pub async fn commit_applies_every_change_and_bumps_the_version(store: Arc<dyn St
     assert_eq!(reloaded.entries, next.entries);
     assert!(reloaded.runs.is_empty());
     assert_eq!(reloaded.outbox.len(), 1);
+}
+
+pub async fn a_shared_snapshot_follows_every_commit(store: Arc<dyn Store>) {
+    let before = create(&*store, "rocket").await;
+    let id = before.queue.id.clone();
+    let shared = |store: Arc<dyn Store>| {
+        let id = id.clone();
+        async move { store.load_shared(&id).await.unwrap() }
+    };
+    let first = shared(store.clone()).await.expect("created queue loads");
+    assert_eq!(*first, before);
+
+    let mut after = before.clone();
+    after.entries = vec![Arc::new(entry(1, EntryState::Pending, T0))];
+    after.runs = vec![run("r1", &[1], Some("abc"), T0)];
+    let commit_one = commit(&before, after, vec![], vec![], T0);
+    store.commit(&commit_one).await.unwrap();
+    let second = shared(store.clone()).await.unwrap();
+    assert_eq!(second.queue.version, 1, "a commit is seen at once");
+    assert_eq!(Some(&*second), store.load(&id).await.unwrap().as_ref());
+    assert_eq!(
+        *first, before,
+        "a snapshot handed out earlier does not change"
+    );
+
+    let stale = store.commit(&commit_one).await;
+    assert_eq!(stale, Err(StoreError::Conflict));
+    assert_eq!(shared(store.clone()).await.unwrap(), second);
+
+    let mut emptied = (*second).clone();
+    emptied.entries.clear();
+    emptied.runs.clear();
+    let commit_two = commit(&second, emptied, vec![], vec![], T0);
+    store.commit(&commit_two).await.unwrap();
+    let empty = store.load(&id).await.unwrap().unwrap();
+    store.delete_queue(&empty).await.unwrap();
+    assert!(
+        shared(store.clone()).await.is_none(),
+        "a deleted queue is gone"
+    );
 }
 
 pub async fn stale_commit_conflicts_and_changes_nothing(store: Arc<dyn Store>) {

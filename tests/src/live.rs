@@ -322,14 +322,51 @@ impl LiveEnv {
         wait_until(&what, || self.current_run(repo, pr)).await
     }
 
+    /// Waits until `pr`'s testing has started: it is testing, or already past it (a quick CI
+    /// may have passed it and the queue merged it before a poll saw its run in progress).
+    pub async fn wait_for_testing_to_start(&self, repo: &GitRepo, pr: u32) -> Value {
+        let what = format!("#{pr} to start testing");
+        wait_for(&what, || async {
+            let seen = self.pull_request(repo, pr).await;
+            let waiting = ["not_ready", "pending"].contains(&seen["state"].as_str().unwrap_or(""));
+            if waiting {
+                Err(seen.to_string())
+            } else {
+                Ok(seen)
+            }
+        })
+        .await
+    }
+
+    /// Waits for a run that tested `pr`, in progress or finished, and returns its id. With a
+    /// quick CI, a run can finish and the queue delete its branch between two polls, so the
+    /// branches the CI command tested are looked at too.
+    pub async fn wait_for_tested_run(&self, repo: &GitRepo, pr: u32) -> String {
+        let what = format!("a run that tested #{pr}");
+        wait_until(&what, || async {
+            let mut branches = repo.test_branches();
+            branches.extend(self.tested_branches());
+            for branch in branches {
+                let id = branch.rsplit('/').next().unwrap_or_default();
+                let query = body(repo, json!({ "testRunId": id }));
+                // The CI command's log has every repository's branches: others are 404.
+                let reply = self.post("getMergeQueueTestingDetails", Some(ACME), &query);
+                let reply = reply.await;
+                if reply.status == 200 && tests_pr(&reply.body, pr) {
+                    return Some(id.to_owned());
+                }
+            }
+            None
+        })
+        .await
+    }
+
     /// The run in progress whose tested pull requests include `pr` and whose branch exists.
     pub async fn current_run(&self, repo: &GitRepo, pr: u32) -> Option<Run> {
         for branch in repo.test_branches() {
             let id = branch.rsplit('/').next().unwrap_or_default().to_owned();
             let details = self.details(repo, &id).await;
-            let tests_pr = details["testedPullRequests"]
-                .as_array()
-                .is_some_and(|prs| prs.iter().any(|p| p["prNumber"] == pr));
+            let tests_pr = tests_pr(&details, pr);
             let sha = details["testBranchSha"].as_str().unwrap_or_default();
             if tests_pr && details["status"] == "in_progress" && !sha.is_empty() {
                 return Some(Run {
@@ -410,6 +447,13 @@ impl LiveEnv {
         })
         .await
     }
+}
+
+/// Whether a run's testing details list `pr` among its tested pull requests.
+fn tests_pr(details: &Value, pr: u32) -> bool {
+    details["testedPullRequests"]
+        .as_array()
+        .is_some_and(|prs| prs.iter().any(|p| p["prNumber"] == pr))
 }
 
 /// Polls `look` until it returns something, for at most [`DEADLINE`].

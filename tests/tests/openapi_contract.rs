@@ -184,10 +184,10 @@ async fn queue_flow(live: &LiveEnv, api: &Checked<'_>) {
     );
     api.ok("updateQueue", &body(&repo, json!({"state": "running"})))
         .await;
-    let run = live.wait_for_run(&repo, 1).await;
+    let run = live.wait_for_tested_run(&repo, 1).await;
     api.ok(
         "getMergeQueueTestingDetails",
-        &body(&repo, json!({"testRunId": run.id})),
+        &body(&repo, json!({"testRunId": run})),
     )
     .await;
     live.wait_for_state(&repo, 1, "merged").await;
@@ -198,7 +198,7 @@ async fn queue_flow(live: &LiveEnv, api: &Checked<'_>) {
     assert_eq!(merged["state"], "merged");
     api.ok(
         "getMergeQueueTestingDetails",
-        &body(&repo, json!({"testRunId": run.id})),
+        &body(&repo, json!({"testRunId": run})),
     )
     .await;
     restart_and_cancel(live, api, &repo).await;
@@ -224,7 +224,7 @@ async fn restart_and_cancel(live: &LiveEnv, api: &Checked<'_>, repo: &GitRepo) {
     repo.add_pr(e2e::git_repo::PrSpec::new(4));
     api.ok("submitPullRequest", &pr_body(repo, 4, json!({})))
         .await;
-    live.wait_for_run(repo, 4).await;
+    live.wait_for_testing_to_start(repo, 4).await;
     let restarted = api
         .post(
             "restartTestsOnPullRequest",

@@ -2,7 +2,7 @@
 
 use mq_core::engine::Transition;
 use mq_core::entry::{Entry, EntryState};
-use mq_core::git::{Mergeability, PrFacts, PrState};
+use mq_core::git::PrFacts;
 use mq_core::ids::{QueueId, RepoRef, Sha};
 use mq_core::snapshot::Commit;
 use mq_core::time::Timestamp;
@@ -16,15 +16,8 @@ pub async fn add_entry(store: &dyn Store, repo: &str, pr: u32) {
     let now = Timestamp(before.queue.created_at.millis() + 1);
     let mut after = before.clone();
     let facts = PrFacts {
-        number: pr,
-        title: format!("Change {pr}"),
-        author: "octocat".into(),
         head_sha: Sha::new("a".repeat(40)),
-        base_branch: "main".into(),
-        state: PrState::Open,
-        mergeability: Mergeability::Mergeable,
-        based_on_target_head: false,
-        draft: false,
+        ..PrFacts::sample(pr)
     };
     after.entries.push(Arc::new(Entry {
         state: EntryState::Pending,

@@ -5,8 +5,8 @@
 
 use mq_core::engine::{Effect, PendingEffect, Transition};
 use mq_core::entry::{Entry, EntryState};
-use mq_core::git::{Mergeability, PrFacts, PrState};
-use mq_core::ids::{QueueId, Sha};
+use mq_core::git::{Mergeability, PrFacts};
+use mq_core::ids::QueueId;
 use mq_core::run::{RunKind, RunStatus, TestRun, TestedPr};
 use mq_core::snapshot::{Commit, QueueSnapshot};
 use mq_core::time::Timestamp;
@@ -142,7 +142,7 @@ impl Step {
             } else {
                 Mergeability::InProgress
             },
-            ..facts(pr)
+            ..PrFacts::sample(pr)
         };
         let id = format!("entry-{pr}-{}", at.millis());
         self.after.entries.push(Arc::new(Entry {
@@ -238,20 +238,6 @@ fn run_kind(run_id: &str) -> RunKind {
 fn set_state(entry: &mut Entry, state: EntryState, at: Timestamp) {
     entry.state = state;
     entry.state_changed_at = at;
-}
-
-fn facts(pr: u32) -> PrFacts {
-    PrFacts {
-        number: pr,
-        title: format!("Change {pr}"),
-        author: "octocat".into(),
-        head_sha: Sha::new(format!("{pr:040x}")),
-        base_branch: "main".into(),
-        state: PrState::Open,
-        mergeability: Mergeability::Mergeable,
-        based_on_target_head: false,
-        draft: false,
-    }
 }
 
 fn run(id: &str, kind: RunKind, tested: Vec<TestedPr>, at: Timestamp) -> TestRun {

@@ -6,10 +6,7 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use mq_core::engine::{Ctx, Effect, EffectOutcome, Event, step};
 use mq_core::entry::ImpactedTargets;
-use mq_core::git::{
-    Mergeability, PrFacts, PrState, RequiredStatuses, RequiredStatusesSource, StatusReport,
-    StatusState,
-};
+use mq_core::git::{PrFacts, RequiredStatuses, RequiredStatusesSource, StatusReport, StatusState};
 use mq_core::ids::{OrgId, RepoRef, Sha};
 use mq_core::priority::Priority;
 use mq_core::run::RunStatus;
@@ -23,15 +20,8 @@ const T0: Timestamp = Timestamp(1_800_000_000_000);
 
 fn facts(pr: u32) -> PrFacts {
     PrFacts {
-        number: pr,
         title: format!("Change number {pr} of the benchmark"),
-        author: "octocat".into(),
-        head_sha: Sha::new(format!("{pr:040x}")),
-        base_branch: "main".into(),
-        state: PrState::Open,
-        mergeability: Mergeability::Mergeable,
-        based_on_target_head: false,
-        draft: false,
+        ..PrFacts::sample(pr)
     }
 }
 

@@ -209,17 +209,7 @@ impl Entry {
     /// A pending entry of pull request `pr` (id `e<pr>`, submitted `pr`-th, at time 0), open
     /// and mergeable into `main`, for unit tests to adjust.
     pub(crate) fn sample(pr: PrNumber) -> Self {
-        let facts = PrFacts {
-            number: pr,
-            title: format!("Change {pr}"),
-            author: "octocat".into(),
-            head_sha: Sha::new(format!("{pr:040x}")),
-            base_branch: "main".into(),
-            state: crate::git::PrState::Open,
-            mergeability: Mergeability::Mergeable,
-            based_on_target_head: false,
-            draft: false,
-        };
+        let facts = PrFacts::sample(pr);
         Entry {
             state: EntryState::Pending,
             ..Entry::submitted(format!("e{pr}"), u64::from(pr), facts, Timestamp(0))

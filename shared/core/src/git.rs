@@ -41,6 +41,26 @@ pub struct PrFacts {
     pub draft: bool,
 }
 
+impl PrFacts {
+    /// Pull request `number` (`Change <number>` by `octocat`, head `<number>` in 40 hex
+    /// digits), open, mergeable and not a draft, into `main`: the pull request of tests and
+    /// benches, changed field by field where one needs another.
+    #[cfg(any(test, feature = "testing"))]
+    pub fn sample(number: PrNumber) -> Self {
+        Self {
+            number,
+            title: format!("Change {number}"),
+            author: "octocat".into(),
+            head_sha: Sha::new(format!("{number:040x}")),
+            base_branch: "main".into(),
+            state: PrState::Open,
+            mergeability: Mergeability::Mergeable,
+            based_on_target_head: false,
+            draft: false,
+        }
+    }
+}
+
 wire_enum! {
     /// Where a run's required statuses came from (spec §2.6 `requiredStatusesSource`).
     pub enum RequiredStatusesSource {

@@ -15,8 +15,7 @@ use mq_core::engine::{
 };
 use mq_core::entry::{Entry, EntryState, ImpactedTargets};
 use mq_core::git::{
-    Mergeability, PrFacts, PrState, RequiredStatuses, RequiredStatusesSource, StatusReport,
-    StatusState,
+    PrFacts, PrState, RequiredStatuses, RequiredStatusesSource, StatusReport, StatusState,
 };
 use mq_core::ids::{OrgId, PrNumber, RepoRef, Sha};
 use mq_core::priority::Priority;
@@ -217,19 +216,13 @@ impl Harness {
     pub fn facts(&self, pr: PrNumber) -> PrFacts {
         let merged = self.host.target.contains(&pr);
         PrFacts {
-            number: pr,
-            title: format!("Change {pr}"),
-            author: "octocat".into(),
             head_sha: self.head(pr),
-            base_branch: "main".into(),
             state: if merged {
                 PrState::Merged
             } else {
                 PrState::Open
             },
-            mergeability: Mergeability::Mergeable,
-            based_on_target_head: false,
-            draft: false,
+            ..PrFacts::sample(pr)
         }
     }
 

@@ -2,7 +2,7 @@
 
 use mq_core::engine::{Effect, PendingEffect, Transition};
 use mq_core::entry::{Entry, EntryState};
-use mq_core::git::{Mergeability, PrFacts, PrState};
+use mq_core::git::PrFacts;
 use mq_core::ids::{OrgId, RepoRef, Sha};
 use mq_core::run::{RunKind, RunStatus, TestRun, TestedPr};
 use mq_core::settings::{QueueConfig, QueueState};
@@ -28,17 +28,7 @@ pub fn queue(org_name: &str, repo: &str, branch: &str) -> Queue {
 }
 
 pub fn entry(pr: u32, state: EntryState, at: Timestamp) -> Entry {
-    let facts = PrFacts {
-        number: pr,
-        title: format!("Change {pr}"),
-        author: "octocat".into(),
-        head_sha: Sha::new(format!("{pr:040x}")),
-        base_branch: "main".into(),
-        state: PrState::Open,
-        mergeability: Mergeability::Mergeable,
-        based_on_target_head: false,
-        draft: false,
-    };
+    let facts = PrFacts::sample(pr);
     let id = format!("entry-{pr}-{}", at.millis());
     Entry {
         state,

@@ -53,7 +53,7 @@ async fn main() {
     register_tokens(store.as_ref()).await;
     let clock = Arc::new(TestClock::default());
     clock.set(NOW);
-    let app = App::new(store, clock).with_githost(host.clone());
+    let app = App::new(store, clock.clone()).with_githost(host.clone());
 
     create(&app, "main").await;
     fill(&app, "main", 100).await;
@@ -63,7 +63,7 @@ async fn main() {
         time(&app, "getQueue", &body, CALLS).await,
     );
     if only("getMergeQueueMetrics") {
-        metrics(&app).await;
+        metrics(&app, &clock).await;
         return;
     }
     if only("getQueue") {
@@ -101,15 +101,19 @@ async fn main() {
         time(&app, "getSubmittedPullRequest", &body, CALLS).await,
     );
 
-    metrics(&app).await;
+    metrics(&app, &clock).await;
 }
 
-/// getMergeQueueMetrics for every queue so far and fifty more with a busy hour.
-async fn metrics(app: &App) {
+/// getMergeQueueMetrics for every queue so far and fifty more with a busy hour. The fifty are
+/// created three hours before, so that the whole hour is in their window.
+async fn metrics(app: &App, clock: &TestClock) {
+    clock.set(NOW.plus_millis(-3 * 3_600_000));
     for q in 0..50 {
-        let branch = format!("release/{q:02}");
-        create(app, &branch).await;
-        busy_hour(app, &branch).await;
+        create(app, &format!("release/{q:02}")).await;
+    }
+    clock.set(NOW);
+    for q in 0..50 {
+        busy_hour(app, &format!("release/{q:02}")).await;
     }
     let org = mq_core::ids::OrgId::parse("acme").unwrap();
     let queues = app.store.queues_of_org(&org).await.expect("queues").len();

@@ -66,9 +66,22 @@ impl RepoRef {
         format!("{}/{}/{}", self.host, self.owner, self.name).to_ascii_lowercase()
     }
 
+    /// The order of [`key`](Self::key)s, without making them.
+    pub fn cmp_key(&self, other: &Self) -> std::cmp::Ordering {
+        self.key_bytes().cmp(other.key_bytes())
+    }
+
+    fn key_bytes(&self) -> impl Iterator<Item = u8> + '_ {
+        let parts = [self.host.as_str(), "/", &self.owner, "/", &self.name];
+        parts
+            .into_iter()
+            .flat_map(str::bytes)
+            .map(|b| b.to_ascii_lowercase())
+    }
+
     /// `owner/name`, as metrics label it.
     pub fn full_name(&self) -> String {
-        format!("{}/{}", self.owner, self.name)
+        [self.owner.as_str(), "/", &self.name].concat()
     }
 }
 
@@ -204,6 +217,26 @@ mod tests {
             QueueId::new(&a, "main").as_str(),
             "github.com/acme/rocket#main"
         );
+    }
+
+    #[test]
+    fn keys_compare_as_the_keys_made() {
+        let repos = [
+            ("github.com", "acme", "rocket"),
+            ("GitHub.com", "Acme", "Rocket"),
+            ("github.com", "acme", "rocket.rs"),
+            ("github.com", "acme", "rocket-2"),
+            ("github.com", "acme-corp", "a"),
+            ("github.com", "acme", "Zeta"),
+            ("gitlab.com", "a", "b"),
+            ("git.example", "acme", "rocket"),
+        ]
+        .map(|(h, o, n)| RepoRef::new(h, o, n).unwrap());
+        for a in &repos {
+            for b in &repos {
+                assert_eq!(a.cmp_key(b), a.key().cmp(&b.key()), "{a} and {b}");
+            }
+        }
     }
 
     #[test]

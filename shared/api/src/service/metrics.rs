@@ -71,8 +71,11 @@ pub async fn figures_of(
     repo: Option<&RepoRef>,
 ) -> Result<Vec<QueueFigures>, ApiError> {
     let mut queues = queues_of(app, org, repo).await?;
-    // The key is a new string: made once per queue, not once per comparison.
-    queues.sort_by_cached_key(|q| (q.repo.key(), q.branch.clone()));
+    queues.sort_by(|a, b| {
+        a.repo
+            .cmp_key(&b.repo)
+            .then_with(|| a.branch.cmp(&b.branch))
+    });
     let now = app.now();
     let store = app.store.as_ref();
     let loads: Vec<_> = queues

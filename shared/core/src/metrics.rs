@@ -329,8 +329,19 @@ fn lane(facts: &QueueFacts, kind: RunKind, window: Window) -> LaneFigures {
             .iter()
             .map(|&s| (s, count(finished().filter(|r| r.status == s))))
             .collect(),
-        test_seconds: finished().flat_map(run_test_seconds).collect(),
+        test_seconds: sized(
+            finished().map(|r| r.tested_prs as usize).sum(),
+            finished().flat_map(run_test_seconds),
+        ),
     }
+}
+
+/// The values in a vector of `capacity` (at least their number: one allocation, not a
+/// doubling per power of two).
+fn sized<T>(capacity: usize, values: impl Iterator<Item = T>) -> Vec<T> {
+    let mut all = Vec::with_capacity(capacity);
+    all.extend(values);
+    all
 }
 
 /// One observation per tested pull request of a run that ran to a result.
@@ -349,25 +360,27 @@ fn run_test_seconds(run: &FinishedRun) -> impl Iterator<Item = f64> {
 }
 
 fn outcomes(concluded: &[ConcludedEntry], window: Window) -> BTreeMap<Outcome, OutcomeFigures> {
-    let mut by_outcome: BTreeMap<Outcome, OutcomeFigures> = Outcome::ALL
-        .iter()
-        .map(|&o| (o, OutcomeFigures::default()))
-        .collect();
-    for entry in concluded {
-        let (Some(outcome), Some(at)) = (Outcome::of(entry.state), entry.concluded_at) else {
-            continue;
+    let in_window = || {
+        concluded.iter().filter_map(|entry| {
+            let outcome = Outcome::of(entry.state)?;
+            let at = entry.concluded_at.filter(|t| window.contains(*t))?;
+            Some((outcome, entry, at))
+        })
+    };
+    let of = |outcome: Outcome| {
+        let entries = || in_window().filter(move |(o, ..)| *o == outcome);
+        let count = entries().count();
+        let figures = OutcomeFigures {
+            count: count as u64,
+            time_in_queue_seconds: sized(
+                count,
+                entries().map(|(_, e, at)| seconds(e.submitted_at, at)),
+            ),
+            ci_runs: sized(count, entries().map(|(_, e, _)| e.ci_runs)),
         };
-        if !window.contains(at) {
-            continue;
-        }
-        let figures = by_outcome.entry(outcome).or_default();
-        figures.count += 1;
-        figures
-            .time_in_queue_seconds
-            .push(seconds(entry.submitted_at, at));
-        figures.ci_runs.push(entry.ci_runs);
-    }
-    by_outcome
+        (outcome, figures)
+    };
+    Outcome::ALL.iter().map(|&o| of(o)).collect()
 }
 
 /// Waits of the entries, active or concluded, whose first test started in the window.
@@ -385,13 +398,13 @@ fn wait_seconds(snapshot: &QueueSnapshot, history: &History, window: Window) -> 
         .concluded
         .iter()
         .map(|e| (e.ready_at, e.submitted_at, e.first_tested_at));
-    active
+    let waits = active
         .chain(concluded)
         .filter_map(|(ready, submitted, first_tested)| {
             let tested = first_tested.filter(|t| window.contains(*t))?;
             Some(seconds(ready.unwrap_or(submitted), tested))
-        })
-        .collect()
+        });
+    sized(snapshot.entries.len() + history.concluded.len(), waits)
 }
 
 #[cfg(test)]

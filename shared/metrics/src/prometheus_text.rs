@@ -385,13 +385,15 @@ fn sorted_by_labels(queues: &[QueueFigures]) -> Vec<&QueueFigures> {
     sorted
 }
 
-/// The queues that share a repository and branch, and those label values escaped.
+/// The queues that share a repository and branch, and their labels written out.
 struct Group<'a> {
     all: &'a [&'a QueueFigures],
     /// The one whose gauges are shown.
     last: &'a QueueFigures,
-    branch: Cow<'a, str>,
-    repo: Cow<'a, str>,
+    /// `{branch="…"`: the labels before a lane's or an outcome's.
+    opening: String,
+    /// `,repo="…"`: the label after them.
+    closing: String,
 }
 
 fn groups<'a>(sorted: &'a [&'a QueueFigures]) -> Vec<Group<'a>> {
@@ -400,11 +402,15 @@ fn groups<'a>(sorted: &'a [&'a QueueFigures]) -> Vec<Group<'a>> {
         .chunk_by(same)
         .filter_map(|all| {
             let last = *all.last()?;
+            let mut opening = String::with_capacity(last.branch.len() + 10);
+            push_label(&mut opening, "{", BRANCH, &last.branch);
+            let mut closing = String::with_capacity(last.repo.len() + 10);
+            push_label(&mut closing, ",", REPO, &last.repo);
             Some(Group {
                 all,
                 last,
-                branch: escaped(&last.branch),
-                repo: escaped(&last.repo),
+                opening,
+                closing,
             })
         })
         .collect()
@@ -438,20 +444,26 @@ struct AllSeries<'a> {
 impl<'a> AllSeries<'a> {
     /// `groups` sorted by branch, then repository.
     fn of(groups: &'a [Group<'a>]) -> Self {
+        // The middles of the labels, written once.
+        let lanes: Vec<_> = KINDS.iter().map(|&k| (k, middle(None, k))).collect();
+        let outcomes: Vec<_> = OUTCOMES
+            .iter()
+            .map(|&o| (o, middle(Some(o), RunKind::Main)))
+            .collect();
         let queue = |group| Series {
             group,
             key: (),
-            labels: labels(group, None, RunKind::Main),
+            labels: labels(group, looked_up(&lanes, RunKind::Main)),
         };
         let lane = |group, kind| Series {
             group,
             key: kind,
-            labels: labels(group, None, kind),
+            labels: labels(group, looked_up(&lanes, kind)),
         };
         let outcome = |group, outcome| Series {
             group,
             key: outcome,
-            labels: labels(group, Some(outcome), RunKind::Main),
+            labels: labels(group, looked_up(&outcomes, outcome)),
         };
         Self {
             queues: groups.iter().map(queue).collect(),
@@ -481,7 +493,7 @@ fn by_branch<'a, K: Copy>(
     series: impl Fn(&'a Group<'a>, K) -> Series<'a, K>,
 ) -> Vec<Series<'a, K>> {
     let mut all = Vec::with_capacity(groups.len() * keys.len());
-    for branch in groups.chunk_by(|a, b| a.branch == b.branch) {
+    for branch in groups.chunk_by(|a, b| a.last.branch == b.last.branch) {
         for key in keys {
             all.extend(branch.iter().map(|g| series(g, *key)));
         }
@@ -489,16 +501,28 @@ fn by_branch<'a, K: Copy>(
     all
 }
 
-/// A series' queue labels, in the order of their names, after the opening brace.
-fn labels(group: &Group, conclusion: Option<Outcome>, kind: RunKind) -> String {
-    let mut labels = String::with_capacity(group.repo.len() + group.branch.len() + 64);
-    push_pair(&mut labels, "{", BRANCH, &group.branch);
+/// A series' labels, in the order of their names, from the opening brace: the group's
+/// branch, `middle`, the group's repository.
+fn labels(group: &Group, middle: &str) -> String {
+    [group.opening.as_str(), middle, &group.closing].concat()
+}
+
+/// The text of `key` in `table` (which has every key).
+fn looked_up<K: PartialEq>(table: &[(K, String)], key: K) -> &str {
+    table
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map_or("", |(_, text)| text.as_str())
+}
+
+/// The labels between `branch` and `repo`: the conclusion, if any, and the lane.
+fn middle(conclusion: Option<Outcome>, kind: RunKind) -> String {
+    let mut middle = String::with_capacity(48);
     if let Some(conclusion) = conclusion {
-        push_label(&mut labels, ",", CONCLUSION, conclusion.as_str());
+        push_label(&mut middle, ",", CONCLUSION, conclusion.as_str());
     }
-    push_label(&mut labels, ",", QUEUE_TYPE, kind.as_str());
-    push_pair(&mut labels, ",", REPO, &group.repo);
-    labels
+    push_label(&mut middle, ",", QUEUE_TYPE, kind.as_str());
+    middle
 }
 
 /// `separator` then `label="value"`, the value escaped.

@@ -22,9 +22,9 @@ use crate::settings::QueueState;
 use crate::snapshot::{Queue, QueueSnapshot};
 use crate::time::Timestamp;
 use crate::wire_enum;
+pub use histogram::{CI_RUNS_BUCKETS, CiRuns, DURATION_BUCKETS, Durations, Histogram};
 use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, SeqAccess, Visitor};
-use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -211,10 +211,22 @@ pub struct LaneFigures {
     pub runs_active: u64,
     /// The lane's concurrency setting.
     pub runs_limit: u64,
-    /// Runs finished in the window, by status (every finished status present).
-    pub runs_finished: BTreeMap<RunStatus, u64>,
+    /// Runs finished in the window, per status of [`FINISHED_STATUSES`], in its order.
+    pub runs_finished: [u64; 3],
     /// Per pull request of each run that succeeded or failed in the window: seconds it tested.
-    pub test_seconds: Vec<f64>,
+    pub test_seconds: Durations,
+}
+
+impl LaneFigures {
+    /// Runs finished in the window with `status` (0 for a status not finished).
+    pub fn finished(&self, status: RunStatus) -> u64 {
+        finished_index(status).map_or(0, |i| self.runs_finished[i])
+    }
+}
+
+/// The place of a finished status in [`FINISHED_STATUSES`].
+fn finished_index(status: RunStatus) -> Option<usize> {
+    FINISHED_STATUSES.iter().position(|s| *s == status)
 }
 
 /// The figures of the entries that left the queue one way in the window.
@@ -222,9 +234,9 @@ pub struct LaneFigures {
 pub struct OutcomeFigures {
     pub count: u64,
     /// Seconds from submission to conclusion, per entry.
-    pub time_in_queue_seconds: Vec<f64>,
+    pub time_in_queue_seconds: Durations,
     /// CI runs that included the entry, per entry.
-    pub ci_runs: Vec<u32>,
+    pub ci_runs: CiRuns,
 }
 
 /// Every figure of one queue at one moment.
@@ -240,11 +252,11 @@ pub struct QueueFigures {
     pub effects_pending: u64,
     pub restarts: u64,
     /// Seconds each entry first tested in the window waited for its first test.
-    pub wait_seconds: Vec<f64>,
+    pub wait_seconds: Durations,
     pub main: LaneFigures,
     pub bisection: LaneFigures,
-    /// Every outcome present, zero or not.
-    pub outcomes: BTreeMap<Outcome, OutcomeFigures>,
+    /// Per outcome of [`Outcome::ALL`], in its order.
+    pub outcomes: [OutcomeFigures; 3],
 }
 
 impl QueueFigures {
@@ -256,13 +268,18 @@ impl QueueFigures {
     }
 
     pub fn outcome(&self, outcome: Outcome) -> &OutcomeFigures {
-        // Every outcome is inserted by `figures`; the fallback only serves hand-made values.
-        static NONE: OutcomeFigures = OutcomeFigures {
-            count: 0,
-            time_in_queue_seconds: Vec::new(),
-            ci_runs: Vec::new(),
-        };
-        self.outcomes.get(&outcome).unwrap_or(&NONE)
+        &self.outcomes[outcome.index()]
+    }
+}
+
+impl Outcome {
+    /// The place of the outcome in [`Outcome::ALL`].
+    const fn index(self) -> usize {
+        match self {
+            Outcome::Merged => 0,
+            Outcome::Failed => 1,
+            Outcome::Cancelled => 2,
+        }
     }
 }
 
@@ -272,6 +289,7 @@ pub fn figures(facts: &QueueFacts, now: Timestamp) -> QueueFigures {
     let queue = &snapshot.queue;
     let window = Window::last_hour(queue, now);
     let history = &facts.history;
+    let [main, bisection] = lanes(facts, window);
     QueueFigures {
         repo: queue.repo.full_name(),
         branch: queue.branch.clone(),
@@ -291,8 +309,8 @@ pub fn figures(facts: &QueueFacts, now: Timestamp) -> QueueFigures {
             .map(|r| u64::from(r.count))
             .sum(),
         wait_seconds: wait_seconds(snapshot, history, window),
-        main: lane(facts, RunKind::Main, window),
-        bisection: lane(facts, RunKind::Bisection, window),
+        main,
+        bisection,
         outcomes: outcomes(&history.concluded, window),
     }
 }
@@ -310,81 +328,65 @@ fn seconds(from: Timestamp, to: Timestamp) -> f64 {
     to.millis_since(from) as f64 / 1000.0
 }
 
-fn lane(facts: &QueueFacts, kind: RunKind, window: Window) -> LaneFigures {
+/// The main lane's figures and the bisection lane's, from one pass over the runs.
+fn lanes(facts: &QueueFacts, window: Window) -> [LaneFigures; 2] {
     let config = &facts.snapshot.queue.config;
-    let runs = &facts.snapshot.runs;
-    let active = || runs.iter().filter(|r| r.kind == kind && !r.is_finished());
-    let finished = || {
-        let runs = facts.history.finished_runs.iter();
-        runs.filter(|r| r.kind == kind && r.finished_at.is_some_and(|t| window.contains(t)))
-    };
-    LaneFigures {
-        prs_testing: active().map(|r| r.tested.len() as u64).sum(),
-        runs_active: count(active()),
+    let mut lanes = [RunKind::Main, RunKind::Bisection].map(|kind| LaneFigures {
         runs_limit: u64::from(match kind {
             RunKind::Main => config.concurrency,
             RunKind::Bisection => config.bisection_concurrency,
         }),
-        runs_finished: FINISHED_STATUSES
-            .iter()
-            .map(|&s| (s, count(finished().filter(|r| r.status == s))))
-            .collect(),
-        test_seconds: sized(
-            finished().map(|r| r.tested_prs as usize).sum(),
-            finished().flat_map(run_test_seconds),
-        ),
+        ..LaneFigures::default()
+    });
+    let lane = |kind| match kind {
+        RunKind::Main => 0,
+        RunKind::Bisection => 1,
+    };
+    for run in facts.snapshot.runs.iter().filter(|r| !r.is_finished()) {
+        let figures = &mut lanes[lane(run.kind)];
+        figures.runs_active += 1;
+        figures.prs_testing += run.tested.len() as u64;
     }
-}
-
-/// The values in a vector of `capacity` (at least their number: one allocation, not a
-/// doubling per power of two).
-fn sized<T>(capacity: usize, values: impl Iterator<Item = T>) -> Vec<T> {
-    let mut all = Vec::with_capacity(capacity);
-    all.extend(values);
-    all
-}
-
-/// One observation per tested pull request of a run that ran to a result.
-fn run_test_seconds(run: &FinishedRun) -> impl Iterator<Item = f64> {
-    let ran_to_result = matches!(run.status, RunStatus::Succeeded | RunStatus::Failed);
-    let tested = match run.finished_at {
-        Some(end) if ran_to_result => {
-            let start = run.started_at.unwrap_or(run.created_at);
-            Some(seconds(start, end))
+    let finished = facts.history.finished_runs.iter();
+    for run in finished.filter(|r| r.finished_at.is_some_and(|t| window.contains(t))) {
+        let figures = &mut lanes[lane(run.kind)];
+        if let Some(i) = finished_index(run.status) {
+            figures.runs_finished[i] += 1;
         }
-        _ => None,
-    };
-    tested
-        .into_iter()
-        .flat_map(|s| std::iter::repeat_n(s, run.tested_prs as usize))
+        if let Some(tested) = tested_seconds(run) {
+            figures.test_seconds.observe_times(tested, run.tested_prs);
+        }
+    }
+    lanes
 }
 
-fn outcomes(concluded: &[ConcludedEntry], window: Window) -> BTreeMap<Outcome, OutcomeFigures> {
-    let in_window = || {
-        concluded.iter().filter_map(|entry| {
-            let outcome = Outcome::of(entry.state)?;
-            let at = entry.concluded_at.filter(|t| window.contains(*t))?;
-            Some((outcome, entry, at))
-        })
-    };
-    let of = |outcome: Outcome| {
-        let entries = || in_window().filter(move |(o, ..)| *o == outcome);
-        let count = entries().count();
-        let figures = OutcomeFigures {
-            count: count as u64,
-            time_in_queue_seconds: sized(
-                count,
-                entries().map(|(_, e, at)| seconds(e.submitted_at, at)),
-            ),
-            ci_runs: sized(count, entries().map(|(_, e, _)| e.ci_runs)),
+/// How long a run that ran to a result tested (each of its pull requests, one observation).
+fn tested_seconds(run: &FinishedRun) -> Option<f64> {
+    let ran_to_result = matches!(run.status, RunStatus::Succeeded | RunStatus::Failed);
+    let end = run.finished_at.filter(|_| ran_to_result)?;
+    Some(seconds(run.started_at.unwrap_or(run.created_at), end))
+}
+
+fn outcomes(concluded: &[ConcludedEntry], window: Window) -> [OutcomeFigures; 3] {
+    let mut outcomes: [OutcomeFigures; 3] = Default::default();
+    for entry in concluded {
+        let Some(outcome) = Outcome::of(entry.state) else {
+            continue;
         };
-        (outcome, figures)
-    };
-    Outcome::ALL.iter().map(|&o| of(o)).collect()
+        let Some(at) = entry.concluded_at.filter(|t| window.contains(*t)) else {
+            continue;
+        };
+        let figures = &mut outcomes[outcome.index()];
+        figures.count += 1;
+        let in_queue = seconds(entry.submitted_at, at);
+        figures.time_in_queue_seconds.observe(in_queue);
+        figures.ci_runs.observe(f64::from(entry.ci_runs));
+    }
+    outcomes
 }
 
 /// Waits of the entries, active or concluded, whose first test started in the window.
-fn wait_seconds(snapshot: &QueueSnapshot, history: &History, window: Window) -> Vec<f64> {
+fn wait_seconds(snapshot: &QueueSnapshot, history: &History, window: Window) -> Durations {
     // The snapshot and the history are read separately: an entry concluded in between is in
     // both, and counts once.
     let mut concluded: Vec<u64> = history.concluded.iter().map(|e| e.seq).collect();
@@ -398,14 +400,16 @@ fn wait_seconds(snapshot: &QueueSnapshot, history: &History, window: Window) -> 
         .concluded
         .iter()
         .map(|e| (e.ready_at, e.submitted_at, e.first_tested_at));
-    let waits = active
-        .chain(concluded)
-        .filter_map(|(ready, submitted, first_tested)| {
-            let tested = first_tested.filter(|t| window.contains(*t))?;
-            Some(seconds(ready.unwrap_or(submitted), tested))
-        });
-    sized(snapshot.entries.len() + history.concluded.len(), waits)
+    let mut waits = Durations::default();
+    for (ready, submitted, first_tested) in active.chain(concluded) {
+        if let Some(tested) = first_tested.filter(|t| window.contains(*t)) {
+            waits.observe(seconds(ready.unwrap_or(submitted), tested));
+        }
+    }
+    waits
 }
+
+mod histogram;
 
 #[cfg(test)]
 mod tests;

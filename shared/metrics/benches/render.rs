@@ -1,11 +1,11 @@
 //! The Prometheus text of 50 queues with a busy hour (the figures the handlers bench's
 //! `getMergeQueueMetrics` reads), rendered on its own: `cargo bench -p mq-metrics --bench render`.
 
-use mq_core::metrics::{LaneFigures, Outcome, OutcomeFigures, QueueFigures};
-use mq_core::run::RunStatus;
+use mq_core::metrics::{
+    CI_RUNS_BUCKETS, CiRuns, DURATION_BUCKETS, Durations, LaneFigures, OutcomeFigures, QueueFigures,
+};
 use mq_core::settings::QueueState;
 use mq_metrics::prometheus_text::render;
-use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -71,7 +71,7 @@ fn micros(d: Duration) -> f64 {
 /// Twelve pull requests merged in the hour, each tested once for three minutes after a
 /// minute's wait; two testing now.
 fn busy_hour(q: usize) -> QueueFigures {
-    let twelve = |seconds: f64| vec![seconds; 12];
+    let twelve = |seconds: f64| Durations::of(&DURATION_BUCKETS, [seconds; 12]);
     QueueFigures {
         repo: "acme/rocket".into(),
         branch: format!("release/{q:02}"),
@@ -85,33 +85,23 @@ fn busy_hour(q: usize) -> QueueFigures {
             prs_testing: 2,
             runs_active: 2,
             runs_limit: 2,
-            runs_finished: BTreeMap::from([
-                (RunStatus::Succeeded, 12),
-                (RunStatus::Failed, 0),
-                (RunStatus::Cancelled, 0),
-            ]),
+            // Succeeded, failed, cancelled.
+            runs_finished: [12, 0, 0],
             test_seconds: twelve(180.0),
         },
         bisection: LaneFigures {
             runs_limit: 1,
-            runs_finished: BTreeMap::from([
-                (RunStatus::Succeeded, 0),
-                (RunStatus::Failed, 0),
-                (RunStatus::Cancelled, 0),
-            ]),
             ..LaneFigures::default()
         },
-        outcomes: BTreeMap::from([
-            (
-                Outcome::Merged,
-                OutcomeFigures {
-                    count: 12,
-                    time_in_queue_seconds: twelve(300.0),
-                    ci_runs: vec![1; 12],
-                },
-            ),
-            (Outcome::Failed, OutcomeFigures::default()),
-            (Outcome::Cancelled, OutcomeFigures::default()),
-        ]),
+        // Merged, failed, cancelled.
+        outcomes: [
+            OutcomeFigures {
+                count: 12,
+                time_in_queue_seconds: twelve(300.0),
+                ci_runs: CiRuns::of(&CI_RUNS_BUCKETS, [1.0; 12]),
+            },
+            OutcomeFigures::default(),
+            OutcomeFigures::default(),
+        ],
     }
 }

@@ -84,8 +84,5 @@ pub const CI_RUNS: Metric = Metric {
            _count is CI runs per pull request).",
 };
 
-/// Buckets of the duration histograms, in seconds (1 min to 2 h).
-pub const DURATION_BUCKETS: [f64; 8] = [60.0, 300.0, 600.0, 900.0, 1800.0, 3600.0, 5400.0, 7200.0];
-
-/// Buckets of the CI runs histogram.
-pub const CI_RUNS_BUCKETS: [f64; 6] = [1.0, 2.0, 3.0, 4.0, 5.0, 10.0];
+/// Buckets of the duration histograms (seconds, 1 min to 2 h) and of the CI runs histogram.
+pub use mq_core::metrics::{CI_RUNS_BUCKETS, DURATION_BUCKETS};

@@ -6,9 +6,14 @@
 //! code that served `getMergeQueueMetrics` until the text was written directly). The one
 //! input where the two differ on purpose is left out: the crate's families key a series by
 //! a hash of its label values run together, so label sets that run together alike are one
-//! series there and two in [`render`].
+//! series there and two in [`render`]. And where several queues share a series (the same
+//! repository and branch on two Git hosts), the crate adds their observations to the sum one
+//! by one and [`render`] adds the queues' sums: the `_sum` lines of such a series are
+//! compared as numbers, equal but for the rounding of the additions.
 
-use mq_core::metrics::{FINISHED_STATUSES, LaneFigures, Outcome, OutcomeFigures, QueueFigures};
+use mq_core::metrics::{
+    CiRuns, Durations, FINISHED_STATUSES, LaneFigures, Outcome, OutcomeFigures, QueueFigures,
+};
 use mq_core::run::{RunKind, RunStatus};
 use mq_core::settings::QueueState;
 use mq_metrics::names::{self, BRANCH, CONCLUSION, Metric, QUEUE_TYPE, REPO, STATE, STATUS};
@@ -22,12 +27,29 @@ use std::collections::{BTreeMap, HashMap};
 // The reference: the prometheus crate's rendering.
 // ---------------------------------------------------------------------------------------------
 
+/// A queue's figures, and the observations its histograms were made of (which the crate's
+/// histograms are given).
+#[derive(Debug, Clone)]
+struct Observed {
+    figures: QueueFigures,
+    wait: Vec<f64>,
+    /// Per lane: main, bisection.
+    test: [Vec<f64>; 2],
+    /// Per outcome, in the order of `Outcome::ALL`.
+    time_in_queue: [Vec<f64>; 3],
+    ci_runs: [Vec<u32>; 3],
+}
+
+fn figures_of(queues: &[Observed]) -> Vec<QueueFigures> {
+    queues.iter().map(|q| q.figures.clone()).collect()
+}
+
 /// The prometheus crate's rendering of every queue's figures, the reference.
-fn reference(queues: &[QueueFigures]) -> Result<String, prometheus::Error> {
+fn reference(queues: &[Observed]) -> Result<String, prometheus::Error> {
     let registry = Registry::new();
     let families = Families::register(&registry)?;
-    for figures in queues {
-        families.record(figures);
+    for queue in queues {
+        families.record(queue);
     }
     let mut out = Vec::new();
     TextEncoder::new().encode(&registry.gather(), &mut out)?;
@@ -92,7 +114,8 @@ impl Families {
 
     /// One queue's figures: gauges set (a later queue with the same labels overwrites them),
     /// observations added.
-    fn record(&self, f: &QueueFigures) {
+    fn record(&self, queue: &Observed) {
+        let f = &queue.figures;
         let main = queue_labels(f, RunKind::Main);
         self.depth.with_label_values(&main).set(f.depth as f64);
         self.awaiting
@@ -106,10 +129,10 @@ impl Families {
             .set(f.restarts as f64);
         self.record_state(f, main);
         let wait = self.wait.with_label_values(&main);
-        f.wait_seconds.iter().for_each(|s| wait.observe(*s));
-        self.record_outcomes(f, main);
-        for kind in RunKind::ALL {
-            self.record_lane(f.lane(*kind), queue_labels(f, *kind));
+        queue.wait.iter().for_each(|s| wait.observe(*s));
+        self.record_outcomes(queue, main);
+        for (kind, test) in [RunKind::Main, RunKind::Bisection].iter().zip(&queue.test) {
+            self.record_lane(f.lane(*kind), test, queue_labels(f, *kind));
         }
     }
 
@@ -122,27 +145,23 @@ impl Families {
         }
     }
 
-    fn record_outcomes(&self, f: &QueueFigures, main: [&str; 3]) {
-        for outcome in Outcome::ALL {
+    fn record_outcomes(&self, queue: &Observed, main: [&str; 3]) {
+        for (i, outcome) in Outcome::ALL.iter().enumerate() {
             let labels = with(main, outcome.as_str());
-            let figures = f.outcome(*outcome);
+            let figures = queue.figures.outcome(*outcome);
             self.conclusions
                 .with_label_values(&labels)
                 .set(figures.count as f64);
             let time = self.time_in_queue.with_label_values(&labels);
-            figures
-                .time_in_queue_seconds
-                .iter()
-                .for_each(|s| time.observe(*s));
+            queue.time_in_queue[i].iter().for_each(|s| time.observe(*s));
             let runs = self.ci_runs.with_label_values(&labels);
-            figures
-                .ci_runs
+            queue.ci_runs[i]
                 .iter()
                 .for_each(|n| runs.observe(f64::from(*n)));
         }
     }
 
-    fn record_lane(&self, lane: &LaneFigures, labels: [&str; 3]) {
+    fn record_lane(&self, lane: &LaneFigures, test_seconds: &[f64], labels: [&str; 3]) {
         self.testing_slots
             .with_label_values(&labels)
             .set(lane.prs_testing as f64);
@@ -153,13 +172,12 @@ impl Families {
             .with_label_values(&labels)
             .set(lane.runs_limit as f64);
         for status in FINISHED_STATUSES {
-            let n = lane.runs_finished.get(&status).copied().unwrap_or(0);
             self.runs_finished
                 .with_label_values(&with(labels, status.as_str()))
-                .set(n as f64);
+                .set(lane.finished(status) as f64);
         }
         let test = self.test.with_label_values(&labels);
-        lane.test_seconds.iter().for_each(|s| test.observe(*s));
+        test_seconds.iter().for_each(|s| test.observe(*s));
     }
 }
 
@@ -330,37 +348,58 @@ fn observations<T: Clone + std::fmt::Debug>(
     prop_oneof![1 => Just(Vec::new()), 2 => prop::collection::vec(value, 1..8)]
 }
 
-/// Runs finished by status: some statuses missing (0), or `in_progress` too (not shown).
-fn runs_finished() -> impl Strategy<Value = BTreeMap<RunStatus, u64>> {
-    prop::collection::btree_map(select(RunStatus::ALL), count(), 0..=4)
+fn durations(seconds: &[f64]) -> Durations {
+    Durations::of(&names::DURATION_BUCKETS, seconds.iter().copied())
 }
 
-fn lane() -> impl Strategy<Value = LaneFigures> {
+/// Runs finished by status: some statuses missing (0).
+fn runs_finished() -> impl Strategy<Value = [u64; 3]> {
+    let by_status = prop::collection::btree_map(select(&FINISHED_STATUSES[..]), count(), 0..=3);
+    by_status.prop_map(|by_status: BTreeMap<RunStatus, u64>| {
+        FINISHED_STATUSES.map(|s| by_status.get(&s).copied().unwrap_or(0))
+    })
+}
+
+/// A lane's figures and its test times.
+fn lane() -> impl Strategy<Value = (LaneFigures, Vec<f64>)> {
     let gauges = (count(), count(), count());
     (gauges, runs_finished(), observations(seconds())).prop_map(
-        |((prs_testing, runs_active, runs_limit), runs_finished, test_seconds)| LaneFigures {
-            prs_testing,
-            runs_active,
-            runs_limit,
-            runs_finished,
-            test_seconds,
+        |((prs_testing, runs_active, runs_limit), runs_finished, test_seconds)| {
+            let figures = LaneFigures {
+                prs_testing,
+                runs_active,
+                runs_limit,
+                runs_finished,
+                test_seconds: durations(&test_seconds),
+            };
+            (figures, test_seconds)
         },
     )
 }
 
-/// Figures per outcome, some outcomes missing (0 and empty).
-fn outcomes() -> impl Strategy<Value = BTreeMap<Outcome, OutcomeFigures>> {
-    let figures = (count(), observations(seconds()), observations(ci_runs())).prop_map(
-        |(count, time_in_queue_seconds, ci_runs)| OutcomeFigures {
-            count,
-            time_in_queue_seconds,
-            ci_runs,
-        },
-    );
-    prop::collection::btree_map(select(Outcome::ALL), figures, 0..=3)
+/// An outcome's count, times in the queue and CI runs.
+type OutcomeObserved = (u64, Vec<f64>, Vec<u32>);
+
+/// Per outcome (in the order of `Outcome::ALL`), some missing (0 and empty).
+fn outcomes() -> impl Strategy<Value = [OutcomeObserved; 3]> {
+    let figures = (count(), observations(seconds()), observations(ci_runs()));
+    let some = prop::collection::btree_map(select(Outcome::ALL), figures, 0..=3);
+    some.prop_map(|mut some| {
+        [Outcome::Merged, Outcome::Failed, Outcome::Cancelled]
+            .map(|o| some.remove(&o).unwrap_or_default())
+    })
 }
 
-fn queue() -> impl Strategy<Value = QueueFigures> {
+fn outcome_figures((count, time_in_queue, ci_runs): &OutcomeObserved) -> OutcomeFigures {
+    let runs = ci_runs.iter().map(|n| f64::from(*n));
+    OutcomeFigures {
+        count: *count,
+        time_in_queue_seconds: durations(time_in_queue),
+        ci_runs: CiRuns::of(&names::CI_RUNS_BUCKETS, runs),
+    }
+}
+
+fn queue() -> impl Strategy<Value = Observed> {
     let labels = (
         select(&REPOS[..]),
         select(&BRANCHES[..]),
@@ -371,8 +410,8 @@ fn queue() -> impl Strategy<Value = QueueFigures> {
     (labels, gauges, histograms).prop_map(|(labels, gauges, histograms)| {
         let (repo, branch, state) = labels;
         let (depth, awaiting_mergeability, effects_pending, restarts) = gauges;
-        let (wait_seconds, main, bisection, outcomes) = histograms;
-        QueueFigures {
+        let (wait, (main, main_test), (bisection, bisection_test), outcomes) = histograms;
+        let figures = QueueFigures {
             repo: repo.into(),
             branch: branch.into(),
             state,
@@ -380,27 +419,35 @@ fn queue() -> impl Strategy<Value = QueueFigures> {
             awaiting_mergeability,
             effects_pending,
             restarts,
-            wait_seconds,
+            wait_seconds: durations(&wait),
             main,
             bisection,
-            outcomes,
+            outcomes: outcomes.each_ref().map(outcome_figures),
+        };
+        Observed {
+            figures,
+            wait,
+            test: [main_test, bisection_test],
+            time_in_queue: outcomes.each_ref().map(|o| o.1.clone()),
+            ci_runs: outcomes.map(|o| o.2),
         }
     })
 }
 
 /// 0 to 8 queues in no particular order; up to two of them given the repository and branch
 /// of another (the same `owner/name` on two Git hosts), besides those drawn alike.
-fn queues() -> impl Strategy<Value = Vec<QueueFigures>> {
+fn queues() -> impl Strategy<Value = Vec<Observed>> {
     let alike = prop::collection::vec((any::<Index>(), any::<Index>()), 0..=2);
     (prop::collection::vec(queue(), 0..=8), alike).prop_map(|(mut queues, alike)| {
         for (from, to) in alike {
             if queues.is_empty() {
                 break;
             }
-            let from = from.get(&queues);
+            let from = &from.get(&queues).figures;
             let labels = (from.repo.clone(), from.branch.clone());
             let to = to.index(queues.len());
-            (queues[to].repo, queues[to].branch) = labels;
+            let to = &mut queues[to].figures;
+            (to.repo, to.branch) = labels;
         }
         queues
     })
@@ -414,19 +461,57 @@ fn cases() -> u32 {
         .unwrap_or(256)
 }
 
-/// Where two texts part: the first line that differs in each, with its number.
-fn first_difference(text: &str, reference: &str) -> String {
+/// Whether two of the queues have the same repository and branch, and so share series.
+fn some_share_series(queues: &[QueueFigures]) -> bool {
+    let mut labels: Vec<(&str, &str)> = queues.iter().map(|f| (&*f.repo, &*f.branch)).collect();
+    labels.sort_unstable();
+    labels.windows(2).any(|w| w[0] == w[1])
+}
+
+/// Where the written text parts from the reference: the first line that differs in each,
+/// with its number; `None` when they are the same. With `shared_sums`, a `_sum` line may
+/// differ in its number by the rounding of additions made in another order.
+fn difference(text: &str, reference: &str, shared_sums: bool) -> Option<String> {
+    if text == reference {
+        return None;
+    }
     let (mut ours, mut theirs) = (text.lines(), reference.lines());
     for n in 1.. {
         let (a, b) = (ours.next(), theirs.next());
-        if a != b {
-            return format!("line {n}:\n  written:   {a:?}\n  reference: {b:?}");
-        }
-        if a.is_none() {
-            break;
+        let same = match (a, b) {
+            (Some(a), Some(b)) => a == b || (shared_sums && same_sum(a, b)),
+            (None, None) => return line_endings_differ(text, reference),
+            _ => false,
+        };
+        if !same {
+            return Some(format!("line {n}:\n  written:   {a:?}\n  reference: {b:?}"));
         }
     }
-    "the same lines; the line endings differ".into()
+    None
+}
+
+fn line_endings_differ(text: &str, reference: &str) -> Option<String> {
+    let endings = |t: &str| (t.matches('\n').count(), t.matches('\r').count());
+    (endings(text) != endings(reference)).then(|| "the same lines; the line endings differ".into())
+}
+
+/// Two `_sum` lines of the same series whose numbers are the same sum added in two orders:
+/// equal to 1e-9 of their size, or both not finite (an addition overflowed, or met an
+/// infinity, in one order or the other).
+fn same_sum(line: &str, reference: &str) -> bool {
+    let (Some((series, a)), Some((theirs, b))) =
+        (line.rsplit_once(' '), reference.rsplit_once(' '))
+    else {
+        return false;
+    };
+    let number = |n: &str| n.replace("inf", "Infinity").parse::<f64>().ok();
+    let (Some(a), Some(b)) = (number(a), number(b)) else {
+        return false;
+    };
+    let finite = a.is_finite() && b.is_finite();
+    let close = finite && (a - b).abs() <= 1e-9 * a.abs().max(b.abs());
+    let both_not_finite = !a.is_finite() && !b.is_finite();
+    series == theirs && series.contains("_sum{") && (close || both_not_finite)
 }
 
 proptest! {
@@ -436,10 +521,12 @@ proptest! {
     /// label sets for one series.
     #[test]
     fn the_text_is_the_prometheus_crates(queues in queues()) {
-        prop_assume!(!the_crate_merges_series(&queues));
+        let figures = figures_of(&queues);
+        prop_assume!(!the_crate_merges_series(&figures));
         let expected = reference(&queues).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        let text = written(&queues);
-        prop_assert!(text == expected, "{}", first_difference(&text, &expected));
+        let text = written(&figures);
+        let difference = difference(&text, &expected, some_share_series(&figures));
+        prop_assert!(difference.is_none(), "{}", difference.unwrap_or_default());
     }
 }
 
@@ -447,8 +534,8 @@ proptest! {
 // The inputs left out.
 // ---------------------------------------------------------------------------------------------
 
-fn queue_of(repo: &str, branch: &str, depth: u64) -> QueueFigures {
-    QueueFigures {
+fn queue_of(repo: &str, branch: &str, depth: u64) -> Observed {
+    let figures = QueueFigures {
         repo: repo.into(),
         branch: branch.into(),
         state: QueueState::Running,
@@ -456,10 +543,17 @@ fn queue_of(repo: &str, branch: &str, depth: u64) -> QueueFigures {
         awaiting_mergeability: 0,
         effects_pending: 0,
         restarts: 0,
-        wait_seconds: vec![30.0],
+        wait_seconds: durations(&[30.0]),
         main: LaneFigures::default(),
         bisection: LaneFigures::default(),
-        outcomes: BTreeMap::new(),
+        outcomes: Default::default(),
+    };
+    Observed {
+        figures,
+        wait: vec![30.0],
+        test: Default::default(),
+        time_in_queue: Default::default(),
+        ci_runs: Default::default(),
     }
 }
 
@@ -473,19 +567,38 @@ fn depths(text: &str) -> Vec<&str> {
 #[test]
 fn the_crate_merges_label_sets_that_run_together_alike() {
     let queues = [queue_of("a/bc", "main", 1), queue_of("a/b", "cmain", 2)];
-    assert!(the_crate_merges_series(&queues));
+    assert!(the_crate_merges_series(&figures_of(&queues)));
     let merged = reference(&queues).unwrap();
     assert_eq!(
         depths(&merged),
         [r#"mq_queue_depth_current{branch="main",queue_type="main",repo="a/bc"} 2"#]
     );
-    assert_eq!(depths(&written(&queues)).len(), 2);
+    assert_eq!(depths(&written(&figures_of(&queues))).len(), 2);
 
     let same = [queue_of("a/b", "cmain", 1), queue_of("a/b", "cmain", 2)];
-    assert!(!the_crate_merges_series(&same));
-    assert_eq!(written(&same), reference(&same).unwrap());
+    assert!(!the_crate_merges_series(&figures_of(&same)));
+    assert_eq!(written(&figures_of(&same)), reference(&same).unwrap());
     let apart = [queue_of("a/b", "main", 1), queue_of("a/bc", "cmain", 2)];
-    assert!(!the_crate_merges_series(&apart));
+    assert!(!the_crate_merges_series(&figures_of(&apart)));
+}
+
+/// Sums of a shared series may differ from the crate's in the rounding of their additions,
+/// and in nothing else.
+#[test]
+fn shared_sums_are_compared_as_numbers() {
+    let sum = |n: &str| format!(r#"mq_pr_wait_duration_1h_seconds_sum{{branch="main"}} {n}"#);
+    assert!(same_sum(&sum("0.30000000000000004"), &sum("0.3")));
+    assert!(same_sum(&sum("inf"), &sum("NaN")));
+    assert!(!same_sum(&sum("0.31"), &sum("0.3")));
+    assert!(!same_sum(&sum("1e300"), &sum("inf")));
+    let count = |n: &str| format!(r#"mq_pr_wait_duration_1h_seconds_count{{branch="main"}} {n}"#);
+    assert!(!same_sum(&count("3"), &count("3.0000000000001")));
+    assert_eq!(difference(&sum("0.3"), &sum("0.3"), false), None);
+    assert!(difference(&sum("0.30000000000000004"), &sum("0.3"), false).is_some());
+    assert_eq!(
+        difference(&sum("0.30000000000000004"), &sum("0.3"), true),
+        None
+    );
 }
 
 /// [`fnv1a`] is FNV-1a: the `fnv` crate's own test values.

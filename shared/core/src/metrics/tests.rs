@@ -205,12 +205,20 @@ fn afternoon() -> QueueFacts {
     }
 }
 
-fn statuses(succeeded: u64, failed: u64, cancelled: u64) -> BTreeMap<RunStatus, u64> {
-    BTreeMap::from([
-        (RunStatus::Succeeded, succeeded),
-        (RunStatus::Failed, failed),
-        (RunStatus::Cancelled, cancelled),
-    ])
+fn statuses(succeeded: u64, failed: u64, cancelled: u64) -> [u64; 3] {
+    assert_eq!(
+        FINISHED_STATUSES,
+        [
+            RunStatus::Succeeded,
+            RunStatus::Failed,
+            RunStatus::Cancelled
+        ]
+    );
+    [succeeded, failed, cancelled]
+}
+
+fn durations<const N: usize>(seconds: [f64; N]) -> Durations {
+    Durations::of(&DURATION_BUCKETS, seconds)
 }
 
 #[test]
@@ -244,7 +252,10 @@ fn rolling_counts_cover_the_last_hour_only() {
     assert_eq!(f.restarts, 2, "the restart 65 minutes ago is outside");
     assert_eq!(f.main.runs_finished, statuses(2, 1, 1));
     assert_eq!(f.bisection.runs_finished, statuses(0, 1, 0));
-    let counts: Vec<(Outcome, u64)> = f.outcomes.iter().map(|(o, x)| (*o, x.count)).collect();
+    let counts: Vec<(Outcome, u64)> = Outcome::ALL
+        .iter()
+        .map(|o| (*o, f.outcome(*o).count))
+        .collect();
     assert_eq!(
         counts,
         [
@@ -259,23 +270,29 @@ fn rolling_counts_cover_the_last_hour_only() {
 fn durations_are_observed_in_seconds() {
     let f = figures(&afternoon(), NOW);
     // r1 tested 58 minutes, r3 17, r4 10 (two pull requests); r2 was cancelled.
-    assert_eq!(f.main.test_seconds, [3480.0, 600.0, 600.0, 1020.0]);
-    assert_eq!(f.bisection.test_seconds, [480.0]);
+    assert_eq!(
+        f.main.test_seconds,
+        durations([3480.0, 600.0, 600.0, 1020.0])
+    );
+    assert_eq!(f.main.test_seconds.cumulative(), [0, 0, 2, 2, 3, 4, 4, 4]);
+    assert_eq!(f.bisection.test_seconds, durations([480.0]));
     // Active entries first tested in the window (8, 9, 10), then concluded ones (2, 3).
-    assert_eq!(f.wait_seconds, [720.0, 540.0, 240.0, 240.0, 300.0]);
+    assert_eq!(
+        f.wait_seconds,
+        durations([720.0, 540.0, 240.0, 240.0, 300.0])
+    );
+    assert_eq!((f.wait_seconds.count(), f.wait_seconds.sum()), (5, 2040.0));
     let merged = f.outcome(Outcome::Merged);
-    assert_eq!(merged.time_in_queue_seconds, [4200.0, 1800.0]);
-    assert_eq!(merged.ci_runs, [1, 2]);
+    assert_eq!(merged.time_in_queue_seconds, durations([4200.0, 1800.0]));
+    assert_eq!(merged.ci_runs, CiRuns::of(&CI_RUNS_BUCKETS, [1.0, 2.0]));
     let failed = f.outcome(Outcome::Failed);
     assert_eq!(
-        (
-            failed.time_in_queue_seconds.as_slice(),
-            failed.ci_runs.as_slice()
-        ),
-        (&[1500.0][..], &[3][..])
+        (&failed.time_in_queue_seconds, &failed.ci_runs),
+        (&durations([1500.0]), &CiRuns::of(&CI_RUNS_BUCKETS, [3.0]))
     );
     let cancelled = f.outcome(Outcome::Cancelled);
-    assert_eq!(cancelled.time_in_queue_seconds, [300.0]);
+    assert_eq!(cancelled.time_in_queue_seconds, durations([300.0]));
+    assert_eq!(cancelled.ci_runs, CiRuns::of(&CI_RUNS_BUCKETS, [0.0]));
 }
 
 #[test]
@@ -287,7 +304,7 @@ fn an_entry_read_both_active_and_concluded_waits_once() {
     Arc::make_mut(&mut facts.snapshot)
         .entries
         .push(Arc::new(still_active));
-    assert_eq!(figures(&facts, NOW).wait_seconds.len(), 5);
+    assert_eq!(figures(&facts, NOW).wait_seconds.count(), 5);
 }
 
 #[test]
@@ -365,7 +382,8 @@ fn an_idle_queue_reports_zeros_for_every_series() {
     let f = figures(&facts, NOW);
     assert_eq!((f.depth, f.awaiting_mergeability, f.restarts), (0, 0, 0));
     assert_eq!(f.main.runs_finished, statuses(0, 0, 0));
-    assert_eq!(f.outcomes.len(), 3);
-    assert!(f.outcomes.values().all(|o| o.count == 0));
+    assert!(f.outcomes.iter().all(|o| *o == OutcomeFigures::default()));
+    assert_eq!(f.wait_seconds, Durations::default());
+    assert_eq!(f.main.test_seconds.count(), 0);
     assert_eq!(Outcome::of(EntryState::Testing), None);
 }

@@ -1,7 +1,32 @@
 use super::*;
-use mq_core::metrics::OutcomeFigures;
+use mq_core::metrics::{CiRuns, Durations, OutcomeFigures};
 use mq_core::run::RunStatus;
-use std::collections::BTreeMap;
+
+pub(crate) fn durations(seconds: &[f64]) -> Durations {
+    Durations::of(&names::DURATION_BUCKETS, seconds.iter().copied())
+}
+
+fn ci_runs(runs: &[u32]) -> CiRuns {
+    CiRuns::of(&names::CI_RUNS_BUCKETS, runs.iter().map(|n| f64::from(*n)))
+}
+
+/// Runs finished by status; the statuses not given none.
+fn finished(by_status: &[(RunStatus, u64)]) -> [u64; 3] {
+    FINISHED_STATUSES.map(|status| {
+        let given = by_status.iter().find(|(s, _)| *s == status);
+        given.map_or(0, |(_, n)| *n)
+    })
+}
+
+/// Figures per outcome; the outcomes not given none.
+fn outcomes<const N: usize>(given: [(Outcome, OutcomeFigures); N]) -> [OutcomeFigures; 3] {
+    let mut all: [OutcomeFigures; 3] = Default::default();
+    for (outcome, figures) in given {
+        let i = Outcome::ALL.iter().position(|o| *o == outcome).unwrap();
+        all[i] = figures;
+    }
+    all
+}
 
 pub(crate) fn sample() -> QueueFigures {
     QueueFigures {
@@ -12,29 +37,29 @@ pub(crate) fn sample() -> QueueFigures {
         awaiting_mergeability: 1,
         effects_pending: 2,
         restarts: 3,
-        wait_seconds: vec![45.0, 300.0, 4000.0],
+        wait_seconds: durations(&[45.0, 300.0, 4000.0]),
         main: LaneFigures {
             prs_testing: 2,
             runs_active: 1,
             runs_limit: 2,
-            runs_finished: BTreeMap::from([
+            runs_finished: finished(&[
                 (RunStatus::Succeeded, 4),
                 (RunStatus::Failed, 1),
                 (RunStatus::Cancelled, 2),
             ]),
-            test_seconds: vec![600.0, 600.0, 1200.5],
+            test_seconds: durations(&[600.0, 600.0, 1200.5]),
         },
         bisection: LaneFigures {
             runs_limit: 1,
             ..LaneFigures::default()
         },
-        outcomes: BTreeMap::from([
+        outcomes: outcomes([
             (
                 Outcome::Merged,
                 OutcomeFigures {
                     count: 2,
-                    time_in_queue_seconds: vec![1800.0, 7300.0],
-                    ci_runs: vec![1, 4],
+                    time_in_queue_seconds: durations(&[1800.0, 7300.0]),
+                    ci_runs: ci_runs(&[1, 4]),
                 },
             ),
             (Outcome::Failed, OutcomeFigures::default()),
@@ -172,23 +197,23 @@ fn lane(
     testing: u64,
     active: u64,
     limit: u64,
-    finished: &[(RunStatus, u64)],
+    by_status: &[(RunStatus, u64)],
     test: &[f64],
 ) -> LaneFigures {
     LaneFigures {
         prs_testing: testing,
         runs_active: active,
         runs_limit: limit,
-        runs_finished: finished.iter().copied().collect(),
-        test_seconds: test.to_vec(),
+        runs_finished: finished(by_status),
+        test_seconds: durations(test),
     }
 }
 
-fn outcome(count: u64, time_in_queue: &[f64], ci_runs: &[u32]) -> OutcomeFigures {
+fn outcome(count: u64, time_in_queue: &[f64], runs: &[u32]) -> OutcomeFigures {
     OutcomeFigures {
         count,
-        time_in_queue_seconds: time_in_queue.to_vec(),
-        ci_runs: ci_runs.to_vec(),
+        time_in_queue_seconds: durations(time_in_queue),
+        ci_runs: self::ci_runs(runs),
     }
 }
 
@@ -204,7 +229,7 @@ fn varied() -> Vec<QueueFigures> {
         awaiting_mergeability: 0,
         effects_pending: 0,
         restarts: 0,
-        wait_seconds: vec![],
+        wait_seconds: durations(&[]),
         main: LaneFigures::default(),
         bisection: lane(
             3,
@@ -213,7 +238,7 @@ fn varied() -> Vec<QueueFigures> {
             &[(RunStatus::Failed, 7)],
             &[0.001, 59.9999, 60.0001],
         ),
-        outcomes: BTreeMap::new(),
+        outcomes: Default::default(),
     };
     let early_branch = QueueFigures {
         repo: "zeta/zed".into(),
@@ -223,10 +248,10 @@ fn varied() -> Vec<QueueFigures> {
         awaiting_mergeability: (1 << 53) + 1,
         effects_pending: 1 << 53,
         restarts: (1 << 53) - 1,
-        wait_seconds: vec![-0.0],
+        wait_seconds: durations(&[-0.0]),
         main: lane(0, 0, 1, &[], &[f64::NAN, 2.0]),
         bisection: lane(0, 0, 0, &[], &[f64::INFINITY]),
-        outcomes: BTreeMap::from([
+        outcomes: outcomes([
             (Outcome::Cancelled, outcome(1, &[-1.5], &[0])),
             (Outcome::Merged, outcome(1, &[1e20], &[u32::MAX])),
         ]),
@@ -239,7 +264,7 @@ fn varied() -> Vec<QueueFigures> {
         awaiting_mergeability: 0,
         effects_pending: 1,
         restarts: 0,
-        wait_seconds: vec![0.1, 0.2, 0.3, 1e-7, 123_456.789],
+        wait_seconds: durations(&[0.1, 0.2, 0.3, 1e-7, 123_456.789]),
         main: lane(
             4,
             2,
@@ -248,7 +273,7 @@ fn varied() -> Vec<QueueFigures> {
             &[300.0, 300.25, 899.999, 900.0, 5400.0, 7200.0, 7200.001],
         ),
         bisection: lane(0, 0, 1, &[], &[]),
-        outcomes: BTreeMap::from([
+        outcomes: outcomes([
             (
                 Outcome::Merged,
                 outcome(9, &[61.5, 0.5, 3599.75], &[1, 2, 3, 4, 5, 10, 11]),
@@ -260,13 +285,13 @@ fn varied() -> Vec<QueueFigures> {
     let mut probe = sample();
     probe.repo = "acme/probe".into();
     probe.state = QueueState::Running;
-    probe.wait_seconds = vec![0.3, 0.6, 0.9, 1.2];
+    probe.wait_seconds = durations(&[0.3, 0.6, 0.9, 1.2]);
     let mut rocket_elsewhere = sample();
     rocket_elsewhere.depth = 7;
     rocket_elsewhere.state = QueueState::Running;
-    rocket_elsewhere.wait_seconds = vec![0.1, 0.7];
-    rocket_elsewhere.main.test_seconds = vec![1.25];
-    rocket_elsewhere.main.runs_finished = BTreeMap::from([(RunStatus::Failed, 9)]);
+    rocket_elsewhere.wait_seconds = durations(&[0.1, 0.7]);
+    rocket_elsewhere.main.test_seconds = durations(&[1.25]);
+    rocket_elsewhere.main.runs_finished = finished(&[(RunStatus::Failed, 9)]);
     vec![
         sample(),
         escaped,
@@ -343,7 +368,7 @@ fn the_text_fits_in_the_string_sized_for_it() {
     for q in 0..50 {
         let mut figures = sample();
         figures.branch = format!("release/{q:02}");
-        figures.wait_seconds = vec![1.0 / 3.0; 20];
+        figures.wait_seconds = durations(&[1.0 / 3.0; 20]);
         many.push(figures);
     }
     for queues in [varied(), many] {

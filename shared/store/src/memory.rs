@@ -10,7 +10,7 @@ use mq_core::engine::PendingEffect;
 use mq_core::entry::{Entry, UploadedTargets};
 use mq_core::history::Restart;
 use mq_core::ids::{OrgId, PrNumber, QueueId, Sha};
-use mq_core::metrics::{ConcludedEntry, FinishedRun};
+use mq_core::metrics::{ConcludedEntry, FinishedRun, History, QueueFacts, Window};
 use mq_core::run::TestRun;
 use mq_core::snapshot::{Commit, Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
@@ -61,6 +61,35 @@ fn between<K: Ord, V: Clone>(
         .take_while(|(k, _)| at(k) < to)
         .map(|(_, v)| v.clone())
         .collect()
+}
+
+impl QueueHistory {
+    fn concluded_in(&self, w: Window) -> Vec<ConcludedEntry> {
+        between(&self.concluded, (w.from, String::new()), w.to, |k| k.0)
+    }
+
+    fn finished_in(&self, w: Window) -> Vec<FinishedRun> {
+        between(&self.finished_runs, (w.from, String::new()), w.to, |k| k.0)
+    }
+
+    fn restarts_in(&self, w: Window) -> Vec<Restart> {
+        between(&self.restarts, (w.from, String::new(), 0), w.to, |k| k.0)
+    }
+
+    fn history_in(&self, w: Window) -> History {
+        History {
+            concluded: self.concluded_in(w),
+            finished_runs: self.finished_in(w),
+            restarts: self.restarts_in(w),
+        }
+    }
+}
+
+impl Inner {
+    /// What `read` takes of a queue's history; nothing for a queue without any.
+    fn history_of<T: Default>(&self, id: &QueueId, read: impl Fn(&QueueHistory) -> T) -> T {
+        self.history.get(id).map_or_else(T::default, read)
+    }
 }
 
 /// A queue's live items, as the DynamoDB adapter keeps them in the queue's partition.
@@ -334,12 +363,8 @@ impl QueueStore for MemoryStore {
         from: Timestamp,
         to: Timestamp,
     ) -> StoreResult<Vec<ConcludedEntry>> {
-        let inner = self.lock();
-        let Some(history) = inner.history.get(id) else {
-            return Ok(Vec::new());
-        };
-        let start = (from, String::new());
-        Ok(between(&history.concluded, start, to, |k| k.0))
+        let window = Window { from, to };
+        Ok(self.lock().history_of(id, |h| h.concluded_in(window)))
     }
 
     async fn runs_finished_between(
@@ -348,12 +373,8 @@ impl QueueStore for MemoryStore {
         from: Timestamp,
         to: Timestamp,
     ) -> StoreResult<Vec<FinishedRun>> {
-        let inner = self.lock();
-        let Some(history) = inner.history.get(id) else {
-            return Ok(Vec::new());
-        };
-        let start = (from, String::new());
-        Ok(between(&history.finished_runs, start, to, |k| k.0))
+        let window = Window { from, to };
+        Ok(self.lock().history_of(id, |h| h.finished_in(window)))
     }
 
     async fn restarts_between(
@@ -362,12 +383,28 @@ impl QueueStore for MemoryStore {
         from: Timestamp,
         to: Timestamp,
     ) -> StoreResult<Vec<Restart>> {
-        let inner = self.lock();
-        let Some(history) = inner.history.get(id) else {
-            return Ok(Vec::new());
-        };
-        let start = (from, String::new(), 0);
-        Ok(between(&history.restarts, start, to, |k| k.0))
+        let window = Window { from, to };
+        Ok(self.lock().history_of(id, |h| h.restarts_in(window)))
+    }
+
+    async fn history(&self, id: &QueueId, window: Window) -> StoreResult<History> {
+        Ok(self.lock().history_of(id, |h| h.history_in(window)))
+    }
+
+    /// Every queue's facts read under one lock: nothing to wait for, so nothing to overlap.
+    async fn metrics_facts(
+        &self,
+        queues: &[Queue],
+        now: Timestamp,
+    ) -> StoreResult<Vec<QueueFacts>> {
+        let mut inner = self.lock();
+        let facts = queues.iter().filter_map(|queue| {
+            let snapshot = inner.live.get_mut(&queue.id)?.shared_snapshot();
+            let window = Window::last_hour(queue, now);
+            let history = inner.history_of(&queue.id, |h| h.history_in(window));
+            Some(QueueFacts { snapshot, history })
+        });
+        Ok(facts.collect())
     }
 
     async fn acquire_lease(

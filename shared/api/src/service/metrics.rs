@@ -1,43 +1,19 @@
 //! Metrics: each queue's figures, from its snapshot and the last hour of its history.
 //!
-//! A queue costs four `Query`s (snapshot, conclusions, finished runs, restarts), run at once;
-//! an organisation's queues are loaded [`PARALLEL_QUEUES`] at a time, so 50 queues take a few
-//! round trips, not 200.
+//! The store reads an organisation's queues' facts ([`QueueStore::metrics_facts`]: on
+//! DynamoDB, four `Query`s per queue, several queues at once), and the figures are computed
+//! from them.
 
 use crate::app::App;
 use crate::error::ApiError;
-use futures_util::{StreamExt, TryStreamExt, stream};
 use mq_core::DomainError;
 use mq_core::error::ErrorCode;
 use mq_core::ids::{OrgId, RepoRef};
-use mq_core::metrics::{History, QueueFacts, QueueFigures, Window, figures};
+use mq_core::metrics::{QueueFacts, QueueFigures, Window, figures};
 use mq_core::snapshot::{Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
 use mq_store::{QueueStore, StoreError};
 use std::sync::Arc;
-
-/// Queues loaded at once for one request.
-pub const PARALLEL_QUEUES: usize = 16;
-
-/// The last hour of a queue's history before `now`.
-pub async fn history(
-    store: &dyn QueueStore,
-    queue: &Queue,
-    now: Timestamp,
-) -> Result<History, StoreError> {
-    let window = Window::last_hour(queue, now);
-    let (id, from, to) = (&queue.id, window.from, window.to);
-    let (concluded, finished_runs, restarts) = tokio::try_join!(
-        store.concluded_between(id, from, to),
-        store.runs_finished_between(id, from, to),
-        store.restarts_between(id, from, to),
-    )?;
-    Ok(History {
-        concluded,
-        finished_runs,
-        restarts,
-    })
-}
 
 /// The figures of a queue whose snapshot the caller already holds (as the tick does).
 pub async fn figures_of_snapshot(
@@ -45,21 +21,10 @@ pub async fn figures_of_snapshot(
     snapshot: QueueSnapshot,
     now: Timestamp,
 ) -> Result<QueueFigures, StoreError> {
-    let history = history(store, &snapshot.queue, now).await?;
+    let window = Window::last_hour(&snapshot.queue, now);
+    let history = store.history(&snapshot.queue.id, window).await?;
     let snapshot = Arc::new(snapshot);
     Ok(figures(&QueueFacts { snapshot, history }, now))
-}
-
-/// The figures of one queue at `now`, snapshot and history read at once; `None` when the
-/// queue is gone.
-pub async fn figures_of_queue(
-    store: &dyn QueueStore,
-    queue: &Queue,
-    now: Timestamp,
-) -> Result<Option<QueueFigures>, StoreError> {
-    let (snapshot, history) =
-        tokio::try_join!(store.load_shared(&queue.id), history(store, queue, now))?;
-    Ok(snapshot.map(|snapshot| figures(&QueueFacts { snapshot, history }, now)))
 }
 
 /// The figures of the organisation's queues, or of its queues on `repo`, ordered by
@@ -77,16 +42,8 @@ pub async fn figures_of(
             .then_with(|| a.branch.cmp(&b.branch))
     });
     let now = app.now();
-    let store = app.store.as_ref();
-    let loads: Vec<_> = queues
-        .iter()
-        .map(|queue| figures_of_queue(store, queue, now))
-        .collect();
-    let loaded: Vec<Option<QueueFigures>> = stream::iter(loads)
-        .buffered(PARALLEL_QUEUES)
-        .try_collect()
-        .await?;
-    Ok(loaded.into_iter().flatten().collect())
+    let facts = app.store.metrics_facts(&queues, now).await?;
+    Ok(facts.iter().map(|facts| figures(facts, now)).collect())
 }
 
 async fn queues_of(app: &App, org: &OrgId, repo: Option<&RepoRef>) -> Result<Vec<Queue>, ApiError> {

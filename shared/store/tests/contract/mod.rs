@@ -11,7 +11,7 @@ pub use idempotency::*;
 use fixtures::*;
 use mq_core::entry::EntryState;
 use mq_core::ids::{QueueId, Sha};
-use mq_core::metrics::{ConcludedEntry, FinishedRun};
+use mq_core::metrics::{ConcludedEntry, FinishedRun, History, Window};
 use mq_core::run::{RunStatus, TestRun};
 use mq_core::snapshot::{Commit, QueueSnapshot};
 use mq_core::time::Timestamp;
@@ -63,6 +63,7 @@ macro_rules! all_contract_tests {
             uploaded_targets_are_kept_per_pull_request,
             uploaded_targets_recorded_by_a_commit_share_its_fate,
             restarts_are_kept_as_history,
+            metrics_facts_are_each_queues_snapshot_and_last_hour,
             health_settings_are_versioned,
             test_case_writes_are_conditional_on_the_version,
             lists_are_in_id_order_and_page_both_ways,
@@ -964,6 +965,70 @@ pub async fn restarts_are_kept_as_history(store: Arc<dyn Store>) {
             .await
             .unwrap()
             .is_empty()
+    );
+}
+
+/// The metrics' read of several queues gives, for each queue still there and in the order
+/// asked, what `load_shared` and the three history reads give.
+pub async fn metrics_facts_are_each_queues_snapshot_and_last_hour(store: Arc<dyn Store>) {
+    let rocket = create(&*store, "rocket").await;
+    let probe = create(&*store, "probe").await;
+    let mut with_entries = rocket.clone();
+    with_entries.entries = vec![
+        Arc::new(entry(1, EntryState::Testing, T0)),
+        Arc::new(entry(2, EntryState::Testing, T0)),
+    ];
+    store
+        .commit(&commit(&rocket, with_entries, vec![], vec![], T0))
+        .await
+        .unwrap();
+    let t1 = T0.plus_millis(60_000);
+    let snap = store.load(&rocket.queue.id).await.unwrap().unwrap();
+    let mut after = snap.clone();
+    let mut restarted = (*after.entries[1]).clone();
+    restarted.restarts = 1;
+    after.entries = vec![Arc::new(restarted)];
+    let merged = concluded((*snap.entries[0]).clone(), EntryState::Merged, t1);
+    store
+        .commit(&commit(&snap, after, vec![merged.clone()], vec![], t1))
+        .await
+        .unwrap();
+
+    let gone = queue("acme", "hive", "main");
+    let asked = [probe.queue.clone(), gone, rocket.queue.clone()];
+    let now = t1.plus_millis(30 * 60_000);
+    let facts = store.metrics_facts(&asked, now).await.unwrap();
+    let ids: Vec<_> = facts.iter().map(|f| f.snapshot.queue.id.clone()).collect();
+    assert_eq!(ids, [probe.queue.id.clone(), rocket.queue.id.clone()]);
+    for (facts, queue) in facts.iter().zip([&probe.queue, &rocket.queue]) {
+        let snapshot = store.load(&queue.id).await.unwrap().unwrap();
+        assert_eq!(*facts.snapshot, snapshot);
+        let window = Window::last_hour(queue, now);
+        let (from, to) = (window.from, window.to);
+        let three_reads = History {
+            concluded: store.concluded_between(&queue.id, from, to).await.unwrap(),
+            finished_runs: store
+                .runs_finished_between(&queue.id, from, to)
+                .await
+                .unwrap(),
+            restarts: store.restarts_between(&queue.id, from, to).await.unwrap(),
+        };
+        assert_eq!(facts.history, three_reads);
+        assert_eq!(store.history(&queue.id, window).await.unwrap(), three_reads);
+    }
+    let history = &facts[1].history;
+    assert_eq!(history.concluded, [ConcludedEntry::of(&merged)]);
+    assert_eq!(history.restarts.len(), 1);
+    assert_eq!(facts[0].history, History::default());
+
+    let later = store
+        .metrics_facts(&asked, t1.plus_millis(61 * 60_000))
+        .await
+        .unwrap();
+    assert_eq!(
+        later[1].history,
+        History::default(),
+        "an hour on, none of it"
     );
 }
 

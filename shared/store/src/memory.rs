@@ -391,18 +391,25 @@ impl QueueStore for MemoryStore {
         Ok(self.lock().history_of(id, |h| h.history_in(window)))
     }
 
-    /// Every queue's facts read under one lock: nothing to wait for, so nothing to overlap.
+    /// Every queue's facts read under one lock, from the queues themselves: nothing to wait
+    /// for, so nothing to overlap, and no list to copy first.
     async fn metrics_facts(
         &self,
-        queues: &[Queue],
+        org: &OrgId,
+        repo_key: Option<&str>,
         now: Timestamp,
     ) -> StoreResult<Vec<QueueFacts>> {
         let mut inner = self.lock();
-        let facts = queues.iter().filter_map(|queue| {
-            let snapshot = inner.live.get_mut(&queue.id)?.shared_snapshot();
-            let window = Window::last_hour(queue, now);
-            let history = inner.history_of(&queue.id, |h| h.history_in(window));
-            Some(QueueFacts { snapshot, history })
+        let Inner { live, history, .. } = &mut *inner;
+        let wanted =
+            |queue: &Queue| &queue.org == org && repo_key.is_none_or(|key| queue.repo.key() == key);
+        let facts = live.values_mut().filter(|l| wanted(&l.queue)).map(|live| {
+            let window = Window::last_hour(&live.queue, now);
+            let history = history.get(&live.queue.id);
+            QueueFacts {
+                history: history.map_or_else(History::default, |h| h.history_in(window)),
+                snapshot: live.shared_snapshot(),
+            }
         });
         Ok(facts.collect())
     }

@@ -170,19 +170,29 @@ pub trait QueueStore: Send + Sync {
         })
     }
 
-    /// What the metrics of `queues` at `now` are computed from: each queue's snapshot (as
-    /// [`QueueStore::load_shared`] reads it) and its history of the last hour
-    /// ([`Window::last_hour`]), in the order of `queues`; a queue gone since the list was read
-    /// is left out. The default reads [`PARALLEL_QUEUES`] queues at a time, each queue's
-    /// snapshot and history at once (four requests), so 50 queues take a few round trips, not
-    /// 200.
+    /// What the metrics at `now` of an organisation's queues are computed from, or of its
+    /// queues on one repository (`repo_key`, as [`RepoRef::key`](mq_core::ids::RepoRef::key)):
+    /// each queue's snapshot (as [`QueueStore::load_shared`] reads it) and its history of the
+    /// last hour ([`Window::last_hour`]), in no particular order. The default lists the queues,
+    /// then reads [`PARALLEL_QUEUES`] queues at a time, each queue's snapshot and history at
+    /// once (four requests), so 50 queues take a few round trips, not 200; a queue deleted in
+    /// between is left out.
     async fn metrics_facts(
         &self,
-        queues: &[Queue],
+        org: &OrgId,
+        repo_key: Option<&str>,
         now: Timestamp,
     ) -> StoreResult<Vec<QueueFacts>> {
+        let queues = match repo_key {
+            None => self.queues_of_org(org).await?,
+            Some(key) => {
+                let mut queues = self.queues_of_repo(key).await?;
+                queues.retain(|q| &q.org == org);
+                queues
+            }
+        };
         let mut reads = Vec::with_capacity(queues.len());
-        for queue in queues {
+        for queue in &queues {
             reads.push(facts_of_queue(self, queue, now));
         }
         let loaded: Vec<Option<QueueFacts>> = stream::iter(reads)

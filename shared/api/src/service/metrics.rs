@@ -10,7 +10,7 @@ use mq_core::DomainError;
 use mq_core::error::ErrorCode;
 use mq_core::ids::{OrgId, RepoRef};
 use mq_core::metrics::{QueueFacts, QueueFigures, Window, figures};
-use mq_core::snapshot::{Queue, QueueSnapshot};
+use mq_core::snapshot::QueueSnapshot;
 use mq_core::time::Timestamp;
 use mq_store::{QueueStore, StoreError};
 use std::sync::Arc;
@@ -35,36 +35,23 @@ pub async fn figures_of(
     org: &OrgId,
     repo: Option<&RepoRef>,
 ) -> Result<Vec<QueueFigures>, ApiError> {
-    let mut queues = queues_of(app, org, repo).await?;
-    queues.sort_by(|a, b| {
-        a.repo
-            .cmp_key(&b.repo)
-            .then_with(|| a.branch.cmp(&b.branch))
-    });
     let now = app.now();
-    let facts = app.store.metrics_facts(&queues, now).await?;
-    Ok(facts.iter().map(|facts| figures(facts, now)).collect())
-}
-
-async fn queues_of(app: &App, org: &OrgId, repo: Option<&RepoRef>) -> Result<Vec<Queue>, ApiError> {
-    let Some(repo) = repo else {
-        return Ok(app.store.queues_of_org(org).await?);
-    };
-    let mine: Vec<Queue> = app
-        .store
-        .queues_of_repo(&repo.key())
-        .await?
-        .into_iter()
-        .filter(|q| &q.org == org)
-        .collect();
-    if mine.is_empty() {
+    let key = repo.map(RepoRef::key);
+    let mut facts = app.store.metrics_facts(org, key.as_deref(), now).await?;
+    if let Some(repo) = repo.filter(|_| facts.is_empty()) {
         return Err(DomainError::not_found(
             ErrorCode::QueueNotFound,
             format!("no queue of your organisation on repository {repo}"),
         )
         .into());
     }
-    Ok(mine)
+    facts.sort_by(|a, b| {
+        let (a, b) = (&a.snapshot.queue, &b.snapshot.queue);
+        a.repo
+            .cmp_key(&b.repo)
+            .then_with(|| a.branch.cmp(&b.branch))
+    });
+    Ok(facts.iter().map(|facts| figures(facts, now)).collect())
 }
 
 #[cfg(test)]
@@ -72,6 +59,7 @@ mod tests {
     use super::*;
     use crate::app::ManualClock;
     use mq_core::settings::{QueueConfig, QueueState};
+    use mq_core::snapshot::Queue;
     use mq_store::MemoryStore;
 
     const NOW: Timestamp = Timestamp(1_795_000_000_000);

@@ -968,8 +968,8 @@ pub async fn restarts_are_kept_as_history(store: Arc<dyn Store>) {
     );
 }
 
-/// The metrics' read of several queues gives, for each queue still there and in the order
-/// asked, what `load_shared` and the three history reads give.
+/// The metrics' read of an organisation's queues gives, for each of its queues (on one
+/// repository, when asked), what `load_shared` and the three history reads give.
 pub async fn metrics_facts_are_each_queues_snapshot_and_last_hour(store: Arc<dyn Store>) {
     let rocket = create(&*store, "rocket").await;
     let probe = create(&*store, "probe").await;
@@ -994,10 +994,13 @@ pub async fn metrics_facts_are_each_queues_snapshot_and_last_hour(store: Arc<dyn
         .await
         .unwrap();
 
-    let gone = queue("acme", "hive", "main");
-    let asked = [probe.queue.clone(), gone, rocket.queue.clone()];
+    let umbrella = queue("umbrella", "hive", "main");
+    store.create_queue(&umbrella).await.unwrap();
+
     let now = t1.plus_millis(30 * 60_000);
-    let facts = store.metrics_facts(&asked, now).await.unwrap();
+    let acme = org("acme");
+    let mut facts = store.metrics_facts(&acme, None, now).await.unwrap();
+    facts.sort_by_key(|f| f.snapshot.queue.repo.name.clone());
     let ids: Vec<_> = facts.iter().map(|f| f.snapshot.queue.id.clone()).collect();
     assert_eq!(ids, [probe.queue.id.clone(), rocket.queue.id.clone()]);
     for (facts, queue) in facts.iter().zip([&probe.queue, &rocket.queue]) {
@@ -1021,14 +1024,21 @@ pub async fn metrics_facts_are_each_queues_snapshot_and_last_hour(store: Arc<dyn
     assert_eq!(history.restarts.len(), 1);
     assert_eq!(facts[0].history, History::default());
 
+    let key = rocket.queue.repo.key();
+    let one = store.metrics_facts(&acme, Some(&key), now).await.unwrap();
+    assert_eq!(one, facts[1..], "the queues on one repository");
+    let hive = umbrella.repo.key();
+    let theirs = store.metrics_facts(&acme, Some(&hive), now).await.unwrap();
+    assert!(theirs.is_empty(), "another organisation's queue");
+    let an_hour_on = t1.plus_millis(61 * 60_000);
     let later = store
-        .metrics_facts(&asked, t1.plus_millis(61 * 60_000))
+        .metrics_facts(&acme, Some(&key), an_hour_on)
         .await
         .unwrap();
     assert_eq!(
-        later[1].history,
+        later[0].history,
         History::default(),
-        "an hour on, none of it"
+        "none of it an hour on"
     );
 }
 

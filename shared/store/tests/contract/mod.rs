@@ -884,19 +884,24 @@ pub async fn uploaded_targets_recorded_by_a_commit_share_its_fate(store: Arc<dyn
     assert_eq!(store.uploaded_targets(&id, 8).await.unwrap(), None);
 }
 
-/// Increases of entries' restart counters are kept with their time and read back by window.
-pub async fn restarts_are_kept_as_history(store: Arc<dyn Store>) {
-    let before = create(&*store, "rocket").await;
-    let id = before.queue.id.clone();
-    let mut first = before.clone();
-    first.entries = vec![
+/// Commits #1 and #2, both testing, at `T0` into the new queue `before`.
+async fn two_testing_entries(store: &dyn Store, before: &QueueSnapshot) {
+    let mut after = before.clone();
+    after.entries = vec![
         Arc::new(entry(1, EntryState::Testing, T0)),
         Arc::new(entry(2, EntryState::Testing, T0)),
     ];
     store
-        .commit(&commit(&before, first, vec![], vec![], T0))
+        .commit(&commit(before, after, vec![], vec![], T0))
         .await
         .unwrap();
+}
+
+/// Increases of entries' restart counters are kept with their time and read back by window.
+pub async fn restarts_are_kept_as_history(store: Arc<dyn Store>) {
+    let before = create(&*store, "rocket").await;
+    let id = before.queue.id.clone();
+    two_testing_entries(&*store, &before).await;
 
     let (t1, t2, t3) = (
         T0.plus_millis(60_000),
@@ -973,15 +978,7 @@ pub async fn restarts_are_kept_as_history(store: Arc<dyn Store>) {
 pub async fn metrics_facts_are_each_queues_snapshot_and_last_hour(store: Arc<dyn Store>) {
     let rocket = create(&*store, "rocket").await;
     let probe = create(&*store, "probe").await;
-    let mut with_entries = rocket.clone();
-    with_entries.entries = vec![
-        Arc::new(entry(1, EntryState::Testing, T0)),
-        Arc::new(entry(2, EntryState::Testing, T0)),
-    ];
-    store
-        .commit(&commit(&rocket, with_entries, vec![], vec![], T0))
-        .await
-        .unwrap();
+    two_testing_entries(&*store, &rocket).await;
     let t1 = T0.plus_millis(60_000);
     let snap = store.load(&rocket.queue.id).await.unwrap().unwrap();
     let mut after = snap.clone();

@@ -447,6 +447,23 @@ impl TestHealthStore for FaultyStore {
         self.inner.get_test_cases(scope, ids).await
     }
 
+    async fn settings_and_test_cases(
+        &self,
+        scope: &HealthScope,
+        ids: &[Uuid],
+    ) -> StoreResult<(Option<RepoHealthSettings>, Vec<TestCase>)> {
+        self.inject(Call::Read)?;
+        self.inner.settings_and_test_cases(scope, ids).await
+    }
+
+    async fn settings_and_codeowners(
+        &self,
+        scope: &HealthScope,
+    ) -> StoreResult<(Option<RepoHealthSettings>, Option<String>)> {
+        self.inject(Call::Read)?;
+        self.inner.settings_and_codeowners(scope).await
+    }
+
     async fn put_test_cases(&self, cases: &[TestCase]) -> StoreResult<Vec<Uuid>> {
         self.inject(Call::Write)?;
         self.inner.put_test_cases(cases).await

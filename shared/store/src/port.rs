@@ -402,6 +402,30 @@ pub trait TestHealthStore: Send + Sync {
     async fn get_test_cases(&self, scope: &HealthScope, ids: &[Uuid])
     -> StoreResult<Vec<TestCase>>;
 
+    /// The repository's settings and its stored test cases among `ids`, read together: what
+    /// [`TestHealthStore::health_settings`] and [`TestHealthStore::get_test_cases`] read. The
+    /// default reads one, then the other; on DynamoDB the settings are one more key of the
+    /// first `BatchGetItem`, so that up to 99 test cases and the settings are one request.
+    async fn settings_and_test_cases(
+        &self,
+        scope: &HealthScope,
+        ids: &[Uuid],
+    ) -> StoreResult<(Option<RepoHealthSettings>, Vec<TestCase>)> {
+        let settings = self.health_settings(scope).await?;
+        Ok((settings, self.get_test_cases(scope, ids).await?))
+    }
+
+    /// The repository's settings and its CODEOWNERS text, read together: what
+    /// [`TestHealthStore::health_settings`] and [`TestHealthStore::codeowners`] read. The
+    /// default reads one, then the other; on DynamoDB one `BatchGetItem` of the two items.
+    async fn settings_and_codeowners(
+        &self,
+        scope: &HealthScope,
+    ) -> StoreResult<(Option<RepoHealthSettings>, Option<String>)> {
+        let settings = self.health_settings(scope).await?;
+        Ok((settings, self.codeowners(scope).await?))
+    }
+
     /// Writes test cases whose `version` is one more than the stored one (1: new). Returns
     /// the ids of those not written because the stored version differs.
     async fn put_test_cases(&self, cases: &[TestCase]) -> StoreResult<Vec<Uuid>>;

@@ -164,13 +164,8 @@ impl TestHealthStore for DynamoStore {
     }
 
     async fn codeowners(&self, scope: &HealthScope) -> StoreResult<Option<String>> {
-        let Some(item) = self.health_get(&repo_pk(scope), CODEOWNERS_SK).await? else {
-            return Ok(None);
-        };
-        if let Some(AttributeValue::B(gz)) = item.get("gz") {
-            return crate::codeowners::decompress(gz.as_ref()).map(Some);
-        }
-        Ok(get_s(&item, "text").map(str::to_owned))
+        let item = self.health_get(&repo_pk(scope), CODEOWNERS_SK).await?;
+        Ok(item.map(|item| codeowners_of(&item)).transpose()?.flatten())
     }
 
     async fn put_codeowners(&self, scope: &HealthScope, text: &str) -> StoreResult<()> {
@@ -196,20 +191,38 @@ impl TestHealthStore for DynamoStore {
         scope: &HealthScope,
         ids: &[Uuid],
     ) -> StoreResult<Vec<TestCase>> {
-        let mut cases = Vec::with_capacity(ids.len());
-        for chunk in ids.chunks(MAX_BATCH_GET) {
-            let keys = chunk
-                .iter()
-                .map(|id| super::codec::key(&case_pk(&scope.org, *id), CASE_SK))
-                .collect();
-            for item in self.health_batch_get(keys).await? {
-                let case: TestCase = from_item(item)?;
-                if case.repo.key() == scope.repo_key {
-                    cases.push(case);
-                }
-            }
-        }
+        let (_, cases) = self.repo_items_and_cases(scope, &[], ids).await?;
         Ok(cases)
+    }
+
+    async fn settings_and_test_cases(
+        &self,
+        scope: &HealthScope,
+        ids: &[Uuid],
+    ) -> StoreResult<(Option<RepoHealthSettings>, Vec<TestCase>)> {
+        let (mut repo_items, cases) = self
+            .repo_items_and_cases(scope, &[SETTINGS_SK], ids)
+            .await?;
+        let settings = repo_items.pop().flatten().map(from_item).transpose()?;
+        Ok((settings, cases))
+    }
+
+    async fn settings_and_codeowners(
+        &self,
+        scope: &HealthScope,
+    ) -> StoreResult<(Option<RepoHealthSettings>, Option<String>)> {
+        let (repo_items, _) = self
+            .repo_items_and_cases(scope, &[SETTINGS_SK, CODEOWNERS_SK], &[])
+            .await?;
+        let [settings, codeowners] = <[Option<Item>; 2]>::try_from(repo_items)
+            .map_err(|_| StoreError::internal("two repository items asked, not two answered"))?;
+        Ok((
+            settings.map(from_item).transpose()?,
+            codeowners
+                .map(|item| codeowners_of(&item))
+                .transpose()?
+                .flatten(),
+        ))
     }
 
     async fn put_test_cases(&self, cases: &[TestCase]) -> StoreResult<Vec<Uuid>> {
@@ -384,6 +397,28 @@ impl TestHealthStore for DynamoStore {
     }
 }
 
+/// The keys of a repository's items with these sort keys.
+fn repo_item_keys(scope: &HealthScope, sks: &[&str]) -> Vec<Item> {
+    let pk = repo_pk(scope);
+    sks.iter().map(|sk| super::codec::key(&pk, sk)).collect()
+}
+
+/// The keys of the organisation's test cases with these ids.
+fn case_keys(scope: &HealthScope, ids: &[Uuid]) -> Vec<Item> {
+    ids.iter()
+        .map(|id| super::codec::key(&case_pk(&scope.org, *id), CASE_SK))
+        .collect()
+}
+
+/// The CODEOWNERS text of its item: gzip-compressed (`gz`), or as written before compression
+/// (`text`).
+fn codeowners_of(item: &Item) -> StoreResult<Option<String>> {
+    if let Some(AttributeValue::B(gz)) = item.get("gz") {
+        return crate::codeowners::decompress(gz.as_ref()).map(Some);
+    }
+    Ok(get_s(item, "text").map(str::to_owned))
+}
+
 fn upload_item(upload: &UploadRecord) -> StoreResult<Item> {
     to_item(
         upload,
@@ -418,6 +453,39 @@ impl DynamoStore {
                 .expression_attribute_values(":false", AttributeValue::Bool(false)),
             _ => query,
         }
+    }
+
+    /// The repository's items with these sort keys (`SETTINGS`, `CODEOWNERS`), each or `None`
+    /// in the order asked, and its stored test cases among `ids`: `BatchGetItem`s of up to 100
+    /// keys, the repository's items in the first.
+    async fn repo_items_and_cases(
+        &self,
+        scope: &HealthScope,
+        repo_sks: &[&str],
+        ids: &[Uuid],
+    ) -> StoreResult<(Vec<Option<Item>>, Vec<TestCase>)> {
+        let mut keys = repo_item_keys(scope, repo_sks);
+        keys.extend(case_keys(scope, ids));
+        let mut repo_items: Vec<Option<Item>> = vec![None; repo_sks.len()];
+        let mut cases = Vec::with_capacity(ids.len());
+        while !keys.is_empty() {
+            let rest = keys.split_off(keys.len().min(MAX_BATCH_GET));
+            let chunk = std::mem::replace(&mut keys, rest);
+            for item in self.health_batch_get(chunk).await? {
+                let sk = get_s(&item, SK).unwrap_or_default();
+                if sk != CASE_SK {
+                    if let Some(slot) = repo_sks.iter().position(|asked| *asked == sk) {
+                        repo_items[slot] = Some(item);
+                    }
+                    continue;
+                }
+                let case: TestCase = from_item(item)?;
+                if case.repo.key() == scope.repo_key {
+                    cases.push(case);
+                }
+            }
+        }
+        Ok((repo_items, cases))
     }
 
     async fn health_get(&self, pk: &str, sk: &str) -> StoreResult<Option<Item>> {

@@ -131,6 +131,51 @@ pub async fn test_case_writes_are_conditional_on_the_version(store: Arc<dyn Stor
     );
 }
 
+pub async fn repository_items_are_read_with_test_cases(store: Arc<dyn Store>) {
+    let s = scope("acme");
+    assert_eq!(
+        store.settings_and_test_cases(&s, &[Uuid::nil()]).await,
+        Ok((None, vec![]))
+    );
+    assert_eq!(store.settings_and_codeowners(&s).await, Ok((None, None)));
+    // More test cases than one DynamoDB batch read holds with the settings.
+    let mut cases: Vec<TestCase> = (0..150)
+        .map(|i| case("acme", &format!("t{i:03}"), StatusKind::Healthy))
+        .collect();
+    assert!(store.put_test_cases(&cases).await.unwrap().is_empty());
+    let settings = RepoHealthSettings {
+        quarantining: true,
+        version: 1,
+        ..RepoHealthSettings::default()
+    };
+    store.put_health_settings(&s, &settings).await.unwrap();
+
+    let mut asked = ids(&cases);
+    asked.insert(70, Uuid::nil());
+    let (read_settings, mut read) = store.settings_and_test_cases(&s, &asked).await.unwrap();
+    read.sort_by_key(|c| c.name_for_sort());
+    cases.sort_by_key(|c| c.name_for_sort());
+    assert_eq!(read_settings.as_ref(), Some(&settings));
+    assert_eq!(read, cases, "every stored test case asked for, once");
+    assert_eq!(
+        store
+            .settings_and_test_cases(&scope("umbrella"), &asked)
+            .await,
+        Ok((None, vec![])),
+        "another organisation's scope reads neither"
+    );
+
+    assert_eq!(
+        store.settings_and_codeowners(&s).await,
+        Ok((Some(settings.clone()), None))
+    );
+    store.put_codeowners(&s, "* @acme/all").await.unwrap();
+    assert_eq!(
+        store.settings_and_codeowners(&s).await,
+        Ok((Some(settings), Some("* @acme/all".to_owned())))
+    );
+}
+
 trait SortName {
     fn name_for_sort(&self) -> String;
 }

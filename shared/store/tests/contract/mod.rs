@@ -66,6 +66,7 @@ macro_rules! all_contract_tests {
             metrics_facts_are_each_queues_snapshot_and_last_hour,
             health_settings_are_versioned,
             test_case_writes_are_conditional_on_the_version,
+            repository_items_are_read_with_test_cases,
             lists_are_in_id_order_and_page_both_ways,
             a_status_change_moves_a_test_between_lists,
             quarantine_list_can_hold_overrides_only,

@@ -103,7 +103,7 @@ const EXPECTED: &[(&str, &str, usize, &str, usize)] = &[
         "flaky-tests/upload",
         "a report of a few test cases, all new",
         1,
-        "PutItem TestHealth ×2, GetItem TestHealth ×2, BatchWriteItem TestHealth, BatchGetItem TestHealth, TransactWriteItems TestHealth",
+        "PutItem TestHealth ×2, BatchGetItem TestHealth ×2, BatchWriteItem TestHealth, TransactWriteItems TestHealth",
         0,
     ),
     (
@@ -131,14 +131,14 @@ const EXPECTED: &[(&str, &str, usize, &str, usize)] = &[
         "flaky-tests/check-quarantined",
         "one failed test",
         1,
-        "GetItem TestHealth, BatchGetItem TestHealth",
+        "BatchGetItem TestHealth",
         0,
     ),
     (
         "flaky-tests/link-ticket",
         "one test case",
         1,
-        "BatchGetItem TestHealth, TransactWriteItems TestHealth, GetItem TestHealth",
+        "BatchGetItem TestHealth, TransactWriteItems TestHealth",
         0,
     ),
     (

@@ -6,7 +6,7 @@
 //! upload interrupted half way is finished by the next attempt without counting any result
 //! twice (each test case remembers the uploads in its history).
 
-use super::{scope_of, settings};
+use super::scope_of;
 use crate::app::App;
 use crate::error::ApiError;
 use crate::wire::test_health::{UploadFields, UploadResponse};
@@ -256,8 +256,8 @@ pub async fn ingest(
         app.store.put_upload(&record).await?;
     }
     let scope = scope_of(org, &upload.metadata.repo);
-    let settings = settings(app, &scope).await?;
-    let owners = codeowners(app, &scope, upload.codeowners.as_deref()).await?;
+    let (settings, owners) =
+        settings_and_codeowners(app, &scope, upload.codeowners.as_deref()).await?;
     let summary = summarise(upload.files.len(), &cases, &settings.thresholds);
     app.store
         .put_raw_results(&record, &raw_results(&cases))
@@ -296,20 +296,24 @@ fn response(upload_id: &str, s: &UploadSummary, duplicate: bool) -> UploadRespon
     }
 }
 
-/// The CODEOWNERS of the upload (stored as the repository's latest), else the stored one.
-async fn codeowners(
+/// The repository's settings (the defaults when never set), and the CODEOWNERS of the upload
+/// (stored as the repository's latest) or else the stored one: one read when the upload has
+/// none.
+async fn settings_and_codeowners(
     app: &App,
     scope: &HealthScope,
     sent: Option<&str>,
-) -> Result<Option<CodeOwners>, ApiError> {
-    let text = match sent {
+) -> Result<(RepoHealthSettings, Option<CodeOwners>), ApiError> {
+    let (settings, text) = match sent {
         Some(text) => {
             app.store.put_codeowners(scope, text).await?;
-            Some(text.to_owned())
+            let settings = app.store.health_settings(scope).await?;
+            (settings, Some(text.to_owned()))
         }
-        None => app.store.codeowners(scope).await?,
+        None => app.store.settings_and_codeowners(scope).await?,
     };
-    Ok(text.map(|t| CodeOwners::parse(&t)))
+    let owners = text.map(|t| CodeOwners::parse(&t));
+    Ok((settings.unwrap_or_default(), owners))
 }
 
 fn raw_results(cases: &[(Uuid, Collected)]) -> Vec<RawResult> {

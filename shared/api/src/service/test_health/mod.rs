@@ -73,27 +73,39 @@ pub async fn update_cases<F>(
     app: &crate::App,
     scope: &HealthScope,
     ids: &[Uuid],
+    change: F,
+) -> Result<Vec<TestCase>, ApiError>
+where
+    F: FnMut(&mut TestCase, Timestamp) -> bool,
+{
+    let read = app.store.get_test_cases(scope, ids).await?;
+    update_read_cases(app, scope, read, change).await
+}
+
+/// [`update_cases`] of test cases read already (`read`): the first write starts from them.
+pub async fn update_read_cases<F>(
+    app: &crate::App,
+    scope: &HealthScope,
+    mut read: Vec<TestCase>,
     mut change: F,
 ) -> Result<Vec<TestCase>, ApiError>
 where
     F: FnMut(&mut TestCase, Timestamp) -> bool,
 {
-    let mut pending: Vec<Uuid> = ids.to_vec();
     let mut written = Vec::new();
     for attempt in 0..super::shell::MAX_COMMIT_ATTEMPTS {
         let now = app.now();
-        let mut cases = app.store.get_test_cases(scope, &pending).await?;
-        cases.retain_mut(|c| change(c, now));
-        for c in &mut cases {
+        read.retain_mut(|c| change(c, now));
+        for c in &mut read {
             c.version += 1;
         }
-        let lost = app.store.put_test_cases(&cases).await?;
-        written.extend(cases.into_iter().filter(|c| !lost.contains(&c.id)));
+        let lost = app.store.put_test_cases(&read).await?;
+        written.extend(read.into_iter().filter(|c| !lost.contains(&c.id)));
         if lost.is_empty() {
             return Ok(written);
         }
-        pending = lost;
         super::shell::backoff(attempt).await;
+        read = app.store.get_test_cases(scope, &lost).await?;
     }
     Err(StoreError::Conflict.into())
 }

@@ -3,7 +3,9 @@
 
 use super::ingest::check_url;
 use super::lists::unhealthy_view;
-use super::{caller_scope, parse_test_case_id, settings, test_case_not_found, update_cases};
+use super::{
+    caller_scope, parse_test_case_id, test_case_not_found, update_cases, update_read_cases,
+};
 use crate::app::App;
 use crate::error::ApiError;
 use crate::wire::Int;
@@ -240,14 +242,9 @@ pub async fn check(
         asked.push((id, identity));
     }
     let ids: Vec<Uuid> = asked.iter().map(|(id, _)| *id).collect();
-    let settings = settings(app, &scope).await?;
-    let known: HashMap<Uuid, _> = app
-        .store
-        .get_test_cases(&scope, &ids)
-        .await?
-        .into_iter()
-        .map(|c| (c.id, c))
-        .collect();
+    let (settings, known) = app.store.settings_and_test_cases(&scope, &ids).await?;
+    let settings = settings.unwrap_or_default();
+    let known: HashMap<Uuid, _> = known.into_iter().map(|c| (c.id, c)).collect();
     let tests: Vec<CheckedTest> = asked
         .into_iter()
         .map(|(id, identity)| {
@@ -285,7 +282,9 @@ pub async fn link_ticket(
     if let Some(u) = &url {
         check_url("ticket_url", u)?;
     }
-    let updated = update_cases(app, &scope, &[id], |case, _| {
+    // The settings (for the answer) are read with the test case.
+    let (settings, read) = app.store.settings_and_test_cases(&scope, &[id]).await?;
+    let updated = update_read_cases(app, &scope, read, |case, _| {
         case.ticket_url = url.clone();
         true
     })
@@ -294,6 +293,6 @@ pub async fn link_ticket(
         .into_iter()
         .next()
         .ok_or_else(|| test_case_not_found(id))?;
-    let settings = settings(app, &scope).await?;
+    let settings = settings.unwrap_or_default();
     Ok(unhealthy_view(&repo, &case, &settings, app.now()))
 }

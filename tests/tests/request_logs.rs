@@ -29,9 +29,8 @@ impl Captured {
         LOGS.get_or_init(|| {
             let logs = Captured::default();
             let writer = logs.clone();
-            let subscriber = mq_api::logging::json_logs(move || writer.clone())
-                .with_env_filter("info")
-                .finish();
+            let subscriber =
+                mq_api::logging::json_logs(move || writer.clone(), mq_api::logging::levels("info"));
             tracing::subscriber::set_global_default(subscriber).expect("the only logger");
             logs
         })

@@ -1,6 +1,7 @@
 //! The application: the store, the Git host and the clock every handler works with.
 
 use crate::error::ApiError;
+use aws_config::environment::EnvironmentVariableCredentialsProvider;
 use mq_core::time::Timestamp;
 use mq_githost::GitHost;
 use mq_githost::webhook::WebhookReceiver;
@@ -87,11 +88,26 @@ impl App {
         self
     }
 
-    /// The AWS configuration of a deployed function: the standard chain (region and
-    /// credentials from Lambda's environment). `MQ_DYNAMODB_ENDPOINT` points DynamoDB at
+    /// The AWS configuration of a deployed function: the region from Lambda's environment,
+    /// its credentials from the environment variables Lambda sets (the standard chain when
+    /// they are missing), and an HTTPS client that trusts the system's bundle of root
+    /// certificates, read once ([`crate::https`]). `MQ_DYNAMODB_ENDPOINT` points DynamoDB at
     /// another endpoint (a local DynamoDB-compatible server).
+    ///
+    /// The standard chain would find the same credentials first, but building it builds its
+    /// other providers too, among them an STS client for web identity tokens, whose HTTPS
+    /// client loads the root certificates once more at every cold start.
     pub async fn aws_config_from_env() -> aws_config::SdkConfig {
         let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+        if let Some(bundle) = crate::https::system_bundle() {
+            match crate::https::client_trusting(&bundle) {
+                Ok(client) => loader = loader.http_client(client),
+                Err(e) => tracing::warn!(error = %e, "the SDK loads the root certificates"),
+            }
+        }
+        if std::env::var_os("AWS_ACCESS_KEY_ID").is_some() {
+            loader = loader.credentials_provider(EnvironmentVariableCredentialsProvider::new());
+        }
         if let Ok(endpoint) = std::env::var("MQ_DYNAMODB_ENDPOINT") {
             loader = loader.endpoint_url(endpoint);
         }

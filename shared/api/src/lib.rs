@@ -7,6 +7,7 @@ pub mod body;
 pub mod endpoint;
 pub mod error;
 pub mod http;
+pub mod https;
 pub mod idempotency;
 pub mod lambda;
 pub mod logging;

@@ -7,6 +7,7 @@ pub mod deliveries;
 pub mod fixtures;
 pub mod git_repo;
 pub mod health;
+pub mod lambda_runtime;
 pub mod live;
 pub mod openapi;
 pub mod prometheus;

@@ -3,9 +3,9 @@
 //! The SDK's default client trusts the system's root certificates, which it loads when a
 //! client is built, at a cold start (`rustls-native-certs`): the system's bundle file, then
 //! every file of every certificate directory, the same roots again. On Debian that is the
-//! bundle and some 290 files more; on Amazon Linux 2023, the bundle, then `/etc/ssl/certs` and
-//! `/etc/pki/tls/certs` (the same directory), each holding the bundle and its copy with trust
-//! flags. The client here is the SDK's default in every other respect (hyper 1.x, rustls on
+//! bundle and some 290 files more; on Fedora-based systems such as Amazon Linux 2023,
+//! `/etc/ssl/certs` and `/etc/pki/tls/certs` are one directory, read twice, holding the bundle
+//! and its copy with trust flags. The client here is the SDK's default in every other respect (hyper 1.x, rustls on
 //! aws-lc, a proxy from `HTTPS_PROXY`/`NO_PROXY`) and trusts the roots of the bundle file
 //! alone, read once. With `SSL_CERT_FILE` or `SSL_CERT_DIR` set, or without a bundle file,
 //! the functions keep the SDK's default, which reads those.
@@ -28,7 +28,8 @@ const CERTIFICATE_VARIABLES: [&str; 2] = ["SSL_CERT_FILE", "SSL_CERT_DIR"];
 /// The system's bundle of root certificates, unless the environment names other certificates
 /// (`SSL_CERT_FILE`, `SSL_CERT_DIR`): the first of the well-known bundle files that exists
 /// (`/etc/ssl/certs/ca-certificates.crt` on Debian,
-/// `/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem` on Amazon Linux 2023, ...).
+/// `/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem` on Fedora-based systems, ...), as
+/// `openssl-probe` looks for it.
 pub fn system_bundle() -> Option<PathBuf> {
     if CERTIFICATE_VARIABLES
         .iter()

@@ -6,9 +6,9 @@
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region, SharedHttpClient};
-use std::io::{BufRead, BufReader};
+use mq_tables::moto::MotoServer;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 /// Writes `authority.pem`, `other.pem` (another authority), `server.pem` (127.0.0.1, signed
 /// by the first) and `server.key` into the folder named by its argument.
@@ -61,69 +61,17 @@ write("server.key", server_key.private_bytes(pem, serialization.PrivateFormat.PK
                                              serialization.NoEncryption()))
 "#;
 
-/// moto's server app over TLS on a free port of 127.0.0.1, which it prints; it stops at the
-/// end of its standard input.
-const SERVE_TLS: &str = r#"
-import sys, threading
-from moto.server import DomainDispatcherApplication, create_backend_app
-from moto.moto_server.werkzeug_app import MotoRequestHandler
-from werkzeug.serving import make_server
-
-app = DomainDispatcherApplication(create_backend_app)
-server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=MotoRequestHandler,
-                     ssl_context=(sys.argv[1], sys.argv[2]))
-threading.Thread(target=server.serve_forever, daemon=True).start()
-print(server.server_address[1], flush=True)
-sys.stdin.read()
-server.shutdown()
-"#;
-
 /// An entry of a bundle that is not a usable certificate.
 const NOT_A_CERTIFICATE: &str = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
 
-struct TlsMoto {
-    endpoint: String,
-    child: Child,
-}
-
-impl Drop for TlsMoto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn python() -> std::path::PathBuf {
-    mq_tables::moto::ensure_installed().expect("moto installed")
-}
-
 fn write_certificates(dir: &Path) {
-    let status = Command::new(python())
+    let python = mq_tables::moto::ensure_installed().expect("moto installed");
+    let status = Command::new(python)
         .args(["-c", CERTIFICATES])
         .arg(dir)
         .status()
         .expect("python runs");
     assert!(status.success(), "certificates written");
-}
-
-fn serve_tls(dir: &Path) -> TlsMoto {
-    let mut child = Command::new(python())
-        .args(["-c", SERVE_TLS])
-        .arg(dir.join("server.pem"))
-        .arg(dir.join("server.key"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("moto starts");
-    let mut port = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut port)
-        .expect("moto prints its port");
-    TlsMoto {
-        endpoint: format!("https://127.0.0.1:{}", port.trim()),
-        child,
-    }
 }
 
 fn dynamodb(endpoint: &str, http: SharedHttpClient) -> Client {
@@ -155,7 +103,11 @@ fn bundle(dir: &Path, name: &str, parts: &[&str]) -> std::path::PathBuf {
 async fn the_https_client_trusts_the_authorities_of_its_bundle_on_moto() {
     let dir = tempfile::tempdir().expect("a temporary folder");
     write_certificates(dir.path());
-    let moto = serve_tls(dir.path());
+    let moto = MotoServer::start_tls(
+        &dir.path().join("server.pem"),
+        &dir.path().join("server.key"),
+    )
+    .expect("moto serves HTTPS");
 
     let trusted = bundle(
         dir.path(),

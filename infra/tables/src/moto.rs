@@ -19,7 +19,8 @@ pub const ENDPOINT_VAR: &str = "MQ_TEST_DYNAMODB_ENDPOINT";
 /// DynamoDB applies conditional writes and transactions atomically; moto's backends take no
 /// lock, so two transactions with the same condition, arriving on two server threads at once,
 /// can both pass it (seen as a lost update by the concurrency contract test). Serialising the
-/// requests gives moto DynamoDB's atomicity; clients still send concurrently.
+/// requests gives moto DynamoDB's atomicity; clients still send concurrently. With a
+/// certificate and its key after the port, it serves HTTPS.
 const SERVE: &str = r#"
 import sys, threading
 from moto.server import DomainDispatcherApplication, create_backend_app
@@ -33,8 +34,9 @@ def serialised(environ, start_response):
     with lock:
         return list(app(environ, start_response))
 
+tls = (sys.argv[2], sys.argv[3]) if len(sys.argv) > 3 else None
 server = make_server("127.0.0.1", int(sys.argv[1]), serialised, threaded=True,
-                     request_handler=MotoRequestHandler)
+                     request_handler=MotoRequestHandler, ssl_context=tls)
 threading.Thread(target=server.serve_forever, daemon=True).start()
 print("ready", flush=True)
 sys.stdin.read()
@@ -62,10 +64,23 @@ pub fn endpoint() -> String {
 impl MotoServer {
     /// Installs moto if needed and starts it on a free loopback port.
     pub fn start() -> Result<Self, String> {
+        Self::launch(None)
+    }
+
+    /// [`MotoServer::start`], serving HTTPS with `certificate` and its `key` (PEM files).
+    pub fn start_tls(certificate: &Path, key: &Path) -> Result<Self, String> {
+        Self::launch(Some((certificate, key)))
+    }
+
+    fn launch(tls: Option<(&Path, &Path)>) -> Result<Self, String> {
         let python = ensure_installed()?;
         let port = free_port()?;
-        let mut child = Command::new(&python)
-            .args(["-c", SERVE, &port.to_string()])
+        let mut command = Command::new(&python);
+        command.args(["-c", SERVE, &port.to_string()]);
+        if let Some((certificate, key)) = tls {
+            command.arg(certificate).arg(key);
+        }
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -80,7 +95,8 @@ impl MotoServer {
             let _ = child.kill();
             return Err("moto exited before it was ready".to_owned());
         }
-        let endpoint = format!("http://127.0.0.1:{port}");
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let endpoint = format!("{scheme}://127.0.0.1:{port}");
         eprintln!("moto server (DynamoDB) listening on {endpoint}");
         Ok(Self {
             endpoint,

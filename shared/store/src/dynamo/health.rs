@@ -164,8 +164,7 @@ impl TestHealthStore for DynamoStore {
     }
 
     async fn codeowners(&self, scope: &HealthScope) -> StoreResult<Option<String>> {
-        let item = self.health_get(&repo_pk(scope), CODEOWNERS_SK).await?;
-        Ok(item.map(|item| codeowners_of(&item)).transpose()?.flatten())
+        codeowners_of(self.health_get(&repo_pk(scope), CODEOWNERS_SK).await?)
     }
 
     async fn put_codeowners(&self, scope: &HealthScope, text: &str) -> StoreResult<()> {
@@ -191,7 +190,7 @@ impl TestHealthStore for DynamoStore {
         scope: &HealthScope,
         ids: &[Uuid],
     ) -> StoreResult<Vec<TestCase>> {
-        let (_, cases) = self.repo_items_and_cases(scope, &[], ids).await?;
+        let ([], cases) = self.repo_items_and_cases(scope, [], ids).await?;
         Ok(cases)
     }
 
@@ -200,28 +199,20 @@ impl TestHealthStore for DynamoStore {
         scope: &HealthScope,
         ids: &[Uuid],
     ) -> StoreResult<(Option<RepoHealthSettings>, Vec<TestCase>)> {
-        let (mut repo_items, cases) = self
-            .repo_items_and_cases(scope, &[SETTINGS_SK], ids)
-            .await?;
-        let settings = repo_items.pop().flatten().map(from_item).transpose()?;
-        Ok((settings, cases))
+        let ([settings], cases) = self.repo_items_and_cases(scope, [SETTINGS_SK], ids).await?;
+        Ok((settings.map(from_item).transpose()?, cases))
     }
 
     async fn settings_and_codeowners(
         &self,
         scope: &HealthScope,
     ) -> StoreResult<(Option<RepoHealthSettings>, Option<String>)> {
-        let (repo_items, _) = self
-            .repo_items_and_cases(scope, &[SETTINGS_SK, CODEOWNERS_SK], &[])
+        let ([settings, codeowners], _) = self
+            .repo_items_and_cases(scope, [SETTINGS_SK, CODEOWNERS_SK], &[])
             .await?;
-        let [settings, codeowners] = <[Option<Item>; 2]>::try_from(repo_items)
-            .map_err(|_| StoreError::internal("two repository items asked, not two answered"))?;
         Ok((
             settings.map(from_item).transpose()?,
-            codeowners
-                .map(|item| codeowners_of(&item))
-                .transpose()?
-                .flatten(),
+            codeowners_of(codeowners)?,
         ))
     }
 
@@ -410,13 +401,16 @@ fn case_keys(scope: &HealthScope, ids: &[Uuid]) -> Vec<Item> {
         .collect()
 }
 
-/// The CODEOWNERS text of its item: gzip-compressed (`gz`), or as written before compression
-/// (`text`).
-fn codeowners_of(item: &Item) -> StoreResult<Option<String>> {
+/// The CODEOWNERS text of its item, if stored: gzip-compressed (`gz`), or as written before
+/// compression (`text`).
+fn codeowners_of(item: Option<Item>) -> StoreResult<Option<String>> {
+    let Some(item) = item else {
+        return Ok(None);
+    };
     if let Some(AttributeValue::B(gz)) = item.get("gz") {
         return crate::codeowners::decompress(gz.as_ref()).map(Some);
     }
-    Ok(get_s(item, "text").map(str::to_owned))
+    Ok(get_s(&item, "text").map(str::to_owned))
 }
 
 fn upload_item(upload: &UploadRecord) -> StoreResult<Item> {
@@ -458,15 +452,15 @@ impl DynamoStore {
     /// The repository's items with these sort keys (`SETTINGS`, `CODEOWNERS`), each or `None`
     /// in the order asked, and its stored test cases among `ids`: `BatchGetItem`s of up to 100
     /// keys, the repository's items in the first.
-    async fn repo_items_and_cases(
+    async fn repo_items_and_cases<const N: usize>(
         &self,
         scope: &HealthScope,
-        repo_sks: &[&str],
+        repo_sks: [&str; N],
         ids: &[Uuid],
-    ) -> StoreResult<(Vec<Option<Item>>, Vec<TestCase>)> {
-        let mut keys = repo_item_keys(scope, repo_sks);
+    ) -> StoreResult<([Option<Item>; N], Vec<TestCase>)> {
+        let mut keys = repo_item_keys(scope, &repo_sks);
         keys.extend(case_keys(scope, ids));
-        let mut repo_items: Vec<Option<Item>> = vec![None; repo_sks.len()];
+        let mut repo_items: [Option<Item>; N] = std::array::from_fn(|_| None);
         let mut cases = Vec::with_capacity(ids.len());
         while !keys.is_empty() {
             let rest = keys.split_off(keys.len().min(MAX_BATCH_GET));

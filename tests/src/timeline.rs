@@ -249,6 +249,7 @@ fn run(id: &str, kind: RunKind, tested: Vec<TestedPr>, at: Timestamp) -> TestRun
         created_at: at,
         tested,
         dependent_prs: vec![],
+        chain: vec![],
         base_sha: None,
         sha: None,
         required: None,

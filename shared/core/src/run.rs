@@ -41,6 +41,42 @@ impl LinePlace {
     pub const NORMAL: u8 = 1;
 }
 
+/// A pull request as it goes into a test branch or a merge: number, tested head, and how its
+/// merge commit is written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BranchPr {
+    pub pr: PrNumber,
+    pub head_sha: Sha,
+    pub title: String,
+    /// `None` for a direct merge, and in effects stored before stamps existed: the host then
+    /// writes the merge commit with its own date.
+    #[serde(default)]
+    pub stamp: Option<MergeStamp>,
+}
+
+impl BranchPr {
+    pub fn stamped(self, stamp: MergeStamp) -> Self {
+        Self {
+            stamp: Some(stamp),
+            ..self
+        }
+    }
+}
+
+/// What makes a pull request's merge commit in a test branch the same commit in every test
+/// branch that holds it on the same parent: the run of its group whose build wrote it, and
+/// that build's time. The host writes the commit's message (with the run id as a trailer),
+/// author, committer and dates from the pull request and its stamp alone, so the test branch
+/// of a group behind holds the very commits the group ahead tested, and under `merge_commit`
+/// the target can be fast-forwarded from one tested commit to the next. A new build of a
+/// group (a restart) has a new run id, so its tip is a commit no earlier build made and CI
+/// results on an earlier commit are never taken for it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MergeStamp {
+    pub run_id: String,
+    pub at: Timestamp,
+}
+
 /// A pull request under test in a run, as `testedPullRequests` reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TestedPr {
@@ -65,6 +101,10 @@ pub struct TestRun {
     /// Pull requests ahead merged into the branch to form its base but not tested by it.
     #[serde(default)]
     pub dependent_prs: Vec<PrNumber>,
+    /// What the branch holds on top of its base, in order, as last requested from the host:
+    /// `dependent_prs` then `tested`, each with the stamp of its merge commit.
+    #[serde(default)]
+    pub chain: Vec<BranchPr>,
     /// The target commit the branch starts from, once known.
     #[serde(default)]
     pub base_sha: Option<Sha>,

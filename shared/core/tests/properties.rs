@@ -15,7 +15,8 @@ use mq_core::entry::ImpactedTargets;
 use mq_core::git::PrState;
 use mq_core::priority::Priority;
 use mq_core::settings::{
-    DirectMergeMode, OptimizationMode, QueueMode, QueueState, RequestedState, SettingsPatch,
+    DirectMergeMode, MergeMethod, OptimizationMode, QueueMode, QueueState, RequestedState,
+    SettingsPatch,
 };
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
@@ -144,6 +145,14 @@ fn op(prs: u32, outside: bool) -> impl Strategy<Value = Op> {
 }
 
 /// Queue settings worth exploring, in both modes, with or without direct merge.
+fn merge_method() -> impl Strategy<Value = MergeMethod> {
+    prop_oneof![
+        Just(MergeMethod::MergeCommit),
+        Just(MergeMethod::Squash),
+        Just(MergeMethod::Rebase)
+    ]
+}
+
 fn settings() -> impl Strategy<Value = SettingsPatch> {
     (
         mode(),
@@ -155,28 +164,32 @@ fn settings() -> impl Strategy<Value = SettingsPatch> {
         1..=3u32,
         1..=3u32,
         any::<bool>(),
+        merge_method(),
     )
         .prop_map(
-            |(mode, direct, c, batch, min, optimistic, depth, bisect, skip)| SettingsPatch {
-                mode: Some(mode),
-                direct_merge_mode: Some(if direct {
-                    DirectMergeMode::Always
-                } else {
-                    DirectMergeMode::Off
-                }),
-                concurrency: Some(c),
-                batch: Some(batch),
-                batching_min_size: Some(min),
-                batching_max_wait_time_minutes: Some(3),
-                can_optimistically_merge: Some(optimistic),
-                pending_failure_depth: Some(depth),
-                bisection_concurrency: Some(bisect),
-                optimization_mode: Some(if skip {
-                    OptimizationMode::BisectionSkipRedundantTests
-                } else {
-                    OptimizationMode::Off
-                }),
-                ..Default::default()
+            |(mode, direct, c, batch, min, optimistic, depth, bisect, skip, method)| {
+                SettingsPatch {
+                    mode: Some(mode),
+                    merge_method: Some(method),
+                    direct_merge_mode: Some(if direct {
+                        DirectMergeMode::Always
+                    } else {
+                        DirectMergeMode::Off
+                    }),
+                    concurrency: Some(c),
+                    batch: Some(batch),
+                    batching_min_size: Some(min),
+                    batching_max_wait_time_minutes: Some(3),
+                    can_optimistically_merge: Some(optimistic),
+                    pending_failure_depth: Some(depth),
+                    bisection_concurrency: Some(bisect),
+                    optimization_mode: Some(if skip {
+                        OptimizationMode::BisectionSkipRedundantTests
+                    } else {
+                        OptimizationMode::Off
+                    }),
+                    ..Default::default()
+                }
             },
         )
 }

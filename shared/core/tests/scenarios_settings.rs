@@ -440,6 +440,56 @@ fn the_merge_method_is_passed_to_the_git_host() {
     }
 }
 
+/// Under `merge_commit` the target is fast-forwarded to each group's tested commit, so the
+/// branch of a group behind must hold the very merge commits of the groups ahead (the driver
+/// refuses, and records, a merge that is not a fast-forward).
+#[test]
+fn merge_commits_with_concurrency_merge_every_good_pull_request_by_fast_forward() {
+    let mut h = Harness::with(SettingsPatch {
+        merge_method: Some(MergeMethod::MergeCommit),
+        concurrency: Some(3),
+        ..Default::default()
+    });
+    for pr in 1..=12 {
+        h.submit(pr);
+    }
+    while !h.snap.entries.is_empty() {
+        let front = h.testing_runs()[0].id.clone();
+        h.pass(&front);
+    }
+    assert_eq!(h.merged_prs(), (1..=12).collect::<Vec<_>>());
+    assert_eq!(h.host.target, (1..=12).collect::<Vec<_>>());
+    h.assert_clean();
+}
+
+/// A group restarted in place is a new commit: the groups behind it, built on its earlier
+/// commit, cannot be fast-forwarded onto it once it merges alone, so they restart then (only
+/// under `merge_commit`; a squash keeps them, since the tree is the same).
+#[test]
+fn a_restart_in_place_under_merge_commits_restarts_the_groups_behind_when_it_merges() {
+    for (method, restarts_behind) in [
+        (MergeMethod::MergeCommit, true),
+        (MergeMethod::Squash, false),
+    ] {
+        let mut h = Harness::with(SettingsPatch {
+            merge_method: Some(method),
+            concurrency: Some(2),
+            ..Default::default()
+        });
+        h.submit(1);
+        h.submit(2);
+        let behind = h.run_of(2);
+        h.ok(Event::Restart { pr: 1 });
+        h.pass_pr(1);
+        assert_eq!(h.state(1), Merged);
+        assert_eq!(h.state(2), Testing);
+        assert_eq!(h.run_of(2) != behind, restarts_behind, "{method:?}");
+        h.pass_pr(2);
+        assert_eq!(h.state(2), Merged);
+        h.assert_clean();
+    }
+}
+
 #[test]
 fn comments_and_status_checks_follow_their_settings() {
     let mut h = Harness::with(SettingsPatch {

@@ -74,15 +74,16 @@ pub(crate) async fn read_chain<S: CommitSource>(
     }))
 }
 
-/// The message of a test branch's merge commit for `pr`. With the branch's name as a
-/// trailer, every build of a test branch is a commit of its own, even one made in the same
-/// second from the same heads as a previous run's (whose CI results must not be taken for
-/// the new run's).
+/// The message of a test branch's merge commit for `pr`. A stamped merge commit names its
+/// stamp's run in a trailer, so every build of a group is a commit of its own (CI results on
+/// an earlier build must not be taken for a new one), while every test branch holding that
+/// build's merge holds the same commit. An unstamped one names the branch being built, if any.
 pub(crate) fn merge_message(pr: &BranchPr, test_branch: Option<&str>) -> String {
     let subject = format!("Merge pull request #{}: {}", pr.pr, pr.title);
-    match test_branch {
-        Some(branch) => format!("{subject}\n\nTest-Branch: {branch}"),
-        None => subject,
+    match (&pr.stamp, test_branch) {
+        (Some(stamp), _) => format!("{subject}\n\nMerge-Queue-Run: {}", stamp.run_id),
+        (None, Some(branch)) => format!("{subject}\n\nTest-Branch: {branch}"),
+        (None, None) => subject,
     }
 }
 

@@ -55,6 +55,7 @@ fn pr(n: u32, head: &str, title: &str) -> BranchPr {
         pr: n,
         head_sha: Sha::new(head),
         title: title.into(),
+        stamp: None,
     }
 }
 

@@ -2,8 +2,10 @@
 
 mod support;
 
+use mq_core::engine::BranchPr;
 use mq_core::git::{Mergeability, PrState, RequiredStatusesSource, StatusState};
 use mq_core::ids::{RepoRef, Sha};
+use mq_core::run::MergeStamp;
 use mq_core::settings::MergeMethod;
 use mq_githost::local::{CiConfig, LocalGitHost};
 use mq_githost::{
@@ -302,6 +304,67 @@ async fn every_merge_method_produces_the_tested_tree() {
         let facts = host.pull_request(&f.repo, 2, "main").await.unwrap();
         assert_eq!(facts.state, PrState::Merged, "{method:?}");
     }
+}
+
+fn stamped(pr: &BranchPr, run_id: &str, at_ms: i64) -> BranchPr {
+    pr.clone().stamped(MergeStamp {
+        run_id: run_id.to_owned(),
+        at: mq_core::Timestamp::from_millis(at_ms),
+    })
+}
+
+/// Two groups tested at once: the second group's branch holds the first group's stamped merge
+/// commit itself, so the target is fast-forwarded to one tested commit, then to the next.
+#[tokio::test]
+async fn stamped_merge_commits_are_the_same_in_every_branch_that_holds_them() {
+    let f = Fixture::new();
+    let host = f.host();
+    let main = f.head("main");
+    let one = stamped(
+        &f.pr_writing(1, &[("one.txt", "1\n")]),
+        "1-aa",
+        1_800_000_000_000,
+    );
+    let two = stamped(
+        &f.pr_writing(2, &[("two.txt", "2\n")]),
+        "2-bb",
+        1_800_000_001_000,
+    );
+    let (front, _) = created(&host, &f, &request("mq-test/main/1-aa", vec![one.clone()])).await;
+    let behind = request("mq-test/main/2-bb", vec![one.clone(), two.clone()]);
+    let (back, _) = created(&host, &f, &behind).await;
+    assert_eq!(
+        f.bare_git(&["rev-parse", &format!("{back}^1")]),
+        front.as_str()
+    );
+    // Rebuilt later, the branch is the same commit: nothing in it depends on when it is built.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(created(&host, &f, &behind).await.0, back);
+    let message = f.bare_git(&["log", "-1", "--format=%B", front.as_str()]);
+    assert_eq!(
+        message.trim(),
+        "Merge pull request #1: PR 1\n\nMerge-Queue-Run: 1-aa"
+    );
+    let identity = f.bare_git(&["log", "-1", "--format=%an|%cn|%at|%ct", front.as_str()]);
+    assert_eq!(identity, "Merge Queue|Merge Queue|1800000000|1800000000");
+
+    let first = merge_request(&[one], MergeMethod::MergeCommit, &main, &front);
+    let merged = host.merge(&f.repo, &first).await.unwrap();
+    assert_eq!(
+        merged,
+        MergeOutcome::Merged {
+            target_sha: front.clone()
+        }
+    );
+    let second = merge_request(&[two], MergeMethod::MergeCommit, &front, &back);
+    let merged = host.merge(&f.repo, &second).await.unwrap();
+    assert_eq!(
+        merged,
+        MergeOutcome::Merged {
+            target_sha: back.clone()
+        }
+    );
+    assert_eq!(f.head("main"), back);
 }
 
 #[tokio::test]

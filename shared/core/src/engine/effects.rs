@@ -2,17 +2,10 @@
 
 use crate::git::StatusState;
 use crate::ids::{PrNumber, Sha};
+pub use crate::run::BranchPr;
 use crate::settings::MergeMethod;
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
-
-/// A pull request as it goes into a test branch or a merge: number and tested head.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BranchPr {
-    pub pr: PrNumber,
-    pub head_sha: Sha,
-    pub title: String,
-}
 
 /// One intent for the Git host. Executing an effect twice does no harm: branches are named
 /// by run id and merges carry the expected target sha.

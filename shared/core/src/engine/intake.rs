@@ -158,6 +158,7 @@ impl Work {
         run.status = RunStatus::InProgress;
         run.created_at = self.now;
         run.sha = None;
+        run.chain.clear();
         run.required = None;
         run.statuses.clear();
         run.check_runs.clear();

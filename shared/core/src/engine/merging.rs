@@ -14,8 +14,8 @@ use super::work::Work;
 use super::{BranchPr, Effect, MergeRefusal};
 use crate::entry::EntryState;
 use crate::ids::{PrNumber, Sha};
-use crate::run::{RunKind, RunStatus};
-use crate::settings::QueueMode;
+use crate::run::{RunKind, RunStatus, TestRun};
+use crate::settings::{MergeMethod, QueueMode};
 use std::collections::BTreeSet;
 
 impl Work {
@@ -54,14 +54,20 @@ impl Work {
         true
     }
 
+    /// Emits the merge of `groups`, the last of which is `last`: each pull request as
+    /// `last`'s branch holds it (the commits the target is fast-forwarded to under
+    /// `merge_commit`).
     fn emit_merge(&mut self, last: &str, groups: &[String]) {
+        let Some(run) = self.run(last) else { return };
         let prs: Vec<BranchPr> = groups
             .iter()
             .filter_map(|id| self.run(id))
             .flat_map(|r| self.active_prs(r))
-            .filter_map(|pr| self.branch_pr(pr))
+            .filter_map(|pr| {
+                let built = run.chain.iter().find(|link| link.pr == pr);
+                built.cloned().or_else(|| self.branch_pr(pr))
+            })
             .collect();
-        let Some(run) = self.run(last) else { return };
         let tested_sha = if run.diverged { None } else { run.sha.clone() };
         let effect = Effect::Merge {
             run_id: Some(last.to_owned()),
@@ -90,18 +96,20 @@ impl Work {
         for id in &done {
             self.close_run(id, "merged");
         }
-        self.after_foreign_merge(&merged);
+        self.after_foreign_merge(prs);
     }
 
-    /// Groups whose branch lacks some of `merged`: in parallel mode they no longer predict
-    /// the exact target (their merge carries no tested sha); in single mode they restart.
-    fn after_foreign_merge(&mut self, merged: &BTreeSet<PrNumber>) {
+    /// Groups whose branch does not hold `merged` as the target now does: in parallel mode
+    /// they no longer predict the exact target (their merge carries no tested sha); in single
+    /// mode they restart.
+    fn after_foreign_merge(&mut self, merged: &[BranchPr]) {
+        let same_commit = self.cfg().merge_method == MergeMethod::MergeCommit;
         let lacking: Vec<String> = self
             .s
             .runs
             .iter()
             .filter(|r| r.kind == RunKind::Main)
-            .filter(|r| !merged.iter().all(|p| r.dependent_prs.contains(p)))
+            .filter(|r| !self.still_predicts(r, merged, same_commit))
             .map(|r| r.id.clone())
             .collect();
         if self.cfg().mode == QueueMode::Parallel {
@@ -115,12 +123,36 @@ impl Work {
         }
     }
 
+    /// Whether a run's branch still predicts the target once `merged` landed: it holds every
+    /// merged pull request, and under `merge_commit` (`same_commit`) the target's new tip is
+    /// in its history: the branch's first merge commits are those of pull requests that left
+    /// the queue, ending with the merged ones, same stamps, same order. A run built before
+    /// chains were recorded is judged by its pull requests alone.
+    fn still_predicts(&self, run: &TestRun, merged: &[BranchPr], same_commit: bool) -> bool {
+        if !merged.iter().all(|m| run.dependent_prs.contains(&m.pr)) {
+            return false;
+        }
+        if !same_commit || run.chain.is_empty() {
+            return true;
+        }
+        let landed = run
+            .chain
+            .iter()
+            .take_while(|link| self.entry(link.pr).is_none())
+            .count();
+        let rest_in_queue = run.chain[landed..]
+            .iter()
+            .all(|link| self.entry(link.pr).is_some());
+        rest_in_queue
+            && landed >= merged.len()
+            && run.chain[landed - merged.len()..landed] == *merged
+    }
+
     /// A direct merge landed.
-    pub fn direct_merged(&mut self, pr: PrNumber, target_sha: &Sha) {
+    pub fn direct_merged(&mut self, pr: &BranchPr, target_sha: &Sha) {
         self.s.queue.engine.target_head = Some(target_sha.clone());
-        self.conclude(pr, EntryState::Merged, "merged", "merged");
-        let merged = BTreeSet::from([pr]);
-        self.after_foreign_merge(&merged);
+        self.conclude(pr.pr, EntryState::Merged, "merged", "merged");
+        self.after_foreign_merge(std::slice::from_ref(pr));
     }
 
     /// The Git host refused a merge: `prs` were in it, `run_id` its last group (`None` for a

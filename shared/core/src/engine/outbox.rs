@@ -52,7 +52,7 @@ impl Work {
                     Some(_) => self.merged(prs, target_sha),
                     None => {
                         if let Some(p) = prs.first() {
-                            self.direct_merged(p.pr, target_sha);
+                            self.direct_merged(p, target_sha);
                         }
                     }
                 }

@@ -6,7 +6,7 @@ use super::work::Work;
 use super::{BranchPr, Effect};
 use crate::entry::EntryState;
 use crate::ids::PrNumber;
-use crate::run::{LinePlace, RunKind, RunStatus, TestRun, TestedPr};
+use crate::run::{LinePlace, MergeStamp, RunKind, RunStatus, TestRun, TestedPr};
 
 impl Work {
     /// Ready entries waiting for a test, in the order they will be taken: by priority value,
@@ -158,6 +158,7 @@ impl Work {
             created_at: self.now,
             tested: prs.iter().filter_map(|&pr| self.tested_pr(pr)).collect(),
             dependent_prs: dependent_prs.clone(),
+            chain: Vec::new(),
             base_sha: self.s.queue.engine.target_head.clone(),
             sha: None,
             required: None,
@@ -198,7 +199,9 @@ impl Work {
     }
 
     /// Emits the effect that creates a run's branch: the current target head, the run's
-    /// dependencies still in the queue (those merged since are in the target), its PRs.
+    /// dependencies still in the queue (those merged since are in the target), its PRs. Each
+    /// dependency's merge commit is stamped as its own group's branch stamps it, and the run's
+    /// own pull requests with this build's stamp (see [`MergeStamp`]).
     pub fn request_branch(&mut self, id: &str) {
         let head = self.s.queue.engine.target_head.clone();
         let Some(run) = self.run(id) else { return };
@@ -208,24 +211,49 @@ impl Work {
             .copied()
             .filter(|&pr| self.entry(pr).is_some())
             .collect();
-        let prs: Vec<BranchPr> = deps
+        let own = stamp_of(run);
+        let mut chain: Vec<BranchPr> = deps
             .iter()
-            .chain(run.tested.iter().map(|t| &t.pr))
-            .filter_map(|&pr| self.branch_pr(pr))
+            .filter_map(|&pr| self.dep_link(id, pr))
             .collect();
+        chain.extend(
+            run.tested
+                .iter()
+                .filter_map(|t| self.branch_pr(t.pr))
+                .map(|pr| pr.stamped(own.clone())),
+        );
         let effect = Effect::CreateTestBranch {
             run_id: run.id.clone(),
             branch: run.branch.clone(),
             base: head.clone(),
-            prs,
+            prs: chain.clone(),
             dependent_prs: deps.clone(),
         };
         if let Some(run) = self.run_mut(id) {
             run.base_sha = head;
             run.dependent_prs = deps;
+            run.chain = chain;
             run.diverged = false;
         }
         self.emit(effect);
+    }
+
+    /// A dependency of run `id` as its own group's branch holds it: the link of that group's
+    /// chain, or (a group whose branch is not requested yet) the pull request stamped with
+    /// that group's run.
+    fn dep_link(&self, id: &str, pr: PrNumber) -> Option<BranchPr> {
+        let group =
+            self.s.runs.iter().find(|r| {
+                r.kind == RunKind::Main && r.id != id && r.tested.iter().any(|t| t.pr == pr)
+            });
+        let Some(group) = group else {
+            return self.branch_pr(pr);
+        };
+        let built = group.chain.iter().find(|link| link.pr == pr);
+        match built {
+            Some(link) => Some(link.clone()),
+            None => self.branch_pr(pr).map(|b| b.stamped(stamp_of(group))),
+        }
     }
 
     /// Held restarts start first when slots free (unless the queue is paused).
@@ -255,6 +283,7 @@ impl Work {
             pr,
             head_sha: e.pr_facts.head_sha.clone(),
             title: e.pr_facts.title.clone(),
+            stamp: None,
         })
     }
 
@@ -273,5 +302,13 @@ impl Work {
             .iter()
             .any(|&pr| self.entry(pr).is_some_and(|e| e.has_impacted_targets()));
         any.then(|| self.targets_of(prs).to_list())
+    }
+}
+
+/// The stamp a run's build gives the merge commits of its own pull requests.
+fn stamp_of(run: &TestRun) -> MergeStamp {
+    MergeStamp {
+        run_id: run.id.clone(),
+        at: run.created_at,
     }
 }

@@ -85,6 +85,7 @@ fn run(id: &str, kind: RunKind, prs: &[u32], started: i64) -> TestRun {
             })
             .collect(),
         dependent_prs: vec![],
+        chain: vec![],
         base_sha: None,
         sha: None,
         required: None,

@@ -7,11 +7,19 @@
 //! test (`pass`, `fail`, or an oracle over the content), and every content that passed is
 //! remembered: a merge must move the target to a content that passed, or to a prefix of one
 //! (SEMANTICS §5's invariant).
+//!
+//! Commits also have an identity beyond their content: the merge commits they hold, one id
+//! each ([`Host::links`]). A test branch's merge commit for a stamped pull request has the
+//! id of its stamp (the real hosts write it the same way every time); anything else is a new
+//! commit. Under `merge_commit` the target is fast-forwarded to the tested commit, so the
+//! target's merge commits must be a prefix of the tested commit's: a merge that is not a
+//! fast-forward is refused, as GitHub would, and recorded as a broken promise.
 
 #![allow(dead_code)]
 
 use mq_core::engine::{
-    Ctx, Effect, EffectOutcome, Event, MergeRefusal, PendingEffect, Transition, invariants, step,
+    BranchPr, Ctx, Effect, EffectOutcome, Event, MergeRefusal, PendingEffect, Transition,
+    invariants, step,
 };
 use mq_core::entry::{Entry, EntryState, ImpactedTargets};
 use mq_core::git::{
@@ -20,7 +28,7 @@ use mq_core::git::{
 use mq_core::ids::{OrgId, PrNumber, RepoRef, Sha};
 use mq_core::priority::Priority;
 use mq_core::run::{RunStatus, TestRun};
-use mq_core::settings::{QueueConfig, QueueMode, QueueState, SettingsPatch};
+use mq_core::settings::{MergeMethod, QueueConfig, QueueMode, QueueState, SettingsPatch};
 use mq_core::snapshot::{Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
 use mq_core::{DomainError, ErrorCode};
@@ -50,10 +58,26 @@ pub fn sha_of(content: &[u32]) -> Sha {
     Sha::new(format!("{h:016x}{:024x}", content.len()))
 }
 
+/// The id of a commit named by its merge commits (see the module docs).
+fn sha_of_links(links: &[String]) -> Sha {
+    let mut h: u64 = 0x8422_2325_cbf2_9ce4;
+    for b in links.join("|").bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    Sha::new(format!("{h:016x}{:024x}", links.len() + (1 << 40)))
+}
+
 /// The Git host: the target branch, test branches, pull request heads.
 #[derive(Debug, Clone)]
 pub struct Host {
     pub target: Content,
+    /// The target branch's commit.
+    pub head: Sha,
+    /// The merge commits each commit holds, oldest first.
+    pub links: BTreeMap<Sha, Vec<String>>,
+    /// Commits written that no other write reproduces (squash, rebase, unstamped merges).
+    fresh: u64,
     pub commits: BTreeMap<Sha, Content>,
     pub branches: BTreeMap<String, Sha>,
     /// Current head sha of each pull request.
@@ -73,6 +97,9 @@ impl Host {
         commits.insert(sha_of(&[]), Vec::new());
         Self {
             target: Vec::new(),
+            head: sha_of(&[]),
+            links: BTreeMap::from([(sha_of(&[]), Vec::new())]),
+            fresh: 0,
             commits,
             branches: BTreeMap::new(),
             heads: BTreeMap::new(),
@@ -87,13 +114,45 @@ impl Host {
     }
 
     pub fn target_sha(&self) -> Sha {
-        sha_of(&self.target)
+        self.head.clone()
     }
 
     fn commit(&mut self, content: Content) -> Sha {
         let sha = sha_of(&content);
         self.commits.insert(sha.clone(), content);
         sha
+    }
+
+    /// A commit holding `links`, with `content`.
+    fn commit_links(&mut self, content: Content, links: Vec<String>) -> Sha {
+        let sha = sha_of_links(&links);
+        self.commits.insert(sha.clone(), content);
+        self.links.insert(sha.clone(), links);
+        sha
+    }
+
+    /// A push of `change` to the target outside the queue.
+    pub fn push(&mut self, change: u32) -> Sha {
+        self.target.push(change);
+        let mut links = self.links_of(&self.head);
+        links.push(format!("push{change}"));
+        self.head = self.commit_links(self.target.clone(), links);
+        self.head.clone()
+    }
+
+    fn links_of(&self, sha: &Sha) -> Vec<String> {
+        self.links.get(sha).cloned().unwrap_or_default()
+    }
+
+    /// The id of the merge commit a host writes for `pr`: its stamp's, or a new one.
+    fn link(&mut self, pr: &BranchPr, reproducible: bool) -> String {
+        match (&pr.stamp, reproducible) {
+            (Some(stamp), true) => format!("{}@{}/{}", pr.pr, stamp.run_id, stamp.at.0),
+            _ => {
+                self.fresh += 1;
+                format!("{}#{}", pr.pr, self.fresh)
+            }
+        }
     }
 }
 
@@ -312,10 +371,7 @@ impl Harness {
     /// A push to the target outside the queue.
     pub fn push_outside(&mut self) -> Transition {
         self.host.pushes_outside += 1;
-        let mut content = self.host.target.clone();
-        content.push(OUTSIDE + self.host.pushes_outside);
-        let sha = self.host.commit(content.clone());
-        self.host.target = content;
+        let sha = self.host.push(OUTSIDE + self.host.pushes_outside);
         self.ok(Event::TargetMoved { sha })
     }
 
@@ -431,13 +487,15 @@ impl Harness {
                     .get(&base_sha)
                     .cloned()
                     .unwrap_or_default();
+                let mut links = self.host.links_of(&base_sha);
                 for p in prs {
                     if self.host.conflicts.contains(&p.pr) {
                         return EffectOutcome::BranchConflict { pr: p.pr };
                     }
                     content.push(p.pr);
+                    links.push(self.host.link(p, true));
                 }
-                let sha = self.host.commit(content);
+                let sha = self.host.commit_links(content, links);
                 self.host.branches.insert(branch.clone(), sha.clone());
                 EffectOutcome::BranchCreated {
                     sha,
@@ -452,9 +510,9 @@ impl Harness {
             Effect::Merge {
                 run_id,
                 prs,
+                method,
                 expected_target_sha,
                 tested_sha,
-                ..
             } => {
                 let actual = self.host.target_sha();
                 if let Some(expected) = expected_target_sha
@@ -483,10 +541,14 @@ impl Harness {
                 } else {
                     self.check_lane_merge(run_id.as_deref(), prs);
                 }
-                let sha = self.host.commit(next.clone());
+                let head = match self.new_head(*method, prs, tested_sha.as_ref(), &next) {
+                    Ok(head) => head,
+                    Err(refusal) => return EffectOutcome::MergeRefused { refusal },
+                };
+                self.host.head = head.clone();
                 self.host.target = next.clone();
                 self.host.target_history.push(next);
-                EffectOutcome::Merged { target_sha: sha }
+                EffectOutcome::Merged { target_sha: head }
             }
             Effect::RefreshPullRequest { pr } => EffectOutcome::PullRequest {
                 pr: self.facts(*pr),
@@ -497,6 +559,37 @@ impl Harness {
             },
             Effect::PostComment { .. } | Effect::SetStatusCheck { .. } => EffectOutcome::Done,
         }
+    }
+
+    /// The target's commit after a merge: under `merge_commit` with a tested commit, that
+    /// commit (a fast-forward, refused when it does not hold the target's merge commits);
+    /// otherwise new commits on the target, one per pull request, reproducible only for
+    /// stamped merge commits.
+    fn new_head(
+        &mut self,
+        method: MergeMethod,
+        prs: &[BranchPr],
+        tested_sha: Option<&Sha>,
+        next: &Content,
+    ) -> Result<Sha, MergeRefusal> {
+        let mut links = self.host.links_of(&self.host.head);
+        if let (MergeMethod::MergeCommit, Some(tested)) = (method, tested_sha) {
+            let tested_links = self.host.links_of(tested);
+            if !tested_links.starts_with(&links) {
+                let detail =
+                    format!("{tested:?} ({tested_links:?}) does not hold the target {links:?}");
+                self.violations.push(format!(
+                    "merge_commit merge that is not a fast-forward: {detail}"
+                ));
+                return Err(MergeRefusal::Rejected { pr: None, detail });
+            }
+            return Ok(tested.clone());
+        }
+        let reproducible = method == MergeMethod::MergeCommit;
+        for p in prs {
+            links.push(self.host.link(p, reproducible));
+        }
+        Ok(self.host.commit_links(next.clone(), links))
     }
 
     // ---- promises -----------------------------------------------------------------------

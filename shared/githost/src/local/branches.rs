@@ -17,7 +17,10 @@ pub(crate) enum Chain {
 }
 
 /// Merges each head onto `base` in order, one merge commit each; nothing is published.
-/// `test_branch` names the branch being built, for the commits' messages.
+/// `test_branch` names the branch being built, for the messages of unstamped commits. A
+/// stamped merge commit is written from its parents, the pull request and the stamp alone,
+/// committed by the host's committer at the stamp's time: rebuilt anywhere, it is the same
+/// commit.
 pub(crate) async fn merge_chain(
     git: &Git,
     base: &Sha,
@@ -30,9 +33,15 @@ pub(crate) async fn merge_chain(
         match git.merge_tree(&tip, &head, None).await? {
             None => return Ok(Chain::Conflict(pr.pr)),
             Some(tree) => {
-                tip = git
-                    .commit_tree(&tree, &[&tip, &head], &merge_message(pr, test_branch), None)
-                    .await?;
+                let message = merge_message(pr, test_branch);
+                let parents = [&tip, &head];
+                tip = match &pr.stamp {
+                    Some(stamp) => {
+                        let date = format!("@{} +0000", stamp.at.millis().div_euclid(1000));
+                        git.commit_tree_at(&tree, &parents, &message, &date).await?
+                    }
+                    None => git.commit_tree(&tree, &parents, &message, None).await?,
+                };
             }
         }
     }

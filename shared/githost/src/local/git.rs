@@ -236,6 +236,24 @@ impl Git {
         Ok(Sha::new(sha))
     }
 
+    /// Writes a commit of `tree` with `parents`, authored and committed by the committer at
+    /// `date` (git's date format): the same arguments always give the same commit.
+    pub async fn commit_tree_at(
+        &self,
+        tree: &str,
+        parents: &[&Sha],
+        message: &str,
+        date: &str,
+    ) -> HostResult<Sha> {
+        let mut args = vec!["commit-tree", tree];
+        for parent in parents {
+            args.extend(["-p", parent.as_str()]);
+        }
+        let env = [("GIT_AUTHOR_DATE", date), ("GIT_COMMITTER_DATE", date)];
+        let sha = self.run_with(&args, Some(message.as_bytes()), &env).await?;
+        Ok(Sha::new(sha))
+    }
+
     /// Points `name` at `new` only if it is at `old` now (`None`: only if it does not exist).
     pub async fn update_ref(
         &self,

@@ -94,6 +94,7 @@ impl Fixture {
             pr: n,
             head_sha: head.clone(),
             title: format!("PR {n}"),
+            stamp: None,
         }
     }
 

@@ -60,6 +60,7 @@ pub fn run(id: &str, prs: &[u32], sha: Option<&str>, at: Timestamp) -> TestRun {
             })
             .collect(),
         dependent_prs: vec![],
+        chain: vec![],
         base_sha: None,
         sha: sha.map(Sha::new),
         required: None,

@@ -23,7 +23,7 @@ use mq_core::time::Timestamp;
 use mq_githost::local::LocalGitHost;
 use mq_githost::{
     CommitChecks, GitHost, HostResult, MergeOutcome, MergeRequest, StatusUpdate, TestBranchOutcome,
-    TestBranchRequest,
+    TestBranchRequest, TestPullRequest,
 };
 use mq_metrics::prometheus_text::render;
 use mq_store::{MemoryStore, Store};
@@ -370,6 +370,14 @@ impl GitHost for Replayed {
     }
 
     async fn upsert_comment(&self, _: &RepoRef, _: PrNumber, _: &str) -> HostResult<()> {
+        Ok(())
+    }
+
+    async fn open_test_pull_request(&self, _: &RepoRef, _: &TestPullRequest) -> HostResult<()> {
+        Ok(())
+    }
+
+    async fn close_test_pull_request(&self, _: &RepoRef, _: &str) -> HostResult<()> {
         Ok(())
     }
 

@@ -250,6 +250,7 @@ fn run(id: &str, kind: RunKind, tested: Vec<TestedPr>, at: Timestamp) -> TestRun
         tested,
         dependent_prs: vec![],
         chain: vec![],
+        test_pull_request: false,
         base_sha: None,
         sha: None,
         required: None,

@@ -143,6 +143,9 @@ pub struct TestRun {
     /// commit is no longer exactly the target's future state.
     #[serde(default)]
     pub diverged: bool,
+    /// A draft pull request was opened for the test branch and is not closed yet.
+    #[serde(default)]
+    pub test_pull_request: bool,
     /// For a bisection run: the id of the failed run whose batch it splits.
     #[serde(default)]
     pub bisection_of: Option<String>,

@@ -383,6 +383,7 @@ proptest! {
         h.assert_clean();
         prop_assert!(h.snap.entries.is_empty(), "still active: {:?}", h.snap.entries);
         prop_assert!(h.snap.runs.is_empty());
+        prop_assert!(h.host.test_prs.is_empty(), "draft pull requests left open: {:?}", h.host.test_prs);
         let mut count: BTreeMap<String, usize> = BTreeMap::new();
         for e in &h.concluded {
             *count.entry(e.id.clone()).or_default() += 1;

@@ -490,6 +490,57 @@ fn a_restart_in_place_under_merge_commits_restarts_the_groups_behind_when_it_mer
     }
 }
 
+/// `createPrsForTestingBranches`: a draft pull request per test branch, opened once the
+/// branch exists and closed when its run has a result or is cancelled.
+#[test]
+fn test_branches_get_draft_pull_requests_while_their_runs_test() {
+    let mut h = Harness::with(SettingsPatch {
+        create_prs_for_testing_branches: Some(true),
+        concurrency: Some(2),
+        ..Default::default()
+    });
+    h.submit(1);
+    h.submit(2);
+    let (one, two) = (h.run_of(1), h.run_of(2));
+    let branch = |h: &Harness, id: &str| h.run(id).unwrap().branch.clone();
+    let open = [branch(&h, &one), branch(&h, &two)];
+    assert_eq!(h.host.test_prs, open.iter().cloned().collect());
+    let opened = h.emitted_where(|e| matches!(e, Effect::OpenTestPullRequest { .. }));
+    let Effect::OpenTestPullRequest { title, body, .. } = opened[1] else {
+        unreachable!()
+    };
+    assert_eq!(title, &format!("[merge queue] #2 into main (run {two})"));
+    assert!(
+        body.contains("#2 on top of `main` with #1 ahead of it"),
+        "{body}"
+    );
+    h.pass_pr(2);
+    assert_eq!(
+        h.host.test_prs,
+        [open[0].clone()].into(),
+        "a run with a result"
+    );
+    h.ok(Event::Cancel {
+        pr: 1,
+        reason: mq_core::engine::CancelReason::Api,
+    });
+    let again = h.run_of(2);
+    assert_ne!(again, two, "#2 restarted without #1");
+    let now_open = [branch(&h, &again)].into();
+    assert_eq!(h.host.test_prs, now_open, "the cancelled run's is closed");
+    h.pass_pr(2);
+    assert!(h.host.test_prs.is_empty());
+    h.assert_clean();
+
+    let mut off = Harness::with(SettingsPatch::default());
+    off.submit(1);
+    off.pass_pr(1);
+    assert!(
+        off.emitted_where(|e| matches!(e, Effect::OpenTestPullRequest { .. }))
+            .is_empty()
+    );
+}
+
 #[test]
 fn comments_and_status_checks_follow_their_settings() {
     let mut h = Harness::with(SettingsPatch {

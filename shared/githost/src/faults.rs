@@ -6,7 +6,7 @@
 use crate::error::{HostError, HostResult};
 use crate::port::{
     CommitChecks, GitHost, MergeOutcome, MergeRequest, StatusUpdate, TestBranchOutcome,
-    TestBranchRequest,
+    TestBranchRequest, TestPullRequest,
 };
 use async_trait::async_trait;
 use mq_core::git::{PrFacts, RequiredStatuses};
@@ -181,6 +181,20 @@ impl GitHost for FaultyGitHost {
     async fn upsert_comment(&self, repo: &RepoRef, pr: PrNumber, body: &str) -> HostResult<()> {
         self.inject()?;
         self.inner.upsert_comment(repo, pr, body).await
+    }
+
+    async fn open_test_pull_request(
+        &self,
+        repo: &RepoRef,
+        request: &TestPullRequest,
+    ) -> HostResult<()> {
+        self.inject()?;
+        self.inner.open_test_pull_request(repo, request).await
+    }
+
+    async fn close_test_pull_request(&self, repo: &RepoRef, branch: &str) -> HostResult<()> {
+        self.inject()?;
+        self.inner.close_test_pull_request(repo, branch).await
     }
 
     async fn set_status(&self, repo: &RepoRef, sha: &Sha, status: &StatusUpdate) -> HostResult<()> {

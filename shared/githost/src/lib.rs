@@ -21,5 +21,5 @@ mod validate;
 pub use error::{HostError, HostResult};
 pub use port::{
     CommitChecks, GitHost, MergeOutcome, MergeRequest, StatusUpdate, TestBranchOutcome,
-    TestBranchRequest,
+    TestBranchRequest, TestPullRequest,
 };

@@ -63,6 +63,16 @@ pub enum MergeOutcome {
     },
 }
 
+/// A draft pull request from a test branch into the target (`createPrsForTestingBranches`),
+/// for CI systems that only run on pull requests.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TestPullRequest {
+    pub branch: String,
+    pub target: String,
+    pub title: String,
+    pub body: String,
+}
+
 /// The queue's status on a commit (a PR head, or a test branch).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StatusUpdate {
@@ -106,6 +116,17 @@ pub trait GitHost: Send + Sync {
 
     /// Posts the queue's comment on a pull request, or updates the one it posted before.
     async fn upsert_comment(&self, repo: &RepoRef, pr: PrNumber, body: &str) -> HostResult<()>;
+
+    /// Opens a draft pull request from a test branch into the target; when one is already open
+    /// from that branch, nothing changes. A missing branch is `NotFound`.
+    async fn open_test_pull_request(
+        &self,
+        repo: &RepoRef,
+        request: &TestPullRequest,
+    ) -> HostResult<()>;
+
+    /// Closes the pull request open from a test branch; none open is success.
+    async fn close_test_pull_request(&self, repo: &RepoRef, branch: &str) -> HostResult<()>;
 
     /// Sets a commit status (by context) on a commit.
     async fn set_status(&self, repo: &RepoRef, sha: &Sha, status: &StatusUpdate) -> HostResult<()>;

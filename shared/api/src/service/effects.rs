@@ -8,7 +8,7 @@ use mq_core::engine::{Effect, EffectOutcome, Event, MergeRefusal, PendingEffect}
 use mq_core::snapshot::Queue;
 use mq_githost::{
     GitHost, HostError, HostResult, MergeOutcome, MergeRequest, StatusUpdate, TestBranchOutcome,
-    TestBranchRequest,
+    TestBranchRequest, TestPullRequest,
 };
 
 /// The context of the status check the queue sets on pull request heads.
@@ -102,6 +102,25 @@ async fn outcome(host: &dyn GitHost, queue: &Queue, effect: &Effect) -> HostResu
                 target_url: None,
             };
             host.set_status(repo, sha, &status).await?;
+            Ok(EffectOutcome::Done)
+        }
+        Effect::OpenTestPullRequest {
+            branch,
+            title,
+            body,
+            ..
+        } => {
+            let request = TestPullRequest {
+                branch: branch.clone(),
+                target: queue.branch.clone(),
+                title: title.clone(),
+                body: body.clone(),
+            };
+            host.open_test_pull_request(repo, &request).await?;
+            Ok(EffectOutcome::Done)
+        }
+        Effect::CloseTestPullRequest { branch, .. } => {
+            host.close_test_pull_request(repo, branch).await?;
             Ok(EffectOutcome::Done)
         }
         Effect::FetchChecks { sha, .. } => {

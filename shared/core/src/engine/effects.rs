@@ -51,6 +51,19 @@ pub enum Effect {
         state: StatusState,
         description: String,
     },
+    /// Open a draft pull request from a run's test branch into the target
+    /// (`createPrsForTestingBranches`), for CI that only runs on pull requests.
+    OpenTestPullRequest {
+        run_id: String,
+        branch: String,
+        title: String,
+        body: String,
+    },
+    /// Close the pull request opened for a run's test branch: the run ended.
+    CloseTestPullRequest {
+        run_id: String,
+        branch: String,
+    },
     /// Read a pull request again (readiness, mergeability still being computed).
     RefreshPullRequest {
         pr: PrNumber,

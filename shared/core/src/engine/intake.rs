@@ -159,6 +159,7 @@ impl Work {
         run.created_at = self.now;
         run.sha = None;
         run.chain.clear();
+        run.test_pull_request = false;
         run.required = None;
         run.statuses.clear();
         run.check_runs.clear();

@@ -1,6 +1,10 @@
 //! What the queue tells a pull request: its comment (when `commentsEnabled`) and its status
 //! check (when `statusCheckEnabled`), on submission, when testing starts, and at the end. The
 //! comment is one per pull request, updated in place, so each of these replaces the last.
+//!
+//! With `createPrsForTestingBranches`, each run's test branch also gets a draft pull request
+//! into the target once the branch exists (CI systems that only run on pull requests then test
+//! it), closed when the run has its result or leaves the queue.
 
 use super::Effect;
 use super::work::Work;
@@ -63,6 +67,59 @@ impl Work {
         };
         self.comment(e.pr, words);
         self.status(e.pr, e.pr_facts.head_sha.clone(), state, short);
+    }
+
+    /// Opens the draft pull request of a run whose branch was just created, if the queue asks
+    /// for one.
+    pub fn open_test_pull_request(&mut self, run_id: &str) {
+        if !self.cfg().create_prs_for_testing_branches {
+            return;
+        }
+        let target = self.s.queue.branch.clone();
+        let Some(run) = self.run(run_id) else { return };
+        let list = |prs: &mut dyn Iterator<Item = PrNumber>| {
+            prs.map(|pr| format!("#{pr}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let tested = list(&mut run.tested.iter().map(|t| t.pr));
+        let ahead = list(&mut run.dependent_prs.iter().copied());
+        let title = format!("[merge queue] {tested} into {target} (run {run_id})");
+        let on_top = if ahead.is_empty() {
+            format!("`{target}`")
+        } else {
+            format!("`{target}` with {ahead} ahead of it")
+        };
+        let body = format!(
+            "The merge queue opened this draft pull request so that CI tests its run `{run_id}`: \
+             {tested} on top of {on_top}.\n\nThe queue closes it when the run ends. \
+             Do not merge it."
+        );
+        let effect = Effect::OpenTestPullRequest {
+            run_id: run_id.to_owned(),
+            branch: run.branch.clone(),
+            title,
+            body,
+        };
+        if let Some(run) = self.run_mut(run_id) {
+            run.test_pull_request = true;
+        }
+        self.emit(effect);
+    }
+
+    /// Closes a run's draft pull request, if it has one open.
+    pub fn close_test_pull_request(&mut self, run_id: &str) {
+        let Some(run) = self.run_mut(run_id) else {
+            return;
+        };
+        if !std::mem::take(&mut run.test_pull_request) {
+            return;
+        }
+        let branch = run.branch.clone();
+        self.emit(Effect::CloseTestPullRequest {
+            run_id: run_id.to_owned(),
+            branch,
+        });
     }
 
     fn comment(&mut self, pr: PrNumber, body: String) {

@@ -52,6 +52,7 @@ impl Work {
             self.run_failed(run_id, reason::NO_REQUIRED_STATUSES);
             return;
         }
+        self.open_test_pull_request(run_id);
         self.emit(super::Effect::FetchChecks {
             run_id: run_id.to_owned(),
             sha: sha.clone(),
@@ -142,6 +143,7 @@ impl Work {
         run.finished_at = Some(now);
         let kind = run.kind;
         let prs: Vec<PrNumber> = run.tested.iter().map(|t| t.pr).collect();
+        self.close_test_pull_request(run_id);
         match kind {
             RunKind::Main => {
                 for pr in prs {
@@ -164,6 +166,7 @@ impl Work {
         run.reason = Some(why.to_owned());
         let kind = run.kind;
         let prs: Vec<PrNumber> = run.tested.iter().map(|t| t.pr).collect();
+        self.close_test_pull_request(run_id);
         match kind {
             RunKind::Main => {
                 for pr in prs {

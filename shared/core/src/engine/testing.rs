@@ -159,6 +159,7 @@ impl Work {
             tested: prs.iter().filter_map(|&pr| self.tested_pr(pr)).collect(),
             dependent_prs: dependent_prs.clone(),
             chain: Vec::new(),
+            test_pull_request: false,
             base_sha: self.s.queue.engine.target_head.clone(),
             sha: None,
             required: None,

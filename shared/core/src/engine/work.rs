@@ -221,6 +221,7 @@ impl Work {
     /// Takes a run out of the snapshot into history; a run still in progress is cancelled
     /// (its branch deleted, CI on it abandoned), a finished one has its branch deleted.
     pub fn close_run(&mut self, id: &str, reason: &str) -> Option<TestRun> {
+        self.close_test_pull_request(id);
         let i = self.s.runs.iter().position(|r| r.id == id)?;
         let mut run = self.s.runs.remove(i);
         if run.status == RunStatus::InProgress {

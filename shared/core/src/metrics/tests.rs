@@ -86,6 +86,7 @@ fn run(id: &str, kind: RunKind, prs: &[u32], started: i64) -> TestRun {
             .collect(),
         dependent_prs: vec![],
         chain: vec![],
+        test_pull_request: false,
         base_sha: None,
         sha: None,
         required: None,

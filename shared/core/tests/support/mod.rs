@@ -89,6 +89,8 @@ pub struct Host {
     /// Every target content the queue produced, in order.
     pub target_history: Vec<Content>,
     pub pushes_outside: u32,
+    /// Test branches with a draft pull request open.
+    pub test_prs: BTreeSet<String>,
 }
 
 impl Host {
@@ -110,6 +112,7 @@ impl Host {
             },
             target_history: Vec::new(),
             pushes_outside: 0,
+            test_prs: BTreeSet::new(),
         }
     }
 
@@ -549,6 +552,16 @@ impl Harness {
                 self.host.target = next.clone();
                 self.host.target_history.push(next);
                 EffectOutcome::Merged { target_sha: head }
+            }
+            Effect::OpenTestPullRequest { branch, .. } => {
+                if self.host.branches.contains_key(branch) {
+                    self.host.test_prs.insert(branch.clone());
+                }
+                EffectOutcome::Done
+            }
+            Effect::CloseTestPullRequest { branch, .. } => {
+                self.host.test_prs.remove(branch);
+                EffectOutcome::Done
             }
             Effect::RefreshPullRequest { pr } => EffectOutcome::PullRequest {
                 pr: self.facts(*pr),

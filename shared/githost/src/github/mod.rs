@@ -18,7 +18,7 @@ pub use client::RetryPolicy;
 use crate::error::{HostError, HostResult};
 use crate::port::{
     CommitChecks, GitHost, MergeOutcome, MergeRequest, StatusUpdate, TestBranchOutcome,
-    TestBranchRequest,
+    TestBranchRequest, TestPullRequest,
 };
 use crate::validate;
 use async_trait::async_trait;
@@ -144,6 +144,23 @@ impl GitHost for GitHubHost {
     async fn upsert_comment(&self, repo: &RepoRef, pr: PrNumber, body: &str) -> HostResult<()> {
         self.check_repo(repo)?;
         pulls::upsert_comment(&self.client, repo, pr, body).await
+    }
+
+    async fn open_test_pull_request(
+        &self,
+        repo: &RepoRef,
+        request: &TestPullRequest,
+    ) -> HostResult<()> {
+        self.check_repo(repo)?;
+        validate::branch("branch", &request.branch)?;
+        validate::branch("target", &request.target)?;
+        pulls::open_test_pull(&self.client, repo, request).await
+    }
+
+    async fn close_test_pull_request(&self, repo: &RepoRef, branch: &str) -> HostResult<()> {
+        self.check_repo(repo)?;
+        validate::branch("branch", branch)?;
+        pulls::close_test_pulls(&self.client, repo, branch).await
     }
 
     async fn set_status(&self, repo: &RepoRef, sha: &Sha, status: &StatusUpdate) -> HostResult<()> {

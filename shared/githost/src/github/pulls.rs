@@ -1,12 +1,15 @@
 //! Pull requests, their heads and their comments.
 
 use super::client::{Client, escape, repo_path};
-use super::wire::{Compare, IssueComment, PullWire, RefWire};
+use super::wire::{Compare, IssueComment, Numbered, PullWire, RefWire};
 use crate::comment::{is_marked, marked};
 use crate::error::HostResult;
+use crate::port::TestPullRequest;
 use mq_core::git::{PrFacts, PrState};
 use mq_core::ids::{PrNumber, RepoRef, Sha};
+use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 use reqwest::Method;
+use reqwest::StatusCode;
 use serde_json::json;
 
 pub(crate) async fn pull(client: &Client, repo: &RepoRef, pr: PrNumber) -> HostResult<PullWire> {
@@ -105,4 +108,55 @@ pub(crate) async fn close(client: &Client, repo: &RepoRef, pr: PrNumber) -> Host
         .send(repo, Method::PATCH, &path, Some(&payload))
         .await?
         .ok()
+}
+
+/// Opens a draft pull request from a test branch; one already open from it is kept. Where the
+/// repository's plan has no draft pull requests, a ready one is opened instead.
+pub(crate) async fn open_test_pull(
+    client: &Client,
+    repo: &RepoRef,
+    request: &TestPullRequest,
+) -> HostResult<()> {
+    let path = format!("{}/pulls", repo_path(repo));
+    let mut payload = json!({
+        "title": request.title,
+        "head": request.branch,
+        "base": request.target,
+        "body": request.body,
+        "draft": true,
+    });
+    let mut reply = client
+        .send(repo, Method::POST, &path, Some(&payload))
+        .await?;
+    if reply.status == StatusCode::UNPROCESSABLE_ENTITY && reply.message().contains("raft") {
+        payload["draft"] = json!(false);
+        reply = client
+            .send(repo, Method::POST, &path, Some(&payload))
+            .await?;
+    }
+    let already_open = reply.status == StatusCode::UNPROCESSABLE_ENTITY
+        && reply.message().contains("already exists");
+    if already_open {
+        return Ok(());
+    }
+    reply.ok()
+}
+
+/// Closes every pull request open from `branch` (a test branch of this repository).
+pub(crate) async fn close_test_pulls(
+    client: &Client,
+    repo: &RepoRef,
+    branch: &str,
+) -> HostResult<()> {
+    let head = format!("{}:{branch}", repo.owner);
+    let listing = format!(
+        "{}/pulls?state=open&head={}",
+        repo_path(repo),
+        utf8_percent_encode(&head, NON_ALPHANUMERIC)
+    );
+    let open: Vec<Numbered> = client.get_all(repo, &listing, None).await?;
+    for pr in open {
+        close(client, repo, pr.number).await?;
+    }
+    Ok(())
 }

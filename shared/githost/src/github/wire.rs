@@ -20,6 +20,11 @@ pub(crate) struct Id {
 }
 
 #[derive(Debug, Deserialize)]
+pub(crate) struct Numbered {
+    pub number: u32,
+}
+
+#[derive(Debug, Deserialize)]
 pub(crate) struct ShaOnly {
     pub sha: String,
 }

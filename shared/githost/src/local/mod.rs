@@ -18,12 +18,12 @@ mod records;
 
 pub use ci::{CiConfig, DEFAULT_CI_CONTEXT};
 pub use git::Identity;
-pub use records::StatusRecorded;
+pub use records::{StatusRecorded, TestPullRecord};
 
 use crate::error::{HostError, HostResult};
 use crate::port::{
     CommitChecks, GitHost, MergeOutcome, MergeRequest, StatusUpdate, TestBranchOutcome,
-    TestBranchRequest,
+    TestBranchRequest, TestPullRequest,
 };
 use crate::repo_config::{CONFIG_FILE, required_statuses_in, resolve_required};
 use crate::validate;
@@ -96,6 +96,15 @@ impl LocalGitHost {
         records::read_comment(&self.git(repo)?, pr).await
     }
 
+    /// The draft pull request opened for a test branch, open or closed.
+    pub async fn test_pull_request(
+        &self,
+        repo: &RepoRef,
+        branch: &str,
+    ) -> HostResult<Option<TestPullRecord>> {
+        records::read_test_pull(&self.git(repo)?, branch).await
+    }
+
     fn git(&self, repo: &RepoRef) -> HostResult<Git> {
         let path = self.repo_path(repo)?;
         if !path.is_dir() {
@@ -151,6 +160,40 @@ impl GitHost for LocalGitHost {
         let git = self.git(repo)?;
         pulls::head_of(&git, pr).await?;
         records::write_comment(&git, pr, body).await
+    }
+
+    async fn open_test_pull_request(
+        &self,
+        repo: &RepoRef,
+        request: &TestPullRequest,
+    ) -> HostResult<()> {
+        let git = self.git(repo)?;
+        validate::branch("target", &request.target)?;
+        branches::head(&git, &request.branch).await?;
+        let open = records::read_test_pull(&git, &request.branch).await?;
+        if open.is_some_and(|record| record.open) {
+            return Ok(());
+        }
+        let record = TestPullRecord {
+            request: request.clone(),
+            open: true,
+        };
+        records::write_test_pull(&git, &record).await
+    }
+
+    async fn close_test_pull_request(&self, repo: &RepoRef, branch: &str) -> HostResult<()> {
+        validate::branch("branch", branch)?;
+        let git = self.git(repo)?;
+        match records::read_test_pull(&git, branch).await? {
+            Some(record) if record.open => {
+                let closed = TestPullRecord {
+                    open: false,
+                    ..record
+                };
+                records::write_test_pull(&git, &closed).await
+            }
+            _ => Ok(()),
+        }
     }
 
     async fn set_status(&self, repo: &RepoRef, sha: &Sha, status: &StatusUpdate) -> HostResult<()> {

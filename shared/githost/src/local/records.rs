@@ -2,21 +2,33 @@
 //! blobs, so anyone with the repository (tests, tools, the adapter) can read them back:
 //!
 //! - `refs/merge-queue/statuses/<commit>/<hex of context>`: a JSON [`StatusReport`];
-//! - `refs/merge-queue/comments/<pr>`: the comment's body.
+//! - `refs/merge-queue/comments/<pr>`: the comment's body;
+//! - `refs/merge-queue/test-pulls/<hex of branch>`: a JSON [`TestPullRecord`], the draft pull
+//!   request opened for a test branch.
 //!
 //! One ref per status context and per comment: writing one never touches another.
 
 use super::git::Git;
 use crate::clock::now;
 use crate::error::{HostError, HostResult};
-use crate::port::StatusUpdate;
+use crate::port::{StatusUpdate, TestPullRequest};
 use mq_core::git::StatusReport;
 use mq_core::ids::{PrNumber, RepoRef, Sha};
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tokio::sync::broadcast;
 
 const STATUSES: &str = "refs/merge-queue/statuses";
 const COMMENTS: &str = "refs/merge-queue/comments";
+const TEST_PULLS: &str = "refs/merge-queue/test-pulls";
+
+/// A draft pull request of a test branch, as the local host keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestPullRecord {
+    #[serde(flatten)]
+    pub request: TestPullRequest,
+    pub open: bool,
+}
 
 /// A status that was just recorded on a commit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,6 +112,29 @@ pub(crate) async fn write_comment(git: &Git, pr: PrNumber, body: &str) -> HostRe
 pub(crate) async fn read_comment(git: &Git, pr: PrNumber) -> HostResult<Option<String>> {
     let bytes = git.read_blob(&format!("{COMMENTS}/{pr}")).await?;
     Ok(bytes.map(|b| String::from_utf8_lossy(&b).into_owned()))
+}
+
+/// The draft pull request of a test branch, if one was opened.
+pub(crate) async fn read_test_pull(git: &Git, branch: &str) -> HostResult<Option<TestPullRecord>> {
+    let Some(bytes) = git.read_blob(&test_pull_ref(branch)).await? else {
+        return Ok(None);
+    };
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| HostError::Other(format!("the test pull request of {branch}: {e}")))
+}
+
+/// Stores the draft pull request of a test branch, replacing what was there.
+pub(crate) async fn write_test_pull(git: &Git, record: &TestPullRecord) -> HostResult<()> {
+    let json = serde_json::to_vec(record)
+        .map_err(|e| HostError::Other(format!("cannot encode a test pull request: {e}")))?;
+    let blob = git.write_blob(&json).await?;
+    git.set_ref(&test_pull_ref(&record.request.branch), &blob)
+        .await
+}
+
+fn test_pull_ref(branch: &str) -> String {
+    format!("{TEST_PULLS}/{}", hex::encode(branch.as_bytes()))
 }
 
 /// The context, hex-encoded so any text makes a valid ref name; a long one by its SHA-256, to

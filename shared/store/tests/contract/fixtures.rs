@@ -61,6 +61,7 @@ pub fn run(id: &str, prs: &[u32], sha: Option<&str>, at: Timestamp) -> TestRun {
             .collect(),
         dependent_prs: vec![],
         chain: vec![],
+        test_pull_request: false,
         base_sha: None,
         sha: sha.map(Sha::new),
         required: None,

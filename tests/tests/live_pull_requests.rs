@@ -133,6 +133,14 @@ async fn submitted_and_enqueued_pull_requests_have_every_field(backend: Backend)
         })
     );
 
+    // Submitted again without a priority: the one it has is kept.
+    env.submit(&repo, 1).await;
+    let again = env.pull_request(&repo, 1).await;
+    assert_eq!(
+        (&again["priorityName"], &again["id"]),
+        (&json!("high"), &first["id"])
+    );
+
     let second = env.pull_request(&repo, 2).await;
     assert_eq!(keys(&second), sorted(SUBMITTED_FIELDS));
     assert_eq!(second["state"], "not_ready");
@@ -292,21 +300,27 @@ async fn impacted_targets_for_another_sha_conflict(backend: Backend) {
         false,
         "a refused upload changes nothing"
     );
-    let mut no_sha = body(&repo, json!({"impactedTargets": ["api"]}));
-    no_sha["pr"] = json!({"number": 1});
-    let missing = env.post("setImpactedTargets", Some(ACME), &no_sha).await;
-    assert_eq!(missing.status, 400);
-    assert!(
-        missing.message().contains("pr.sha"),
-        "{}",
-        missing.message()
-    );
-
     let right = env
         .set_impacted_targets(&repo, 1, &heads[0], json!(["api"]))
         .await;
     assert_eq!((right.status, &right.body), (200, &json!({})));
     env.wait_for_state(&repo, 1, "testing").await;
+
+    // Without `pr.sha`, the targets are for the pull request's current head: the one its
+    // entry has, or the Git host's when it is not in the queue.
+    let mut no_sha = body(&repo, json!({"impactedTargets": ["web"]}));
+    no_sha["pr"] = json!({"number": 2});
+    let before = env.post("setImpactedTargets", Some(ACME), &no_sha).await;
+    assert_eq!((before.status, &before.body), (200, &json!({})));
+    env.submit(&repo, 2).await;
+    let two = env.wait_for_state(&repo, 2, "pending").await;
+    assert_eq!(
+        two["readiness"]["hasImpactedTargets"], true,
+        "ready, behind #1"
+    );
+    no_sha["pr"] = json!({"number": 1});
+    let queued = env.post("setImpactedTargets", Some(ACME), &no_sha).await;
+    assert_eq!((queued.status, &queued.body), (200, &json!({})));
 }
 
 async fn unknown_pull_requests_and_other_organisations_get_not_found(backend: Backend) {

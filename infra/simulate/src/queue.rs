@@ -153,7 +153,7 @@ impl<'a> QueueSim<'a> {
         self.drive(Event::Submit {
             pr: facts,
             priority: Priority::default_priority(),
-            no_batch: false,
+            no_batch: Some(false),
             force: false,
             head_checks_passed: false,
         });

@@ -79,7 +79,7 @@ fn queue(mode: QueueMode, concurrency: u32, targets: u32) -> QueueSnapshot {
         let submit = Event::Submit {
             pr: facts(pr),
             priority: Priority::default_priority(),
-            no_batch: false,
+            no_batch: Some(false),
             force: false,
             head_checks_passed: false,
         };
@@ -138,7 +138,7 @@ fn bench_queue(c: &mut Criterion, name: &str, snap: &QueueSnapshot) {
             Event::Submit {
                 pr: facts(ENTRIES + 1),
                 priority: Priority::default_priority(),
-                no_batch: false,
+                no_batch: Some(false),
                 force: false,
                 head_checks_passed: false,
             },

@@ -218,7 +218,7 @@ fn apply(h: &mut Harness, op: &Op, bad: &BTreeSet<u32>) {
             let submitted = h.apply(Event::Submit {
                 pr: facts,
                 priority: Priority::of(*priority),
-                no_batch: *no_batch,
+                no_batch: Some(*no_batch),
                 force: false,
                 head_checks_passed: green_head,
             });

@@ -48,6 +48,36 @@ fn resubmitting_an_active_pull_request_updates_priority_and_no_batch_in_place() 
 }
 
 #[test]
+fn resubmitting_without_a_priority_or_no_batch_keeps_what_the_entry_has() {
+    let mut h = queue(1);
+    h.submit(1);
+    h.submit_with(2, Priority::of(0), true);
+    let again = h.facts(2);
+    h.ok(Event::Submit {
+        pr: again,
+        priority: Priority::default_priority(),
+        no_batch: None,
+        force: false,
+        head_checks_passed: false,
+    });
+    let e = h.entry(2).unwrap();
+    assert_eq!((e.priority, e.no_batch), (Priority::of(0), true), "kept");
+    // Submitted with a new head before the webhook told: a new entry, the priority kept.
+    let mut facts = h.facts(2);
+    facts.head_sha = mq_core::ids::Sha::new("f".repeat(40));
+    let first = h.entry(2).unwrap().id.clone();
+    h.submit_facts(facts).unwrap();
+    assert_ne!(h.entry(2).unwrap().id, first);
+    assert_eq!(h.entry(2).unwrap().priority, Priority::of(0));
+    h.submit_with(2, Priority::of(200), false);
+    assert_eq!(
+        h.entry(2).unwrap().priority.value,
+        200,
+        "a given priority still applies"
+    );
+}
+
+#[test]
 fn resubmitting_after_a_terminal_state_creates_a_new_entry() {
     let mut h = queue(1);
     h.submit(1);

@@ -10,7 +10,7 @@ use mq_core::engine::{CancelReason, Event, view};
 use mq_core::entry::UploadedTargets;
 use mq_core::error::{DomainError, ErrorCode};
 use mq_core::git::{PrFacts, Verdict};
-use mq_core::ids::{OrgId, PrNumber, QueueId};
+use mq_core::ids::{OrgId, PrNumber, QueueId, Sha};
 use mq_core::settings::{DirectMergeMode, QueueMode};
 use mq_core::snapshot::{Queue, QueueSnapshot};
 use mq_githost::{CommitChecks, GitHost, HostError};
@@ -201,19 +201,29 @@ pub async fn set_impacted_targets(
 ) -> Result<(), ApiError> {
     let id = upload.target.id();
     let snapshot = load_owned(app, org, &id).await?;
-    if snapshot.entry_for_pr(upload.pr).is_none() {
-        let facts = pr_facts(app.host()?, &snapshot.queue, upload.pr).await?;
-        if facts.head_sha != upload.head_sha {
-            return Err(sha_mismatch(upload, &facts).into());
+    let active_head = snapshot
+        .entry_for_pr(upload.pr)
+        .map(|e| e.pr_facts.head_sha.clone());
+    let head_sha = match (&upload.head_sha, active_head) {
+        (Some(given), Some(_)) => given.clone(),
+        (None, Some(head)) => head,
+        (given, None) => {
+            let facts = pr_facts(app.host()?, &snapshot.queue, upload.pr).await?;
+            match given {
+                Some(given) if *given != facts.head_sha => {
+                    return Err(sha_mismatch(upload.pr, given, &facts).into());
+                }
+                _ => facts.head_sha,
+            }
         }
-    }
+    };
     let event = Event::SetImpactedTargets {
         pr: upload.pr,
-        head_sha: upload.head_sha.clone(),
+        head_sha: head_sha.clone(),
         targets: upload.targets.clone(),
     };
     let uploaded = UploadedTargets {
-        head_sha: upload.head_sha.clone(),
+        head_sha,
         targets: upload.targets.clone(),
         uploaded_at: app.now(),
     };
@@ -315,13 +325,12 @@ fn never_submitted(pr: PrNumber) -> ApiError {
     .into()
 }
 
-fn sha_mismatch(upload: &TargetsUpload, facts: &PrFacts) -> DomainError {
+fn sha_mismatch(pr: PrNumber, given: &Sha, facts: &PrFacts) -> DomainError {
     DomainError::conflict(
         ErrorCode::ShaMismatch,
         format!(
-            "pr.sha {} is not the head of pull request #{} ({})",
-            upload.head_sha.short(),
-            upload.pr,
+            "pr.sha {} is not the head of pull request #{pr} ({})",
+            given.short(),
             facts.head_sha.short()
         ),
     )

@@ -150,7 +150,7 @@ async fn comment_command(
                     Ok(vec![Event::Submit {
                         pr: pr_facts(host, &now, pr).await?,
                         priority: priority.unwrap_or(Priority::default_priority()),
-                        no_batch,
+                        no_batch: no_batch.then_some(true),
                         force: false,
                         head_checks_passed: false,
                     }])

@@ -107,7 +107,8 @@ pub struct Submission {
     pub target: QueueTarget,
     pub pr: PrNumber,
     pub priority: Priority,
-    pub no_batch: bool,
+    /// `None`: not given (an active entry keeps its own).
+    pub no_batch: Option<bool>,
 }
 
 impl SubmitRequest {
@@ -121,7 +122,7 @@ impl SubmitRequest {
             target,
             pr: self.pr.number()?,
             priority,
-            no_batch: self.no_batch.unwrap_or(false),
+            no_batch: self.no_batch,
         })
     }
 }
@@ -170,23 +171,25 @@ pub struct ImpactedTargetsRequest {
 pub struct TargetsUpload {
     pub target: QueueTarget,
     pub pr: PrNumber,
-    pub head_sha: Sha,
+    /// The head the targets were computed for; `None`: the pull request's current head.
+    pub head_sha: Option<Sha>,
     pub targets: ImpactedTargets,
 }
 
 impl ImpactedTargetsRequest {
     pub fn upload(&self) -> Result<TargetsUpload, DomainError> {
         let target = QueueTarget::new(&self.repo, &self.target_branch)?;
-        let sha = self
-            .pr
-            .sha
-            .as_deref()
-            .ok_or_else(|| DomainError::invalid("pr.sha", "is required"))?;
-        check_sha("pr.sha", sha)?;
+        let head_sha = match self.pr.sha.as_deref() {
+            Some(sha) => {
+                check_sha("pr.sha", sha)?;
+                Some(Sha::new(sha.to_ascii_lowercase()))
+            }
+            None => None,
+        };
         Ok(TargetsUpload {
             target,
             pr: self.pr.number()?,
-            head_sha: Sha::new(sha.to_ascii_lowercase()),
+            head_sha,
             targets: targets(&self.impacted_targets)?,
         })
     }
@@ -366,7 +369,7 @@ mod tests {
         let mut b = with("pr", json!({"number": 7, "sha": "ABCDEF1234567"}));
         b["impactedTargets"] = json!(["//b", "//a", "//a"]);
         let u = upload(b.clone()).unwrap();
-        assert_eq!(u.head_sha.as_str(), "abcdef1234567");
+        assert_eq!(u.head_sha.unwrap().as_str(), "abcdef1234567");
         assert_eq!(
             u.targets,
             ImpactedTargets::List(["//a".to_owned(), "//b".to_owned()].into())
@@ -387,6 +390,10 @@ mod tests {
         b["impactedTargets"] = json!("ALL");
         assert!(upload(b.clone()).unwrap_err().starts_with("pr.sha"));
         b["pr"] = json!({"number": 7});
-        assert!(upload(b).unwrap_err().starts_with("pr.sha"));
+        assert_eq!(
+            upload(b).unwrap().head_sha,
+            None,
+            "the current head is used"
+        );
     }
 }

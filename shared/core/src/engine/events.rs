@@ -36,7 +36,8 @@ pub enum CancelReason {
 pub enum Event {
     /// `submitPullRequest` or the `/service merge` comment command; `pr` is what the Git host
     /// said about the pull request at submission. Resubmitting an active entry updates its
-    /// priority and `no_batch` in place.
+    /// priority and `no_batch` in place; a `priority` that was defaulted (none given) and a
+    /// `no_batch` of `None` keep the entry's (a new entry takes the default, and `false`).
     ///
     /// `head_checks_passed` says whether every required status of the pull request's own head
     /// passed (the shell reads them from the Git host); only direct merge
@@ -44,7 +45,7 @@ pub enum Event {
     Submit {
         pr: PrFacts,
         priority: Priority,
-        no_batch: bool,
+        no_batch: Option<bool>,
         force: bool,
         head_checks_passed: bool,
     },

@@ -19,13 +19,15 @@ use std::sync::Arc;
 pub(super) struct Submission<'a> {
     pub pr: &'a PrFacts,
     pub priority: Priority,
-    pub no_batch: bool,
+    pub no_batch: Option<bool>,
     pub force: bool,
     pub head_checks_passed: bool,
 }
 
 impl Work {
-    /// Submits a pull request, or updates an active entry's priority and `noBatch`.
+    /// Submits a pull request, or updates an active entry's priority and `noBatch`. A
+    /// submission that gives no priority (or no `noBatch`) keeps what an active entry has
+    /// (also when a new head replaces the entry).
     pub fn submit(&mut self, sub: &Submission<'_>) -> Result<(), DomainError> {
         accepts_submissions(self.s.queue.state)?;
         if sub.pr.state != PrState::Open {
@@ -34,11 +36,17 @@ impl Work {
                 format!("pull request {} is not open", sub.pr.number),
             ));
         }
+        let mut priority = sub.priority;
+        let mut no_batch = sub.no_batch.unwrap_or(false);
         if let Some(e) = self.entry(sub.pr.number) {
+            if sub.priority.defaulted {
+                priority = e.priority;
+            }
+            no_batch = sub.no_batch.unwrap_or(e.no_batch);
             if e.pr_facts.head_sha == sub.pr.head_sha {
                 let e = self.entry_mut(sub.pr.number).expect("entry exists");
-                e.priority = sub.priority;
-                e.no_batch = sub.no_batch;
+                e.priority = priority;
+                e.no_batch = no_batch;
                 return Ok(());
             }
             self.refuse_while_merging(sub.pr.number)?;
@@ -47,8 +55,8 @@ impl Work {
         let seq = self.s.queue.engine.next_seq;
         self.s.queue.engine.next_seq += 1;
         let entry = Entry {
-            priority: sub.priority,
-            no_batch: sub.no_batch,
+            priority,
+            no_batch,
             force_enqueued: sub.force,
             ..Entry::submitted(self.next_entry_id(seq), seq, sub.pr.clone(), self.now)
         };

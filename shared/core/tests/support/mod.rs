@@ -303,7 +303,7 @@ impl Harness {
         self.ok(Event::Submit {
             pr: facts,
             priority,
-            no_batch,
+            no_batch: Some(no_batch),
             force: false,
             head_checks_passed: self.green_heads.contains(&pr),
         })
@@ -315,7 +315,7 @@ impl Harness {
         self.apply(Event::Submit {
             pr: facts,
             priority: Priority::default_priority(),
-            no_batch: false,
+            no_batch: Some(false),
             force: false,
             head_checks_passed: green,
         })

@@ -741,7 +741,7 @@ pub async fn a_committed_snapshot_reads_back_as_the_engine_left_it(store: Arc<dy
         events.push(Event::Submit {
             pr: facts,
             priority: Priority::of(if pr == 12 { 0 } else { 100 }),
-            no_batch: pr == 4,
+            no_batch: Some(pr == 4),
             force: false,
             head_checks_passed: false,
         });

@@ -185,6 +185,93 @@ fn a_pull_request_that_is_not_mergeable_waits_not_ready_until_it_is() {
 }
 
 #[test]
+fn a_waiting_pull_request_that_conflicts_with_the_target_fails_with_the_reason() {
+    let mut h = queue(1);
+    h.submit(1);
+    let mut facts = h.facts(2);
+    facts.mergeability = Mergeability::NotMergeable;
+    h.submit_facts(facts).unwrap();
+    assert_eq!(h.state(2), Failed, "submitted while it conflicts");
+    assert_eq!(h.conclusion(2), "conflicts_with_target");
+    // One waiting behind a group: the Git host later says it conflicts.
+    h.submit(3);
+    assert_eq!(h.state(3), Pending);
+    let mut facts = h.facts(3);
+    facts.mergeability = Mergeability::NotMergeable;
+    h.ok(Event::PrUpdated { pr: facts });
+    assert_eq!(h.state(3), Failed);
+    // One in a group is judged by its test branch, not by the target.
+    let mut facts = h.facts(1);
+    facts.mergeability = Mergeability::NotMergeable;
+    h.ok(Event::PrUpdated { pr: facts });
+    assert_eq!(h.state(1), Testing);
+    h.assert_clean();
+}
+
+/// Two requests may execute notifications of one pull request at once: the later one waits
+/// for the earlier one's outcome, so the pull request ends showing the last one.
+#[test]
+fn a_notification_waits_for_the_earlier_one_of_its_pull_request() {
+    let mut h = queue(1);
+    h.auto_execute = false;
+    h.submit(1);
+    let first = h
+        .pending
+        .iter()
+        .find(|x| matches!(x.effect, Effect::PostComment { .. }))
+        .cloned();
+    let first = first.expect("a comment");
+    assert!(
+        h.snap
+            .outbox
+            .iter()
+            .filter(|x| matches!(x.effect, Effect::PostComment { .. }))
+            .count()
+            >= 2
+    );
+    let held: Vec<_> = h.snap.outbox.iter().filter(|x| x.held).collect();
+    assert!(
+        !held.is_empty(),
+        "the comment of testing waits for the queued one"
+    );
+    assert!(h.pending.iter().all(|x| !x.held));
+    h.pending.clear();
+    let t = h.ok(Event::EffectSucceeded {
+        effect_id: first.id.clone(),
+        outcome: mq_core::engine::EffectOutcome::Done,
+    });
+    let released: Vec<_> = t
+        .effects
+        .iter()
+        .filter(|x| matches!(x.effect, Effect::PostComment { .. }))
+        .collect();
+    assert_eq!(released.len(), 1);
+    let Effect::PostComment { body, .. } = &released[0].effect else {
+        unreachable!()
+    };
+    assert!(body.starts_with("Testing in run"), "{body}");
+    // A tick does not execute a held notification.
+    h.ok(Event::Cancel {
+        pr: 1,
+        reason: CancelReason::Api,
+    });
+    h.advance_minutes(3);
+    let t = h.tick();
+    let comments: Vec<_> = t
+        .effects
+        .iter()
+        .filter_map(|x| match &x.effect {
+            Effect::PostComment { body, .. } => Some(body.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        comments.iter().all(|b| b.starts_with("Testing")),
+        "{comments:?}"
+    );
+}
+
+#[test]
 fn a_pull_request_for_another_base_is_not_ready_until_its_base_matches() {
     let mut h = queue(1);
     let mut facts = h.facts(1);

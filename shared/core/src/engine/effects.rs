@@ -89,4 +89,21 @@ pub struct PendingEffect {
     pub next_attempt_at: Timestamp,
     #[serde(default)]
     pub last_error: Option<String>,
+    /// A notification waiting for an earlier one of the same pull request and kind to
+    /// finish (see [`Effect::notice_key`]); the tick does not execute it.
+    #[serde(default)]
+    pub held: bool,
+}
+
+impl Effect {
+    /// What a pull request notification replaces on the host (its comment, or its status
+    /// check): the last one executed is what the pull request shows. `None` for every other
+    /// effect.
+    pub fn notice_key(&self) -> Option<(u8, PrNumber)> {
+        match self {
+            Effect::PostComment { pr, .. } => Some((0, *pr)),
+            Effect::SetStatusCheck { pr, .. } => Some((1, *pr)),
+            _ => None,
+        }
+    }
 }

@@ -161,6 +161,10 @@ pub fn failure_detail(reason: &str) -> String {
                 .to_owned()
         }
         "merge_conflict" => "the pull request conflicts with the changes ahead of it".to_owned(),
+        "conflicts_with_target" => {
+            "the pull request conflicts with the target branch: resolve the conflict, push, and submit it again"
+                .to_owned()
+        }
         "test_branch_error" => "the test branch could not be created".to_owned(),
         "merge_failed" => "the Git host refused to merge the pull request".to_owned(),
         _ => "a required status failed on the test branch".to_owned(),

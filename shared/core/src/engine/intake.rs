@@ -7,13 +7,16 @@ use super::work::Work;
 use super::{BranchPr, Effect};
 use crate::entry::{Entry, EntryState, ImpactedTargets, UploadedTargets};
 use crate::error::{DomainError, ErrorCode};
-use crate::git::{PrFacts, PrState};
+use crate::git::{Mergeability, PrFacts, PrState};
 use crate::ids::{PrNumber, Sha};
 use crate::priority::Priority;
 use crate::run::{RunKind, RunStatus};
 use crate::settings::{DirectMergeMode, accepts_submissions};
 use std::collections::BTreeSet;
 use std::sync::Arc;
+
+/// Why an entry whose pull request conflicts with the target fails.
+const CONFLICTS_WITH_TARGET: &str = "conflicts_with_target";
 
 /// A submission, as the engine receives it.
 pub(super) struct Submission<'a> {
@@ -320,12 +323,16 @@ impl Work {
     }
 
     /// Moves entries between `not_ready` and `pending` as their readiness changes
-    /// (SEMANTICS §4, spec §2.5); drafts are not ready.
+    /// (SEMANTICS §4, spec §2.5); drafts are not ready. An entry waiting for a test whose
+    /// pull request the Git host says conflicts with the target fails: it could only become
+    /// ready through new commits, which take it out of the queue anyway.
     pub fn refresh_readiness(&mut self) -> bool {
+        let conflicting = self.conflicting_with_target();
+        let mut changed = !conflicting.is_empty();
+        self.remove_entries(&conflicting, EntryState::Failed, CONFLICTS_WITH_TARGET);
         let branch = self.s.queue.branch.clone();
         let parallel = self.parallel();
         let now = self.now;
-        let mut changed = false;
         for shared in &mut self.s.entries {
             let e = &**shared;
             let ready = e.readiness(&branch, parallel).is_ready() && !e.pr_facts.draft;
@@ -343,6 +350,19 @@ impl Work {
             changed = true;
         }
         changed
+    }
+
+    /// Entries not in a group whose pull request conflicts with the target branch.
+    fn conflicting_with_target(&self) -> Vec<PrNumber> {
+        let target = &self.s.queue.branch;
+        self.s
+            .entries
+            .iter()
+            .filter(|e| matches!(e.state, EntryState::NotReady | EntryState::Pending))
+            .filter(|e| e.current_run.is_none() && &e.pr_facts.base_branch == target)
+            .filter(|e| e.pr_facts.mergeability == Mergeability::NotMergeable)
+            .map(|e| e.pr)
+            .collect()
     }
 
     /// The active entry of a pull request, or 409 when there is none (the shell, which

@@ -124,7 +124,7 @@ impl Work {
 
     fn comment(&mut self, pr: PrNumber, body: String) {
         if self.cfg().comments_enabled {
-            self.emit(Effect::PostComment { pr, body });
+            self.notify(Effect::PostComment { pr, body });
         }
     }
 
@@ -136,7 +136,7 @@ impl Work {
         description: String,
     ) {
         if self.cfg().status_check_enabled {
-            self.emit(Effect::SetStatusCheck {
+            self.notify(Effect::SetStatusCheck {
                 pr,
                 sha,
                 state,

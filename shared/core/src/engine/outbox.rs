@@ -27,6 +27,7 @@ impl Work {
         let Some(done) = self.take_effect(id) else {
             return;
         };
+        self.release_held(&done.effect);
         match (&done.effect, outcome) {
             (
                 Effect::CreateTestBranch { run_id, branch, .. },
@@ -95,6 +96,7 @@ impl Work {
         let Some(given_up) = self.take_effect(id) else {
             return;
         };
+        self.release_held(&given_up.effect);
         match given_up.effect {
             Effect::CreateTestBranch { run_id, .. } => {
                 let live = self
@@ -123,7 +125,8 @@ impl Work {
         let mut stale = Vec::new();
         for i in 0..self.s.outbox.len() {
             let x = &self.s.outbox[i];
-            if x.next_attempt_at > now || (paused && matches!(x.effect, Effect::Merge { .. })) {
+            let waits = x.held || (paused && matches!(x.effect, Effect::Merge { .. }));
+            if x.next_attempt_at > now || waits {
                 continue;
             }
             if let Effect::CreateTestBranch { run_id, .. } | Effect::FetchChecks { run_id, .. } =

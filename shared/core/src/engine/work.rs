@@ -145,6 +145,24 @@ impl Work {
 
     /// Puts an effect in the outbox and in this step's effects.
     pub fn emit(&mut self, effect: Effect) {
+        self.push_effect(effect, false);
+    }
+
+    /// Emits a pull request notification, one at a time per pull request and kind: while an
+    /// earlier one is outstanding (another request may be executing it), the new one is
+    /// held, replacing one held before, and released when the earlier one's outcome comes
+    /// back ([`Work::release_held`]). The host is thus left with the last comment and status
+    /// the engine decided, whatever order requests run in.
+    pub fn notify(&mut self, effect: Effect) {
+        let key = effect.notice_key();
+        let same = |x: &PendingEffect| key.is_some() && x.effect.notice_key() == key;
+        self.s.outbox.retain(|x| !(x.held && same(x)));
+        let outstanding = self.s.outbox.iter().any(same);
+        self.push_effect(effect, outstanding);
+    }
+
+    /// Puts an effect in the outbox; one not `held` also goes in this step's effects.
+    fn push_effect(&mut self, effect: Effect, held: bool) {
         let n = self.s.queue.engine.next_effect;
         self.s.queue.engine.next_effect += 1;
         let pending = PendingEffect {
@@ -154,9 +172,30 @@ impl Work {
             attempts: 0,
             next_attempt_at: self.now.plus_millis(EFFECT_LEASE_MS),
             last_error: None,
+            held,
         };
         self.s.outbox.push(pending.clone());
-        self.effects.push(pending);
+        if !held {
+            self.effects.push(pending);
+        }
+    }
+
+    /// An outstanding notification ended (done or given up): the one held behind it, if any,
+    /// is executed now.
+    pub fn release_held(&mut self, done: &Effect) {
+        let Some(key) = done.notice_key() else { return };
+        let lease = self.now.plus_millis(EFFECT_LEASE_MS);
+        let held = self
+            .s
+            .outbox
+            .iter_mut()
+            .find(|x| x.held && x.effect.notice_key() == Some(key));
+        if let Some(x) = held {
+            x.held = false;
+            x.next_attempt_at = lease;
+            let released = x.clone();
+            self.effects.push(released);
+        }
     }
 
     /// A new run id; bisection runs carry `-bisection`.

@@ -151,6 +151,7 @@ fn afternoon() -> QueueFacts {
         attempts: 2,
         next_attempt_at: NOW,
         last_error: Some("host unreachable".into()),
+        held: false,
     }];
     let history = History {
         concluded: vec![

@@ -115,6 +115,7 @@ mod tests {
             attempts: 0,
             next_attempt_at: Timestamp(0),
             last_error: None,
+            held: false,
         }
     }
 

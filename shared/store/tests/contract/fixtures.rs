@@ -95,6 +95,7 @@ pub fn effect(id: &str, at: Timestamp) -> PendingEffect {
         attempts: 0,
         next_attempt_at: at,
         last_error: None,
+        held: false,
     }
 }
 

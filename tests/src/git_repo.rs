@@ -24,6 +24,8 @@ pub struct PrSpec {
     pub fail: bool,
     /// The branch the pull request targets (and is made from); `main` when `None`.
     pub base: Option<String>,
+    /// Files it also writes: name and content.
+    pub files: Vec<(String, String)>,
 }
 
 impl PrSpec {
@@ -32,7 +34,14 @@ impl PrSpec {
             number,
             fail: false,
             base: None,
+            files: Vec::new(),
         }
+    }
+
+    /// Also writes `file` with `content`.
+    pub fn writing(mut self, file: &str, content: &str) -> Self {
+        self.files.push((file.to_owned(), content.to_owned()));
+        self
     }
 
     pub fn failing(mut self) -> Self {
@@ -111,6 +120,9 @@ impl GitRepo {
         if spec.fail {
             std::fs::write(self.work.join(FAIL_FILE), "").expect("FAIL file");
         }
+        for (file, content) in &spec.files {
+            std::fs::write(self.work.join(file), content).expect("pull request file");
+        }
         self.work(&["add", "--all"]);
         self.work(&["commit", "--quiet", "-m", &format!("Change {n}")]);
         self.push("HEAD", &format!("refs/pull/{n}/head"));
@@ -134,6 +146,45 @@ impl GitRepo {
         self.work(&["commit", "--quiet", "-m", &format!("Add {file}")]);
         self.push("HEAD", &format!("refs/heads/{branch}"));
         self.head(branch).expect("branch exists")
+    }
+
+    /// A commit writing `files` (name, content) pushed to `branch`; returns its sha.
+    pub fn commit_files(&self, branch: &str, files: &[(&str, &str)], message: &str) -> String {
+        self.checkout_branch_head(branch);
+        for (file, content) in files {
+            std::fs::write(self.work.join(file), content).expect("file");
+        }
+        self.work(&["add", "--all"]);
+        self.work(&["commit", "--quiet", "-m", message]);
+        self.push("HEAD", &format!("refs/heads/{branch}"));
+        self.head(branch).expect("branch exists")
+    }
+
+    /// From now on, every value `branch` takes is appended to `log`, one commit per line, by a
+    /// `reference-transaction` hook of the bare repository: whoever moves the branch, git
+    /// itself records it.
+    pub fn record_moves(&self, branch: &str, log: &Path) {
+        let hooks = self.bare.join("hooks");
+        std::fs::create_dir_all(&hooks).expect("hooks directory");
+        let script = format!(
+            "#!/bin/sh\n\
+             [ \"$1\" = committed ] || exit 0\n\
+             while read -r old new name; do\n\
+             if [ \"$name\" = refs/heads/{branch} ]; then echo \"$new\" >> '{}'; fi\n\
+             done\n\
+             exit 0\n",
+            log.display()
+        );
+        let hook = hooks.join("reference-transaction");
+        std::fs::write(&hook, script).expect("hook");
+        let mut mode = std::fs::metadata(&hook).expect("hook").permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut mode, 0o755);
+        std::fs::set_permissions(&hook, mode).expect("hook mode");
+    }
+
+    /// The content of `file` in a commit, if it has one.
+    pub fn file_at(&self, rev: &str, file: &str) -> Option<String> {
+        self.try_git(&["show", &format!("{rev}:{file}")])
     }
 
     /// A commit adding `file` pushed to pull request `n` (new commits on its head); returns

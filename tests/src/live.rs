@@ -75,6 +75,12 @@ impl LiveOptions {
         self
     }
 
+    /// The tick runs in the background every `every` (every 100 ms unless told).
+    pub fn tick_every(mut self, every: Duration) -> Self {
+        self.tick_every = Some(every);
+        self
+    }
+
     /// No tick in the background: the test runs it ([`LiveEnv::tick`], [`tick::run`]).
     pub fn without_tick(mut self) -> Self {
         self.tick_every = None;

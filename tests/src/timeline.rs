@@ -118,6 +118,7 @@ impl Step {
                 attempts: 0,
                 next_attempt_at: self.at,
                 last_error: None,
+                held: false,
             }),
         }
     }

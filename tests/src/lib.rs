@@ -9,6 +9,7 @@ pub mod git_repo;
 pub mod health;
 pub mod lambda_runtime;
 pub mod live;
+pub mod matrix;
 pub mod openapi;
 pub mod prometheus;
 pub mod requests;

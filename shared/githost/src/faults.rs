@@ -51,6 +51,8 @@ pub struct FaultyGitHost {
     merge_faults: Mutex<Vec<MergeFault>>,
     held_pull_request: Mutex<Option<Arc<HeldAnswer>>>,
     counts: Mutex<HostFaultCounts>,
+    /// Every call waits between these many milliseconds before it is made.
+    latency_ms: Mutex<(u64, u64)>,
 }
 
 impl FaultyGitHost {
@@ -63,7 +65,15 @@ impl FaultyGitHost {
             merge_faults: Mutex::new(Vec::new()),
             held_pull_request: Mutex::new(None),
             counts: Mutex::new(HostFaultCounts::default()),
+            latency_ms: Mutex::new((0, 0)),
         }
+    }
+
+    /// Every call waits between `min` and `max` (uniformly, seeded) before it is made: a slow
+    /// Git host (rate limits, a busy API, a slow `git`).
+    pub fn set_latency(&self, min: Duration, max: Duration) {
+        let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        *lock(&self.latency_ms) = (millis(min), millis(max.max(min)));
     }
 
     /// The chance (0.0..=1.0) that a call fails with a transient error from now on.
@@ -93,7 +103,12 @@ impl FaultyGitHost {
         lock(&self.counts).clone()
     }
 
-    fn inject(&self) -> HostResult<()> {
+    async fn inject(&self) -> HostResult<()> {
+        let (min, max) = *lock(&self.latency_ms);
+        if max > 0 {
+            let millis = lock(&self.rng).u64(min..=max);
+            tokio::time::sleep(Duration::from_millis(millis)).await;
+        }
         let rate = self.rate_ppm.load(Ordering::SeqCst);
         let fails = rate > 0 && lock(&self.rng).u64(0..1_000_000) < rate;
         let mut counts = lock(&self.counts);
@@ -130,7 +145,7 @@ impl GitHost for FaultyGitHost {
         pr: PrNumber,
         target_branch: &str,
     ) -> HostResult<PrFacts> {
-        self.inject()?;
+        self.inject().await?;
         let answer = self.inner.pull_request(repo, pr, target_branch).await;
         let held = lock(&self.held_pull_request).take();
         if let Some(held) = held {
@@ -141,7 +156,7 @@ impl GitHost for FaultyGitHost {
     }
 
     async fn branch_head(&self, repo: &RepoRef, branch: &str) -> HostResult<Option<Sha>> {
-        self.inject()?;
+        self.inject().await?;
         self.inner.branch_head(repo, branch).await
     }
 
@@ -150,12 +165,12 @@ impl GitHost for FaultyGitHost {
         repo: &RepoRef,
         request: &TestBranchRequest,
     ) -> HostResult<TestBranchOutcome> {
-        self.inject()?;
+        self.inject().await?;
         self.inner.create_test_branch(repo, request).await
     }
 
     async fn merge(&self, repo: &RepoRef, request: &MergeRequest) -> HostResult<MergeOutcome> {
-        self.inject()?;
+        self.inject().await?;
         match self.next_merge_fault() {
             None => self.inner.merge(repo, request).await,
             Some(MergeFault::Before) => {
@@ -174,12 +189,12 @@ impl GitHost for FaultyGitHost {
     }
 
     async fn delete_branch(&self, repo: &RepoRef, branch: &str) -> HostResult<()> {
-        self.inject()?;
+        self.inject().await?;
         self.inner.delete_branch(repo, branch).await
     }
 
     async fn upsert_comment(&self, repo: &RepoRef, pr: PrNumber, body: &str) -> HostResult<()> {
-        self.inject()?;
+        self.inject().await?;
         self.inner.upsert_comment(repo, pr, body).await
     }
 
@@ -188,17 +203,17 @@ impl GitHost for FaultyGitHost {
         repo: &RepoRef,
         request: &TestPullRequest,
     ) -> HostResult<()> {
-        self.inject()?;
+        self.inject().await?;
         self.inner.open_test_pull_request(repo, request).await
     }
 
     async fn close_test_pull_request(&self, repo: &RepoRef, branch: &str) -> HostResult<()> {
-        self.inject()?;
+        self.inject().await?;
         self.inner.close_test_pull_request(repo, branch).await
     }
 
     async fn set_status(&self, repo: &RepoRef, sha: &Sha, status: &StatusUpdate) -> HostResult<()> {
-        self.inject()?;
+        self.inject().await?;
         self.inner.set_status(repo, sha, status).await
     }
 
@@ -207,12 +222,12 @@ impl GitHost for FaultyGitHost {
         repo: &RepoRef,
         branch: &str,
     ) -> HostResult<RequiredStatuses> {
-        self.inject()?;
+        self.inject().await?;
         self.inner.required_statuses(repo, branch).await
     }
 
     async fn commit_checks(&self, repo: &RepoRef, sha: &Sha) -> HostResult<CommitChecks> {
-        self.inject()?;
+        self.inject().await?;
         self.inner.commit_checks(repo, sha).await
     }
 }

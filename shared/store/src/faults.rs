@@ -121,6 +121,7 @@ pub struct FaultyStore {
     /// Chance that a commit or deletion the wrapped store applied loses its answer, in
     /// millionths.
     lost_answer_ppm: AtomicU64,
+    latency: Latency,
     counts: Mutex<FaultCounts>,
 }
 
@@ -133,8 +134,15 @@ impl FaultyStore {
             rng: Mutex::new(fastrand::Rng::with_seed(seed)),
             rate_ppm: AtomicU64::new(0),
             lost_answer_ppm: AtomicU64::new(0),
+            latency: Latency::default(),
             counts: Mutex::new(FaultCounts::default()),
         }
+    }
+
+    /// Every call waits between `min` and `max` (uniformly, seeded) before it is made: a slow
+    /// DynamoDB (throttling, a far region, a busy machine).
+    pub fn set_latency(&self, min: Duration, max: Duration) {
+        self.latency.set(min, max);
     }
 
     /// The wrapped store, to look at what really is stored.
@@ -170,8 +178,9 @@ impl FaultyStore {
         lock(&self.counts).clone()
     }
 
-    /// Counts the call and decides whether it fails.
-    fn inject(&self, call: Call) -> StoreResult<()> {
+    /// Waits the injected latency, counts the call and decides whether it fails.
+    async fn inject(&self, call: Call) -> StoreResult<()> {
+        self.latency.wait(&self.rng).await;
         let rate = self.rate_ppm.load(Ordering::SeqCst);
         let fault = {
             let mut rng = lock(&self.rng);
@@ -203,6 +212,34 @@ impl FaultyStore {
     }
 }
 
+/// A delay injected before every call, drawn from `[min, max]` milliseconds.
+#[derive(Debug, Default)]
+pub struct Latency {
+    min_ms: AtomicU64,
+    max_ms: AtomicU64,
+}
+
+impl Latency {
+    pub fn set(&self, min: Duration, max: Duration) {
+        let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        self.min_ms.store(millis(min), Ordering::SeqCst);
+        self.max_ms.store(millis(max.max(min)), Ordering::SeqCst);
+    }
+
+    /// Sleeps for a draw of `rng` from the range; returns at once when none is set.
+    pub async fn wait(&self, rng: &Mutex<fastrand::Rng>) {
+        let (min, max) = (
+            self.min_ms.load(Ordering::SeqCst),
+            self.max_ms.load(Ordering::SeqCst),
+        );
+        if max == 0 {
+            return;
+        }
+        let millis = lock(rng).u64(min..=max);
+        tokio::time::sleep(Duration::from_millis(millis)).await;
+    }
+}
+
 fn ppm(rate: f64) -> u64 {
     (rate.clamp(0.0, 1.0) * 1_000_000.0) as u64
 }
@@ -214,22 +251,22 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[async_trait]
 impl QueueStore for FaultyStore {
     async fn create_queue(&self, queue: &Queue) -> StoreResult<()> {
-        self.inject(Call::Write)?;
+        self.inject(Call::Write).await?;
         self.inner.create_queue(queue).await
     }
 
     async fn load(&self, id: &QueueId) -> StoreResult<Option<QueueSnapshot>> {
-        self.inject(Call::Read)?;
+        self.inject(Call::Read).await?;
         self.inner.load(id).await
     }
 
     async fn load_shared(&self, id: &QueueId) -> StoreResult<Option<Arc<QueueSnapshot>>> {
-        self.inject(Call::Read)?;
+        self.inject(Call::Read).await?;
         self.inner.load_shared(id).await
     }
 
     async fn commit(&self, commit: &Commit) -> StoreResult<()> {
-        self.inject(Call::Conditional)?;
+        self.inject(Call::Conditional).await?;
         let result = self.inner.commit(commit).await;
         self.count_conflict(&result);
         if result.is_ok() && self.loses_answer() {
@@ -239,7 +276,7 @@ impl QueueStore for FaultyStore {
     }
 
     async fn delete_queue(&self, snapshot: &QueueSnapshot) -> StoreResult<()> {
-        self.inject(Call::Conditional)?;
+        self.inject(Call::Conditional).await?;
         let result = self.inner.delete_queue(snapshot).await;
         self.count_conflict(&result);
         if result.is_ok() && self.loses_answer() {
@@ -253,7 +290,7 @@ impl QueueStore for FaultyStore {
         id: &QueueId,
         pr: PrNumber,
     ) -> StoreResult<Option<(Queue, Option<Entry>)>> {
-        self.inject(Call::Read)?;
+        self.inject(Call::Read).await?;
         self.inner.load_entry(id, pr).await
     }
 
@@ -262,17 +299,17 @@ impl QueueStore for FaultyStore {
         id: &QueueId,
         run_id: &str,
     ) -> StoreResult<Option<(Queue, Option<TestRun>)>> {
-        self.inject(Call::Read)?;
+        self.inject(Call::Read).await?;
         self.inner.load_run(id, run_id).await
     }
 
     async fn queues_of_org(&self, org: &OrgId) -> StoreResult<Vec<Queue>> {
-        self.inject(Call::Read)?;
+        self.inject(Call::Read).await?;
         self.inner.queues_of_org(org).await
     }
 
     async fn queues_of_repo(&self, repo_key: &str) -> StoreResult<Vec<Queue>> {
-        self.inject(Call::Read)?;
+        self.inject(Call::Read).await?;
         self.inner.queues_of_repo(repo_key).await
     }
 
@@ -282,7 +319,7 @@ impl QueueStore for FaultyStore {
         pr: PrNumber,
         targets: &UploadedTargets,
     ) -> StoreResult<()> {
-        self.inject(Call::Write)?;
+        self.inject(Call::Write).await?;
         self.inner.put_uploaded_targets(id, pr, targets).await
     }
 
@@ -291,17 +328,17 @@ impl QueueStore for FaultyStore {
         id: &QueueId,
         pr: PrNumber,
     ) -> StoreResult<Option<UploadedTargets>> {
-        self.inject(Call::Read)?;
+        self.inject(Call::Read).await?;
         self.inner.uploaded_targets(id, pr).await
     }
 
     async fn queues_with_work(&self) -> StoreResult<Vec<QueueId>> {
-        self.inject(Call::Read)?;
+        self.inject(Call::Read).await?;
         self.inner.queues_with_work().await
     }
 
     async fn runs_by_sha(&self, sha: &Sha) -> StoreResult<Vec<RunLocation>> {
-        self.inject(Call::Read)?;
+        self.inject(Call::Read).await?;
         self.inner.runs_by_sha(sha).await
     }
 
@@ -311,7 +348,7 @@ impl QueueStore for FaultyStore {
         from: Timestamp,
         to: Timestamp,
     ) -> StoreResult<Vec<ConcludedEntry>> {
-        self.inject(Call::Read)?;
+        self.inject(Call::Read).await?;
         self.inner.concluded_between(id, from, to).await
     }
 
@@ -321,7 +358,7 @@ impl QueueStore for FaultyStore {
         from: Timestamp,
         to: Timestamp,
     ) -> StoreResult<Vec<FinishedRun>> {
-        self.inject(Call::Read)?;
+        self.inject(Call::Read).await?;
         self.inner.runs_finished_between(id, from, to).await
     }
 
@@ -331,7 +368,7 @@ impl QueueStore for FaultyStore {
         from: Timestamp,
         to: Timestamp,
     ) -> StoreResult<Vec<Restart>> {
-        self.inject(Call::Read)?;
+        self.inject(Call::Read).await?;
         self.inner.restarts_between(id, from, to).await
     }
 
@@ -342,12 +379,12 @@ impl QueueStore for FaultyStore {
         now: Timestamp,
         until: Timestamp,
     ) -> StoreResult<bool> {
-        self.inject(Call::Write)?;
+        self.inject(Call::Write).await?;
         self.inner.acquire_lease(id, owner, now, until).await
     }
 
     async fn release_lease(&self, id: &QueueId, owner: &str) -> StoreResult<()> {
-        self.inject(Call::Write)?;
+        self.inject(Call::Write).await?;
         self.inner.release_lease(id, owner).await
     }
 }
@@ -355,22 +392,22 @@ impl QueueStore for FaultyStore {
 #[async_trait]
 impl TokenStore for FaultyStore {
     async fn find_token(&self, token_hash: &str) -> StoreResult<Option<TokenRecord>> {
-        self.inject(Call::Read)?;
+        self.inject(Call::Read).await?;
         self.inner.find_token(token_hash).await
     }
 
     async fn put_token(&self, token: &TokenRecord) -> StoreResult<()> {
-        self.inject(Call::Write)?;
+        self.inject(Call::Write).await?;
         self.inner.put_token(token).await
     }
 
     async fn list_tokens(&self) -> StoreResult<Vec<TokenRecord>> {
-        self.inject(Call::Read)?;
+        self.inject(Call::Read).await?;
         self.inner.list_tokens().await
     }
 
     async fn revoke_token(&self, id: &str, at: Timestamp) -> StoreResult<()> {
-        self.inject(Call::Write)?;
+        self.inject(Call::Write).await?;
         self.inner.revoke_token(id, at).await
     }
 }
@@ -383,7 +420,7 @@ impl IdempotencyStore for FaultyStore {
         now: Timestamp,
         stale_before: Timestamp,
     ) -> StoreResult<Claim> {
-        self.inject(Call::Conditional)?;
+        self.inject(Call::Conditional).await?;
         self.inner
             .claim_idempotency_key(record, now, stale_before)
             .await
@@ -395,14 +432,14 @@ impl IdempotencyStore for FaultyStore {
         claim_id: &str,
         response: &StoredResponse,
     ) -> StoreResult<()> {
-        self.inject(Call::Conditional)?;
+        self.inject(Call::Conditional).await?;
         self.inner
             .complete_idempotency_key(scope, claim_id, response)
             .await
     }
 
     async fn release_idempotency_key(&self, scope: &str, claim_id: &str) -> StoreResult<()> {
-        self.inject(Call::Write)?;
+        self.inject(Call::Write).await?;
         self.inner.release_idempotency_key(scope, claim_id).await
     }
 }
@@ -413,7 +450,7 @@ impl TestHealthStore for FaultyStore {
         &self,
         scope: &HealthScope,
     ) -> StoreResult<Option<RepoHealthSettings>> {
-        self.inject(Call::Read)?;
+        self.inject(Call::Read).await?;
         self.inner.health_settings(scope).await
     }
 
@@ -422,19 +459,19 @@ impl TestHealthStore for FaultyStore {
         scope: &HealthScope,
         settings: &RepoHealthSettings,
     ) -> StoreResult<()> {
-        self.inject(Call::Conditional)?;
+        self.inject(Call::Conditional).await?;
         let result = self.inner.put_health_settings(scope, settings).await;
         self.count_conflict(&result);
         result
     }
 
     async fn codeowners(&self, scope: &HealthScope) -> StoreResult<Option<String>> {
-        self.inject(Call::Read)?;
+        self.inject(Call::Read).await?;
         self.inner.codeowners(scope).await
     }
 
     async fn put_codeowners(&self, scope: &HealthScope, text: &str) -> StoreResult<()> {
-        self.inject(Call::Write)?;
+        self.inject(Call::Write).await?;
         self.inner.put_codeowners(scope, text).await
     }
 
@@ -443,7 +480,7 @@ impl TestHealthStore for FaultyStore {
         scope: &HealthScope,
         ids: &[Uuid],
     ) -> StoreResult<Vec<TestCase>> {
-        self.inject(Call::Read)?;
+        self.inject(Call::Read).await?;
         self.inner.get_test_cases(scope, ids).await
     }
 
@@ -452,7 +489,7 @@ impl TestHealthStore for FaultyStore {
         scope: &HealthScope,
         ids: &[Uuid],
     ) -> StoreResult<(Option<RepoHealthSettings>, Vec<TestCase>)> {
-        self.inject(Call::Read)?;
+        self.inject(Call::Read).await?;
         self.inner.settings_and_test_cases(scope, ids).await
     }
 
@@ -460,12 +497,12 @@ impl TestHealthStore for FaultyStore {
         &self,
         scope: &HealthScope,
     ) -> StoreResult<(Option<RepoHealthSettings>, Option<String>)> {
-        self.inject(Call::Read)?;
+        self.inject(Call::Read).await?;
         self.inner.settings_and_codeowners(scope).await
     }
 
     async fn put_test_cases(&self, cases: &[TestCase]) -> StoreResult<Vec<Uuid>> {
-        self.inject(Call::Write)?;
+        self.inject(Call::Write).await?;
         self.inner.put_test_cases(cases).await
     }
 
@@ -476,27 +513,27 @@ impl TestHealthStore for FaultyStore {
         cursor: PageCursor,
         limit: usize,
     ) -> StoreResult<Vec<TestCase>> {
-        self.inject(Call::Read)?;
+        self.inject(Call::Read).await?;
         self.inner.list_test_cases(scope, list, cursor, limit).await
     }
 
     async fn count_test_cases(&self, scope: &HealthScope, list: TestList) -> StoreResult<u64> {
-        self.inject(Call::Read)?;
+        self.inject(Call::Read).await?;
         self.inner.count_test_cases(scope, list).await
     }
 
     async fn claim_upload(&self, upload: &UploadRecord) -> StoreResult<Option<UploadRecord>> {
-        self.inject(Call::Write)?;
+        self.inject(Call::Write).await?;
         self.inner.claim_upload(upload).await
     }
 
     async fn put_upload(&self, upload: &UploadRecord) -> StoreResult<()> {
-        self.inject(Call::Write)?;
+        self.inject(Call::Write).await?;
         self.inner.put_upload(upload).await
     }
 
     async fn get_upload(&self, org: &OrgId, key: Uuid) -> StoreResult<Option<UploadRecord>> {
-        self.inject(Call::Read)?;
+        self.inject(Call::Read).await?;
         self.inner.get_upload(org, key).await
     }
 
@@ -505,17 +542,17 @@ impl TestHealthStore for FaultyStore {
         upload: &UploadRecord,
         results: &[RawResult],
     ) -> StoreResult<()> {
-        self.inject(Call::Write)?;
+        self.inject(Call::Write).await?;
         self.inner.put_raw_results(upload, results).await
     }
 
     async fn raw_results(&self, org: &OrgId, key: Uuid) -> StoreResult<Vec<RawResult>> {
-        self.inject(Call::Read)?;
+        self.inject(Call::Read).await?;
         self.inner.raw_results(org, key).await
     }
 
     async fn due_for_recovery(&self, now: Timestamp, limit: usize) -> StoreResult<Vec<TestCase>> {
-        self.inject(Call::Read)?;
+        self.inject(Call::Read).await?;
         self.inner.due_for_recovery(now, limit).await
     }
 }

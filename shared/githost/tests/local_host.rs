@@ -385,12 +385,8 @@ async fn a_test_branch_gets_a_draft_pull_request_recorded_open_then_closed() {
         "{missing:?}"
     );
     created(&host, &f, &request(branch, vec![one])).await;
-    host.open_test_pull_request(&f.repo, &draft)
-        .await
-        .unwrap();
-    host.open_test_pull_request(&f.repo, &draft)
-        .await
-        .unwrap();
+    host.open_test_pull_request(&f.repo, &draft).await.unwrap();
+    host.open_test_pull_request(&f.repo, &draft).await.unwrap();
     let record = host
         .test_pull_request(&f.repo, branch)
         .await

@@ -8,7 +8,7 @@ use mq_core::settings::MergeMethod;
 use mq_githost::github::{GitHubAuth, GitHubConfig, GitHubHost, RetryPolicy};
 use mq_githost::{
     GitHost, HostError, MergeOutcome, MergeRequest, StatusUpdate, TestBranchOutcome,
-    TestBranchRequest,
+    TestBranchRequest, TestPullRequest,
 };
 use serde_json::{Value, json};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -1179,4 +1179,167 @@ async fn no_source_means_no_required_statuses() {
         .await
         .unwrap();
     assert_eq!((required.contexts.len(), required.source), (0, None));
+}
+
+fn test_pull() -> TestPullRequest {
+    TestPullRequest {
+        branch: "mq/main/run-1".into(),
+        target: "main".into(),
+        title: "Merge queue: testing #1, #2".into(),
+        body: "Run run-1 tests #1 and #2 on main.".into(),
+    }
+}
+
+/// `POST /repos/{owner}/{repo}/pulls` answering 201 with a pull request numbered `number`.
+fn created_pull(number: u32) -> ResponseTemplate {
+    ResponseTemplate::new(201).set_body_json(pull_json(number, HEAD1, "open", false, Value::Null))
+}
+
+#[tokio::test]
+async fn a_test_pull_request_is_opened_as_a_draft_from_the_test_branch() {
+    let server = MockServer::start().await;
+    let request = test_pull();
+    Mock::given(method("POST"))
+        .and(path(format!("{REPO}/pulls")))
+        .and(body_partial_json(json!({
+            "head": request.branch, "base": request.target, "title": request.title,
+            "body": request.body, "draft": true
+        })))
+        .respond_with(created_pull(12))
+        .expect(1)
+        .mount(&server)
+        .await;
+    with_token(&server)
+        .open_test_pull_request(&repo(), &request)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_repository_without_drafts_gets_a_ready_test_pull_request() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(format!("{REPO}/pulls")))
+        .and(body_partial_json(json!({ "draft": true })))
+        .respond_with(ResponseTemplate::new(422).set_body_json(message(
+            "Draft pull requests are not supported in this repository.",
+        )))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{REPO}/pulls")))
+        .and(body_partial_json(
+            json!({ "head": "mq/main/run-1", "draft": false }),
+        ))
+        .respond_with(created_pull(12))
+        .expect(1)
+        .mount(&server)
+        .await;
+    with_token(&server)
+        .open_test_pull_request(&repo(), &test_pull())
+        .await
+        .unwrap();
+}
+
+fn already_open(branch: &str) -> Value {
+    json!({
+        "message": "Validation Failed",
+        "errors": [{ "resource": "PullRequest", "code": "custom",
+                     "message": format!("A pull request already exists for acme:{branch}.") }],
+        "documentation_url": "https://docs.github.com/rest/pulls/pulls#create-a-pull-request"
+    })
+}
+
+/// One already open from the branch is kept, even when the target's name mentions drafts.
+#[tokio::test]
+async fn a_test_pull_request_already_open_is_kept() {
+    let server = MockServer::start().await;
+    let request = TestPullRequest {
+        branch: "mq/draft-release/run-1".into(),
+        target: "draft-release".into(),
+        ..test_pull()
+    };
+    Mock::given(method("POST"))
+        .and(path(format!("{REPO}/pulls")))
+        .respond_with(ResponseTemplate::new(422).set_body_json(already_open(&request.branch)))
+        .expect(1)
+        .mount(&server)
+        .await;
+    with_token(&server)
+        .open_test_pull_request(&repo(), &request)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_test_pull_request_from_a_missing_branch_is_not_found() {
+    let server = MockServer::start().await;
+    let invalid_head = json!({
+        "message": "Validation Failed",
+        "errors": [{ "resource": "PullRequest", "field": "head", "code": "invalid" }],
+        "documentation_url": "https://docs.github.com/rest/pulls/pulls#create-a-pull-request"
+    });
+    mock(&server, "POST", &format!("{REPO}/pulls"), 422, invalid_head).await;
+    let error = with_token(&server)
+        .open_test_pull_request(&repo(), &test_pull())
+        .await
+        .unwrap_err();
+    assert!(matches!(error, HostError::NotFound(_)), "{error:?}");
+}
+
+#[tokio::test]
+async fn closing_a_test_branch_closes_every_pull_request_open_from_it() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/pulls")))
+        .and(query_param("state", "open"))
+        .and(query_param("head", "acme:mq/main/run-1"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!([
+            pull_json(12, HEAD1, "open", false, Value::Null),
+            pull_json(13, HEAD1, "open", false, Value::Null)
+        ])))
+        .expect(1)
+        .mount(&server)
+        .await;
+    for n in [12, 13] {
+        Mock::given(method("PATCH"))
+            .and(path(format!("{REPO}/pulls/{n}")))
+            .and(body_partial_json(json!({ "state": "closed" })))
+            .respond_with(ResponseTemplate::new(200).set_body_json(pull_json(
+                n,
+                HEAD1,
+                "closed",
+                false,
+                Value::Null,
+            )))
+            .expect(1)
+            .mount(&server)
+            .await;
+    }
+    with_token(&server)
+        .close_test_pull_request(&repo(), "mq/main/run-1")
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn closing_a_test_branch_with_no_pull_request_open_succeeds() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/pulls")))
+        .and(query_param("head", "acme:mq/main/run-9"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!([])))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("PATCH"))
+        .respond_with(ResponseTemplate::new(200))
+        .expect(0)
+        .mount(&server)
+        .await;
+    with_token(&server)
+        .close_test_pull_request(&repo(), "mq/main/run-9")
+        .await
+        .unwrap();
 }

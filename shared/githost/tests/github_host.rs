@@ -260,6 +260,81 @@ async fn an_installation_token_close_to_expiry_is_renewed() {
     }
 }
 
+fn with_app(server: &MockServer) -> GitHubHost {
+    let key = include_str!("fixtures/github-app-test-key.pem");
+    let config = GitHubConfig::new(GitHubAuth::App {
+        app_id: 123,
+        private_key_pem: key.into(),
+    })
+    .with_api(server.uri(), "github.com")
+    .with_retry(quick_retries());
+    GitHubHost::new(config).unwrap()
+}
+
+/// An installation token that is due for renewal at once, so every call asks for one.
+fn short_token(token: &str) -> ResponseTemplate {
+    ResponseTemplate::new(201)
+        .set_body_json(json!({ "token": token, "expires_at": rfc3339(now() + 120) }))
+}
+
+/// After the App is reinstalled, its old installation answers 404 to token requests: the
+/// installation is looked up again and the call goes through, without a restart.
+#[tokio::test]
+async fn a_reinstalled_app_is_found_on_its_new_installation() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/installation")))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({ "id": 42 })))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/installation"),
+        200,
+        json!({ "id": 43 }),
+    )
+    .await;
+    Mock::given(method("POST"))
+        .and(path("/app/installations/42/access_tokens"))
+        .respond_with(short_token("ghs_old"))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    mock(
+        &server,
+        "POST",
+        "/app/installations/42/access_tokens",
+        404,
+        message("Not Found"),
+    )
+    .await;
+    Mock::given(method("POST"))
+        .and(path("/app/installations/43/access_tokens"))
+        .respond_with(short_token("ghs_new"))
+        .mount(&server)
+        .await;
+    for token in ["ghs_old", "ghs_new"] {
+        Mock::given(method("GET"))
+            .and(path(format!("{REPO}/git/ref/heads/main")))
+            .and(header("authorization", format!("Bearer {token}").as_str()))
+            .respond_with(ResponseTemplate::new(200).set_body_json(ref_json("main", BASE)))
+            .expect(1)
+            .mount(&server)
+            .await;
+    }
+    let host = with_app(&server);
+    for _ in 0..2 {
+        assert_eq!(
+            host.branch_head(&repo(), "main").await.unwrap(),
+            Some(Sha::new(BASE))
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_key_that_is_not_rsa_is_refused_up_front() {
     let config = GitHubConfig::new(GitHubAuth::App {

@@ -896,69 +896,91 @@ async fn tested_chain(server: &MockServer) {
     }
 }
 
+/// A squash or rebase merge of `tested_chain` onto the target at `BASE`: the two commits it
+/// must write with the tested trees (authored as the heads, committed by `committer`), the
+/// target's fast-forward to the second, and the pull requests closed.
+async fn mount_rewrite(server: &MockServer, messages: [&str; 2], committer: &Value) {
+    mock(
+        server,
+        "GET",
+        &format!("{REPO}/git/ref/heads/main"),
+        200,
+        ref_json("main", BASE),
+    )
+    .await;
+    open_pulls(server).await;
+    tested_chain(server).await;
+    for (tree, parent, message, made) in [
+        ("tree1", BASE, messages[0], "s1s1"),
+        ("tree2", "s1s1", messages[1], "s2s2"),
+    ] {
+        Mock::given(method("POST"))
+            .and(path(format!("{REPO}/git/commits")))
+            .and(body_partial_json(json!({
+                "tree": tree, "parents": [parent], "message": message,
+                "author": { "name": "Monalisa Octocat", "email": "octocat@github.com" },
+                "committer": committer
+            })))
+            .respond_with(ResponseTemplate::new(201).set_body_json(commit_json(
+                made,
+                tree,
+                &[parent],
+                message,
+            )))
+            .expect(1)
+            .mount(server)
+            .await;
+    }
+    Mock::given(method("PATCH"))
+        .and(path(format!("{REPO}/git/refs/heads/main")))
+        .and(body_partial_json(json!({ "sha": "s2s2", "force": false })))
+        .respond_with(ResponseTemplate::new(200).set_body_json(ref_json("main", "s2s2")))
+        .expect(1)
+        .mount(server)
+        .await;
+    for n in [1, 2] {
+        Mock::given(method("PATCH"))
+            .and(path(format!("{REPO}/pulls/{n}")))
+            .and(body_partial_json(json!({ "state": "closed" })))
+            .respond_with(ResponseTemplate::new(200).set_body_json(pull_json(
+                n,
+                HEAD1,
+                "closed",
+                false,
+                Value::Null,
+            )))
+            .expect(1)
+            .mount(server)
+            .await;
+    }
+}
+
+/// The user a token belongs to, as `GET /user` documents it (abridged).
+async fn mount_token_user(server: &MockServer) -> Value {
+    Mock::given(method("GET"))
+        .and(path("/user"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "login": "queue-keeper", "id": 583231, "type": "User", "site_admin": false,
+            "name": "Queue Keeper", "email": null
+        })))
+        .expect(1)
+        .mount(server)
+        .await;
+    json!({ "name": "Queue Keeper", "email": "583231+queue-keeper@users.noreply.github.com" })
+}
+
 #[tokio::test]
 async fn squash_and_rebase_write_one_commit_per_pull_request_with_the_tested_trees() {
-    for (method, first, second) in [
-        (MergeMethod::Squash, "One (#1)", "Two (#2)"),
+    for (method, messages) in [
+        (MergeMethod::Squash, ["One (#1)", "Two (#2)"]),
         (
             MergeMethod::Rebase,
-            "Make it faster\n\nDetails.",
-            "Make it safer",
+            ["Make it faster\n\nDetails.", "Make it safer"],
         ),
     ] {
         let server = MockServer::start().await;
-        mock(
-            &server,
-            "GET",
-            &format!("{REPO}/git/ref/heads/main"),
-            200,
-            ref_json("main", BASE),
-        )
-        .await;
-        open_pulls(&server).await;
-        tested_chain(&server).await;
-        for (tree, parent, message, made) in [
-            ("tree1", BASE, first, "s1s1"),
-            ("tree2", "s1s1", second, "s2s2"),
-        ] {
-            Mock::given(wiremock::matchers::method("POST"))
-                .and(path(format!("{REPO}/git/commits")))
-                .and(body_partial_json(json!({
-                    "tree": tree, "parents": [parent], "message": message,
-                    "author": { "name": "Monalisa Octocat", "email": "octocat@github.com" }
-                })))
-                .respond_with(ResponseTemplate::new(201).set_body_json(commit_json(
-                    made,
-                    tree,
-                    &[parent],
-                    message,
-                )))
-                .expect(1)
-                .mount(&server)
-                .await;
-        }
-        Mock::given(wiremock::matchers::method("PATCH"))
-            .and(path(format!("{REPO}/git/refs/heads/main")))
-            .and(body_partial_json(json!({ "sha": "s2s2", "force": false })))
-            .respond_with(ResponseTemplate::new(200).set_body_json(ref_json("main", "s2s2")))
-            .expect(1)
-            .mount(&server)
-            .await;
-        for n in [1, 2] {
-            Mock::given(wiremock::matchers::method("PATCH"))
-                .and(path(format!("{REPO}/pulls/{n}")))
-                .and(body_partial_json(json!({ "state": "closed" })))
-                .respond_with(ResponseTemplate::new(200).set_body_json(pull_json(
-                    n,
-                    HEAD1,
-                    "closed",
-                    false,
-                    Value::Null,
-                )))
-                .expect(1)
-                .mount(&server)
-                .await;
-        }
+        let committer = mount_token_user(&server).await;
+        mount_rewrite(&server, messages, &committer).await;
         let outcome = with_token(&server)
             .merge(&repo(), &merge_request(method))
             .await
@@ -971,6 +993,72 @@ async fn squash_and_rebase_write_one_commit_per_pull_request_with_the_tested_tre
             "{method:?}"
         );
     }
+}
+
+/// With an App, the commits are committed by its bot user, looked up once: the App's slug
+/// with the App's JWT, then the bot user's id.
+#[tokio::test]
+async fn an_app_commits_as_its_bot_user() {
+    let server = MockServer::start().await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/installation"),
+        200,
+        json!({ "id": 42 }),
+    )
+    .await;
+    Mock::given(method("POST"))
+        .and(path("/app/installations/42/access_tokens"))
+        .respond_with(ResponseTemplate::new(201).set_body_json(
+            json!({ "token": "ghs_installation", "expires_at": rfc3339(now() + 3600) }),
+        ))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/app"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "id": 123, "slug": "rocket-queue", "name": "Rocket Queue",
+            "owner": { "login": "acme", "id": 2 }, "permissions": { "contents": "write" }
+        })))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/users/rocket-queue[bot]"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(
+            json!({ "login": "rocket-queue[bot]", "id": 41898282, "type": "Bot", "site_admin": false }),
+        ))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let committer = json!({
+        "name": "rocket-queue[bot]",
+        "email": "41898282+rocket-queue[bot]@users.noreply.github.com"
+    });
+    mount_rewrite(&server, ["One (#1)", "Two (#2)"], &committer).await;
+    let outcome = with_app(&server)
+        .merge(&repo(), &merge_request(MergeMethod::Squash))
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome,
+        MergeOutcome::Merged {
+            target_sha: Sha::new("s2s2")
+        }
+    );
+    let requests = server.received_requests().await.unwrap();
+    let to_app = requests.iter().find(|r| r.url.path() == "/app").unwrap();
+    let bearer = to_app
+        .headers
+        .get("authorization")
+        .unwrap()
+        .to_str()
+        .unwrap();
+    assert_ne!(
+        bearer, "Bearer ghs_installation",
+        "GET /app is made as the App"
+    );
 }
 
 #[tokio::test]

@@ -5,7 +5,7 @@
 //! App was reinstalled) is looked up again.
 
 use super::client::{Call, JSON, Transport, repo_path};
-use super::wire::{AccessToken, Id};
+use super::wire::{AccessToken, AppWire, Id};
 use crate::clock::unix_seconds;
 use crate::error::{HostError, HostResult};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
@@ -222,6 +222,18 @@ impl AppAuth {
         let installation: Id = reply.json()?;
         lock(&self.installations).insert(key, installation.id);
         Ok(installation.id)
+    }
+
+    /// The App's slug (`GET /app`, authenticated as the App).
+    pub async fn slug(&self, transport: &Transport) -> HostResult<String> {
+        let call = Call {
+            method: Method::GET,
+            url: transport.url("/app"),
+            body: None,
+            accept: JSON,
+        };
+        let app: AppWire = transport.send(&call, &self.jwt()?).await?.json()?;
+        Ok(app.slug)
     }
 
     fn forget(&self, repo: &RepoRef) -> bool {

@@ -2,6 +2,7 @@
 //! and server errors, typed errors, pagination by `Link` headers.
 
 use super::auth::Auth;
+use super::identity::Identity;
 use super::wire::Message;
 use crate::clock::unix_seconds;
 use crate::error::{HostError, HostResult};
@@ -12,6 +13,7 @@ use reqwest::{Method, StatusCode};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::time::Duration;
+use tokio::sync::OnceCell;
 
 /// The media type of JSON answers.
 pub(crate) const JSON: &str = "application/vnd.github+json";
@@ -280,9 +282,19 @@ fn retry_hint(reply: &Reply) -> Option<Hint> {
 pub(crate) struct Client {
     pub transport: Transport,
     pub auth: Auth,
+    /// Who the adapter is on GitHub, once looked up.
+    pub identity: OnceCell<Identity>,
 }
 
 impl Client {
+    pub fn new(transport: Transport, auth: Auth) -> Self {
+        Self {
+            transport,
+            auth,
+            identity: OnceCell::new(),
+        }
+    }
+
     /// Sends a call for `repo`'s API; a 401 with an installation token drops the token and
     /// tries once more with a new one.
     pub async fn send(

@@ -8,6 +8,7 @@
 //! API, guarded by the head sha.
 
 use super::client::{Client, escape, repo_path};
+use super::identity::identity;
 use super::pulls::{self, branch_head};
 use super::wire::{Compare, GitCommit, ShaOnly};
 use crate::error::{HostError, HostResult};
@@ -149,8 +150,9 @@ async fn rewrite(
     Ok(Ok(tip))
 }
 
-/// One commit with the step's tree on `parent`, authored as the pull request's head commit;
-/// squash titles it after the pull request, rebase keeps the head commit's message.
+/// One commit with the step's tree on `parent`, authored as the pull request's head commit and
+/// committed by the adapter's identity; squash titles it after the pull request, rebase keeps
+/// the head commit's message.
 async fn write_commit(
     client: &Client,
     repo: &RepoRef,
@@ -159,6 +161,7 @@ async fn write_commit(
     method: MergeMethod,
 ) -> HostResult<Sha> {
     let head = git_commit(client, repo, &step.pr.head_sha).await?;
+    let committer = identity(client, repo).await?;
     let message = match method {
         MergeMethod::Rebase => head.message.clone(),
         _ => squash_message(&step.pr),
@@ -168,6 +171,7 @@ async fn write_commit(
         "tree": step.tree,
         "parents": [parent.as_str()],
         "author": { "name": head.author.name, "email": head.author.email, "date": head.author.date },
+        "committer": committer.signature(None),
     });
     let path = format!("{}/git/commits", repo_path(repo));
     let created: ShaOnly = client

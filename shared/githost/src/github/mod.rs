@@ -8,6 +8,7 @@ mod auth;
 mod branches;
 mod checks;
 mod client;
+mod identity;
 mod merge;
 mod pulls;
 pub(crate) mod wire;
@@ -80,10 +81,10 @@ impl GitHubHost {
     /// Fails with `HostError::Invalid` when the App key is not an RSA key.
     pub fn new(config: GitHubConfig) -> HostResult<Self> {
         Ok(Self {
-            client: Client {
-                transport: Transport::new(&config.api_url, config.retry, &config.user_agent)?,
-                auth: auth::Auth::new(&config.auth)?,
-            },
+            client: Client::new(
+                Transport::new(&config.api_url, config.retry, &config.user_agent)?,
+                auth::Auth::new(&config.auth)?,
+            ),
             host: config.host,
         })
     }

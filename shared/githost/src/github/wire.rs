@@ -39,6 +39,21 @@ pub(crate) struct User {
     pub login: String,
 }
 
+/// A user or bot account (`GET /user`, `GET /users/{username}`).
+#[derive(Debug, Deserialize)]
+pub(crate) struct Account {
+    pub login: String,
+    pub id: u64,
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+/// The App itself (`GET /app`).
+#[derive(Debug, Deserialize)]
+pub(crate) struct AppWire {
+    pub slug: String,
+}
+
 #[derive(Debug, Deserialize)]
 pub(crate) struct BranchRef {
     #[serde(rename = "ref")]

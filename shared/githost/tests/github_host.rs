@@ -1,9 +1,14 @@
 //! The GitHub adapter against a local HTTP server answering as GitHub's REST API documents.
 
+mod fake_github;
+
+use fake_github::FakeGitHub;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use mq_core::Timestamp;
 use mq_core::engine::BranchPr;
 use mq_core::git::{CheckConclusion, Mergeability, PrState, RequiredStatusesSource, StatusState};
 use mq_core::ids::{RepoRef, Sha};
+use mq_core::run::MergeStamp;
 use mq_core::settings::MergeMethod;
 use mq_githost::github::{GitHubAuth, GitHubConfig, GitHubHost, RetryPolicy};
 use mq_githost::{
@@ -100,6 +105,25 @@ fn commit_json(sha: &str, tree: &str, parents: &[&str], message: &str) -> Value 
         "tree": { "url": format!("https://api.github.com/repos/acme/rocket/git/trees/{tree}"), "sha": tree },
         "parents": parents.iter().map(|p| json!({ "sha": p, "url": "https://api.github.com/x", "html_url": "https://github.com/x" })).collect::<Vec<_>>(),
         "verification": { "verified": false, "reason": "unsigned", "signature": null, "payload": null }
+    })
+}
+
+/// A commit as `POST /repos/{owner}/{repo}/merges` answers it (abridged).
+fn merge_json(sha: &str, tree: &str, parents: &[&str], message: &str) -> Value {
+    json!({
+        "sha": sha, "node_id": "MDY6Q29tbWl0N2ZkMWE2MGIwMWY5MWIzMTRmNTk5NTVhNGU0ZDRlODBkOGVkZjExZA==",
+        "url": format!("https://api.github.com/repos/acme/rocket/commits/{sha}"),
+        "html_url": format!("https://github.com/acme/rocket/commit/{sha}"),
+        "commit": {
+            "author": { "name": "The Octocat", "date": "2012-03-06T15:06:50-08:00", "email": "octocat@nowhere.com" },
+            "committer": { "name": "The Octocat", "date": "2012-03-06T15:06:50-08:00", "email": "octocat@nowhere.com" },
+            "message": message,
+            "tree": { "sha": tree, "url": format!("https://api.github.com/repos/acme/rocket/git/trees/{tree}") },
+            "comment_count": 0,
+            "verification": { "verified": false, "reason": "unsigned", "signature": null, "payload": null }
+        },
+        "author": { "login": "octocat", "id": 1 }, "committer": { "login": "octocat", "id": 1 },
+        "parents": parents.iter().map(|p| json!({ "sha": p, "url": "https://api.github.com/x" })).collect::<Vec<_>>()
     })
 }
 
@@ -536,22 +560,38 @@ async fn a_test_branch_is_the_base_plus_one_merge_per_pull_request() {
         .expect(1)
         .mount(&server)
         .await;
+    let mut tip = BASE;
     for (head, made) in [(HEAD1, "c1c1"), (HEAD2, "c2c2")] {
         Mock::given(method("POST"))
             .and(path(format!("{REPO}/merges")))
             .and(body_partial_json(
                 json!({ "base": "mq/main/run-1", "head": head }),
             ))
-            .respond_with(ResponseTemplate::new(201).set_body_json(commit_json(
+            .respond_with(ResponseTemplate::new(201).set_body_json(merge_json(
                 made,
                 "t",
-                &[BASE, head],
+                &[tip, head],
                 "Merge",
             )))
             .expect(1)
             .mount(&server)
             .await;
+        tip = made;
     }
+    // Without stamps, GitHub's merge commits are kept as they are.
+    for verb in ["PATCH", "DELETE"] {
+        Mock::given(method(verb))
+            .respond_with(ResponseTemplate::new(200))
+            .expect(0)
+            .mount(&server)
+            .await;
+    }
+    Mock::given(method("POST"))
+        .and(path(format!("{REPO}/git/commits")))
+        .respond_with(ResponseTemplate::new(201))
+        .expect(0)
+        .mount(&server)
+        .await;
     let request = TestBranchRequest {
         branch: "mq/main/run-1".into(),
         target: "main".into(),
@@ -593,7 +633,7 @@ async fn a_conflicting_merge_names_the_pull_request_and_deletes_the_branch() {
     Mock::given(method("POST"))
         .and(path(format!("{REPO}/merges")))
         .and(body_partial_json(json!({ "head": HEAD1 })))
-        .respond_with(ResponseTemplate::new(201).set_body_json(commit_json(
+        .respond_with(ResponseTemplate::new(201).set_body_json(merge_json(
             "c1c1",
             "t",
             &[BASE, HEAD1],
@@ -626,6 +666,173 @@ async fn a_conflicting_merge_names_the_pull_request_and_deletes_the_branch() {
         .await
         .unwrap();
     assert_eq!(outcome, TestBranchOutcome::Conflict { pr: 2 });
+}
+
+const TARGET_TIP: &str = "1111000000000000000000000000000000000000";
+const OLDER: &str = "0000111100000000000000000000000000000000";
+
+/// A repository whose `main` is at `TARGET_TIP` (on `OLDER`), with pull request heads `HEAD1`
+/// and `HEAD2` on it.
+fn fake_repository() -> FakeGitHub {
+    let github = FakeGitHub::default();
+    github.commit(OLDER, "tree-older", &[]);
+    github.commit(TARGET_TIP, "tree-main", &[OLDER]);
+    github.commit(HEAD1, "tree-one", &[TARGET_TIP]);
+    github.commit(HEAD2, "tree-two", &[TARGET_TIP]);
+    github.set_branch("main", TARGET_TIP);
+    github
+}
+
+fn stamped(pr: BranchPr, run_id: &str, millis: i64) -> BranchPr {
+    pr.stamped(MergeStamp {
+        run_id: run_id.into(),
+        at: Timestamp::from_millis(millis),
+    })
+}
+
+fn test_branch(branch: &str, prs: Vec<BranchPr>) -> TestBranchRequest {
+    TestBranchRequest {
+        branch: branch.into(),
+        target: "main".into(),
+        base: None,
+        prs,
+    }
+}
+
+fn created_sha(outcome: TestBranchOutcome) -> String {
+    match outcome {
+        TestBranchOutcome::Created { sha, base_sha } => {
+            assert_eq!(base_sha, Sha::new(TARGET_TIP));
+            sha.as_str().to_owned()
+        }
+        other => panic!("expected a test branch, got {other:?}"),
+    }
+}
+
+/// Two runs whose test branches share a stamped pull request hold the very same merge commit
+/// for it, so the second run's tested commit descends from the first's: the target can be
+/// fast-forwarded from one to the next.
+#[tokio::test]
+async fn a_stamped_merge_commit_is_the_same_commit_in_every_test_branch() {
+    let server = MockServer::start().await;
+    let committer = mount_token_user(&server).await;
+    let github = fake_repository();
+    github.mount(&server).await;
+    let host = with_token(&server);
+    let one = stamped(pr(1, HEAD1, "One"), "run-1", 1_795_621_562_345);
+    let two = stamped(pr(2, HEAD2, "Two"), "run-2", 1_795_621_563_000);
+
+    let first = host
+        .create_test_branch(&repo(), &test_branch("mq/main/run-1", vec![one.clone()]))
+        .await
+        .unwrap();
+    let second = host
+        .create_test_branch(&repo(), &test_branch("mq/main/run-2", vec![one, two]))
+        .await
+        .unwrap();
+
+    let (first, second) = (created_sha(first), created_sha(second));
+    let tip = github.get_commit(&second);
+    assert_eq!(tip.parents, vec![first.clone(), HEAD2.to_owned()]);
+    assert_eq!(github.branch("mq/main/run-1"), Some(first.clone()));
+    assert_eq!(github.branch("mq/main/run-2"), Some(second));
+    let merged = github.get_commit(&first);
+    assert_eq!(merged.parents, vec![TARGET_TIP, HEAD1]);
+    assert_eq!(
+        merged.message,
+        "Merge pull request #1: One\n\nMerge-Queue-Run: run-1"
+    );
+    let mut signature = committer;
+    signature["date"] = json!("2026-11-25T15:46:02Z");
+    assert_eq!(
+        (&merged.author, &merged.committer),
+        (&signature, &signature)
+    );
+}
+
+/// A stamped merge commit keeps the tree GitHub's merge gave, and the branch moves to the
+/// rewritten tip with one forced update.
+#[tokio::test]
+async fn a_stamped_test_branch_keeps_the_merged_trees() {
+    let server = MockServer::start().await;
+    mount_token_user(&server).await;
+    let github = fake_repository();
+    github.mount(&server).await;
+    let prs = vec![pr(1, HEAD1, "One"), pr(2, HEAD2, "Two")];
+    let unstamped = with_token(&server)
+        .create_test_branch(&repo(), &test_branch("mq/main/plain", prs.clone()))
+        .await
+        .unwrap();
+    let prs = prs
+        .into_iter()
+        .map(|p| stamped(p, "run-3", 1_795_621_562_345))
+        .collect();
+    let stamped = with_token(&server)
+        .create_test_branch(&repo(), &test_branch("mq/main/run-3", prs))
+        .await
+        .unwrap();
+    let (unstamped, stamped) = (created_sha(unstamped), created_sha(stamped));
+    assert_ne!(unstamped, stamped);
+    assert_eq!(
+        github.get_commit(&unstamped).tree,
+        github.get_commit(&stamped).tree
+    );
+    let requests = server.received_requests().await.unwrap();
+    let updates: Vec<Value> = requests
+        .iter()
+        .filter(|r| r.method.as_str() == "PATCH")
+        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .collect();
+    assert_eq!(updates, vec![json!({ "sha": stamped, "force": true })]);
+}
+
+/// The merges API answers 204 to a retried merge whose first attempt merged the head: the
+/// branch's tip is that merge, and it is the test branch's tip.
+#[tokio::test]
+async fn a_merge_whose_answer_was_lost_is_read_back_from_the_branch() {
+    let server = MockServer::start().await;
+    let github = fake_repository();
+    github.mount(&server).await;
+    github.lose_answer("POST", "/merges", 1);
+    let outcome = with_token(&server)
+        .create_test_branch(
+            &repo(),
+            &test_branch(
+                "mq/main/run-4",
+                vec![pr(1, HEAD1, "One"), pr(2, HEAD2, "Two")],
+            ),
+        )
+        .await
+        .unwrap();
+    let sha = created_sha(outcome);
+    let tip = github.get_commit(&sha);
+    assert_eq!(tip.parents[1], HEAD2);
+    assert_eq!(
+        github.get_commit(&tip.parents[0]).parents,
+        vec![TARGET_TIP, HEAD1]
+    );
+    assert_eq!(github.branch("mq/main/run-4"), Some(sha));
+}
+
+/// A head already in the base leaves nothing for the merges API to do, and no merge commit to
+/// test: the branch is not built.
+#[tokio::test]
+async fn a_head_already_in_the_base_is_refused_with_the_reason() {
+    let server = MockServer::start().await;
+    let github = fake_repository();
+    github.mount(&server).await;
+    let error = with_token(&server)
+        .create_test_branch(
+            &repo(),
+            &test_branch("mq/main/run-5", vec![pr(3, OLDER, "Old")]),
+        )
+        .await
+        .unwrap_err();
+    let HostError::Conflict(reason) = &error else {
+        panic!("expected a conflict, got {error:?}");
+    };
+    assert!(reason.contains("nothing to merge for #3"), "{reason}");
+    assert_eq!(github.branch("mq/main/run-5"), None);
 }
 
 #[tokio::test]

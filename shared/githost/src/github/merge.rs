@@ -244,7 +244,11 @@ async fn already_merged(
     Ok(compare.is_some_and(|c| c.behind_by == 0))
 }
 
-async fn git_commit(client: &Client, repo: &RepoRef, sha: &Sha) -> HostResult<GitCommit> {
+pub(crate) async fn git_commit(
+    client: &Client,
+    repo: &RepoRef,
+    sha: &Sha,
+) -> HostResult<GitCommit> {
     client
         .get(repo, &format!("{}/git/commits/{sha}", repo_path(repo)))
         .await

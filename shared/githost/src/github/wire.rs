@@ -121,6 +121,18 @@ pub(crate) struct GitCommit {
     pub message: String,
 }
 
+/// A commit as the merges API answers it (the commits API's shape).
+#[derive(Debug, Deserialize)]
+pub(crate) struct MergeCommitWire {
+    pub sha: String,
+    pub commit: MergeCommitBody,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct MergeCommitBody {
+    pub tree: ShaOnly,
+}
+
 #[derive(Debug, Deserialize)]
 pub(crate) struct IssueComment {
     pub id: u64,

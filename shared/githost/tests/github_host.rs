@@ -1364,6 +1364,56 @@ async fn a_first_comment_is_posted_with_the_marker() {
         .unwrap();
 }
 
+/// A comment post whose answer is lost (GitHub posted it, then answered 502) is not posted a
+/// second time: the comments are listed again and the one found is updated.
+#[tokio::test]
+async fn a_comment_post_whose_answer_was_lost_leaves_one_comment() {
+    let server = MockServer::start().await;
+    let github = fake_repository();
+    github.mount(&server).await;
+    github.lose_answer("POST", "/issues/7/comments", 0);
+    with_token(&server)
+        .upsert_comment(&repo(), 7, "Queued.")
+        .await
+        .unwrap();
+    let bodies: Vec<String> = github.comments().into_iter().map(|c| c.body).collect();
+    assert_eq!(bodies, vec![mq_githost::comment::marked("Queued.")]);
+}
+
+/// A comment post that fails every time ends in a transient error after the retry policy's
+/// attempts, with no comment posted twice.
+#[tokio::test]
+async fn a_comment_post_that_keeps_failing_is_transient() {
+    let server = MockServer::start().await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/issues/7/comments"),
+        200,
+        json!([]),
+    )
+    .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{REPO}/issues/7/comments")))
+        .respond_with(ResponseTemplate::new(503).set_body_json(message("Service Unavailable")))
+        .expect(3)
+        .mount(&server)
+        .await;
+    let error = with_token(&server)
+        .upsert_comment(&repo(), 7, "Queued.")
+        .await
+        .unwrap_err();
+    assert!(error.is_retryable(), "{error:?}");
+    let listings = server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .filter(|r| r.method.as_str() == "GET")
+        .count();
+    assert_eq!(listings, 3, "the comments are listed before every post");
+}
+
 #[tokio::test]
 async fn statuses_are_posted_and_checks_read_back_across_pages() {
     let server = MockServer::start().await;

@@ -2,7 +2,9 @@
 //! GitHub App (installation tokens) or with a token.
 //!
 //! Calls that GitHub rate-limits or fails with a server error are retried within a
-//! [`RetryPolicy`], then reported as `HostError::Transient { retry_after }`.
+//! [`RetryPolicy`], then reported as `HostError::Transient { retry_after }`. A write that must
+//! not happen twice (a comment) is not sent again after a server error or a lost answer: what
+//! is there is read back first.
 
 mod auth;
 mod branches;

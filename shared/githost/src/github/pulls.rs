@@ -1,6 +1,6 @@
 //! Pull requests, their heads and their comments.
 
-use super::client::{Client, Reply, escape, repo_path};
+use super::client::{Client, Reply, Sent, escape, repo_path};
 use super::wire::{Compare, IssueComment, Message, Numbered, PullWire, RefWire};
 use crate::comment::{is_marked, marked};
 use crate::error::{HostError, HostResult};
@@ -71,7 +71,9 @@ pub(crate) async fn branch_head(
     Ok(found.map(|r| Sha::new(r.object.sha)))
 }
 
-/// Updates the queue's comment (found by its marker) or posts it.
+/// Updates the queue's comment (found by its marker) or posts it. A post is never repeated
+/// blindly: after a server error or a lost answer, the comments are listed again and the
+/// comment is updated if that post made it.
 pub(crate) async fn upsert_comment(
     client: &Client,
     repo: &RepoRef,
@@ -79,25 +81,38 @@ pub(crate) async fn upsert_comment(
     body: &str,
 ) -> HostResult<()> {
     let listing = format!("{}/issues/{pr}/comments", repo_path(repo));
-    let comments: Vec<IssueComment> = client.get_all(repo, &listing, None).await?;
-    let ours = comments
-        .iter()
-        .find(|c| c.body.as_deref().is_some_and(is_marked));
     let payload = json!({ "body": marked(body) });
-    let reply = match ours {
-        Some(comment) => {
-            let path = format!("{}/issues/comments/{}", repo_path(repo), comment.id);
-            client
+    let mut attempt = 1;
+    loop {
+        if let Some(id) = queue_comment(client, repo, &listing).await? {
+            let path = format!("{}/issues/comments/{id}", repo_path(repo));
+            return client
                 .send(repo, Method::PATCH, &path, Some(&payload))
                 .await?
+                .ok();
         }
-        None => {
-            client
-                .send(repo, Method::POST, &listing, Some(&payload))
-                .await?
+        let sent = client
+            .send_unrepeated(repo, Method::POST, &listing, Some(&payload))
+            .await?;
+        match sent {
+            Sent::Answered(reply) => return reply.ok(),
+            Sent::Unknown(error) if attempt >= client.transport.attempts() => return Err(error),
+            Sent::Unknown(error) => {
+                tracing::info!(pr, %error, "the comment may have been posted; looking again");
+                tokio::time::sleep(client.transport.backoff(attempt)).await;
+                attempt += 1;
+            }
         }
-    };
-    reply.ok()
+    }
+}
+
+/// The id of the queue's comment on the pull request whose comments are at `listing`.
+async fn queue_comment(client: &Client, repo: &RepoRef, listing: &str) -> HostResult<Option<u64>> {
+    let comments: Vec<IssueComment> = client.get_all(repo, listing, None).await?;
+    Ok(comments
+        .into_iter()
+        .find(|c| c.body.as_deref().is_some_and(is_marked))
+        .map(|c| c.id))
 }
 
 /// Closes a pull request whose changes reached the target as new commits.

@@ -1037,6 +1037,180 @@ async fn a_target_that_moves_during_the_merge_is_reported() {
     );
 }
 
+/// A merge of the tested commit whose fast-forward GitHub refuses with `status` and `refusal`;
+/// the branch's rules are `rules` and its classic protection's signature setting answers
+/// `protection` (status, body).
+async fn refused_fast_forward(
+    refusal: &str,
+    rules: Value,
+    protection: (u16, Value),
+) -> MergeOutcome {
+    let server = MockServer::start().await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/git/ref/heads/main"),
+        200,
+        ref_json("main", BASE),
+    )
+    .await;
+    open_pulls(&server).await;
+    mock(
+        &server,
+        "PATCH",
+        &format!("{REPO}/git/refs/heads/main"),
+        422,
+        message(refusal),
+    )
+    .await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/rules/branches/main"),
+        200,
+        rules,
+    )
+    .await;
+    let (status, body) = protection;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/branches/main/protection/required_signatures"),
+        status,
+        body,
+    )
+    .await;
+    with_token(&server)
+        .merge(&repo(), &merge_request(MergeMethod::MergeCommit))
+        .await
+        .unwrap()
+}
+
+fn rejected_detail(outcome: MergeOutcome) -> String {
+    match outcome {
+        MergeOutcome::Rejected { detail, .. } => detail,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+fn says_signed_commits_are_required(detail: &str) -> bool {
+    detail.starts_with("main requires signed commits")
+        && detail.contains("bypass")
+        && detail.contains("directMergeMode: always")
+}
+
+#[tokio::test]
+async fn a_ruleset_requiring_signed_commits_is_named_in_the_refusal() {
+    let rules = json!([
+        { "type": "required_signatures", "ruleset_source_type": "Repository", "ruleset_source": "acme/rocket", "ruleset_id": 7 },
+        { "type": "deletion", "ruleset_source_type": "Repository", "ruleset_source": "acme/rocket", "ruleset_id": 7 }
+    ]);
+    let outcome = refused_fast_forward(
+        "Repository rule violations found",
+        rules,
+        (404, message("Branch not protected")),
+    )
+    .await;
+    let detail = rejected_detail(outcome);
+    assert!(says_signed_commits_are_required(&detail), "{detail}");
+    assert!(detail.contains("(a repository ruleset)"), "{detail}");
+    assert!(
+        detail.ends_with("GitHub said: Repository rule violations found"),
+        "{detail}"
+    );
+}
+
+#[tokio::test]
+async fn branch_protection_requiring_signed_commits_is_named_in_the_refusal() {
+    let enabled = json!({
+        "url": "https://api.github.com/repos/acme/rocket/branches/main/protection/required_signatures",
+        "enabled": true
+    });
+    let outcome = refused_fast_forward(
+        "Protected branch update failed for refs/heads/main.",
+        json!([]),
+        (200, enabled),
+    )
+    .await;
+    let detail = rejected_detail(outcome);
+    assert!(says_signed_commits_are_required(&detail), "{detail}");
+    assert!(detail.contains("(branch protection)"), "{detail}");
+}
+
+/// Without admin rights the classic protection cannot be read; GitHub's own message still
+/// tells a signature refusal from another one.
+#[tokio::test]
+async fn an_unreadable_protection_leaves_it_to_githubs_message() {
+    let forbidden = (403, message("Resource not accessible by integration"));
+    let signatures = refused_fast_forward(
+        "Protected branch update failed for refs/heads/main.\n\nCommits must have verified signatures.",
+        json!([]),
+        forbidden.clone(),
+    )
+    .await;
+    let detail = rejected_detail(signatures);
+    assert!(says_signed_commits_are_required(&detail), "{detail}");
+    let other = refused_fast_forward("Update is not a fast forward", json!([]), forbidden).await;
+    assert_eq!(rejected_detail(other), "Update is not a fast forward");
+}
+
+/// GitHub signs the merges of its pull request merge API, except rebased commits: a direct
+/// rebase merge onto a branch that requires signed commits is refused with what to do.
+#[tokio::test]
+async fn a_direct_rebase_merge_refused_for_signatures_says_what_to_do() {
+    let server = MockServer::start().await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/git/ref/heads/main"),
+        200,
+        ref_json("main", BASE),
+    )
+    .await;
+    open_pulls(&server).await;
+    let refusal = "Base branch requires signed commits. Rebase merges cannot be automatically signed by GitHub";
+    Mock::given(method("PUT"))
+        .and(path(format!("{REPO}/pulls/1/merge")))
+        .and(body_partial_json(
+            json!({ "merge_method": "rebase", "sha": HEAD1 }),
+        ))
+        .respond_with(ResponseTemplate::new(405).set_body_json(message(refusal)))
+        .expect(1)
+        .mount(&server)
+        .await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/rules/branches/main"),
+        200,
+        json!([]),
+    )
+    .await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/branches/main/protection/required_signatures"),
+        404,
+        message("Not Found"),
+    )
+    .await;
+    let request = MergeRequest {
+        prs: vec![pr(1, HEAD1, "One")],
+        tested_sha: None,
+        ..merge_request(MergeMethod::Rebase)
+    };
+    let outcome = with_token(&server).merge(&repo(), &request).await.unwrap();
+    let MergeOutcome::Rejected {
+        pr: Some(1),
+        detail,
+    } = outcome
+    else {
+        panic!("expected #1 refused, got {outcome:?}");
+    };
+    assert!(says_signed_commits_are_required(&detail), "{detail}");
+    assert!(detail.contains(refusal), "{detail}");
+}
+
 #[tokio::test]
 async fn a_merge_is_refused_when_a_pull_request_has_new_commits() {
     let server = MockServer::start().await;

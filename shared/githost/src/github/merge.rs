@@ -5,11 +5,13 @@
 //! with the tree the tested commit had after that pull request, then fast-forward the target to
 //! the last one; the pull requests are then closed, since GitHub only marks a pull request
 //! merged when its own head lands. A direct merge (nothing tested) uses the pull request merge
-//! API, guarded by the head sha.
+//! API, guarded by the head sha. A refusal from a branch that requires signed commits says so
+//! (see `signing`).
 
 use super::client::{Client, escape, repo_path};
 use super::identity::identity;
 use super::pulls::{self, branch_head};
+use super::signing::{mentions_signatures, refusal_detail};
 use super::wire::{Compare, GitCommit, ShaOnly};
 use crate::error::{HostError, HostResult};
 use crate::port::{MergeOutcome, MergeRequest};
@@ -111,12 +113,13 @@ async fn fast_forward(
     if reply.status != StatusCode::UNPROCESSABLE_ENTITY {
         return Err(reply.error());
     }
-    // Not a fast-forward: either the target moved, or the tested commit is not on it.
+    // Refused: the target moved, the tested commit is not on it, or a rule of the branch
+    // (signed commits among them) refuses the commits.
     match branch_head(client, repo, target).await? {
         Some(now) if now != *actual => Ok(MergeOutcome::TargetMoved { actual: now }),
         _ => Ok(MergeOutcome::Rejected {
             pr: None,
-            detail: reply.message(),
+            detail: refusal_detail(client, repo, target, reply.message()).await,
         }),
     }
 }
@@ -203,9 +206,13 @@ async fn direct_merge(
             200 => target_sha = Some(Sha::new(reply.json::<ShaOnly>()?.sha)),
             409 => return Ok(MergeOutcome::PrChanged { pr: pr.pr }),
             405 | 422 => {
+                let mut detail = reply.message();
+                if mentions_signatures(&detail) {
+                    detail = refusal_detail(client, repo, &request.target, detail).await;
+                }
                 return Ok(MergeOutcome::Rejected {
                     pr: Some(pr.pr),
-                    detail: reply.message(),
+                    detail,
                 });
             }
             _ => return Err(reply.error()),

@@ -13,6 +13,7 @@ mod client;
 mod identity;
 mod merge;
 mod pulls;
+mod signing;
 pub(crate) mod wire;
 
 pub use auth::GitHubAuth;

@@ -179,6 +179,12 @@ pub(crate) struct Rule {
     pub parameters: Option<RuleParameters>,
 }
 
+/// A protection setting that is on or off (`required_signatures`).
+#[derive(Debug, Deserialize)]
+pub(crate) struct Enabled {
+    pub enabled: bool,
+}
+
 #[derive(Debug, Deserialize)]
 pub(crate) struct RuleParameters {
     #[serde(default)]

@@ -7,8 +7,6 @@
 //! An answer can be lost: the call takes effect and is answered 502, as when GitHub's answer
 //! never reaches the caller.
 
-#![allow(dead_code)]
-
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;

@@ -1,14 +1,19 @@
 //! The GitHub adapter against a local HTTP server answering as GitHub's REST API documents.
 
+mod fake_github;
+
+use fake_github::FakeGitHub;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use mq_core::Timestamp;
 use mq_core::engine::BranchPr;
 use mq_core::git::{CheckConclusion, Mergeability, PrState, RequiredStatusesSource, StatusState};
 use mq_core::ids::{RepoRef, Sha};
+use mq_core::run::MergeStamp;
 use mq_core::settings::MergeMethod;
 use mq_githost::github::{GitHubAuth, GitHubConfig, GitHubHost, RetryPolicy};
 use mq_githost::{
     GitHost, HostError, MergeOutcome, MergeRequest, StatusUpdate, TestBranchOutcome,
-    TestBranchRequest,
+    TestBranchRequest, TestPullRequest,
 };
 use serde_json::{Value, json};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -100,6 +105,25 @@ fn commit_json(sha: &str, tree: &str, parents: &[&str], message: &str) -> Value 
         "tree": { "url": format!("https://api.github.com/repos/acme/rocket/git/trees/{tree}"), "sha": tree },
         "parents": parents.iter().map(|p| json!({ "sha": p, "url": "https://api.github.com/x", "html_url": "https://github.com/x" })).collect::<Vec<_>>(),
         "verification": { "verified": false, "reason": "unsigned", "signature": null, "payload": null }
+    })
+}
+
+/// A commit as `POST /repos/{owner}/{repo}/merges` answers it (abridged).
+fn merge_json(sha: &str, tree: &str, parents: &[&str], message: &str) -> Value {
+    json!({
+        "sha": sha, "node_id": "MDY6Q29tbWl0N2ZkMWE2MGIwMWY5MWIzMTRmNTk5NTVhNGU0ZDRlODBkOGVkZjExZA==",
+        "url": format!("https://api.github.com/repos/acme/rocket/commits/{sha}"),
+        "html_url": format!("https://github.com/acme/rocket/commit/{sha}"),
+        "commit": {
+            "author": { "name": "The Octocat", "date": "2012-03-06T15:06:50-08:00", "email": "octocat@nowhere.com" },
+            "committer": { "name": "The Octocat", "date": "2012-03-06T15:06:50-08:00", "email": "octocat@nowhere.com" },
+            "message": message,
+            "tree": { "sha": tree, "url": format!("https://api.github.com/repos/acme/rocket/git/trees/{tree}") },
+            "comment_count": 0,
+            "verification": { "verified": false, "reason": "unsigned", "signature": null, "payload": null }
+        },
+        "author": { "login": "octocat", "id": 1 }, "committer": { "login": "octocat", "id": 1 },
+        "parents": parents.iter().map(|p| json!({ "sha": p, "url": "https://api.github.com/x" })).collect::<Vec<_>>()
     })
 }
 
@@ -252,6 +276,81 @@ async fn an_installation_token_close_to_expiry_is_renewed() {
     })
     .with_api(server.uri(), "github.com");
     let host = GitHubHost::new(config).unwrap();
+    for _ in 0..2 {
+        assert_eq!(
+            host.branch_head(&repo(), "main").await.unwrap(),
+            Some(Sha::new(BASE))
+        );
+    }
+}
+
+fn with_app(server: &MockServer) -> GitHubHost {
+    let key = include_str!("fixtures/github-app-test-key.pem");
+    let config = GitHubConfig::new(GitHubAuth::App {
+        app_id: 123,
+        private_key_pem: key.into(),
+    })
+    .with_api(server.uri(), "github.com")
+    .with_retry(quick_retries());
+    GitHubHost::new(config).unwrap()
+}
+
+/// An installation token that is due for renewal at once, so every call asks for one.
+fn short_token(token: &str) -> ResponseTemplate {
+    ResponseTemplate::new(201)
+        .set_body_json(json!({ "token": token, "expires_at": rfc3339(now() + 120) }))
+}
+
+/// After the App is reinstalled, its old installation answers 404 to token requests: the
+/// installation is looked up again and the call goes through, without a restart.
+#[tokio::test]
+async fn a_reinstalled_app_is_found_on_its_new_installation() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/installation")))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({ "id": 42 })))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/installation"),
+        200,
+        json!({ "id": 43 }),
+    )
+    .await;
+    Mock::given(method("POST"))
+        .and(path("/app/installations/42/access_tokens"))
+        .respond_with(short_token("ghs_old"))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    mock(
+        &server,
+        "POST",
+        "/app/installations/42/access_tokens",
+        404,
+        message("Not Found"),
+    )
+    .await;
+    Mock::given(method("POST"))
+        .and(path("/app/installations/43/access_tokens"))
+        .respond_with(short_token("ghs_new"))
+        .mount(&server)
+        .await;
+    for token in ["ghs_old", "ghs_new"] {
+        Mock::given(method("GET"))
+            .and(path(format!("{REPO}/git/ref/heads/main")))
+            .and(header("authorization", format!("Bearer {token}").as_str()))
+            .respond_with(ResponseTemplate::new(200).set_body_json(ref_json("main", BASE)))
+            .expect(1)
+            .mount(&server)
+            .await;
+    }
+    let host = with_app(&server);
     for _ in 0..2 {
         assert_eq!(
             host.branch_head(&repo(), "main").await.unwrap(),
@@ -461,22 +560,38 @@ async fn a_test_branch_is_the_base_plus_one_merge_per_pull_request() {
         .expect(1)
         .mount(&server)
         .await;
+    let mut tip = BASE;
     for (head, made) in [(HEAD1, "c1c1"), (HEAD2, "c2c2")] {
         Mock::given(method("POST"))
             .and(path(format!("{REPO}/merges")))
             .and(body_partial_json(
                 json!({ "base": "mq/main/run-1", "head": head }),
             ))
-            .respond_with(ResponseTemplate::new(201).set_body_json(commit_json(
+            .respond_with(ResponseTemplate::new(201).set_body_json(merge_json(
                 made,
                 "t",
-                &[BASE, head],
+                &[tip, head],
                 "Merge",
             )))
             .expect(1)
             .mount(&server)
             .await;
+        tip = made;
     }
+    // Without stamps, GitHub's merge commits are kept as they are.
+    for verb in ["PATCH", "DELETE"] {
+        Mock::given(method(verb))
+            .respond_with(ResponseTemplate::new(200))
+            .expect(0)
+            .mount(&server)
+            .await;
+    }
+    Mock::given(method("POST"))
+        .and(path(format!("{REPO}/git/commits")))
+        .respond_with(ResponseTemplate::new(201))
+        .expect(0)
+        .mount(&server)
+        .await;
     let request = TestBranchRequest {
         branch: "mq/main/run-1".into(),
         target: "main".into(),
@@ -518,7 +633,7 @@ async fn a_conflicting_merge_names_the_pull_request_and_deletes_the_branch() {
     Mock::given(method("POST"))
         .and(path(format!("{REPO}/merges")))
         .and(body_partial_json(json!({ "head": HEAD1 })))
-        .respond_with(ResponseTemplate::new(201).set_body_json(commit_json(
+        .respond_with(ResponseTemplate::new(201).set_body_json(merge_json(
             "c1c1",
             "t",
             &[BASE, HEAD1],
@@ -551,6 +666,173 @@ async fn a_conflicting_merge_names_the_pull_request_and_deletes_the_branch() {
         .await
         .unwrap();
     assert_eq!(outcome, TestBranchOutcome::Conflict { pr: 2 });
+}
+
+const TARGET_TIP: &str = "1111000000000000000000000000000000000000";
+const OLDER: &str = "0000111100000000000000000000000000000000";
+
+/// A repository whose `main` is at `TARGET_TIP` (on `OLDER`), with pull request heads `HEAD1`
+/// and `HEAD2` on it.
+fn fake_repository() -> FakeGitHub {
+    let github = FakeGitHub::default();
+    github.commit(OLDER, "tree-older", &[]);
+    github.commit(TARGET_TIP, "tree-main", &[OLDER]);
+    github.commit(HEAD1, "tree-one", &[TARGET_TIP]);
+    github.commit(HEAD2, "tree-two", &[TARGET_TIP]);
+    github.set_branch("main", TARGET_TIP);
+    github
+}
+
+fn stamped(pr: BranchPr, run_id: &str, millis: i64) -> BranchPr {
+    pr.stamped(MergeStamp {
+        run_id: run_id.into(),
+        at: Timestamp::from_millis(millis),
+    })
+}
+
+fn test_branch(branch: &str, prs: Vec<BranchPr>) -> TestBranchRequest {
+    TestBranchRequest {
+        branch: branch.into(),
+        target: "main".into(),
+        base: None,
+        prs,
+    }
+}
+
+fn created_sha(outcome: TestBranchOutcome) -> String {
+    match outcome {
+        TestBranchOutcome::Created { sha, base_sha } => {
+            assert_eq!(base_sha, Sha::new(TARGET_TIP));
+            sha.as_str().to_owned()
+        }
+        other => panic!("expected a test branch, got {other:?}"),
+    }
+}
+
+/// Two runs whose test branches share a stamped pull request hold the very same merge commit
+/// for it, so the second run's tested commit descends from the first's: the target can be
+/// fast-forwarded from one to the next.
+#[tokio::test]
+async fn a_stamped_merge_commit_is_the_same_commit_in_every_test_branch() {
+    let server = MockServer::start().await;
+    let committer = mount_token_user(&server).await;
+    let github = fake_repository();
+    github.mount(&server).await;
+    let host = with_token(&server);
+    let one = stamped(pr(1, HEAD1, "One"), "run-1", 1_795_621_562_345);
+    let two = stamped(pr(2, HEAD2, "Two"), "run-2", 1_795_621_563_000);
+
+    let first = host
+        .create_test_branch(&repo(), &test_branch("mq/main/run-1", vec![one.clone()]))
+        .await
+        .unwrap();
+    let second = host
+        .create_test_branch(&repo(), &test_branch("mq/main/run-2", vec![one, two]))
+        .await
+        .unwrap();
+
+    let (first, second) = (created_sha(first), created_sha(second));
+    let tip = github.get_commit(&second);
+    assert_eq!(tip.parents, vec![first.clone(), HEAD2.to_owned()]);
+    assert_eq!(github.branch("mq/main/run-1"), Some(first.clone()));
+    assert_eq!(github.branch("mq/main/run-2"), Some(second));
+    let merged = github.get_commit(&first);
+    assert_eq!(merged.parents, vec![TARGET_TIP, HEAD1]);
+    assert_eq!(
+        merged.message,
+        "Merge pull request #1: One\n\nMerge-Queue-Run: run-1"
+    );
+    let mut signature = committer;
+    signature["date"] = json!("2026-11-25T15:46:02Z");
+    assert_eq!(
+        (&merged.author, &merged.committer),
+        (&signature, &signature)
+    );
+}
+
+/// A stamped merge commit keeps the tree GitHub's merge gave, and the branch moves to the
+/// rewritten tip with one forced update.
+#[tokio::test]
+async fn a_stamped_test_branch_keeps_the_merged_trees() {
+    let server = MockServer::start().await;
+    mount_token_user(&server).await;
+    let github = fake_repository();
+    github.mount(&server).await;
+    let prs = vec![pr(1, HEAD1, "One"), pr(2, HEAD2, "Two")];
+    let unstamped = with_token(&server)
+        .create_test_branch(&repo(), &test_branch("mq/main/plain", prs.clone()))
+        .await
+        .unwrap();
+    let prs = prs
+        .into_iter()
+        .map(|p| stamped(p, "run-3", 1_795_621_562_345))
+        .collect();
+    let stamped = with_token(&server)
+        .create_test_branch(&repo(), &test_branch("mq/main/run-3", prs))
+        .await
+        .unwrap();
+    let (unstamped, stamped) = (created_sha(unstamped), created_sha(stamped));
+    assert_ne!(unstamped, stamped);
+    assert_eq!(
+        github.get_commit(&unstamped).tree,
+        github.get_commit(&stamped).tree
+    );
+    let requests = server.received_requests().await.unwrap();
+    let updates: Vec<Value> = requests
+        .iter()
+        .filter(|r| r.method.as_str() == "PATCH")
+        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .collect();
+    assert_eq!(updates, vec![json!({ "sha": stamped, "force": true })]);
+}
+
+/// The merges API answers 204 to a retried merge whose first attempt merged the head: the
+/// branch's tip is that merge, and it is the test branch's tip.
+#[tokio::test]
+async fn a_merge_whose_answer_was_lost_is_read_back_from_the_branch() {
+    let server = MockServer::start().await;
+    let github = fake_repository();
+    github.mount(&server).await;
+    github.lose_answer("POST", "/merges", 1);
+    let outcome = with_token(&server)
+        .create_test_branch(
+            &repo(),
+            &test_branch(
+                "mq/main/run-4",
+                vec![pr(1, HEAD1, "One"), pr(2, HEAD2, "Two")],
+            ),
+        )
+        .await
+        .unwrap();
+    let sha = created_sha(outcome);
+    let tip = github.get_commit(&sha);
+    assert_eq!(tip.parents[1], HEAD2);
+    assert_eq!(
+        github.get_commit(&tip.parents[0]).parents,
+        vec![TARGET_TIP, HEAD1]
+    );
+    assert_eq!(github.branch("mq/main/run-4"), Some(sha));
+}
+
+/// A head already in the base leaves nothing for the merges API to do, and no merge commit to
+/// test: the branch is not built.
+#[tokio::test]
+async fn a_head_already_in_the_base_is_refused_with_the_reason() {
+    let server = MockServer::start().await;
+    let github = fake_repository();
+    github.mount(&server).await;
+    let error = with_token(&server)
+        .create_test_branch(
+            &repo(),
+            &test_branch("mq/main/run-5", vec![pr(3, OLDER, "Old")]),
+        )
+        .await
+        .unwrap_err();
+    let HostError::Conflict(reason) = &error else {
+        panic!("expected a conflict, got {error:?}");
+    };
+    assert!(reason.contains("nothing to merge for #3"), "{reason}");
+    assert_eq!(github.branch("mq/main/run-5"), None);
 }
 
 #[tokio::test]
@@ -755,6 +1037,180 @@ async fn a_target_that_moves_during_the_merge_is_reported() {
     );
 }
 
+/// A merge of the tested commit whose fast-forward GitHub refuses with `status` and `refusal`;
+/// the branch's rules are `rules` and its classic protection's signature setting answers
+/// `protection` (status, body).
+async fn refused_fast_forward(
+    refusal: &str,
+    rules: Value,
+    protection: (u16, Value),
+) -> MergeOutcome {
+    let server = MockServer::start().await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/git/ref/heads/main"),
+        200,
+        ref_json("main", BASE),
+    )
+    .await;
+    open_pulls(&server).await;
+    mock(
+        &server,
+        "PATCH",
+        &format!("{REPO}/git/refs/heads/main"),
+        422,
+        message(refusal),
+    )
+    .await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/rules/branches/main"),
+        200,
+        rules,
+    )
+    .await;
+    let (status, body) = protection;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/branches/main/protection/required_signatures"),
+        status,
+        body,
+    )
+    .await;
+    with_token(&server)
+        .merge(&repo(), &merge_request(MergeMethod::MergeCommit))
+        .await
+        .unwrap()
+}
+
+fn rejected_detail(outcome: MergeOutcome) -> String {
+    match outcome {
+        MergeOutcome::Rejected { detail, .. } => detail,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+fn says_signed_commits_are_required(detail: &str) -> bool {
+    detail.starts_with("main requires signed commits")
+        && detail.contains("bypass")
+        && detail.contains("directMergeMode: always")
+}
+
+#[tokio::test]
+async fn a_ruleset_requiring_signed_commits_is_named_in_the_refusal() {
+    let rules = json!([
+        { "type": "required_signatures", "ruleset_source_type": "Repository", "ruleset_source": "acme/rocket", "ruleset_id": 7 },
+        { "type": "deletion", "ruleset_source_type": "Repository", "ruleset_source": "acme/rocket", "ruleset_id": 7 }
+    ]);
+    let outcome = refused_fast_forward(
+        "Repository rule violations found",
+        rules,
+        (404, message("Branch not protected")),
+    )
+    .await;
+    let detail = rejected_detail(outcome);
+    assert!(says_signed_commits_are_required(&detail), "{detail}");
+    assert!(detail.contains("(a repository ruleset)"), "{detail}");
+    assert!(
+        detail.ends_with("GitHub said: Repository rule violations found"),
+        "{detail}"
+    );
+}
+
+#[tokio::test]
+async fn branch_protection_requiring_signed_commits_is_named_in_the_refusal() {
+    let enabled = json!({
+        "url": "https://api.github.com/repos/acme/rocket/branches/main/protection/required_signatures",
+        "enabled": true
+    });
+    let outcome = refused_fast_forward(
+        "Protected branch update failed for refs/heads/main.",
+        json!([]),
+        (200, enabled),
+    )
+    .await;
+    let detail = rejected_detail(outcome);
+    assert!(says_signed_commits_are_required(&detail), "{detail}");
+    assert!(detail.contains("(branch protection)"), "{detail}");
+}
+
+/// Without admin rights the classic protection cannot be read; GitHub's own message still
+/// tells a signature refusal from another one.
+#[tokio::test]
+async fn an_unreadable_protection_leaves_it_to_githubs_message() {
+    let forbidden = (403, message("Resource not accessible by integration"));
+    let signatures = refused_fast_forward(
+        "Protected branch update failed for refs/heads/main.\n\nCommits must have verified signatures.",
+        json!([]),
+        forbidden.clone(),
+    )
+    .await;
+    let detail = rejected_detail(signatures);
+    assert!(says_signed_commits_are_required(&detail), "{detail}");
+    let other = refused_fast_forward("Update is not a fast forward", json!([]), forbidden).await;
+    assert_eq!(rejected_detail(other), "Update is not a fast forward");
+}
+
+/// GitHub signs the merges of its pull request merge API, except rebased commits: a direct
+/// rebase merge onto a branch that requires signed commits is refused with what to do.
+#[tokio::test]
+async fn a_direct_rebase_merge_refused_for_signatures_says_what_to_do() {
+    let server = MockServer::start().await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/git/ref/heads/main"),
+        200,
+        ref_json("main", BASE),
+    )
+    .await;
+    open_pulls(&server).await;
+    let refusal = "Base branch requires signed commits. Rebase merges cannot be automatically signed by GitHub";
+    Mock::given(method("PUT"))
+        .and(path(format!("{REPO}/pulls/1/merge")))
+        .and(body_partial_json(
+            json!({ "merge_method": "rebase", "sha": HEAD1 }),
+        ))
+        .respond_with(ResponseTemplate::new(405).set_body_json(message(refusal)))
+        .expect(1)
+        .mount(&server)
+        .await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/rules/branches/main"),
+        200,
+        json!([]),
+    )
+    .await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/branches/main/protection/required_signatures"),
+        404,
+        message("Not Found"),
+    )
+    .await;
+    let request = MergeRequest {
+        prs: vec![pr(1, HEAD1, "One")],
+        tested_sha: None,
+        ..merge_request(MergeMethod::Rebase)
+    };
+    let outcome = with_token(&server).merge(&repo(), &request).await.unwrap();
+    let MergeOutcome::Rejected {
+        pr: Some(1),
+        detail,
+    } = outcome
+    else {
+        panic!("expected #1 refused, got {outcome:?}");
+    };
+    assert!(says_signed_commits_are_required(&detail), "{detail}");
+    assert!(detail.contains(refusal), "{detail}");
+}
+
 #[tokio::test]
 async fn a_merge_is_refused_when_a_pull_request_has_new_commits() {
     let server = MockServer::start().await;
@@ -821,69 +1277,91 @@ async fn tested_chain(server: &MockServer) {
     }
 }
 
+/// A squash or rebase merge of `tested_chain` onto the target at `BASE`: the two commits it
+/// must write with the tested trees (authored as the heads, committed by `committer`), the
+/// target's fast-forward to the second, and the pull requests closed.
+async fn mount_rewrite(server: &MockServer, messages: [&str; 2], committer: &Value) {
+    mock(
+        server,
+        "GET",
+        &format!("{REPO}/git/ref/heads/main"),
+        200,
+        ref_json("main", BASE),
+    )
+    .await;
+    open_pulls(server).await;
+    tested_chain(server).await;
+    for (tree, parent, message, made) in [
+        ("tree1", BASE, messages[0], "s1s1"),
+        ("tree2", "s1s1", messages[1], "s2s2"),
+    ] {
+        Mock::given(method("POST"))
+            .and(path(format!("{REPO}/git/commits")))
+            .and(body_partial_json(json!({
+                "tree": tree, "parents": [parent], "message": message,
+                "author": { "name": "Monalisa Octocat", "email": "octocat@github.com" },
+                "committer": committer
+            })))
+            .respond_with(ResponseTemplate::new(201).set_body_json(commit_json(
+                made,
+                tree,
+                &[parent],
+                message,
+            )))
+            .expect(1)
+            .mount(server)
+            .await;
+    }
+    Mock::given(method("PATCH"))
+        .and(path(format!("{REPO}/git/refs/heads/main")))
+        .and(body_partial_json(json!({ "sha": "s2s2", "force": false })))
+        .respond_with(ResponseTemplate::new(200).set_body_json(ref_json("main", "s2s2")))
+        .expect(1)
+        .mount(server)
+        .await;
+    for n in [1, 2] {
+        Mock::given(method("PATCH"))
+            .and(path(format!("{REPO}/pulls/{n}")))
+            .and(body_partial_json(json!({ "state": "closed" })))
+            .respond_with(ResponseTemplate::new(200).set_body_json(pull_json(
+                n,
+                HEAD1,
+                "closed",
+                false,
+                Value::Null,
+            )))
+            .expect(1)
+            .mount(server)
+            .await;
+    }
+}
+
+/// The user a token belongs to, as `GET /user` documents it (abridged).
+async fn mount_token_user(server: &MockServer) -> Value {
+    Mock::given(method("GET"))
+        .and(path("/user"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "login": "queue-keeper", "id": 583231, "type": "User", "site_admin": false,
+            "name": "Queue Keeper", "email": null
+        })))
+        .expect(1)
+        .mount(server)
+        .await;
+    json!({ "name": "Queue Keeper", "email": "583231+queue-keeper@users.noreply.github.com" })
+}
+
 #[tokio::test]
 async fn squash_and_rebase_write_one_commit_per_pull_request_with_the_tested_trees() {
-    for (method, first, second) in [
-        (MergeMethod::Squash, "One (#1)", "Two (#2)"),
+    for (method, messages) in [
+        (MergeMethod::Squash, ["One (#1)", "Two (#2)"]),
         (
             MergeMethod::Rebase,
-            "Make it faster\n\nDetails.",
-            "Make it safer",
+            ["Make it faster\n\nDetails.", "Make it safer"],
         ),
     ] {
         let server = MockServer::start().await;
-        mock(
-            &server,
-            "GET",
-            &format!("{REPO}/git/ref/heads/main"),
-            200,
-            ref_json("main", BASE),
-        )
-        .await;
-        open_pulls(&server).await;
-        tested_chain(&server).await;
-        for (tree, parent, message, made) in [
-            ("tree1", BASE, first, "s1s1"),
-            ("tree2", "s1s1", second, "s2s2"),
-        ] {
-            Mock::given(wiremock::matchers::method("POST"))
-                .and(path(format!("{REPO}/git/commits")))
-                .and(body_partial_json(json!({
-                    "tree": tree, "parents": [parent], "message": message,
-                    "author": { "name": "Monalisa Octocat", "email": "octocat@github.com" }
-                })))
-                .respond_with(ResponseTemplate::new(201).set_body_json(commit_json(
-                    made,
-                    tree,
-                    &[parent],
-                    message,
-                )))
-                .expect(1)
-                .mount(&server)
-                .await;
-        }
-        Mock::given(wiremock::matchers::method("PATCH"))
-            .and(path(format!("{REPO}/git/refs/heads/main")))
-            .and(body_partial_json(json!({ "sha": "s2s2", "force": false })))
-            .respond_with(ResponseTemplate::new(200).set_body_json(ref_json("main", "s2s2")))
-            .expect(1)
-            .mount(&server)
-            .await;
-        for n in [1, 2] {
-            Mock::given(wiremock::matchers::method("PATCH"))
-                .and(path(format!("{REPO}/pulls/{n}")))
-                .and(body_partial_json(json!({ "state": "closed" })))
-                .respond_with(ResponseTemplate::new(200).set_body_json(pull_json(
-                    n,
-                    HEAD1,
-                    "closed",
-                    false,
-                    Value::Null,
-                )))
-                .expect(1)
-                .mount(&server)
-                .await;
-        }
+        let committer = mount_token_user(&server).await;
+        mount_rewrite(&server, messages, &committer).await;
         let outcome = with_token(&server)
             .merge(&repo(), &merge_request(method))
             .await
@@ -896,6 +1374,72 @@ async fn squash_and_rebase_write_one_commit_per_pull_request_with_the_tested_tre
             "{method:?}"
         );
     }
+}
+
+/// With an App, the commits are committed by its bot user, looked up once: the App's slug
+/// with the App's JWT, then the bot user's id.
+#[tokio::test]
+async fn an_app_commits_as_its_bot_user() {
+    let server = MockServer::start().await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/installation"),
+        200,
+        json!({ "id": 42 }),
+    )
+    .await;
+    Mock::given(method("POST"))
+        .and(path("/app/installations/42/access_tokens"))
+        .respond_with(ResponseTemplate::new(201).set_body_json(
+            json!({ "token": "ghs_installation", "expires_at": rfc3339(now() + 3600) }),
+        ))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/app"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "id": 123, "slug": "rocket-queue", "name": "Rocket Queue",
+            "owner": { "login": "acme", "id": 2 }, "permissions": { "contents": "write" }
+        })))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/users/rocket-queue[bot]"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(
+            json!({ "login": "rocket-queue[bot]", "id": 41898282, "type": "Bot", "site_admin": false }),
+        ))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let committer = json!({
+        "name": "rocket-queue[bot]",
+        "email": "41898282+rocket-queue[bot]@users.noreply.github.com"
+    });
+    mount_rewrite(&server, ["One (#1)", "Two (#2)"], &committer).await;
+    let outcome = with_app(&server)
+        .merge(&repo(), &merge_request(MergeMethod::Squash))
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome,
+        MergeOutcome::Merged {
+            target_sha: Sha::new("s2s2")
+        }
+    );
+    let requests = server.received_requests().await.unwrap();
+    let to_app = requests.iter().find(|r| r.url.path() == "/app").unwrap();
+    let bearer = to_app
+        .headers
+        .get("authorization")
+        .unwrap()
+        .to_str()
+        .unwrap();
+    assert_ne!(
+        bearer, "Bearer ghs_installation",
+        "GET /app is made as the App"
+    );
 }
 
 #[tokio::test]
@@ -992,6 +1536,56 @@ async fn a_first_comment_is_posted_with_the_marker() {
         .upsert_comment(&repo(), 7, "Queued.")
         .await
         .unwrap();
+}
+
+/// A comment post whose answer is lost (GitHub posted it, then answered 502) is not posted a
+/// second time: the comments are listed again and the one found is updated.
+#[tokio::test]
+async fn a_comment_post_whose_answer_was_lost_leaves_one_comment() {
+    let server = MockServer::start().await;
+    let github = fake_repository();
+    github.mount(&server).await;
+    github.lose_answer("POST", "/issues/7/comments", 0);
+    with_token(&server)
+        .upsert_comment(&repo(), 7, "Queued.")
+        .await
+        .unwrap();
+    let bodies: Vec<String> = github.comments().into_iter().map(|c| c.body).collect();
+    assert_eq!(bodies, vec![mq_githost::comment::marked("Queued.")]);
+}
+
+/// A comment post that fails every time ends in a transient error after the retry policy's
+/// attempts, with no comment posted twice.
+#[tokio::test]
+async fn a_comment_post_that_keeps_failing_is_transient() {
+    let server = MockServer::start().await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/issues/7/comments"),
+        200,
+        json!([]),
+    )
+    .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{REPO}/issues/7/comments")))
+        .respond_with(ResponseTemplate::new(503).set_body_json(message("Service Unavailable")))
+        .expect(3)
+        .mount(&server)
+        .await;
+    let error = with_token(&server)
+        .upsert_comment(&repo(), 7, "Queued.")
+        .await
+        .unwrap_err();
+    assert!(error.is_retryable(), "{error:?}");
+    let listings = server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .filter(|r| r.method.as_str() == "GET")
+        .count();
+    assert_eq!(listings, 3, "the comments are listed before every post");
 }
 
 #[tokio::test]
@@ -1179,4 +1773,167 @@ async fn no_source_means_no_required_statuses() {
         .await
         .unwrap();
     assert_eq!((required.contexts.len(), required.source), (0, None));
+}
+
+fn test_pull() -> TestPullRequest {
+    TestPullRequest {
+        branch: "mq/main/run-1".into(),
+        target: "main".into(),
+        title: "Merge queue: testing #1, #2".into(),
+        body: "Run run-1 tests #1 and #2 on main.".into(),
+    }
+}
+
+/// `POST /repos/{owner}/{repo}/pulls` answering 201 with a pull request numbered `number`.
+fn created_pull(number: u32) -> ResponseTemplate {
+    ResponseTemplate::new(201).set_body_json(pull_json(number, HEAD1, "open", false, Value::Null))
+}
+
+#[tokio::test]
+async fn a_test_pull_request_is_opened_as_a_draft_from_the_test_branch() {
+    let server = MockServer::start().await;
+    let request = test_pull();
+    Mock::given(method("POST"))
+        .and(path(format!("{REPO}/pulls")))
+        .and(body_partial_json(json!({
+            "head": request.branch, "base": request.target, "title": request.title,
+            "body": request.body, "draft": true
+        })))
+        .respond_with(created_pull(12))
+        .expect(1)
+        .mount(&server)
+        .await;
+    with_token(&server)
+        .open_test_pull_request(&repo(), &request)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_repository_without_drafts_gets_a_ready_test_pull_request() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(format!("{REPO}/pulls")))
+        .and(body_partial_json(json!({ "draft": true })))
+        .respond_with(ResponseTemplate::new(422).set_body_json(message(
+            "Draft pull requests are not supported in this repository.",
+        )))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{REPO}/pulls")))
+        .and(body_partial_json(
+            json!({ "head": "mq/main/run-1", "draft": false }),
+        ))
+        .respond_with(created_pull(12))
+        .expect(1)
+        .mount(&server)
+        .await;
+    with_token(&server)
+        .open_test_pull_request(&repo(), &test_pull())
+        .await
+        .unwrap();
+}
+
+fn already_open(branch: &str) -> Value {
+    json!({
+        "message": "Validation Failed",
+        "errors": [{ "resource": "PullRequest", "code": "custom",
+                     "message": format!("A pull request already exists for acme:{branch}.") }],
+        "documentation_url": "https://docs.github.com/rest/pulls/pulls#create-a-pull-request"
+    })
+}
+
+/// One already open from the branch is kept, even when the target's name mentions drafts.
+#[tokio::test]
+async fn a_test_pull_request_already_open_is_kept() {
+    let server = MockServer::start().await;
+    let request = TestPullRequest {
+        branch: "mq/draft-release/run-1".into(),
+        target: "draft-release".into(),
+        ..test_pull()
+    };
+    Mock::given(method("POST"))
+        .and(path(format!("{REPO}/pulls")))
+        .respond_with(ResponseTemplate::new(422).set_body_json(already_open(&request.branch)))
+        .expect(1)
+        .mount(&server)
+        .await;
+    with_token(&server)
+        .open_test_pull_request(&repo(), &request)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_test_pull_request_from_a_missing_branch_is_not_found() {
+    let server = MockServer::start().await;
+    let invalid_head = json!({
+        "message": "Validation Failed",
+        "errors": [{ "resource": "PullRequest", "field": "head", "code": "invalid" }],
+        "documentation_url": "https://docs.github.com/rest/pulls/pulls#create-a-pull-request"
+    });
+    mock(&server, "POST", &format!("{REPO}/pulls"), 422, invalid_head).await;
+    let error = with_token(&server)
+        .open_test_pull_request(&repo(), &test_pull())
+        .await
+        .unwrap_err();
+    assert!(matches!(error, HostError::NotFound(_)), "{error:?}");
+}
+
+#[tokio::test]
+async fn closing_a_test_branch_closes_every_pull_request_open_from_it() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/pulls")))
+        .and(query_param("state", "open"))
+        .and(query_param("head", "acme:mq/main/run-1"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!([
+            pull_json(12, HEAD1, "open", false, Value::Null),
+            pull_json(13, HEAD1, "open", false, Value::Null)
+        ])))
+        .expect(1)
+        .mount(&server)
+        .await;
+    for n in [12, 13] {
+        Mock::given(method("PATCH"))
+            .and(path(format!("{REPO}/pulls/{n}")))
+            .and(body_partial_json(json!({ "state": "closed" })))
+            .respond_with(ResponseTemplate::new(200).set_body_json(pull_json(
+                n,
+                HEAD1,
+                "closed",
+                false,
+                Value::Null,
+            )))
+            .expect(1)
+            .mount(&server)
+            .await;
+    }
+    with_token(&server)
+        .close_test_pull_request(&repo(), "mq/main/run-1")
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn closing_a_test_branch_with_no_pull_request_open_succeeds() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/pulls")))
+        .and(query_param("head", "acme:mq/main/run-9"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!([])))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("PATCH"))
+        .respond_with(ResponseTemplate::new(200))
+        .expect(0)
+        .mount(&server)
+        .await;
+    with_token(&server)
+        .close_test_pull_request(&repo(), "mq/main/run-9")
+        .await
+        .unwrap();
 }

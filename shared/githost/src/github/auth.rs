@@ -1,16 +1,17 @@
 //! Who the adapter is on GitHub: a token, or a GitHub App. An App signs a short-lived JWT
 //! (RS256; `iat` 60 s in the past against clock drift, `exp` 9 minutes ahead, `iss` the App
 //! id), looks up its installation on each repository, and trades the JWT for an installation
-//! token, kept until five minutes before it expires.
+//! token, kept until five minutes before it expires. An installation that no longer exists (the
+//! App was reinstalled) is looked up again.
 
 use super::client::{Call, JSON, Transport, repo_path};
-use super::wire::{AccessToken, Id};
+use super::wire::{AccessToken, AppWire, Id};
 use crate::clock::unix_seconds;
 use crate::error::{HostError, HostResult};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use mq_core::Timestamp;
 use mq_core::ids::RepoRef;
-use reqwest::Method;
+use reqwest::{Method, StatusCode};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -134,14 +135,38 @@ impl AppAuth {
             .map_err(|e| HostError::Other(format!("cannot sign the GitHub App JWT: {e}")))
     }
 
+    /// A token for the App's installation on `repo`. When the cached installation is gone
+    /// (the App was reinstalled), the installation is looked up again, once.
     async fn installation_token(
         &self,
         transport: &Transport,
         repo: &RepoRef,
     ) -> HostResult<String> {
         let installation = self.installation(transport, repo).await?;
-        if let Some(token) = self.cached(installation) {
+        if let Some(token) = self.token_for(transport, installation).await? {
             return Ok(token);
+        }
+        lock(&self.installations).remove(&repo.key());
+        let installation = self.installation(transport, repo).await?;
+        self.token_for(transport, installation)
+            .await?
+            .ok_or_else(|| {
+                HostError::NotFound(format!(
+                    "the GitHub App {} has no installation {installation} on {}",
+                    self.app_id,
+                    repo.full_name()
+                ))
+            })
+    }
+
+    /// A token for `installation`, cached or fresh; `None` when GitHub has no such installation.
+    async fn token_for(
+        &self,
+        transport: &Transport,
+        installation: u64,
+    ) -> HostResult<Option<String>> {
+        if let Some(token) = self.cached(installation) {
+            return Ok(Some(token));
         }
         let call = Call {
             method: Method::POST,
@@ -149,7 +174,12 @@ impl AppAuth {
             body: None,
             accept: JSON,
         };
-        let fresh: AccessToken = transport.send(&call, &self.jwt()?).await?.json()?;
+        let reply = transport.send(&call, &self.jwt()?).await?;
+        if reply.status == StatusCode::NOT_FOUND {
+            lock(&self.tokens).remove(&installation);
+            return Ok(None);
+        }
+        let fresh: AccessToken = reply.json()?;
         let expires_at = Timestamp::parse_rfc3339(&fresh.expires_at)
             .and_then(|t| u64::try_from(t.millis() / 1000).ok())
             .unwrap_or_else(|| unix_seconds() + 3600);
@@ -160,7 +190,7 @@ impl AppAuth {
                 expires_at,
             },
         );
-        Ok(fresh.token)
+        Ok(Some(fresh.token))
     }
 
     fn cached(&self, installation: u64) -> Option<String> {
@@ -182,7 +212,7 @@ impl AppAuth {
             accept: JSON,
         };
         let reply = transport.send(&call, &self.jwt()?).await?;
-        if reply.status.as_u16() == 404 {
+        if reply.status == StatusCode::NOT_FOUND {
             return Err(HostError::NotFound(format!(
                 "the GitHub App {} is not installed on {}",
                 self.app_id,
@@ -192,6 +222,18 @@ impl AppAuth {
         let installation: Id = reply.json()?;
         lock(&self.installations).insert(key, installation.id);
         Ok(installation.id)
+    }
+
+    /// The App's slug (`GET /app`, authenticated as the App).
+    pub async fn slug(&self, transport: &Transport) -> HostResult<String> {
+        let call = Call {
+            method: Method::GET,
+            url: transport.url("/app"),
+            body: None,
+            accept: JSON,
+        };
+        let app: AppWire = transport.send(&call, &self.jwt()?).await?.json()?;
+        Ok(app.slug)
     }
 
     fn forget(&self, repo: &RepoRef) -> bool {

@@ -1,17 +1,40 @@
 //! Test branches on GitHub: a ref at the base, then the merges API once per pull request head
-//! (a real merge commit each, made by GitHub); a conflict deletes the ref again.
+//! (GitHub computes each merge; a conflict deletes the ref again).
+//!
+//! A stamped pull request's merge commit is then written again with the git data API from the
+//! merge's tree, its parents, its message and its stamp's time, authored and committed by the
+//! adapter's identity: every test branch holding that merge holds the same commit. The chain is
+//! written again from its first stamped pull request on, and the branch is pointed at the new
+//! tip once. Without stamps the branch keeps GitHub's merge commits.
 
 use super::client::{Client, escape, repo_path};
+use super::identity::{Identity, identity};
+use super::merge::git_commit;
 use super::pulls::branch_head;
-use super::wire::ShaOnly;
+use super::wire::{MergeCommitWire, ShaOnly};
 use crate::error::{HostError, HostResult};
 use crate::port::{TestBranchOutcome, TestBranchRequest};
 use crate::tested_chain::merge_message;
 use crate::validate;
-use mq_core::ids::{RepoRef, Sha};
+use mq_core::Timestamp;
+use mq_core::engine::BranchPr;
+use mq_core::ids::{PrNumber, RepoRef, Sha};
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
+/// One pull request merged into the test branch by the merges API.
+struct Merged<'a> {
+    pr: &'a BranchPr,
+    sha: Sha,
+    tree: String,
+}
+
+enum Chain<'a> {
+    Built(Vec<Merged<'a>>),
+    Conflict(PrNumber),
+}
+
+/// Builds the test branch; a branch left half-built (a conflict, an error) is deleted.
 pub(crate) async fn create(
     client: &Client,
     repo: &RepoRef,
@@ -25,49 +48,196 @@ pub(crate) async fn create(
             request.target
         )));
     }
-    let base = match &request.base {
-        Some(base) => {
-            validate::sha("base", base)?;
-            base.clone()
-        }
-        None => branch_head(client, repo, &request.target)
-            .await?
-            .ok_or_else(|| HostError::NotFound(format!("branch {}", request.target)))?,
-    };
-    point_branch_at(client, repo, &request.branch, &base).await?;
-    let mut tip = base.clone();
     for pr in &request.prs {
         validate::sha("head_sha", &pr.head_sha)?;
-        let payload = json!({
-            "base": request.branch,
-            "head": pr.head_sha.as_str(),
-            "commit_message": merge_message(pr, Some(&request.branch)),
-        });
-        let path = format!("{}/merges", repo_path(repo));
-        let reply = client
-            .send(repo, Method::POST, &path, Some(&payload))
-            .await?;
-        match reply.status {
-            StatusCode::CREATED => tip = Sha::new(reply.json::<ShaOnly>()?.sha),
-            // The head is already in the branch: nothing to merge.
-            StatusCode::NO_CONTENT => {}
-            StatusCode::CONFLICT => {
-                delete(client, repo, &request.branch).await?;
-                return Ok(TestBranchOutcome::Conflict { pr: pr.pr });
-            }
-            _ => {
-                let error = reply.error();
-                if let Err(e) = delete(client, repo, &request.branch).await {
-                    tracing::warn!(branch = %request.branch, error = %e, "could not remove a half-built test branch");
-                }
-                return Err(error);
+    }
+    let base = base_of(client, repo, request).await?;
+    point_branch_at(client, repo, &request.branch, &base).await?;
+    let built = build(client, repo, request, &base).await;
+    match &built {
+        Ok(TestBranchOutcome::Created { .. }) => {}
+        Ok(TestBranchOutcome::Conflict { .. }) => delete(client, repo, &request.branch).await?,
+        Err(_) => {
+            if let Err(e) = delete(client, repo, &request.branch).await {
+                tracing::warn!(branch = %request.branch, error = %e, "could not remove a half-built test branch");
             }
         }
     }
+    built
+}
+
+async fn base_of(client: &Client, repo: &RepoRef, request: &TestBranchRequest) -> HostResult<Sha> {
+    match &request.base {
+        Some(base) => {
+            validate::sha("base", base)?;
+            Ok(base.clone())
+        }
+        None => branch_head(client, repo, &request.target)
+            .await?
+            .ok_or_else(|| HostError::NotFound(format!("branch {}", request.target))),
+    }
+}
+
+async fn build(
+    client: &Client,
+    repo: &RepoRef,
+    request: &TestBranchRequest,
+    base: &Sha,
+) -> HostResult<TestBranchOutcome> {
+    let merges = match merge_heads(client, repo, request, base).await? {
+        Chain::Built(merges) => merges,
+        Chain::Conflict(pr) => return Ok(TestBranchOutcome::Conflict { pr }),
+    };
+    let sha = restamp(client, repo, &request.branch, base, &merges).await?;
     Ok(TestBranchOutcome::Created {
-        sha: tip,
-        base_sha: base,
+        sha,
+        base_sha: base.clone(),
     })
+}
+
+/// Merges each head into the branch in order with the merges API.
+async fn merge_heads<'a>(
+    client: &Client,
+    repo: &RepoRef,
+    request: &'a TestBranchRequest,
+    base: &Sha,
+) -> HostResult<Chain<'a>> {
+    let mut merges: Vec<Merged<'a>> = Vec::with_capacity(request.prs.len());
+    for pr in &request.prs {
+        let tip = merges.last().map_or(base, |m| &m.sha);
+        match merge_head(client, repo, &request.branch, tip, pr).await? {
+            Some(merged) => merges.push(merged),
+            None => return Ok(Chain::Conflict(pr.pr)),
+        }
+    }
+    Ok(Chain::Built(merges))
+}
+
+/// Merges `pr`'s head into the branch, whose tip is `tip`; `None` when they conflict.
+async fn merge_head<'a>(
+    client: &Client,
+    repo: &RepoRef,
+    branch: &str,
+    tip: &Sha,
+    pr: &'a BranchPr,
+) -> HostResult<Option<Merged<'a>>> {
+    let payload = json!({
+        "base": branch,
+        "head": pr.head_sha.as_str(),
+        "commit_message": merge_message(pr, Some(branch)),
+    });
+    let path = format!("{}/merges", repo_path(repo));
+    let reply = client
+        .send(repo, Method::POST, &path, Some(&payload))
+        .await?;
+    match reply.status {
+        StatusCode::CREATED => {
+            let made: MergeCommitWire = reply.json()?;
+            Ok(Some(Merged {
+                pr,
+                sha: Sha::new(made.sha),
+                tree: made.commit.tree.sha,
+            }))
+        }
+        StatusCode::NO_CONTENT => merge_already_made(client, repo, branch, tip, pr)
+            .await
+            .map(Some),
+        StatusCode::CONFLICT => Ok(None),
+        _ => Err(reply.error()),
+    }
+}
+
+/// The merges API answers 204 when the head is already in the branch, as it is when a retried
+/// call's first attempt merged it and that answer was lost. The branch's tip is then the merge
+/// of the head onto `tip`, or the branch cannot be built.
+async fn merge_already_made<'a>(
+    client: &Client,
+    repo: &RepoRef,
+    branch: &str,
+    tip: &Sha,
+    pr: &'a BranchPr,
+) -> HostResult<Merged<'a>> {
+    let now = branch_head(client, repo, branch)
+        .await?
+        .ok_or_else(|| HostError::NotFound(format!("branch {branch}")))?;
+    let commit = git_commit(client, repo, &now).await?;
+    let parents: Vec<&str> = commit.parents.iter().map(|p| p.sha.as_str()).collect();
+    if parents == [tip.as_str(), pr.head_sha.as_str()] {
+        return Ok(Merged {
+            pr,
+            sha: now,
+            tree: commit.tree.sha,
+        });
+    }
+    Err(HostError::Conflict(format!(
+        "GitHub found nothing to merge for #{} at {} in {branch}, and the branch's tip {} is \
+         not its merge onto {}: the head is already in the base, or the branch was moved",
+        pr.pr,
+        pr.head_sha.short(),
+        now.short(),
+        tip.short()
+    )))
+}
+
+/// The branch's tip: GitHub's last merge when nothing is stamped, else the chain written again
+/// from its first stamped pull request on, with the branch pointed at it.
+async fn restamp(
+    client: &Client,
+    repo: &RepoRef,
+    branch: &str,
+    base: &Sha,
+    merges: &[Merged<'_>],
+) -> HostResult<Sha> {
+    let github_tip = merges.last().map_or(base, |m| &m.sha);
+    let Some(first) = merges.iter().position(|m| m.pr.stamp.is_some()) else {
+        return Ok(github_tip.clone());
+    };
+    let identity = identity(client, repo).await?;
+    let mut tip = match first {
+        0 => base.clone(),
+        n => merges[n - 1].sha.clone(),
+    };
+    for merged in &merges[first..] {
+        tip = write_merge(client, repo, branch, &tip, merged, &identity).await?;
+    }
+    force_branch(client, repo, branch, &tip).await?;
+    Ok(tip)
+}
+
+/// A merge commit of `merged`'s tree on `[tip, head]`. A stamped one is authored and committed
+/// by `identity` at the stamp's time, so it depends on nothing else; an unstamped one gets
+/// GitHub's author and time.
+async fn write_merge(
+    client: &Client,
+    repo: &RepoRef,
+    branch: &str,
+    tip: &Sha,
+    merged: &Merged<'_>,
+    identity: &Identity,
+) -> HostResult<Sha> {
+    let mut payload = json!({
+        "message": merge_message(merged.pr, Some(branch)),
+        "tree": merged.tree,
+        "parents": [tip.as_str(), merged.pr.head_sha.as_str()],
+    });
+    if let Some(stamp) = &merged.pr.stamp {
+        let date = git_date(stamp.at);
+        payload["author"] = identity.signature(Some(&date));
+        payload["committer"] = identity.signature(Some(&date));
+    }
+    let path = format!("{}/git/commits", repo_path(repo));
+    let created: ShaOnly = client
+        .send(repo, Method::POST, &path, Some(&payload))
+        .await?
+        .json()?;
+    Ok(Sha::new(created.sha))
+}
+
+/// A time as the git data API takes it, in whole seconds as git keeps them:
+/// `2026-11-25T15:46:02Z`.
+fn git_date(at: Timestamp) -> String {
+    // `to_rfc3339` is `YYYY-MM-DDTHH:MM:SS.mmmZ`: the first 19 characters are the seconds.
+    format!("{}Z", &at.to_rfc3339()[..19])
 }
 
 /// Creates the branch at `sha`, or resets it there when it exists (a rebuild).
@@ -85,6 +255,11 @@ async fn point_branch_at(
     if reply.status != StatusCode::UNPROCESSABLE_ENTITY {
         return reply.ok();
     }
+    force_branch(client, repo, branch, sha).await
+}
+
+/// Points an existing branch at `sha`, whatever it pointed at.
+async fn force_branch(client: &Client, repo: &RepoRef, branch: &str, sha: &Sha) -> HostResult<()> {
     let reset = json!({ "sha": sha.as_str(), "force": true });
     let path = format!("{}/git/refs/heads/{}", repo_path(repo), escape(branch));
     client

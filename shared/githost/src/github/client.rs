@@ -2,6 +2,7 @@
 //! and server errors, typed errors, pagination by `Link` headers.
 
 use super::auth::Auth;
+use super::identity::Identity;
 use super::wire::Message;
 use crate::clock::unix_seconds;
 use crate::error::{HostError, HostResult};
@@ -12,6 +13,7 @@ use reqwest::{Method, StatusCode};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::time::Duration;
+use tokio::sync::OnceCell;
 
 /// The media type of JSON answers.
 pub(crate) const JSON: &str = "application/vnd.github+json";
@@ -182,27 +184,41 @@ impl Transport {
 
     /// Sends `call`, waiting out rate limits and server errors within the retry policy.
     pub async fn send(&self, call: &Call<'_>, bearer: &str) -> HostResult<Reply> {
+        self.exchange(call, bearer, true).await?.reply()
+    }
+
+    /// Sends `call`, waiting out rate limits (GitHub did not act on the call). A server error
+    /// or a lost answer (the call may have taken effect) is sent again only when `repeat`,
+    /// within the retry policy; otherwise, and once the policy is spent, it is
+    /// `Sent::Unknown`.
+    pub async fn exchange(&self, call: &Call<'_>, bearer: &str, repeat: bool) -> HostResult<Sent> {
         let what = format!("{} {}", call.method, call.url.trim_start_matches(&self.api));
         let mut attempt = 1;
         loop {
-            let (wait, problem) = match self.send_once(call, bearer, &what).await {
+            let (wait, problem, unknown) = match self.send_once(call, bearer, &what).await {
                 Ok(reply) => match retry_hint(&reply) {
-                    None => return Ok(reply),
+                    None => return Ok(Sent::Answered(reply)),
                     Some(Hint::RateLimited(wait)) => {
-                        (wait, format!("rate limited: {}", reply.message()))
+                        (wait, format!("rate limited: {}", reply.message()), false)
                     }
                     Some(Hint::ServerError(wait)) => (
                         wait.unwrap_or_else(|| self.backoff(attempt)),
                         format!("{} {}", reply.status.as_u16(), reply.message()),
+                        true,
                     ),
                 },
-                Err(e) => (self.backoff(attempt), e),
+                Err(e) => (self.backoff(attempt), e, true),
             };
-            if attempt >= self.retry.attempts || wait > self.retry.max_wait {
-                return Err(HostError::Transient {
-                    message: format!("{what}: {problem}"),
-                    retry_after: Some(wait),
-                });
+            let error = HostError::Transient {
+                message: format!("{what}: {problem}"),
+                retry_after: Some(wait),
+            };
+            let spent = attempt >= self.retry.attempts || wait > self.retry.max_wait;
+            if unknown && (spent || !repeat) {
+                return Ok(Sent::Unknown(error));
+            }
+            if spent {
+                return Err(error);
             }
             tracing::info!(%what, ?wait, attempt, %problem, "GitHub asks to retry later");
             tokio::time::sleep(wait).await;
@@ -210,7 +226,13 @@ impl Transport {
         }
     }
 
-    fn backoff(&self, attempt: u32) -> Duration {
+    /// Attempts in all for one call, the first included.
+    pub fn attempts(&self) -> u32 {
+        self.retry.attempts
+    }
+
+    /// The wait after the `attempt`th attempt failed.
+    pub fn backoff(&self, attempt: u32) -> Duration {
         self.retry.backoff * 2u32.saturating_pow(attempt.saturating_sub(1))
     }
 
@@ -235,6 +257,25 @@ impl Transport {
             body: body.to_vec(),
             what: what.to_owned(),
         })
+    }
+}
+
+/// What sending a call gave.
+#[derive(Debug)]
+pub(crate) enum Sent {
+    /// GitHub answered, with anything but a server error.
+    Answered(Reply),
+    /// A server error, or no answer: the call may or may not have taken effect.
+    Unknown(HostError),
+}
+
+impl Sent {
+    /// The answer; an unknown outcome is its error.
+    pub fn reply(self) -> HostResult<Reply> {
+        match self {
+            Sent::Answered(reply) => Ok(reply),
+            Sent::Unknown(error) => Err(error),
+        }
     }
 }
 
@@ -280,9 +321,19 @@ fn retry_hint(reply: &Reply) -> Option<Hint> {
 pub(crate) struct Client {
     pub transport: Transport,
     pub auth: Auth,
+    /// Who the adapter is on GitHub, once looked up.
+    pub identity: OnceCell<Identity>,
 }
 
 impl Client {
+    pub fn new(transport: Transport, auth: Auth) -> Self {
+        Self {
+            transport,
+            auth,
+            identity: OnceCell::new(),
+        }
+    }
+
     /// Sends a call for `repo`'s API; a 401 with an installation token drops the token and
     /// tries once more with a new one.
     pub async fn send(
@@ -310,13 +361,37 @@ impl Client {
             body,
             accept,
         };
+        self.exchange(repo, &call, true).await?.reply()
+    }
+
+    /// Sends a call that must not take effect twice: a server error or a lost answer is not
+    /// repeated but reported as `Sent::Unknown`, for the caller to look at what is there.
+    pub async fn send_unrepeated(
+        &self,
+        repo: &RepoRef,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> HostResult<Sent> {
+        let call = Call {
+            method,
+            url: self.transport.url(path),
+            body,
+            accept: JSON,
+        };
+        self.exchange(repo, &call, false).await
+    }
+
+    async fn exchange(&self, repo: &RepoRef, call: &Call<'_>, repeat: bool) -> HostResult<Sent> {
         let token = self.auth.token(&self.transport, repo).await?;
-        let reply = self.transport.send(&call, &token).await?;
-        if reply.status == StatusCode::UNAUTHORIZED && self.auth.forget(repo) {
+        let sent = self.transport.exchange(call, &token, repeat).await?;
+        let unauthorized =
+            matches!(&sent, Sent::Answered(reply) if reply.status == StatusCode::UNAUTHORIZED);
+        if unauthorized && self.auth.forget(repo) {
             let token = self.auth.token(&self.transport, repo).await?;
-            return self.transport.send(&call, &token).await;
+            return self.transport.exchange(call, &token, repeat).await;
         }
-        Ok(reply)
+        Ok(sent)
     }
 
     pub async fn get<T: DeserializeOwned>(&self, repo: &RepoRef, path: &str) -> HostResult<T> {

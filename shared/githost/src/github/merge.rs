@@ -5,10 +5,13 @@
 //! with the tree the tested commit had after that pull request, then fast-forward the target to
 //! the last one; the pull requests are then closed, since GitHub only marks a pull request
 //! merged when its own head lands. A direct merge (nothing tested) uses the pull request merge
-//! API, guarded by the head sha.
+//! API, guarded by the head sha. A refusal from a branch that requires signed commits says so
+//! (see `signing`).
 
 use super::client::{Client, escape, repo_path};
+use super::identity::identity;
 use super::pulls::{self, branch_head};
+use super::signing::{mentions_signatures, refusal_detail};
 use super::wire::{Compare, GitCommit, ShaOnly};
 use crate::error::{HostError, HostResult};
 use crate::port::{MergeOutcome, MergeRequest};
@@ -110,12 +113,13 @@ async fn fast_forward(
     if reply.status != StatusCode::UNPROCESSABLE_ENTITY {
         return Err(reply.error());
     }
-    // Not a fast-forward: either the target moved, or the tested commit is not on it.
+    // Refused: the target moved, the tested commit is not on it, or a rule of the branch
+    // (signed commits among them) refuses the commits.
     match branch_head(client, repo, target).await? {
         Some(now) if now != *actual => Ok(MergeOutcome::TargetMoved { actual: now }),
         _ => Ok(MergeOutcome::Rejected {
             pr: None,
-            detail: reply.message(),
+            detail: refusal_detail(client, repo, target, reply.message()).await,
         }),
     }
 }
@@ -149,8 +153,9 @@ async fn rewrite(
     Ok(Ok(tip))
 }
 
-/// One commit with the step's tree on `parent`, authored as the pull request's head commit;
-/// squash titles it after the pull request, rebase keeps the head commit's message.
+/// One commit with the step's tree on `parent`, authored as the pull request's head commit and
+/// committed by the adapter's identity; squash titles it after the pull request, rebase keeps
+/// the head commit's message.
 async fn write_commit(
     client: &Client,
     repo: &RepoRef,
@@ -159,6 +164,7 @@ async fn write_commit(
     method: MergeMethod,
 ) -> HostResult<Sha> {
     let head = git_commit(client, repo, &step.pr.head_sha).await?;
+    let committer = identity(client, repo).await?;
     let message = match method {
         MergeMethod::Rebase => head.message.clone(),
         _ => squash_message(&step.pr),
@@ -168,6 +174,7 @@ async fn write_commit(
         "tree": step.tree,
         "parents": [parent.as_str()],
         "author": { "name": head.author.name, "email": head.author.email, "date": head.author.date },
+        "committer": committer.signature(None),
     });
     let path = format!("{}/git/commits", repo_path(repo));
     let created: ShaOnly = client
@@ -199,9 +206,13 @@ async fn direct_merge(
             200 => target_sha = Some(Sha::new(reply.json::<ShaOnly>()?.sha)),
             409 => return Ok(MergeOutcome::PrChanged { pr: pr.pr }),
             405 | 422 => {
+                let mut detail = reply.message();
+                if mentions_signatures(&detail) {
+                    detail = refusal_detail(client, repo, &request.target, detail).await;
+                }
                 return Ok(MergeOutcome::Rejected {
                     pr: Some(pr.pr),
-                    detail: reply.message(),
+                    detail,
                 });
             }
             _ => return Err(reply.error()),
@@ -240,7 +251,11 @@ async fn already_merged(
     Ok(compare.is_some_and(|c| c.behind_by == 0))
 }
 
-async fn git_commit(client: &Client, repo: &RepoRef, sha: &Sha) -> HostResult<GitCommit> {
+pub(crate) async fn git_commit(
+    client: &Client,
+    repo: &RepoRef,
+    sha: &Sha,
+) -> HostResult<GitCommit> {
     client
         .get(repo, &format!("{}/git/commits/{sha}", repo_path(repo)))
         .await

@@ -2,14 +2,18 @@
 //! GitHub App (installation tokens) or with a token.
 //!
 //! Calls that GitHub rate-limits or fails with a server error are retried within a
-//! [`RetryPolicy`], then reported as `HostError::Transient { retry_after }`.
+//! [`RetryPolicy`], then reported as `HostError::Transient { retry_after }`. A write that must
+//! not happen twice (a comment) is not sent again after a server error or a lost answer: what
+//! is there is read back first.
 
 mod auth;
 mod branches;
 mod checks;
 mod client;
+mod identity;
 mod merge;
 mod pulls;
+mod signing;
 pub(crate) mod wire;
 
 pub use auth::GitHubAuth;
@@ -80,10 +84,10 @@ impl GitHubHost {
     /// Fails with `HostError::Invalid` when the App key is not an RSA key.
     pub fn new(config: GitHubConfig) -> HostResult<Self> {
         Ok(Self {
-            client: Client {
-                transport: Transport::new(&config.api_url, config.retry, &config.user_agent)?,
-                auth: auth::Auth::new(&config.auth)?,
-            },
+            client: Client::new(
+                Transport::new(&config.api_url, config.retry, &config.user_agent)?,
+                auth::Auth::new(&config.auth)?,
+            ),
             host: config.host,
         })
     }

@@ -1,16 +1,16 @@
 //! Pull requests, their heads and their comments.
 
-use super::client::{Client, escape, repo_path};
-use super::wire::{Compare, IssueComment, Numbered, PullWire, RefWire};
+use super::client::{Client, Reply, Sent, escape, repo_path};
+use super::wire::{Compare, IssueComment, Message, Numbered, PullWire, RefWire};
 use crate::comment::{is_marked, marked};
-use crate::error::HostResult;
+use crate::error::{HostError, HostResult};
 use crate::port::TestPullRequest;
 use mq_core::git::{PrFacts, PrState};
 use mq_core::ids::{PrNumber, RepoRef, Sha};
 use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 use reqwest::Method;
 use reqwest::StatusCode;
-use serde_json::json;
+use serde_json::{Value, json};
 
 pub(crate) async fn pull(client: &Client, repo: &RepoRef, pr: PrNumber) -> HostResult<PullWire> {
     client
@@ -71,7 +71,9 @@ pub(crate) async fn branch_head(
     Ok(found.map(|r| Sha::new(r.object.sha)))
 }
 
-/// Updates the queue's comment (found by its marker) or posts it.
+/// Updates the queue's comment (found by its marker) or posts it. A post is never repeated
+/// blindly: after a server error or a lost answer, the comments are listed again and the
+/// comment is updated if that post made it.
 pub(crate) async fn upsert_comment(
     client: &Client,
     repo: &RepoRef,
@@ -79,25 +81,38 @@ pub(crate) async fn upsert_comment(
     body: &str,
 ) -> HostResult<()> {
     let listing = format!("{}/issues/{pr}/comments", repo_path(repo));
-    let comments: Vec<IssueComment> = client.get_all(repo, &listing, None).await?;
-    let ours = comments
-        .iter()
-        .find(|c| c.body.as_deref().is_some_and(is_marked));
     let payload = json!({ "body": marked(body) });
-    let reply = match ours {
-        Some(comment) => {
-            let path = format!("{}/issues/comments/{}", repo_path(repo), comment.id);
-            client
+    let mut attempt = 1;
+    loop {
+        if let Some(id) = queue_comment(client, repo, &listing).await? {
+            let path = format!("{}/issues/comments/{id}", repo_path(repo));
+            return client
                 .send(repo, Method::PATCH, &path, Some(&payload))
                 .await?
+                .ok();
         }
-        None => {
-            client
-                .send(repo, Method::POST, &listing, Some(&payload))
-                .await?
+        let sent = client
+            .send_unrepeated(repo, Method::POST, &listing, Some(&payload))
+            .await?;
+        match sent {
+            Sent::Answered(reply) => return reply.ok(),
+            Sent::Unknown(error) if attempt >= client.transport.attempts() => return Err(error),
+            Sent::Unknown(error) => {
+                tracing::info!(pr, %error, "the comment may have been posted; looking again");
+                tokio::time::sleep(client.transport.backoff(attempt)).await;
+                attempt += 1;
+            }
         }
-    };
-    reply.ok()
+    }
+}
+
+/// The id of the queue's comment on the pull request whose comments are at `listing`.
+async fn queue_comment(client: &Client, repo: &RepoRef, listing: &str) -> HostResult<Option<u64>> {
+    let comments: Vec<IssueComment> = client.get_all(repo, listing, None).await?;
+    Ok(comments
+        .into_iter()
+        .find(|c| c.body.as_deref().is_some_and(is_marked))
+        .map(|c| c.id))
 }
 
 /// Closes a pull request whose changes reached the target as new commits.
@@ -111,7 +126,8 @@ pub(crate) async fn close(client: &Client, repo: &RepoRef, pr: PrNumber) -> Host
 }
 
 /// Opens a draft pull request from a test branch; one already open from it is kept. Where the
-/// repository's plan has no draft pull requests, a ready one is opened instead.
+/// repository's plan has no draft pull requests, a ready one is opened instead. A branch GitHub
+/// does not know is `NotFound`.
 pub(crate) async fn open_test_pull(
     client: &Client,
     repo: &RepoRef,
@@ -128,18 +144,55 @@ pub(crate) async fn open_test_pull(
     let mut reply = client
         .send(repo, Method::POST, &path, Some(&payload))
         .await?;
-    if reply.status == StatusCode::UNPROCESSABLE_ENTITY && reply.message().contains("raft") {
+    if refusal(&reply) == Some(PullRefusal::NoDrafts) {
         payload["draft"] = json!(false);
         reply = client
             .send(repo, Method::POST, &path, Some(&payload))
             .await?;
     }
-    let already_open = reply.status == StatusCode::UNPROCESSABLE_ENTITY
-        && reply.message().contains("already exists");
-    if already_open {
-        return Ok(());
+    match refusal(&reply) {
+        Some(PullRefusal::AlreadyOpen) => Ok(()),
+        Some(PullRefusal::NoSuchHead) => Err(HostError::NotFound(format!(
+            "branch {} ({})",
+            request.branch,
+            reply.message()
+        ))),
+        _ => reply.ok(),
     }
-    reply.ok()
+}
+
+/// Why GitHub refused to open a pull request, as far as the queue acts on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PullRefusal {
+    /// "Draft pull requests are not supported in this repository."
+    NoDrafts,
+    /// "A pull request already exists for {owner}:{branch}."
+    AlreadyOpen,
+    /// The head branch does not exist (`field: head`, `code: invalid`).
+    NoSuchHead,
+}
+
+fn refusal(reply: &Reply) -> Option<PullRefusal> {
+    if reply.status != StatusCode::UNPROCESSABLE_ENTITY {
+        return None;
+    }
+    let body: Message = serde_json::from_slice(&reply.body).ok()?;
+    if body
+        .message
+        .contains("Draft pull requests are not supported")
+    {
+        return Some(PullRefusal::NoDrafts);
+    }
+    body.errors.iter().find_map(|error| {
+        let text = |key: &str| error.get(key).and_then(Value::as_str);
+        if text("message").is_some_and(|m| m.contains("already exists")) {
+            Some(PullRefusal::AlreadyOpen)
+        } else if text("field") == Some("head") && text("code") == Some("invalid") {
+            Some(PullRefusal::NoSuchHead)
+        } else {
+            None
+        }
+    })
 }
 
 /// Closes every pull request open from `branch` (a test branch of this repository).

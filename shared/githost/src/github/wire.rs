@@ -39,6 +39,21 @@ pub(crate) struct User {
     pub login: String,
 }
 
+/// A user or bot account (`GET /user`, `GET /users/{username}`).
+#[derive(Debug, Deserialize)]
+pub(crate) struct Account {
+    pub login: String,
+    pub id: u64,
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+/// The App itself (`GET /app`).
+#[derive(Debug, Deserialize)]
+pub(crate) struct AppWire {
+    pub slug: String,
+}
+
 #[derive(Debug, Deserialize)]
 pub(crate) struct BranchRef {
     #[serde(rename = "ref")]
@@ -106,6 +121,18 @@ pub(crate) struct GitCommit {
     pub message: String,
 }
 
+/// A commit as the merges API answers it (the commits API's shape).
+#[derive(Debug, Deserialize)]
+pub(crate) struct MergeCommitWire {
+    pub sha: String,
+    pub commit: MergeCommitBody,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct MergeCommitBody {
+    pub tree: ShaOnly,
+}
+
 #[derive(Debug, Deserialize)]
 pub(crate) struct IssueComment {
     pub id: u64,
@@ -150,6 +177,12 @@ pub(crate) struct Rule {
     pub kind: String,
     #[serde(default)]
     pub parameters: Option<RuleParameters>,
+}
+
+/// A protection setting that is on or off (`required_signatures`).
+#[derive(Debug, Deserialize)]
+pub(crate) struct Enabled {
+    pub enabled: bool,
 }
 
 #[derive(Debug, Deserialize)]

@@ -365,6 +365,14 @@ impl GitHost for Replayed {
         self.inner.merge(repo, request).await
     }
 
+    async fn merge_landed(
+        &self,
+        repo: &RepoRef,
+        request: &MergeRequest,
+    ) -> HostResult<Option<Sha>> {
+        self.inner.merge_landed(repo, request).await
+    }
+
     async fn delete_branch(&self, _: &RepoRef, _: &str) -> HostResult<()> {
         Ok(())
     }

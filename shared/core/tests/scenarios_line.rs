@@ -250,25 +250,27 @@ fn a_notification_waits_for_the_earlier_one_of_its_pull_request() {
         unreachable!()
     };
     assert!(body.starts_with("Testing in run"), "{body}");
-    // A tick does not execute a held notification.
+    // The comment of testing is outstanding and the cancellation's waits behind it. When its
+    // lease runs out, the tick does not post it again (it would show an older state): the
+    // waiting one goes instead.
     h.ok(Event::Cancel {
         pr: 1,
         reason: CancelReason::Api,
     });
-    h.advance_minutes(3);
-    let t = h.tick();
-    let comments: Vec<_> = t
-        .effects
-        .iter()
-        .filter_map(|x| match &x.effect {
-            Effect::PostComment { body, .. } => Some(body.clone()),
-            _ => None,
-        })
-        .collect();
-    assert!(
-        comments.iter().all(|b| b.starts_with("Testing")),
-        "{comments:?}"
-    );
+    let comments = |t: &mq_core::engine::Transition| -> Vec<String> {
+        t.effects
+            .iter()
+            .filter_map(|x| match &x.effect {
+                Effect::PostComment { body, .. } => Some(body.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    assert!(comments(&h.tick()).is_empty(), "nothing due yet");
+    h.advance_minutes(1);
+    let posted = comments(&h.tick());
+    assert_eq!(posted.len(), 1, "{posted:?}");
+    assert!(posted[0].starts_with("Cancelled"), "{posted:?}");
 }
 
 #[test]
@@ -885,4 +887,119 @@ fn every_check_conclusion_and_status_state_counts_as_pass_fail_or_pending() {
         );
         h.assert_clean();
     }
+}
+
+// ---- reconciliation with the Git host and stuck entries -----------------------------------
+
+/// A run's branch built again by a later execution of its creation points at another commit:
+/// the run follows the branch (CI tests that commit), forgetting results on the other one.
+#[test]
+fn a_run_follows_its_branch_when_the_branch_points_at_another_commit() {
+    let mut h = queue(1);
+    h.submit(1);
+    let id = h.run_of(1);
+    let old = h.run(&id).unwrap().sha.clone().unwrap();
+    let moved = mq_core::ids::Sha::new("e".repeat(40));
+    h.host
+        .commits
+        .insert(moved.clone(), h.host.commits[&old].clone());
+    let t = h.ok(Event::BranchObserved {
+        run_id: id.clone(),
+        sha: Some(moved.clone()),
+    });
+    assert_eq!(h.run(&id).unwrap().sha.as_ref(), Some(&moved));
+    assert!(t.effects.iter().any(|x| x.effect
+        == Effect::FetchChecks {
+            run_id: id.clone(),
+            sha: moved.clone()
+        }));
+    h.pass(&id);
+    assert_eq!(h.state(1), Merged);
+    h.assert_clean();
+}
+
+/// A run whose branch is gone has it built again, with the same stamps.
+#[test]
+fn a_run_whose_branch_is_gone_has_it_built_again() {
+    let mut h = queue(1);
+    h.submit(1);
+    let id = h.run_of(1);
+    let before = h.run(&id).unwrap().chain.clone();
+    h.auto_execute = false;
+    let t = h.ok(Event::BranchObserved {
+        run_id: id.clone(),
+        sha: None,
+    });
+    let rebuilt: Vec<_> = t
+        .effects
+        .iter()
+        .filter(|x| matches!(&x.effect, Effect::CreateTestBranch { run_id, .. } if *run_id == id))
+        .collect();
+    assert_eq!(rebuilt.len(), 1);
+    assert_eq!(h.run(&id).unwrap().chain, before, "the same commits");
+    // While the branch is being built, what the host shows is not judged.
+    let t = h.ok(Event::BranchObserved {
+        run_id: id.clone(),
+        sha: None,
+    });
+    assert!(t.effects.is_empty());
+    h.auto_execute = true;
+    h.execute_all();
+    h.pass(&id);
+    assert_eq!(h.state(1), Merged);
+}
+
+#[test]
+fn entries_that_do_not_move_while_nothing_is_in_flight_are_stuck() {
+    use mq_core::engine::view::stuck_entries;
+    let mut h = queue(1);
+    h.submit(1);
+    h.submit(2);
+    let timeout = h.snap.queue.config.testing_timeout_minutes;
+    h.advance_minutes(timeout + 1);
+    assert!(
+        stuck_entries(&h.snap, h.now).is_empty(),
+        "a run is testing #1"
+    );
+    // The run lost its branch and nothing is building it: nothing moves #1 or #2 any more.
+    let id = h.run_of(1);
+    let mut lost = h.snap.clone();
+    lost.runs.iter_mut().find(|r| r.id == id).unwrap().sha = None;
+    lost.outbox.clear();
+    assert_eq!(stuck_entries(&lost, h.now), vec![1, 2]);
+    let soon = lost.entries[0].state_changed_at.plus_minutes(timeout - 1);
+    assert!(stuck_entries(&lost, soon).is_empty(), "not for long enough");
+    lost.queue.state = mq_core::settings::QueueState::Paused;
+    assert!(
+        stuck_entries(&lost, h.now).is_empty(),
+        "a paused queue moves nothing"
+    );
+    lost.queue.state = mq_core::settings::QueueState::Draining;
+    assert_eq!(
+        stuck_entries(&lost, h.now),
+        vec![1],
+        "#2 waits for the queue to run"
+    );
+}
+
+/// A run in progress with no branch and nothing building it (its creation's intent was lost)
+/// has its branch built again at the next tick.
+#[test]
+fn a_run_whose_branch_creation_was_lost_has_it_built_at_the_tick() {
+    let mut h = queue(1);
+    h.auto_execute = false;
+    h.submit(1);
+    let id = h.run_of(1);
+    h.snap.outbox.clear();
+    h.pending.clear();
+    let t = h.tick();
+    let rebuilt = t
+        .effects
+        .iter()
+        .any(|x| matches!(&x.effect, Effect::CreateTestBranch { run_id, .. } if *run_id == id));
+    assert!(rebuilt);
+    h.auto_execute = true;
+    h.execute_all();
+    h.pass(&id);
+    assert_eq!(h.state(1), Merged);
 }

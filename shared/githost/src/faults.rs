@@ -50,6 +50,9 @@ pub struct FaultyGitHost {
     rate_ppm: AtomicU64,
     merge_faults: Mutex<Vec<MergeFault>>,
     held_pull_request: Mutex<Option<Arc<HeldAnswer>>>,
+    held_test_branch: Mutex<Option<Arc<HeldAnswer>>>,
+    /// Test branches are built without their merge commits' stamps.
+    unstamped: std::sync::atomic::AtomicBool,
     counts: Mutex<HostFaultCounts>,
     /// Every call waits between these many milliseconds before it is made.
     latency_ms: Mutex<(u64, u64)>,
@@ -64,6 +67,8 @@ impl FaultyGitHost {
             rate_ppm: AtomicU64::new(0),
             merge_faults: Mutex::new(Vec::new()),
             held_pull_request: Mutex::new(None),
+            held_test_branch: Mutex::new(None),
+            unstamped: std::sync::atomic::AtomicBool::new(false),
             counts: Mutex::new(HostFaultCounts::default()),
             latency_ms: Mutex::new((0, 0)),
         }
@@ -92,6 +97,19 @@ impl FaultyGitHost {
         let held = Arc::new(HeldAnswer::default());
         *lock(&self.held_pull_request) = Some(held.clone());
         held
+    }
+
+    /// Holds back the answer of the next test branch built until released.
+    pub fn hold_next_test_branch_answer(&self) -> Arc<HeldAnswer> {
+        let held = Arc::new(HeldAnswer::default());
+        *lock(&self.held_test_branch) = Some(held.clone());
+        held
+    }
+
+    /// From now on test branches are built as a host that writes merge commits with its own
+    /// time would build them: every build, even of the same pull requests, is a new commit.
+    pub fn build_unstamped(&self) {
+        self.unstamped.store(true, Ordering::SeqCst);
     }
 
     /// Merges still planned to fail.
@@ -166,7 +184,19 @@ impl GitHost for FaultyGitHost {
         request: &TestBranchRequest,
     ) -> HostResult<TestBranchOutcome> {
         self.inject().await?;
-        self.inner.create_test_branch(repo, request).await
+        let answer = if self.unstamped.load(Ordering::SeqCst) {
+            let mut unstamped = request.clone();
+            unstamped.prs.iter_mut().for_each(|pr| pr.stamp = None);
+            self.inner.create_test_branch(repo, &unstamped).await
+        } else {
+            self.inner.create_test_branch(repo, request).await
+        };
+        let held = lock(&self.held_test_branch).take();
+        if let Some(held) = held {
+            held.reached.notify_one();
+            held.release.notified().await;
+        }
+        answer
     }
 
     async fn merge(&self, repo: &RepoRef, request: &MergeRequest) -> HostResult<MergeOutcome> {
@@ -186,6 +216,15 @@ impl GitHost for FaultyGitHost {
                 Err(transient("merge answer lost (injected)"))
             }
         }
+    }
+
+    async fn merge_landed(
+        &self,
+        repo: &RepoRef,
+        request: &MergeRequest,
+    ) -> HostResult<Option<Sha>> {
+        self.inject().await?;
+        self.inner.merge_landed(repo, request).await
     }
 
     async fn delete_branch(&self, repo: &RepoRef, branch: &str) -> HostResult<()> {

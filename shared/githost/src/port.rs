@@ -111,6 +111,14 @@ pub trait GitHost: Send + Sync {
 
     async fn merge(&self, repo: &RepoRef, request: &MergeRequest) -> HostResult<MergeOutcome>;
 
+    /// Whether this merge already happened (a merge whose answer was lost): the target moved
+    /// on from `expected_target_sha` to a commit with exactly the tested tree (under
+    /// `merge_commit`, the tested commit itself), or, for a direct merge (no tested commit),
+    /// every pull request of it is merged. The target's commit when it did; `None` when it did
+    /// not, or the target is still at the expected commit.
+    async fn merge_landed(&self, repo: &RepoRef, request: &MergeRequest)
+    -> HostResult<Option<Sha>>;
+
     /// Deletes a branch; deleting a missing branch succeeds.
     async fn delete_branch(&self, repo: &RepoRef, branch: &str) -> HostResult<()>;
 

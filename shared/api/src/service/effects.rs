@@ -69,22 +69,10 @@ async fn outcome(host: &dyn GitHost, queue: &Queue, effect: &Effect) -> HostResu
             host.delete_branch(repo, branch).await?;
             Ok(EffectOutcome::Done)
         }
-        Effect::Merge {
-            prs,
-            method,
-            expected_target_sha,
-            tested_sha,
-            ..
-        } => {
-            let request = MergeRequest {
-                target: queue.branch.clone(),
-                prs: prs.clone(),
-                method: *method,
-                expected_target_sha: expected_target_sha.clone(),
-                tested_sha: tested_sha.clone(),
-            };
-            Ok(merge_outcome(host.merge(repo, &request).await?))
-        }
+        Effect::Merge { .. } => match merge_request(queue, effect) {
+            Some(request) => Ok(merge_outcome(host.merge(repo, &request).await?)),
+            None => Ok(EffectOutcome::Done),
+        },
         Effect::PostComment { pr, body } => {
             host.upsert_comment(repo, *pr, body).await?;
             Ok(EffectOutcome::Done)
@@ -135,6 +123,41 @@ async fn outcome(host: &dyn GitHost, queue: &Queue, effect: &Effect) -> HostResu
             Ok(EffectOutcome::PullRequest { pr: facts })
         }
     }
+}
+
+/// Whether the merge of a merge effect already happened on the Git host (its answer lost, or
+/// its execution still under way): the outcome to record then. `None` for any other effect.
+pub async fn landed(
+    host: &dyn GitHost,
+    queue: &Queue,
+    effect: &Effect,
+) -> HostResult<Option<EffectOutcome>> {
+    let Some(request) = merge_request(queue, effect) else {
+        return Ok(None);
+    };
+    let landed = host.merge_landed(&queue.repo, &request).await?;
+    Ok(landed.map(|target_sha| EffectOutcome::Merged { target_sha }))
+}
+
+/// The Git host's request for a merge effect of `queue`; `None` for any other effect.
+fn merge_request(queue: &Queue, effect: &Effect) -> Option<MergeRequest> {
+    let Effect::Merge {
+        prs,
+        method,
+        expected_target_sha,
+        tested_sha,
+        ..
+    } = effect
+    else {
+        return None;
+    };
+    Some(MergeRequest {
+        target: queue.branch.clone(),
+        prs: prs.clone(),
+        method: *method,
+        expected_target_sha: expected_target_sha.clone(),
+        tested_sha: tested_sha.clone(),
+    })
 }
 
 fn merge_outcome(outcome: MergeOutcome) -> EffectOutcome {

@@ -2,18 +2,27 @@
 //!
 //! For every queue with work (a `Query` on the work index, never a `Scan`), under a lease so
 //! two ticks never work one queue at once: read what CI reported on the test branches in
-//! flight, advance timeouts and batching waits (`Event::Tick`), and execute the effects that
-//! are due, including those whose earlier execution failed. Then flaky tests without new
-//! evidence for the recovery period recover (test health, SEMANTICS §9).
+//! flight, reconcile the queue with the Git host, advance timeouts and batching waits
+//! (`Event::Tick`), and execute the effects that are due, including those whose earlier
+//! execution failed. Then flaky tests without new evidence for the recovery period recover
+//! (test health).
+//!
+//! Reconciling heals what a lost or late answer left behind, without waiting for an
+//! effect's lease to run out: a run whose branch now points at another commit (built again by
+//! a later execution) follows it, a run whose branch is gone has it built again, and a merge
+//! already on the target is recorded as done. Entries that should have moved and did not
+//! (`view::stuck_entries`) are logged as warnings.
 
 use super::drive::apply_and_run;
+use super::effects;
 use super::shell::{Actor, Start};
 use crate::app::App;
 use crate::error::ApiError;
-use mq_core::engine::Event;
+use mq_core::engine::{Event, view};
 use mq_core::ids::QueueId;
 use mq_core::run::RunStatus;
 use mq_core::snapshot::QueueSnapshot;
+use mq_core::time::Timestamp;
 use mq_githost::GitHost;
 
 /// How long a tick may hold a queue before another tick may take it over.
@@ -81,13 +90,66 @@ async fn advance(app: &App, id: &QueueId) -> Result<(), ApiError> {
     let Some(snapshot) = app.store.load(id).await? else {
         return Ok(());
     };
+    warn_stuck(&snapshot, app.now());
     let mut events = match app.githost.as_deref() {
-        Some(host) => ci_reports(host, &snapshot).await,
+        Some(host) => {
+            let mut events = ci_reports(host, &snapshot).await;
+            events.extend(reconcile(host, &snapshot).await);
+            events
+        }
         None => Vec::new(),
     };
     events.push(Event::Tick);
     apply_and_run(app, Actor::Service, id, &events, Start::from(snapshot)).await?;
     Ok(())
+}
+
+/// Logs a warning for each entry that should have moved and did not.
+fn warn_stuck(snapshot: &QueueSnapshot, now: Timestamp) {
+    for pr in view::stuck_entries(snapshot, now) {
+        let Some(entry) = snapshot.entry_for_pr(pr) else {
+            continue;
+        };
+        tracing::warn!(
+            queue = %snapshot.queue.id,
+            pr,
+            state = %entry.state,
+            since = %entry.state_changed_at.to_rfc3339(),
+            "pull request stuck: no change for longer than the testing timeout, nothing in flight"
+        );
+    }
+}
+
+/// The Git host's state where the queue may have missed it, as events: the branches of runs in
+/// progress, and merges already on the target. What cannot be read now is read next tick.
+async fn reconcile(host: &dyn GitHost, snapshot: &QueueSnapshot) -> Vec<Event> {
+    let repo = &snapshot.queue.repo;
+    let mut events = Vec::new();
+    let testing = snapshot
+        .runs
+        .iter()
+        .filter(|r| r.status == RunStatus::InProgress && r.sha.is_some());
+    for run in testing {
+        match host.branch_head(repo, &run.branch).await {
+            Ok(sha) if sha != run.sha => events.push(Event::BranchObserved {
+                run_id: run.id.clone(),
+                sha,
+            }),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(run = %run.id, error = %e, "test branch not readable"),
+        }
+    }
+    for pending in snapshot.outbox.iter().filter(|x| !x.held) {
+        match effects::landed(host, &snapshot.queue, &pending.effect).await {
+            Ok(Some(outcome)) => events.push(Event::EffectSucceeded {
+                effect_id: pending.id.clone(),
+                outcome,
+            }),
+            Ok(None) => {}
+            Err(e) => tracing::warn!(effect = %pending.id, error = %e, "merge not checkable"),
+        }
+    }
+    events
 }
 
 /// What CI reported on the test branches in flight, as events (the engine ignores what it

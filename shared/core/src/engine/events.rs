@@ -97,6 +97,14 @@ pub enum Event {
         error: String,
         permanent: bool,
     },
+    /// What the test branch of run `run_id` points at on the Git host now (`None`: it does
+    /// not exist), as the tick reads it for runs in progress. A branch built again by a later
+    /// execution of its creation may be another commit than the one the run recorded: the run
+    /// follows the branch, since that is what CI tests.
+    BranchObserved {
+        run_id: String,
+        sha: Option<Sha>,
+    },
     /// The schedule: timeouts, batching waits, effect retries, readiness refreshes.
     Tick,
 }

@@ -215,6 +215,10 @@ impl Work {
                 self.effect_failed(effect_id, error, *permanent);
                 Ok(())
             }
+            Event::BranchObserved { run_id, sha } => {
+                self.branch_observed(run_id, sha.as_ref());
+                Ok(())
+            }
             Event::Tick => {
                 self.tick();
                 Ok(())

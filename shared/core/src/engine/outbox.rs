@@ -115,14 +115,41 @@ impl Work {
     /// mergeability is still unknown. Batching waits end in the settling that follows.
     pub fn tick(&mut self) {
         self.emit_due_effects();
+        self.rebuild_lost_branches();
         self.expire_runs();
         self.refresh_unknown_mergeability();
+    }
+
+    /// Runs in progress that have no branch and nothing building one (its creation's intent
+    /// was lost) have it built again: the same commits, their merge commits being stamped.
+    fn rebuild_lost_branches(&mut self) {
+        let building: Vec<String> = self
+            .s
+            .outbox
+            .iter()
+            .filter_map(|x| match &x.effect {
+                Effect::CreateTestBranch { run_id, .. } => Some(run_id.clone()),
+                _ => None,
+            })
+            .collect();
+        let lost: Vec<String> = self
+            .s
+            .runs
+            .iter()
+            .filter(|r| r.status == RunStatus::InProgress && !r.held && r.sha.is_none())
+            .filter(|r| !building.contains(&r.id))
+            .map(|r| r.id.clone())
+            .collect();
+        for id in lost {
+            self.request_branch(&id);
+        }
     }
 
     fn emit_due_effects(&mut self) {
         let now = self.now;
         let paused = !self.can_merge();
         let mut stale = Vec::new();
+        let mut superseded = Vec::new();
         for i in 0..self.s.outbox.len() {
             let x = &self.s.outbox[i];
             let waits = x.held || (paused && matches!(x.effect, Effect::Merge { .. }));
@@ -134,6 +161,10 @@ impl Work {
                 && self.run(run_id).is_none()
             {
                 stale.push(x.id.clone());
+                continue;
+            }
+            if self.superseded(x) {
+                superseded.push(x.id.clone());
                 continue;
             }
             let lease = EFFECT_LEASE_MS.max(backoff_ms(x.attempts));
@@ -148,6 +179,24 @@ impl Work {
                 self.emit(Effect::DeleteBranch { branch });
             }
         }
+        for id in superseded {
+            if let Some(done) = self.take_effect(&id) {
+                self.release_held(&done.effect);
+            }
+        }
+    }
+
+    /// A notification whose lease ran out while a newer one of the same pull request waits
+    /// behind it: executing it again could only show the pull request an older state, so it
+    /// is dropped and the newer one goes instead.
+    fn superseded(&self, x: &PendingEffect) -> bool {
+        let key = x.effect.notice_key();
+        key.is_some()
+            && self
+                .s
+                .outbox
+                .iter()
+                .any(|y| y.held && y.effect.notice_key() == key)
     }
 
     fn refresh_unknown_mergeability(&mut self) {

@@ -59,6 +59,43 @@ impl Work {
         });
     }
 
+    /// What a run's branch points at now. A run testing a commit its branch no longer points
+    /// at follows the branch (its CI results so far were for the other commit); a run whose
+    /// branch is gone has it built again (the same commits: merge commits are stamped).
+    pub fn branch_observed(&mut self, run_id: &str, sha: Option<&Sha>) {
+        let Some(run) = self.run(run_id) else { return };
+        if run.status != RunStatus::InProgress || run.held || run.sha.is_none() {
+            return;
+        }
+        let building = self.s.outbox.iter().any(|x| {
+            matches!(&x.effect, super::Effect::CreateTestBranch { run_id: id, .. } if id == run_id)
+        });
+        match sha {
+            _ if building => {}
+            Some(sha) if run.sha.as_ref() != Some(sha) => {
+                let Some(run) = self.run_mut(run_id) else {
+                    return;
+                };
+                run.sha = Some(sha.clone());
+                run.statuses.clear();
+                run.check_runs.clear();
+                self.emit(super::Effect::FetchChecks {
+                    run_id: run_id.to_owned(),
+                    sha: sha.clone(),
+                });
+            }
+            Some(_) => {}
+            None => {
+                if let Some(run) = self.run_mut(run_id) {
+                    run.sha = None;
+                    run.statuses.clear();
+                    run.check_runs.clear();
+                }
+                self.request_branch(run_id);
+            }
+        }
+    }
+
     /// The Git host could not merge `pr` into the test branch.
     pub fn branch_conflict(&mut self, run_id: &str, _pr: PrNumber) {
         if self

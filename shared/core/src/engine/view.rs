@@ -7,7 +7,7 @@ use crate::entry::{Entry, EntryState};
 use crate::git::RequiredStatusesSource;
 use crate::ids::{PrNumber, RepoRef};
 use crate::run::{RunStatus, TestRun};
-use crate::settings::QueueMode;
+use crate::settings::{QueueMode, QueueState};
 use crate::snapshot::{Queue, QueueSnapshot};
 use crate::time::Timestamp;
 use std::borrow::Cow;
@@ -53,6 +53,43 @@ pub fn queue_order(snapshot: &QueueSnapshot) -> Vec<&Entry> {
         .collect();
     entries.sort_by_key(|(key, priority, seq, _)| (*key, *priority, *seq));
     entries.into_iter().map(|(_, _, _, e)| e).collect()
+}
+
+/// Entries that should have moved and did not: in the queue (not `not_ready`, which waits for
+/// its pull request) for longer than `testingTimeoutMinutes` (or the batching wait, if longer)
+/// in the same state, while nothing that could move them is in flight: no run in progress
+/// with a branch or one being built, no effect waiting to be carried out. A paused queue moves
+/// nothing by design, and pending entries of a queue that is not running wait for it: neither
+/// is stuck. The tick warns about each; the metrics count them; `getQueue` marks them.
+pub fn stuck_entries(snapshot: &QueueSnapshot, now: Timestamp) -> Vec<PrNumber> {
+    let queue = &snapshot.queue;
+    if queue.mode_and_state().is_paused() || in_flight(snapshot) {
+        return Vec::new();
+    }
+    let config = &queue.config;
+    let mut limit = config.testing_timeout_minutes;
+    if config.batch {
+        limit = limit.max(config.batching_max_wait_time_minutes);
+    }
+    let running = queue.state == QueueState::Running;
+    snapshot
+        .entries
+        .iter()
+        .filter(|e| e.state != EntryState::NotReady)
+        .filter(|e| running || e.state != EntryState::Pending)
+        .filter(|e| now >= e.state_changed_at.plus_minutes(limit))
+        .map(|e| e.pr)
+        .collect()
+}
+
+/// Whether anything that moves a queue is under way: a run in progress with a branch (or held
+/// for a slot), or an effect waiting to be carried out.
+fn in_flight(snapshot: &QueueSnapshot) -> bool {
+    let runs = snapshot
+        .runs
+        .iter()
+        .any(|r| r.status == RunStatus::InProgress && (r.sha.is_some() || r.held));
+    runs || snapshot.outbox.iter().any(|x| !x.held)
 }
 
 /// The readiness object of `getSubmittedPullRequest` (spec §2.5).

@@ -14,8 +14,11 @@ use std::sync::Arc;
 /// Test branches are named `<prefix>/<target branch>/<run id>`.
 pub const TEST_BRANCH_PREFIX: &str = "mq-test";
 
-/// How long an emitted effect is left to the shell before the tick emits it again.
-pub const EFFECT_LEASE_MS: i64 = 2 * 60_000;
+/// How long an emitted effect is left to the shell before the tick emits it again. A request
+/// that executes effects lives at most 29 s (the API functions' timeout), and a tick works a
+/// queue under its own lease, so an effect still unanswered after this long was given up by
+/// whoever executed it (its outcome could not be recorded): executing it again is due.
+pub const EFFECT_LEASE_MS: i64 = 30_000;
 
 /// The mutable copy of a snapshot, and what the step produced so far.
 pub(super) struct Work {

@@ -228,6 +228,39 @@ async fn direct_merge(
 
 /// Whether this merge was already done (a repeat of a merge whose answer was lost): the target
 /// moved on from the expected commit to one with exactly the tested tree.
+/// The target's commit if this merge already happened (see `GitHost::merge_landed`).
+pub(crate) async fn landed(
+    client: &Client,
+    repo: &RepoRef,
+    request: &MergeRequest,
+) -> HostResult<Option<Sha>> {
+    validate::branch("target", &request.target)?;
+    let Some(expected) = &request.expected_target_sha else {
+        return Ok(None);
+    };
+    validate::sha("expected_target_sha", expected)?;
+    let actual = branch_head(client, repo, &request.target)
+        .await?
+        .ok_or_else(|| HostError::NotFound(format!("branch {}", request.target)))?;
+    if *expected == actual {
+        return Ok(None);
+    }
+    let done = match &request.tested_sha {
+        Some(tested) => already_merged(client, repo, expected, &actual, Some(tested)).await?,
+        None => all_merged(client, repo, &request.prs).await?,
+    };
+    Ok(done.then_some(actual))
+}
+
+async fn all_merged(client: &Client, repo: &RepoRef, prs: &[BranchPr]) -> HostResult<bool> {
+    for pr in prs {
+        if pulls::pull(client, repo, pr.pr).await?.pr_state() != PrState::Merged {
+            return Ok(false);
+        }
+    }
+    Ok(!prs.is_empty())
+}
+
 async fn already_merged(
     client: &Client,
     repo: &RepoRef,

@@ -140,6 +140,15 @@ impl GitHost for GitHubHost {
         merge::merge(&self.client, repo, request).await
     }
 
+    async fn merge_landed(
+        &self,
+        repo: &RepoRef,
+        request: &MergeRequest,
+    ) -> HostResult<Option<Sha>> {
+        self.check_repo(repo)?;
+        merge::landed(&self.client, repo, request).await
+    }
+
     async fn delete_branch(&self, repo: &RepoRef, branch: &str) -> HostResult<()> {
         self.check_repo(repo)?;
         branches::delete(&self.client, repo, branch).await

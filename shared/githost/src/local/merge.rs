@@ -39,6 +39,33 @@ pub(crate) async fn merge(git: &Git, request: &MergeRequest) -> HostResult<Merge
     }
 }
 
+/// The target's commit if this merge already happened (see `GitHost::merge_landed`).
+pub(crate) async fn landed(git: &Git, request: &MergeRequest) -> HostResult<Option<Sha>> {
+    validate::branch("target", &request.target)?;
+    let actual = branches::head(git, &request.target).await?;
+    let Some(expected) = &request.expected_target_sha else {
+        return Ok(None);
+    };
+    validate::sha("expected_target_sha", expected)?;
+    if *expected == actual {
+        return Ok(None);
+    }
+    let done = match &request.tested_sha {
+        Some(_) => already_merged(git, expected, &actual, request.tested_sha.as_ref()).await?,
+        None => all_merged(git, &request.prs).await?,
+    };
+    Ok(done.then_some(actual))
+}
+
+async fn all_merged(git: &Git, prs: &[BranchPr]) -> HostResult<bool> {
+    for pr in prs {
+        if pulls::state_of(git, pr.pr).await? != PrState::Merged {
+            return Ok(false);
+        }
+    }
+    Ok(!prs.is_empty())
+}
+
 /// Whether this merge was already done (a repeat of a merge whose answer was lost): the target
 /// moved on from the expected commit to one with exactly the tested tree.
 async fn already_merged(

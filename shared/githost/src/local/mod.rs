@@ -148,6 +148,14 @@ impl GitHost for LocalGitHost {
         merge::merge(&self.git(repo)?, request).await
     }
 
+    async fn merge_landed(
+        &self,
+        repo: &RepoRef,
+        request: &MergeRequest,
+    ) -> HostResult<Option<Sha>> {
+        merge::landed(&self.git(repo)?, request).await
+    }
+
     async fn delete_branch(&self, repo: &RepoRef, branch: &str) -> HostResult<()> {
         branches::delete(&self.git(repo)?, branch).await?;
         if let Some(ci) = &self.ci {

@@ -1,0 +1,153 @@
+//! The tick heals what a late or lost answer left behind, from the Git host's state, on
+//! DynamoDB (moto) with latency injected into every store and Git host call; and reports the
+//! entries that stopped moving.
+//!
+//! - A test branch built twice (its creation executed again after its lease ran out, while the
+//!   first execution's answer was still on its way) by a host whose builds are new commits: the
+//!   late first answer records a commit CI no longer tests. The run follows its branch.
+//! - A merge whose answer was lost is on the target: it is recorded as done at the next tick,
+//!   not after its retry's back-off.
+//! - An entry with nothing in flight that could move it is marked in `getQueue`, counted by
+//!   `mq_entries_stuck`.
+
+use e2e::Backend;
+use e2e::git_repo::GitRepo;
+use e2e::live::{CI, LiveEnv, LiveOptions, repo_ref};
+use e2e::prometheus::scrape;
+use mq_api::Clock;
+use mq_core::engine::Transition;
+use mq_core::ids::QueueId;
+use mq_core::snapshot::Commit;
+use mq_githost::GitHost;
+use mq_githost::faults::{FaultyGitHost, MergeFault};
+use mq_store::{FaultyStore, Store};
+use serde_json::json;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+/// How long a healed entry may take to conclude, in real time, without the clock moving.
+const HEALED_WITHIN: Duration = Duration::from_secs(30);
+
+/// A live environment whose store and Git host wait 20-150 ms before every call, and the
+/// wrapper of its Git host.
+async fn slow_env(ci: &str) -> (LiveEnv, Arc<FaultyGitHost>) {
+    let slot = Arc::new(OnceLock::new());
+    let set = slot.clone();
+    let env = LiveOptions::default()
+        .ci(ci)
+        .tick_every(Duration::from_millis(500))
+        .wrap_store(|store| {
+            let slow = FaultyStore::new(store, 3);
+            slow.set_latency(Duration::from_millis(20), Duration::from_millis(150));
+            Arc::new(slow) as Arc<dyn Store>
+        })
+        .wrap_host(move |host| {
+            let slow = Arc::new(FaultyGitHost::new(host, 5));
+            slow.set_latency(Duration::from_millis(20), Duration::from_millis(150));
+            let _ = set.set(slow.clone());
+            slow as Arc<dyn GitHost>
+        })
+        .start(Backend::DynamoDb)
+        .await;
+    let host = slot.get().expect("host wrapped").clone();
+    (env, host)
+}
+
+/// Waits until `pr` merged, in real time, without moving the queue's clock.
+async fn merged_within(env: &LiveEnv, repo: &GitRepo, pr: u32, within: Duration) {
+    let started = Instant::now();
+    loop {
+        let seen = env.pull_request(repo, pr).await;
+        if seen["state"] == "merged" {
+            return;
+        }
+        assert!(
+            started.elapsed() < within,
+            "#{pr} did not merge within {within:?}: {seen}; queue: {}",
+            env.queue(repo).await
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_run_follows_its_branch_built_again_after_a_late_answer() {
+    let (env, host) = slow_env("sleep 3").await;
+    let env = Arc::new(env);
+    let repo = env.repo("rocket");
+    repo.add_prs(1, &[]);
+    env.create_queue(&repo, json!({"requiredStatuses": [CI]}))
+        .await;
+    host.build_unstamped();
+
+    // The submission builds the branch; its answer is held back.
+    let first = host.hold_next_test_branch_answer();
+    let submit = {
+        let (env, repo) = (env.clone(), repo.clone());
+        tokio::spawn(async move { env.submit(&repo, 1).await })
+    };
+    first.reached.notified().await;
+    // The creation's lease runs out; the tick builds the branch again, a new commit, on which
+    // CI now runs (the first commit's CI is abandoned). Its answer is held back too.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let second = host.hold_next_test_branch_answer();
+    env.clock.advance_minutes(3);
+    second.reached.notified().await;
+    // The first answer lands: the run records the first commit, which CI no longer tests.
+    first.release.notify_one();
+    submit.await.expect("the submission answered");
+    second.release.notify_one();
+
+    merged_within(&env, &repo, 1, HEALED_WITHIN).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_merge_whose_answer_was_lost_is_recorded_at_the_next_tick() {
+    let (env, host) = slow_env("true").await;
+    let repo = env.repo("rocket");
+    repo.add_prs(1, &[]);
+    env.create_queue(&repo, json!({"requiredStatuses": [CI]}))
+        .await;
+    host.fail_merges(1, MergeFault::After);
+    env.submit(&repo, 1).await;
+    merged_within(&env, &repo, 1, HEALED_WITHIN).await;
+    assert_eq!(host.merge_faults_left(), 0, "the merge's answer was lost");
+    assert_eq!(repo.moves("main").len(), 1, "merged once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_entry_with_nothing_in_flight_is_reported_stuck() {
+    let (env, _host) = slow_env("sleep 600").await;
+    let repo = env.repo("rocket");
+    repo.add_prs(1, &[]);
+    env.create_queue(&repo, json!({"requiredStatuses": [CI]}))
+        .await;
+    env.submit(&repo, 1).await;
+    env.wait_for_run(&repo, 1).await;
+
+    // A state the queue has no rule for: #1 testing in no run, nothing in flight.
+    let id = QueueId::new(&repo_ref(&repo), "main");
+    let before = env.store.load(&id).await.unwrap().unwrap();
+    let mut lost = before.clone();
+    lost.runs.clear();
+    lost.outbox.clear();
+    std::sync::Arc::make_mut(&mut lost.entries[0]).current_run = None;
+    let commit = Commit::between(&before, &Transition::unchanged(&lost), env.clock.now());
+    env.store.commit(&commit).await.unwrap();
+
+    let stuck = |queue: serde_json::Value| queue["enqueuedPullRequests"][0]["stuck"].clone();
+    assert_eq!(
+        stuck(env.queue(&repo).await),
+        false,
+        "not for long enough yet"
+    );
+    env.clock.advance_minutes(61);
+    assert_eq!(stuck(env.queue(&repo).await), true);
+    let metrics = scrape(&env, "metrics?repo=acme/rocket&repoHost=github.com").await;
+    let labels = [
+        ("repo", "acme/rocket"),
+        ("branch", "main"),
+        ("queue_type", "main"),
+    ];
+    assert_eq!(metrics.value("mq_entries_stuck", &labels), 1.0);
+}

@@ -37,7 +37,7 @@ const SUBMITTED_FIELDS: [&str; 15] = [
 ];
 
 /// Fields of an item of `enqueuedPullRequests` (spec §2.4).
-const ENQUEUED_FIELDS: [&str; 12] = [
+const ENQUEUED_FIELDS: [&str; 13] = [
     "stateChangedAt",
     "priorityValue",
     "priorityName",
@@ -50,6 +50,7 @@ const ENQUEUED_FIELDS: [&str; 12] = [
     "prAuthor",
     "id",
     "usedDefaultPriorityName",
+    "stuck",
 ];
 
 /// Required fields of `getMergeQueueTestingDetails` (spec §2.6), and the optional ones every

@@ -10,7 +10,7 @@ pub async fn handle(app: &App, req: Request) -> Response<Body> {
     mq_api::serve(app, req, "getQueue", |caller, req| async move {
         let body: QueueRequest = parse_json(&req)?;
         let snapshot = queues::get(app, &caller.org, &body.target()?.id()).await?;
-        Ok(http::ok(&queues::view_with_entries(&snapshot)))
+        Ok(http::ok(&queues::view_with_entries(&snapshot, app.now())))
     })
     .await
 }

@@ -15,6 +15,7 @@
 //!   ready (or from submission, if it never waited for readiness) to that first test.
 //! - restarts: restarts recorded in the window.
 
+use crate::engine::view::stuck_entries;
 use crate::entry::{Entry, EntryState};
 use crate::history::Restart;
 use crate::run::{RunKind, RunStatus, TestRun};
@@ -250,6 +251,8 @@ pub struct QueueFigures {
     pub awaiting_mergeability: u64,
     /// Git host effects not yet carried out (the outbox).
     pub effects_pending: u64,
+    /// Entries that should have moved and did not ([`stuck_entries`]).
+    pub entries_stuck: u64,
     pub restarts: u64,
     /// Seconds each entry first tested in the window waited for its first test.
     pub wait_seconds: Durations,
@@ -302,6 +305,7 @@ pub fn figures(facts: &QueueFacts, now: Timestamp) -> QueueFigures {
                 .filter(|e| e.state == EntryState::NotReady),
         ),
         effects_pending: count(snapshot.outbox.iter()),
+        entries_stuck: count(stuck_entries(snapshot, now).into_iter()),
         restarts: history
             .restarts
             .iter()

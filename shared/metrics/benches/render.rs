@@ -79,6 +79,7 @@ fn busy_hour(q: usize) -> QueueFigures {
         depth: 2,
         awaiting_mergeability: 0,
         effects_pending: 3,
+        entries_stuck: 0,
         restarts: 0,
         wait_seconds: twelve(60.0),
         main: LaneFigures {

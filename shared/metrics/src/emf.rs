@@ -93,6 +93,7 @@ fn lines_of(f: &QueueFigures, now: Timestamp) -> Vec<Line<'_>> {
                 (names::TEST_RUNS_ACTIVE.name, f.main.runs_active),
                 (names::RESTARTS.name, f.restarts),
                 (names::EFFECTS_PENDING.name, f.effects_pending),
+                (names::ENTRIES_STUCK.name, f.entries_stuck),
             ],
         },
         Line {

@@ -63,6 +63,11 @@ pub const EFFECTS_PENDING: Metric = Metric {
     help: "Git host actions (test branches, merges, comments, status checks) waiting to be \
            carried out or retried.",
 };
+pub const ENTRIES_STUCK: Metric = Metric {
+    name: "mq_entries_stuck",
+    help: "Pull requests in the queue that have not changed state for longer than the queue's \
+           testing timeout while nothing in flight could move them.",
+};
 pub const WAIT_DURATION: Metric = Metric {
     name: "mq_pr_wait_duration_1h_seconds",
     help: "Time from ready to first test, of pull requests whose first test started in the last \

@@ -87,7 +87,7 @@ enum Samples {
 }
 
 /// The families, sorted by name.
-const FAMILIES: [Family; 14] = [
+const FAMILIES: [Family; 15] = [
     family(
         names::AWAITING_MERGEABILITY,
         Samples::Queue(|f| f.awaiting_mergeability),
@@ -96,6 +96,7 @@ const FAMILIES: [Family; 14] = [
         names::EFFECTS_PENDING,
         Samples::Queue(|f| f.effects_pending),
     ),
+    family(names::ENTRIES_STUCK, Samples::Queue(|f| f.entries_stuck)),
     family(names::CI_RUNS, Samples::CiRuns),
     family(names::CONCLUSIONS, Samples::Conclusions),
     family(names::RESTARTS, Samples::Queue(|f| f.restarts)),

@@ -67,6 +67,7 @@ struct Families {
     awaiting: GaugeVec,
     state: GaugeVec,
     effects: GaugeVec,
+    stuck: GaugeVec,
     testing_slots: GaugeVec,
     runs_active: GaugeVec,
     runs_limit: GaugeVec,
@@ -94,6 +95,7 @@ impl Families {
             awaiting: gauge(names::AWAITING_MERGEABILITY, None)?,
             state: gauge(names::QUEUE_STATE, Some(STATE))?,
             effects: gauge(names::EFFECTS_PENDING, None)?,
+            stuck: gauge(names::ENTRIES_STUCK, None)?,
             testing_slots: gauge(names::TESTING_SLOTS_ACTIVE, None)?,
             runs_active: gauge(names::TEST_RUNS_ACTIVE, None)?,
             runs_limit: gauge(names::TEST_RUNS_LIMIT, None)?,
@@ -124,6 +126,9 @@ impl Families {
         self.effects
             .with_label_values(&main)
             .set(f.effects_pending as f64);
+        self.stuck
+            .with_label_values(&main)
+            .set(f.entries_stuck as f64);
         self.restarts
             .with_label_values(&main)
             .set(f.restarts as f64);
@@ -405,11 +410,11 @@ fn queue() -> impl Strategy<Value = Observed> {
         select(&BRANCHES[..]),
         select(QueueState::ALL),
     );
-    let gauges = (count(), count(), count(), count());
+    let gauges = (count(), count(), count(), count(), count());
     let histograms = (observations(seconds()), lane(), lane(), outcomes());
     (labels, gauges, histograms).prop_map(|(labels, gauges, histograms)| {
         let (repo, branch, state) = labels;
-        let (depth, awaiting_mergeability, effects_pending, restarts) = gauges;
+        let (depth, awaiting_mergeability, effects_pending, entries_stuck, restarts) = gauges;
         let (wait, (main, main_test), (bisection, bisection_test), outcomes) = histograms;
         let figures = QueueFigures {
             repo: repo.into(),
@@ -418,6 +423,7 @@ fn queue() -> impl Strategy<Value = Observed> {
             depth,
             awaiting_mergeability,
             effects_pending,
+            entries_stuck,
             restarts,
             wait_seconds: durations(&wait),
             main,
@@ -542,6 +548,7 @@ fn queue_of(repo: &str, branch: &str, depth: u64) -> Observed {
         depth,
         awaiting_mergeability: 0,
         effects_pending: 0,
+        entries_stuck: 0,
         restarts: 0,
         wait_seconds: durations(&[30.0]),
         main: LaneFigures::default(),

@@ -12,6 +12,7 @@ use mq_core::git::PrFacts;
 use mq_core::ids::{OrgId, QueueId};
 use mq_core::settings::{QueueMode, SettingsPatch};
 use mq_core::snapshot::{Queue, QueueSnapshot};
+use mq_core::time::Timestamp;
 use mq_store::StoreError;
 
 /// Creates a queue for the caller's organisation; 409 when one exists for the branch.
@@ -115,13 +116,18 @@ fn not_empty(snapshot: &QueueSnapshot) -> ApiError {
     .into()
 }
 
-/// The `getQueue` response: the queue and its non-terminal entries in queue order.
-pub fn view_with_entries(snapshot: &QueueSnapshot) -> QueueWithEntries<'_> {
+/// The `getQueue` response: the queue and its non-terminal entries in queue order, those that
+/// are stuck at `now` marked.
+pub fn view_with_entries(snapshot: &QueueSnapshot, now: Timestamp) -> QueueWithEntries<'_> {
+    let stuck = view::stuck_entries(snapshot, now);
     QueueWithEntries {
         queue: QueueView::from(&snapshot.queue),
         enqueued_pull_requests: view::queue_order(snapshot)
             .into_iter()
-            .map(|e| EnqueuedPullRequest::from(view::pull_request(&snapshot.queue, e)))
+            .map(|e| EnqueuedPullRequest {
+                stuck: stuck.contains(&e.pr),
+                ..EnqueuedPullRequest::from(view::pull_request(&snapshot.queue, e))
+            })
             .collect(),
     }
 }

@@ -155,6 +155,10 @@ pub struct EnqueuedPullRequest<'a> {
     /// The default priority's name, when the submission gave no priority.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub used_default_priority_name: Option<Cow<'static, str>>,
+    /// The entry has not moved for longer than it should have, with nothing in flight that
+    /// could move it (see `mq_core::engine::view::stuck_entries`).
+    #[serde(default)]
+    pub stuck: bool,
 }
 
 impl<'a> From<PullRequestView<'a>> for EnqueuedPullRequest<'a> {
@@ -172,6 +176,7 @@ impl<'a> From<PullRequestView<'a>> for EnqueuedPullRequest<'a> {
             pr_author: Cow::Borrowed(v.pr_author),
             id: Cow::Borrowed(v.id),
             used_default_priority_name: v.used_default_priority_name,
+            stuck: false,
         }
     }
 }

@@ -77,7 +77,8 @@ fn the_main_line_carries_the_queue_gauges() {
             "mq_testing_slots_active",
             "mq_test_runs_active",
             "mq_pr_restarts_1h_total",
-            "mq_effects_pending"
+            "mq_effects_pending",
+            "mq_entries_stuck"
         ]
     );
     let values: Vec<&Value> = metric_names(main).iter().map(|n| &main[*n]).collect();
@@ -89,7 +90,8 @@ fn the_main_line_carries_the_queue_gauges() {
             &json!(2),
             &json!(1),
             &json!(3),
-            &json!(2)
+            &json!(2),
+            &json!(0)
         ]
     );
 }

@@ -36,6 +36,7 @@ pub(crate) fn sample() -> QueueFigures {
         depth: 5,
         awaiting_mergeability: 1,
         effects_pending: 2,
+        entries_stuck: 0,
         restarts: 3,
         wait_seconds: durations(&[45.0, 300.0, 4000.0]),
         main: LaneFigures {
@@ -157,7 +158,7 @@ fn every_family_has_help_and_type() {
     let text = render(&[sample()]).unwrap();
     let helps = text.lines().filter(|l| l.starts_with("# HELP mq_")).count();
     let types = text.lines().filter(|l| l.starts_with("# TYPE mq_")).count();
-    assert_eq!((helps, types), (14, 14));
+    assert_eq!((helps, types), (15, 15));
     assert!(text.contains("# TYPE mq_pr_time_in_queue_1h_seconds histogram"));
     assert!(text.contains("# TYPE mq_pr_conclusions_1h_total gauge"));
 }
@@ -228,6 +229,7 @@ fn varied() -> Vec<QueueFigures> {
         depth: 0,
         awaiting_mergeability: 0,
         effects_pending: 0,
+        entries_stuck: 0,
         restarts: 0,
         wait_seconds: durations(&[]),
         main: LaneFigures::default(),
@@ -247,6 +249,7 @@ fn varied() -> Vec<QueueFigures> {
         depth: u64::MAX,
         awaiting_mergeability: (1 << 53) + 1,
         effects_pending: 1 << 53,
+        entries_stuck: 0,
         restarts: (1 << 53) - 1,
         wait_seconds: durations(&[-0.0]),
         main: lane(0, 0, 1, &[], &[f64::NAN, 2.0]),
@@ -263,6 +266,7 @@ fn varied() -> Vec<QueueFigures> {
         depth: 12,
         awaiting_mergeability: 0,
         effects_pending: 1,
+        entries_stuck: 0,
         restarts: 0,
         wait_seconds: durations(&[0.1, 0.2, 0.3, 1e-7, 123_456.789]),
         main: lane(

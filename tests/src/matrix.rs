@@ -23,7 +23,8 @@
 
 use crate::Backend;
 use crate::git_repo::{GitRepo, PrSpec};
-use crate::live::{CI, LiveEnv, body};
+use crate::live::{CI, LiveEnv, body, repo_ref};
+use mq_core::ids::QueueId;
 use mq_githost::GitHost;
 use mq_githost::faults::FaultyGitHost;
 use mq_store::{FaultyStore, Store};
@@ -181,6 +182,7 @@ async fn run_row(backend: Backend, world: World, row: Row) -> String {
         env.submit(&repo, pr).await;
     }
     let states = conclude_all(&env, &repo, &row).await;
+    settle(&env, &repo, &row).await;
     let merged: BTreeSet<u32> = states
         .iter()
         .filter(|(_, s)| s.as_str() == "merged")
@@ -324,6 +326,29 @@ async fn conclude_all(env: &LiveEnv, repo: &GitRepo, row: &Row) -> BTreeMap<u32,
             row.name(),
             env.queue(repo).await
         );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Waits until the queue has carried out every Git host action it decided (the comments and
+/// statuses of the last conclusions among them), moving the clock as [`conclude_all`] does.
+async fn settle(env: &LiveEnv, repo: &GitRepo, row: &Row) {
+    let id = QueueId::new(&repo_ref(repo), "main");
+    let started = Instant::now();
+    loop {
+        let snapshot = env.store.load(&id).await.expect("queue readable");
+        let pending = snapshot.map_or(0, |s| s.outbox.len());
+        if pending == 0 {
+            return;
+        }
+        assert!(
+            started.elapsed() < ROW_DEADLINE,
+            "{}: {pending} Git host actions still pending after {ROW_DEADLINE:?}",
+            row.name()
+        );
+        if started.elapsed() > IDLE {
+            env.clock.advance_minutes(1);
+        }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }

@@ -85,7 +85,9 @@ pub async fn apply_and_run(
 
 /// Executes the effects a committed step emitted and reports their outcomes, round after
 /// round, each round starting from the snapshot the previous one committed. Failures to
-/// report are logged: the effects stay in the outbox and the tick retries them.
+/// report are logged: the effects stay in the outbox and the tick retries them. An effect is
+/// only executed within its lease: once that ran out, the tick may have handed it out again
+/// (or a newer notification in its place), and it is left to the tick.
 pub async fn run_effects(app: &App, id: &QueueId, committed: Transition) {
     let Ok(host) = app.host() else {
         return;
@@ -98,6 +100,10 @@ pub async fn run_effects(app: &App, id: &QueueId, committed: Transition) {
         }
         let mut outcomes = Vec::with_capacity(effects.len());
         for effect in &effects {
+            if app.now() >= effect.next_attempt_at {
+                tracing::debug!(effect = %effect.id, "lease over; left to the tick");
+                continue;
+            }
             outcomes.push(effects::execute(host, &current.queue, effect).await);
         }
         match apply(app, Actor::Service, id, &outcomes, Start::from(current)).await {

@@ -458,8 +458,9 @@ fn repo_field(text: &str) -> Result<crate::wire::RepoBody, ApiError> {
 }
 
 fn int_field(field: &str, text: &str) -> Result<crate::wire::Int, ApiError> {
-    text.trim()
-        .parse::<i128>()
-        .map(crate::wire::Int)
-        .map_err(|_| ApiError::bad_request(format!("{field} must be an integer")))
+    let text = text.trim();
+    text.parse::<i128>().map(crate::wire::Int).map_err(|_| {
+        let sent: String = text.chars().take(64).collect();
+        ApiError::bad_request(format!("{field} must be an integer, got {sent:?}"))
+    })
 }

@@ -220,7 +220,17 @@ impl LiveEnv {
 
     /// A new repository `acme/<name>` with a `main` branch.
     pub fn repo(&self, name: &str) -> GitRepo {
-        GitRepo::create(&self.repos_dir(), &self.dir.path().join("work"), name)
+        self.repo_of(OWNER, name)
+    }
+
+    /// A new repository `<owner>/<name>` with a `main` branch.
+    pub fn repo_of(&self, owner: &str, name: &str) -> GitRepo {
+        GitRepo::create_of(
+            &self.repos_dir(),
+            &self.dir.path().join("work"),
+            owner,
+            name,
+        )
     }
 
     pub fn repos_dir(&self) -> PathBuf {
@@ -492,12 +502,14 @@ where
 
 /// The repository of a test repository, as the API names it.
 pub fn repo_ref(repo: &GitRepo) -> RepoRef {
-    RepoRef::new(HOST, OWNER, &repo.name).expect("valid repository")
+    RepoRef::new(HOST, &repo.owner, &repo.name).expect("valid repository")
 }
 
 /// `{repo, targetBranch: "main"}` of `repo`, with `extra` fields.
 pub fn body(repo: &GitRepo, extra: Value) -> Value {
-    crate::queue_body(&repo.name, extra)
+    let mut body = crate::queue_body(&repo.name, extra);
+    body["repo"]["owner"] = json!(repo.owner);
+    body
 }
 
 /// [`body`] with `pr: {number}`.

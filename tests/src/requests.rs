@@ -8,7 +8,7 @@
 
 use crate::git_repo::GitRepo;
 use crate::health::{fixture, form, sha};
-use crate::{ACME, TestClock, register_tokens};
+use crate::{ACME, TestClock, register_organisations};
 use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
 use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_dynamodb::error::BoxError;
@@ -241,7 +241,7 @@ impl Bench {
             aws_sdk_dynamodb::Client::from_conf(config),
             tables,
         ));
-        register_tokens(store.as_ref()).await;
+        register_organisations(store.as_ref()).await;
         let dir = tempfile::Builder::new()
             .prefix("mq-requests-")
             .tempdir()

@@ -1,6 +1,7 @@
 //! The imperative shell around a queue: load the snapshot the caller may see, apply a pure
 //! step, commit with the version check, retry when someone else committed first.
 
+use super::owners;
 use crate::app::App;
 use crate::error::ApiError;
 use mq_core::DomainError;
@@ -23,19 +24,30 @@ pub enum Actor<'a> {
     Service,
 }
 
-/// The queue, if it exists and belongs to `org`; otherwise 404 (never revealing which).
+/// The queue, if `org` owns its repository (else 404 `REPOSITORY_NOT_FOUND`) and the queue
+/// exists and belongs to `org` (else 404 `QUEUE_NOT_FOUND`); never revealing which.
 pub async fn load_owned(app: &App, org: &OrgId, id: &QueueId) -> Result<QueueSnapshot, ApiError> {
     load_for(app, Actor::Org(org), id).await
 }
 
 /// The queue as `actor` may see it; 404 when it does not exist or belongs to someone else.
+/// An organisation's ownership of the repository is checked as the queue is read.
 pub async fn load_for(
     app: &App,
     actor: Actor<'_>,
     id: &QueueId,
 ) -> Result<QueueSnapshot, ApiError> {
     crate::endpoint::record_queue(id);
-    match (app.store.load(id).await?, actor) {
+    let loaded = match actor {
+        Actor::Org(org) => {
+            let (owned, loaded) =
+                tokio::join!(owners::check_queue(app, org, id), app.store.load(id));
+            owned?;
+            loaded?
+        }
+        Actor::Service => app.store.load(id).await?,
+    };
+    match (loaded, actor) {
         (Some(snapshot), Actor::Org(org)) if &snapshot.queue.org == org => Ok(snapshot),
         (Some(snapshot), Actor::Service) => Ok(snapshot),
         _ => Err(DomainError::queue_not_found().into()),

@@ -3,7 +3,7 @@
 //! id), looks up its installation on each repository, and trades the JWT for an installation
 //! token, kept until five minutes before it expires.
 
-use super::client::{Call, JSON, Transport, repo_path};
+use super::client::{Call, JSON, Transport, escape, repo_path};
 use super::wire::{AccessToken, Id};
 use crate::clock::unix_seconds;
 use crate::error::{HostError, HostResult};
@@ -88,6 +88,16 @@ impl Auth {
         match self {
             Auth::Token(token) => Ok(token.clone()),
             Auth::App(app) => app.installation_token(transport, repo).await,
+        }
+    }
+
+    /// Whether the GitHub App is installed on the account `owner`; `Invalid` with a token.
+    pub async fn installed_on(&self, transport: &Transport, owner: &str) -> HostResult<bool> {
+        match self {
+            Auth::Token(_) => Err(HostError::Invalid(
+                "installations are a GitHub App's; this adapter uses a token".to_owned(),
+            )),
+            Auth::App(app) => app.installed_on(transport, owner).await,
         }
     }
 
@@ -192,6 +202,25 @@ impl AppAuth {
         let installation: Id = reply.json()?;
         lock(&self.installations).insert(key, installation.id);
         Ok(installation.id)
+    }
+
+    /// Whether the App is installed on the account `owner` (an organisation, else a user).
+    pub async fn installed_on(&self, transport: &Transport, owner: &str) -> HostResult<bool> {
+        let owner = escape(owner).replace('/', "%2F");
+        for account in ["orgs", "users"] {
+            let call = Call {
+                method: Method::GET,
+                url: transport.url(&format!("/{account}/{owner}/installation")),
+                body: None,
+                accept: JSON,
+            };
+            let reply = transport.send(&call, &self.jwt()?).await?;
+            match reply.status.as_u16() {
+                404 => continue,
+                _ => return reply.ok().map(|()| true),
+            }
+        }
+        Ok(false)
     }
 
     fn forget(&self, repo: &RepoRef) -> bool {

@@ -28,6 +28,9 @@ pub async fn start(
     }
     let (metadata, codeowners) = metadata_from_fields(fields)?;
     crate::service::owners::check_repo(app, org, &metadata.repo).await?;
+    if let Some(text) = &codeowners {
+        super::ingest::check_codeowners(text).await?;
+    }
     let bucket = app.uploads.as_ref().ok_or_else(|| {
         ApiError::new(
             StatusCode::NOT_FOUND,

@@ -229,7 +229,14 @@ pub async fn check(
             parent: t.parent.clone(),
             name: t.name.clone(),
             variant: req.variant.clone(),
-        };
+        }
+        .escaped();
+        if identity.longest_part() > MAX_TEST_FIELD_LEN {
+            return Err(ApiError::bad_request(format!(
+                "failed_tests[{i}] has a name, classname, file or parent longer than \
+                 {MAX_TEST_FIELD_LEN} bytes once its control characters are escaped"
+            )));
+        }
         let id = match &t.test_case_id {
             Some(id) => parse_test_case_id(&format!("failed_tests[{i}].test_case_id"), id)?,
             None if t.name.is_empty() => {

@@ -16,6 +16,7 @@ pub mod tally;
 pub mod timeline;
 
 use local_gateway::Gateway;
+use local_gateway::server::Timeouts;
 use mq_api::auth::record_for;
 use mq_api::{App, Clock, SystemClock};
 use mq_core::ids::{OrgId, OwnerRef};
@@ -120,7 +121,19 @@ impl TestEnv {
         app: Arc<App>,
         clock: Arc<TestClock>,
     ) -> Self {
-        let gateway = Gateway::start(app.clone(), "127.0.0.1:0".parse().unwrap())
+        Self::serve_with(backend, store, app, clock, Timeouts::default()).await
+    }
+
+    /// [`TestEnv::serve`] giving clients `timeouts` to send a request.
+    pub async fn serve_with(
+        backend: Backend,
+        store: Arc<dyn Store>,
+        app: Arc<App>,
+        clock: Arc<TestClock>,
+        timeouts: Timeouts,
+    ) -> Self {
+        let listen = "127.0.0.1:0".parse().unwrap();
+        let gateway = Gateway::start_with(app.clone(), listen, timeouts)
             .await
             .expect("gateway starts");
         Self {

@@ -6,6 +6,7 @@
 use crate::git_repo::{GitRepo, HOST, OWNER};
 use crate::{ACME, Backend, Reply, TestClock, TestEnv, new_store};
 use local_gateway::background::{spawn_status_listener, spawn_tick};
+use local_gateway::server::Timeouts;
 use mq_api::App;
 use mq_api::service::tick;
 use mq_core::git::StatusState;
@@ -44,6 +45,7 @@ pub struct LiveOptions {
     tick_every: Option<Duration>,
     wrap_store: Option<Wrap<dyn Store>>,
     wrap_host: Option<Wrap<dyn GitHost>>,
+    timeouts: Timeouts,
 }
 
 impl Default for LiveOptions {
@@ -55,6 +57,7 @@ impl Default for LiveOptions {
             tick_every: Some(Duration::from_millis(100)),
             wrap_store: None,
             wrap_host: None,
+            timeouts: Timeouts::default(),
         }
     }
 }
@@ -98,6 +101,12 @@ impl LiveOptions {
         wrap: impl Fn(Arc<dyn GitHost>) -> Arc<dyn GitHost> + Send + Sync + 'static,
     ) -> Self {
         self.wrap_host = Some(Arc::new(wrap));
+        self
+    }
+
+    /// The gateway gives clients these times to send a request.
+    pub fn timeouts(mut self, timeouts: Timeouts) -> Self {
+        self.timeouts = timeouts;
         self
     }
 
@@ -207,7 +216,8 @@ impl LiveEnv {
         if options.status_listener {
             tasks.push(spawn_status_listener(app.clone(), host.subscribe()));
         }
-        let env = TestEnv::serve(backend, store, app.clone(), clock.clone()).await;
+        let env =
+            TestEnv::serve_with(backend, store, app.clone(), clock.clone(), options.timeouts).await;
         Self {
             env,
             app,

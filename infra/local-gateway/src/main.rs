@@ -18,6 +18,7 @@ use local_gateway::example::{
 };
 use local_gateway::host::{HostArgs, open_host};
 use local_gateway::owners::Ownership;
+use local_gateway::server::Timeouts;
 use local_gateway::tokens::{LOCAL_ORG, parse_token_list, register};
 use mq_api::{App, Clock, SystemClock};
 use mq_core::ids::OrgId;
@@ -61,6 +62,12 @@ struct Args {
     /// Seconds between ticks (timeouts, batching waits, retries); fractions allowed.
     #[arg(long, default_value_t = 5.0, value_parser = parse_interval)]
     tick_interval: f64,
+    /// Seconds a client may take to send a request's headers (then its connection is closed).
+    #[arg(long, default_value_t = 10.0, value_parser = parse_interval)]
+    header_timeout: f64,
+    /// Seconds a client may take to send a request's body (then it gets 408).
+    #[arg(long, default_value_t = 60.0, value_parser = parse_interval)]
+    body_timeout: f64,
     #[command(flatten)]
     host: HostArgs,
 }
@@ -113,7 +120,11 @@ async fn run(mut args: Args) -> Result<(), String> {
         let org = link_example_owner(store.as_ref(), &ownership, &local, now).await?;
         create_example_queue(&app, &org).await?;
     }
-    let gateway = Gateway::start(app.clone(), args.listen)
+    let timeouts = Timeouts {
+        headers: Duration::from_secs_f64(args.header_timeout),
+        body: Duration::from_secs_f64(args.body_timeout),
+    };
+    let gateway = Gateway::start_with(app.clone(), args.listen, timeouts)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
     let _tick = spawn_tick(app.clone(), Duration::from_secs_f64(args.tick_interval));

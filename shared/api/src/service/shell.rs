@@ -17,11 +17,13 @@ use std::time::Duration;
 pub const MAX_COMMIT_ATTEMPTS: u32 = 12;
 
 /// Who acts on a queue: a caller of the API (who must own it), or the service itself (the
-/// tick, a webhook delivery, the result of an effect).
+/// tick, the result of an effect), or the service on behalf of the organisation owning a
+/// repository (a webhook delivery: it reaches only that organisation's queues).
 #[derive(Debug, Clone, Copy)]
 pub enum Actor<'a> {
     Org(&'a OrgId),
     Service,
+    ServiceFor(&'a OrgId),
 }
 
 /// The queue, if `org` owns its repository (else 404 `REPOSITORY_NOT_FOUND`) and the queue
@@ -45,10 +47,14 @@ pub async fn load_for(
             owned?;
             loaded?
         }
-        Actor::Service => app.store.load(id).await?,
+        Actor::Service | Actor::ServiceFor(_) => app.store.load(id).await?,
     };
     match (loaded, actor) {
-        (Some(snapshot), Actor::Org(org)) if &snapshot.queue.org == org => Ok(snapshot),
+        (Some(snapshot), Actor::Org(org) | Actor::ServiceFor(org))
+            if &snapshot.queue.org == org =>
+        {
+            Ok(snapshot)
+        }
         (Some(snapshot), Actor::Service) => Ok(snapshot),
         _ => Err(DomainError::queue_not_found().into()),
     }
@@ -177,7 +183,7 @@ fn visible_to(
     crate::endpoint::record_queue(id);
     let visible = &snapshot.queue.id == id
         && match actor {
-            Actor::Org(org) => &snapshot.queue.org == org,
+            Actor::Org(org) | Actor::ServiceFor(org) => &snapshot.queue.org == org,
             Actor::Service => true,
         };
     if visible {

@@ -16,6 +16,7 @@ use super::shell::{Actor, Start};
 use crate::app::App;
 use crate::error::ApiError;
 use mq_core::engine::{CancelReason, Event};
+use mq_core::error::ErrorCode;
 use mq_core::ids::{OrgId, PrNumber, QueueId, RepoRef};
 use mq_core::priority::Priority;
 use mq_core::snapshot::Queue;
@@ -107,11 +108,19 @@ async fn to_owned_runs_of(
     event: Event,
 ) -> Result<Delivered, ApiError> {
     let mut queues = queues_with_runs_on(app, sha).await?;
-    if !queues.is_empty() {
-        let owned = queues_on(app, to, |_| true).await?;
-        queues.retain(|q| owned.contains(q));
+    let on_repo = format!("{}#", to.repo.key());
+    queues.retain(|q| q.as_str().starts_with(&on_repo));
+    let mut reached = Delivered::default();
+    for id in queues {
+        let fact = std::slice::from_ref(&event);
+        let applied = apply_and_run(app, Actor::ServiceFor(to.org), &id, fact, Start::fresh());
+        match applied.await {
+            Ok(_) => reached.queues.push(id),
+            Err(e) if e.code == ErrorCode::QueueNotFound.as_str() => {}
+            Err(e) => return Err(e),
+        }
     }
-    send(app, queues, event).await
+    Ok(reached)
 }
 
 async fn queues_with_runs_on(app: &App, sha: &mq_core::ids::Sha) -> Result<Vec<QueueId>, ApiError> {

@@ -318,6 +318,7 @@ pub async fn ingest(
         .await?;
     if !summary.infrastructure_failure {
         let results = new_results(&record, &cases, &settings, now, owners);
+        drop(cases);
         merge(app, &scope, org, &metadata, results, &settings).await?;
     }
     record.state = UploadState::Done;
@@ -462,8 +463,12 @@ fn new_results(
         .collect()
 }
 
-/// Merges results into their test cases, with version checks; cases another writer changed
-/// first are read again and merged again. Judging runs off the async runtime.
+/// Test cases merged at once: what a merge holds in memory besides the upload's results.
+const MERGE_BATCH: usize = 1000;
+
+/// Merges results into their test cases, [`MERGE_BATCH`] at a time, with version checks;
+/// cases another writer changed first are read again and merged again. Judging runs off the
+/// async runtime.
 async fn merge(
     app: &App,
     scope: &HealthScope,
@@ -472,27 +477,38 @@ async fn merge(
     results: HashMap<Uuid, Pending>,
     settings: &RepoHealthSettings,
 ) -> Result<(), ApiError> {
-    let mut pending: Vec<Uuid> = results.keys().copied().collect();
-    pending.sort();
-    let results = Arc::new(results);
-    let new_case = Arc::new((org.clone(), meta.repo.clone()));
-    let thresholds = Arc::new(settings.thresholds.clone());
+    let mut ids: Vec<Uuid> = results.keys().copied().collect();
+    ids.sort();
+    let context = Arc::new(MergeContext {
+        results,
+        new_case: (org.clone(), meta.repo.clone()),
+        thresholds: settings.thresholds.clone(),
+    });
+    for batch in ids.chunks(MERGE_BATCH) {
+        merge_batch(app, scope, batch.to_vec(), &context).await?;
+    }
+    Ok(())
+}
+
+/// What every batch of a merge judges with.
+struct MergeContext {
+    results: HashMap<Uuid, Pending>,
+    /// The organisation and repository of test cases not stored yet.
+    new_case: (OrgId, RepoRef),
+    thresholds: Thresholds,
+}
+
+async fn merge_batch(
+    app: &App,
+    scope: &HealthScope,
+    mut pending: Vec<Uuid>,
+    context: &Arc<MergeContext>,
+) -> Result<(), ApiError> {
     for attempt in 0..super::super::shell::MAX_COMMIT_ATTEMPTS {
         let now = app.now();
         let stored = app.store.get_test_cases(scope, &pending).await?;
-        let (results, new_case, thresholds) =
-            (results.clone(), new_case.clone(), thresholds.clone());
-        let changed = off_runtime(move || {
-            Ok(judged(
-                &pending,
-                stored,
-                &results,
-                &new_case,
-                &thresholds,
-                now,
-            ))
-        })
-        .await?;
+        let context = context.clone();
+        let changed = off_runtime(move || Ok(judged(&pending, stored, &context, now))).await?;
         pending = app.store.put_test_cases(&changed).await?;
         if pending.is_empty() {
             return Ok(());
@@ -503,28 +519,25 @@ async fn merge(
 }
 
 /// The test cases `pending` with their new results recorded and judged: those that changed,
-/// their versions moved on. `stored` are those already known; `new_case` the organisation and
-/// repository of the others.
+/// their versions moved on. `stored` are those already known.
 fn judged(
     pending: &[Uuid],
     stored: Vec<TestCase>,
-    results: &HashMap<Uuid, Pending>,
-    new_case: &(OrgId, RepoRef),
-    thresholds: &Thresholds,
+    context: &MergeContext,
     now: Timestamp,
 ) -> Vec<TestCase> {
     let mut by_id: HashMap<Uuid, TestCase> = stored.into_iter().map(|c| (c.id, c)).collect();
     let mut changed = Vec::with_capacity(pending.len());
     for id in pending {
-        let p = &results[id];
+        let p = &context.results[id];
         let mut case = by_id.remove(id).unwrap_or_else(|| {
-            let (org, repo) = new_case;
+            let (org, repo) = &context.new_case;
             TestCase::new(*id, org.clone(), repo.clone(), p.identity.clone(), now)
         });
         if let Some(owners) = &p.owners {
             case.codeowners = owners.clone();
         }
-        if case.record(p.result.clone(), thresholds, now) {
+        if case.record(p.result.clone(), &context.thresholds, now) {
             case.version += 1;
             changed.push(case);
         }

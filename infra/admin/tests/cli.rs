@@ -201,10 +201,9 @@ async fn linking_checks_the_github_apps_installation() {
     }
     let prefix = format!("adminapp{}-", std::process::id());
     stdout(&admin(&prefix, &["tables", "create"]));
-    let key = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/githost/tests/fixtures/github-app-test-key.pem"
-    );
+    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let key = workspace.join("shared/githost/tests/fixtures/github-app-test-key.pem");
+    let key = key.to_str().unwrap();
     let url = github.uri();
     let link = |owner: &str| {
         let args = [

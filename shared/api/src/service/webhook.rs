@@ -83,9 +83,9 @@ pub async fn deliver(app: &App, fact: HostFact) -> Result<Delivered, ApiError> {
 
 /// Where a delivery may go: the queues of `org`, the owner of `repo`, on `repo`.
 #[derive(Debug, Clone, Copy)]
-pub struct Owned<'a> {
-    pub org: &'a OrgId,
-    pub repo: &'a RepoRef,
+struct Owned<'a> {
+    org: &'a OrgId,
+    repo: &'a RepoRef,
 }
 
 /// Sends a CI result (a status or check run event) to every queue with a run on that commit:

@@ -7,7 +7,7 @@
 
 use e2e::requests::post;
 use e2e::timeline::{Event::*, Timeline};
-use e2e::{TestClock, register_tokens};
+use e2e::{TestClock, register_organisations};
 use local_gateway::router;
 use local_gateway::routes::routes;
 use mq_api::App;
@@ -26,7 +26,7 @@ async fn main() {
         return;
     };
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
-    register_tokens(store.as_ref()).await;
+    register_organisations(store.as_ref()).await;
     let clock = Arc::new(TestClock::default());
     clock.set(NOW);
     let app = Arc::new(App::new(store, clock));

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use e2e::git_repo::GitRepo;
 use e2e::requests::{get, post};
 use e2e::timeline::{Event::*, Timeline};
-use e2e::{TestClock, register_tokens};
+use e2e::{TestClock, register_organisations};
 use lambda_http::{Body, Request, Response};
 use local_gateway::routes::routes;
 use mq_api::App;
@@ -50,7 +50,7 @@ async fn main() {
     repo.add_prs(1, &[]);
     let host = Arc::new(LocalGitHost::new(repos));
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
-    register_tokens(store.as_ref()).await;
+    register_organisations(store.as_ref()).await;
     let clock = Arc::new(TestClock::default());
     clock.set(NOW);
     let app = App::new(store, clock.clone()).with_githost(host.clone());

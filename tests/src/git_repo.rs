@@ -58,6 +58,8 @@ impl PrSpec {
 /// A bare repository served by the local Git host, and a work tree to make commits in.
 #[derive(Debug, Clone)]
 pub struct GitRepo {
+    /// The repository's owner on `github.com`.
+    pub owner: String,
     pub name: String,
     pub bare: PathBuf,
     work: PathBuf,
@@ -65,13 +67,20 @@ pub struct GitRepo {
 
 impl GitRepo {
     /// Creates `<root>/github.com/acme/<name>.git` with a `main` branch holding `README.md`;
-    /// every move of a branch is kept in its reflog. The work tree goes to `work_root/<name>`.
+    /// every move of a branch is kept in its reflog. The work tree goes to
+    /// `work_root/acme/<name>`.
     pub fn create(root: &Path, work_root: &Path, name: &str) -> Self {
-        let bare = root.join(HOST).join(OWNER).join(format!("{name}.git"));
-        let work = work_root.join(name);
+        Self::create_of(root, work_root, OWNER, name)
+    }
+
+    /// [`GitRepo::create`] for a repository of `owner`.
+    pub fn create_of(root: &Path, work_root: &Path, owner: &str, name: &str) -> Self {
+        let bare = root.join(HOST).join(owner).join(format!("{name}.git"));
+        let work = work_root.join(owner).join(name);
         std::fs::create_dir_all(&bare).expect("repository directory");
         std::fs::create_dir_all(&work).expect("work tree directory");
         let repo = Self {
+            owner: owner.to_owned(),
             name: name.to_owned(),
             bare,
             work,

@@ -7,7 +7,7 @@
 //! killed. `POST .../invocation/{id}/response` (or `/error`, or `/init/error`) records the
 //! answer.
 
-use crate::register_tokens;
+use crate::register_organisations;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path as UrlPath, State};
@@ -182,7 +182,7 @@ pub async fn function_env(prefix: &str) -> (Vec<(String, String)>, DynamoStore) 
         .await
         .expect("tables created on moto");
     let store = DynamoStore::new(client, tables.clone());
-    register_tokens(&store).await;
+    register_organisations(&store).await;
     let mut env: Vec<(String, String)> = [
         ("AWS_LAMBDA_FUNCTION_NAME", "local"),
         ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256"),

@@ -17,11 +17,12 @@ pub mod tally;
 pub mod timeline;
 
 use local_gateway::Gateway;
+use local_gateway::server::Timeouts;
 use mq_api::auth::record_for;
 use mq_api::{App, Clock, SystemClock};
-use mq_core::ids::OrgId;
+use mq_core::ids::{OrgId, OwnerRef};
 use mq_core::time::Timestamp;
-use mq_store::{DynamoStore, MemoryStore, Store, TableNames};
+use mq_store::{DynamoStore, MemoryStore, OwnerLink, Store, TableNames};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -121,7 +122,19 @@ impl TestEnv {
         app: Arc<App>,
         clock: Arc<TestClock>,
     ) -> Self {
-        let gateway = Gateway::start(app.clone(), "127.0.0.1:0".parse().unwrap())
+        Self::serve_with(backend, store, app, clock, Timeouts::default()).await
+    }
+
+    /// [`TestEnv::serve`] giving clients `timeouts` to send a request.
+    pub async fn serve_with(
+        backend: Backend,
+        store: Arc<dyn Store>,
+        app: Arc<App>,
+        clock: Arc<TestClock>,
+        timeouts: Timeouts,
+    ) -> Self {
+        let listen = "127.0.0.1:0".parse().unwrap();
+        let gateway = Gateway::start_with(app.clone(), listen, timeouts)
             .await
             .expect("gateway starts");
         Self {
@@ -264,30 +277,47 @@ async fn reply(response: reqwest::Response) -> Reply {
     }
 }
 
-/// A fresh store of `backend` with the test tokens registered.
+/// A fresh store of `backend` with the test organisations registered.
 pub async fn new_store(backend: Backend) -> Arc<dyn Store> {
     let store = match backend {
         Backend::Memory => Arc::new(MemoryStore::new()) as Arc<dyn Store>,
         Backend::DynamoDb => dynamo_store().await,
     };
-    register_tokens(store.as_ref()).await;
+    register_organisations(store.as_ref()).await;
     store
 }
 
-/// Registers the tokens of the tests ([`ACME`], [`UMBRELLA`], [`REVOKED`]) in `store`.
-pub async fn register_tokens(store: &dyn Store) {
+/// The repository owner of organisation `acme` (the tests' repositories are its).
+pub const ACME_OWNER: &str = "github.com/acme";
+/// The repository owner of organisation `umbrella`.
+pub const UMBRELLA_OWNER: &str = "github.com/umbrella";
+/// A repository owner linked to no organisation.
+pub const UNLINKED_OWNER: &str = "github.com/nobody";
+
+/// Registers the organisations of the tests in `store`: their tokens ([`ACME`],
+/// [`UMBRELLA`], [`REVOKED`]) and their repository owners ([`ACME_OWNER`],
+/// [`UMBRELLA_OWNER`]).
+pub async fn register_organisations(store: &dyn Store) {
     let now = Timestamp(0);
     let acme = OrgId::parse("acme").unwrap();
     let umbrella = OrgId::parse("umbrella").unwrap();
     for record in [
         record_for(ACME, acme.clone(), "e2e", now),
-        record_for(UMBRELLA, umbrella, "e2e", now),
-        record_for(REVOKED, acme, "e2e", now),
+        record_for(UMBRELLA, umbrella.clone(), "e2e", now),
+        record_for(REVOKED, acme.clone(), "e2e", now),
     ] {
         store.put_token(&record).await.unwrap();
     }
-    let revoked = record_for(REVOKED, OrgId::parse("acme").unwrap(), "", now);
+    let revoked = record_for(REVOKED, acme.clone(), "", now);
     store.revoke_token(&revoked.id, Timestamp(1)).await.unwrap();
+    for (owner, org) in [(ACME_OWNER, acme), (UMBRELLA_OWNER, umbrella)] {
+        let link = OwnerLink {
+            owner: OwnerRef::parse("owner", owner).unwrap(),
+            org,
+            linked_at: now,
+        };
+        store.link_owner(&link).await.unwrap();
+    }
 }
 
 /// A DynamoDB store on the run's moto server, with tables of its own.

@@ -6,6 +6,7 @@
 use crate::git_repo::{GitRepo, HOST, OWNER};
 use crate::{ACME, Backend, Reply, TestClock, TestEnv, new_store};
 use local_gateway::background::{spawn_status_listener, spawn_tick};
+use local_gateway::server::Timeouts;
 use mq_api::App;
 use mq_api::service::tick;
 use mq_core::git::StatusState;
@@ -44,6 +45,7 @@ pub struct LiveOptions {
     tick_every: Option<Duration>,
     wrap_store: Option<Wrap<dyn Store>>,
     wrap_host: Option<Wrap<dyn GitHost>>,
+    timeouts: Timeouts,
 }
 
 impl Default for LiveOptions {
@@ -55,6 +57,7 @@ impl Default for LiveOptions {
             tick_every: Some(Duration::from_millis(100)),
             wrap_store: None,
             wrap_host: None,
+            timeouts: Timeouts::default(),
         }
     }
 }
@@ -104,6 +107,12 @@ impl LiveOptions {
         wrap: impl Fn(Arc<dyn GitHost>) -> Arc<dyn GitHost> + Send + Sync + 'static,
     ) -> Self {
         self.wrap_host = Some(Arc::new(wrap));
+        self
+    }
+
+    /// The gateway gives clients these times to send a request.
+    pub fn timeouts(mut self, timeouts: Timeouts) -> Self {
+        self.timeouts = timeouts;
         self
     }
 
@@ -213,7 +222,8 @@ impl LiveEnv {
         if options.status_listener {
             tasks.push(spawn_status_listener(app.clone(), host.subscribe()));
         }
-        let env = TestEnv::serve(backend, store, app.clone(), clock.clone()).await;
+        let env =
+            TestEnv::serve_with(backend, store, app.clone(), clock.clone(), options.timeouts).await;
         Self {
             env,
             app,
@@ -226,7 +236,17 @@ impl LiveEnv {
 
     /// A new repository `acme/<name>` with a `main` branch.
     pub fn repo(&self, name: &str) -> GitRepo {
-        GitRepo::create(&self.repos_dir(), &self.dir.path().join("work"), name)
+        self.repo_of(OWNER, name)
+    }
+
+    /// A new repository `<owner>/<name>` with a `main` branch.
+    pub fn repo_of(&self, owner: &str, name: &str) -> GitRepo {
+        GitRepo::create_of(
+            &self.repos_dir(),
+            &self.dir.path().join("work"),
+            owner,
+            name,
+        )
     }
 
     pub fn repos_dir(&self) -> PathBuf {
@@ -498,12 +518,14 @@ where
 
 /// The repository of a test repository, as the API names it.
 pub fn repo_ref(repo: &GitRepo) -> RepoRef {
-    RepoRef::new(HOST, OWNER, &repo.name).expect("valid repository")
+    RepoRef::new(HOST, &repo.owner, &repo.name).expect("valid repository")
 }
 
 /// `{repo, targetBranch: "main"}` of `repo`, with `extra` fields.
 pub fn body(repo: &GitRepo, extra: Value) -> Value {
-    crate::queue_body(&repo.name, extra)
+    let mut body = crate::queue_body(&repo.name, extra);
+    body["repo"]["owner"] = json!(repo.owner);
+    body
 }
 
 /// [`body`] with `pr: {number}`.

@@ -8,7 +8,7 @@
 
 use crate::git_repo::GitRepo;
 use crate::health::{fixture, form, sha};
-use crate::{ACME, TestClock, register_tokens};
+use crate::{ACME, TestClock, register_organisations};
 use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
 use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_dynamodb::error::BoxError;
@@ -34,6 +34,13 @@ const WEBHOOK_SECRET: &str = "requests-secret";
 pub struct Sent {
     pub operation: String,
     pub tables: Vec<String>,
+}
+
+impl Sent {
+    /// A read of a repository owner's link (items of the tokens table).
+    pub fn is_owner_lookup(&self) -> bool {
+        self.operation == "GetItem" && self.tables == ["ApiTokens"]
+    }
 }
 
 impl fmt::Display for Sent {
@@ -148,14 +155,25 @@ impl Measured {
         &self.sent[usize::from(self.authenticated())..]
     }
 
-    /// The requests of the call itself: all but the token lookup and the rounds of Git host
-    /// effects after its first transaction (each round commits the effects' outcomes in one
-    /// more transaction, starting from the snapshot the previous one committed; any other
-    /// request after the first transaction, a re-read say, counts as the call's own).
+    /// Lookups of the repository's owner (a `GetItem` on the tokens table after the token
+    /// lookup; sent at once with the call's first read, so in no fixed order among them).
+    pub fn owner_lookups(&self) -> usize {
+        self.after_auth()
+            .iter()
+            .filter(|s| s.is_owner_lookup())
+            .count()
+    }
+
+    /// The requests of the call itself: all but the token and owner lookups and the rounds
+    /// of Git host effects after its first transaction (each round commits the effects'
+    /// outcomes in one more transaction, starting from the snapshot the previous one
+    /// committed; any other request after the first transaction, a re-read say, counts as
+    /// the call's own).
     pub fn own(&self) -> Vec<&Sent> {
         let mut transactions = 0;
         self.after_auth()
             .iter()
+            .filter(|s| !s.is_owner_lookup())
             .filter(|s| {
                 if s.operation != "TransactWriteItems" {
                     return true;
@@ -197,13 +215,15 @@ impl Measured {
             .join(", ")
     }
 
-    /// `endpoint | case | token | own requests (count) | effect rounds | all`, for a table.
+    /// `endpoint | case | token | owner | own requests (count) | effect rounds | all`, for a
+    /// table.
     pub fn row(&self) -> String {
         format!(
-            "| `{}` | {} | {} | {} ({}) | {} | {} |",
+            "| `{}` | {} | {} | {} | {} ({}) | {} | {} |",
             self.endpoint,
             self.case,
             if self.authenticated() { "1" } else { "–" },
+            self.owner_lookups(),
             self.own_summary(),
             self.own().len(),
             self.effect_rounds(),
@@ -213,7 +233,7 @@ impl Measured {
 }
 
 /// The header of [`Measured::row`]'s table.
-pub const TABLE_HEADER: &str = "| endpoint | call | token lookup | the call's own requests (count) | effect rounds | all requests |\n|---|---|---|---|---|---|";
+pub const TABLE_HEADER: &str = "| endpoint | call | token lookup | owner lookup | the call's own requests (count) | effect rounds | all requests |\n|---|---|---|---|---|---|---|";
 
 /// An application over a DynamoDB store on the run's moto server whose client logs what it
 /// sends, a local Git host with one repository (`acme/rocket`, pull requests #1–#3) and a
@@ -241,7 +261,7 @@ impl Bench {
             aws_sdk_dynamodb::Client::from_conf(config),
             tables,
         ));
-        register_tokens(store.as_ref()).await;
+        register_organisations(store.as_ref()).await;
         let dir = tempfile::Builder::new()
             .prefix("mq-requests-")
             .tempdir()

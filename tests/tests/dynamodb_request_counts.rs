@@ -3,12 +3,13 @@
 
 use e2e::requests::measure;
 
-/// (endpoint, call, token lookups, the call's own requests, effect rounds).
-const EXPECTED: &[(&str, &str, usize, &str, usize)] = &[
-    ("createQueue", "a queue", 1, "PutItem Queues", 0),
+/// (endpoint, call, token lookups, owner lookups, the call's own requests, effect rounds).
+const EXPECTED: &[(&str, &str, usize, usize, &str, usize)] = &[
+    ("createQueue", "a queue", 1, 1, "PutItem Queues", 0),
     (
         "updateQueue",
         "settings of an empty queue",
+        1,
         1,
         "Query Queues, TransactWriteItems Queues",
         0,
@@ -17,12 +18,14 @@ const EXPECTED: &[(&str, &str, usize, &str, usize)] = &[
         "setImpactedTargets",
         "#3, not submitted yet",
         1,
+        1,
         "Query Queues, PutItem PullRequests",
         0,
     ),
     (
         "submitPullRequest",
         "#1 into an empty queue (it starts testing)",
+        1,
         1,
         "Query Queues, TransactWriteItems Queues",
         2,
@@ -31,13 +34,15 @@ const EXPECTED: &[(&str, &str, usize, &str, usize)] = &[
         "submitPullRequest",
         "#2 behind #1 (it starts testing on top of #1)",
         1,
+        1,
         "Query Queues, TransactWriteItems Queues",
         2,
     ),
-    ("getQueue", "two pull requests", 1, "Query Queues", 0),
+    ("getQueue", "two pull requests", 1, 1, "Query Queues", 0),
     (
         "getSubmittedPullRequest",
         "#1",
+        1,
         1,
         "BatchGetItem PullRequests+Queues",
         0,
@@ -46,12 +51,14 @@ const EXPECTED: &[(&str, &str, usize, &str, usize)] = &[
         "getMergeQueueTestingDetails",
         "#1's run",
         1,
+        1,
         "BatchGetItem Queues+TestRuns",
         0,
     ),
     (
         "setImpactedTargets",
         "#1, testing",
+        1,
         1,
         "Query Queues, TransactWriteItems PullRequests+Queues",
         0,
@@ -60,12 +67,14 @@ const EXPECTED: &[(&str, &str, usize, &str, usize)] = &[
         "restartTestsOnPullRequest",
         "#1 (its run and #2's are cancelled and rebuilt)",
         1,
+        1,
         "Query Queues, TransactWriteItems PullRequests+Queues+TestRuns",
         2,
     ),
     (
         "cancelPullRequest",
         "#2 (its run is cancelled)",
+        1,
         1,
         "Query Queues, TransactWriteItems PullRequests+Queues+TestRuns",
         1,
@@ -74,12 +83,14 @@ const EXPECTED: &[(&str, &str, usize, &str, usize)] = &[
         "webhooks/github",
         "`build` passed on #1's run (it merges)",
         0,
+        1,
         "Query Queues ×2, TransactWriteItems Queues",
         2,
     ),
     (
         "getMergeQueueMetrics",
         "one queue",
+        1,
         1,
         "Query Queues ×2, Query PullRequests ×2, Query TestRuns",
         0,
@@ -88,13 +99,15 @@ const EXPECTED: &[(&str, &str, usize, &str, usize)] = &[
         "tick",
         "no queue has work",
         0,
+        0,
         "Query Queues, Query TestHealth",
         0,
     ),
-    ("createQueue", "a second queue", 1, "PutItem Queues", 0),
+    ("createQueue", "a second queue", 1, 1, "PutItem Queues", 0),
     (
         "deleteQueue",
         "the empty second queue",
+        1,
         1,
         "Query Queues, TransactWriteItems Queues",
         0,
@@ -103,12 +116,14 @@ const EXPECTED: &[(&str, &str, usize, &str, usize)] = &[
         "flaky-tests/upload",
         "a report of a few test cases, all new",
         1,
-        "PutItem TestHealth ×2, BatchGetItem TestHealth ×2, BatchWriteItem TestHealth, TransactWriteItems TestHealth",
+        1,
+        "BatchGetItem TestHealth ×2, PutItem TestHealth ×2, BatchWriteItem TestHealth, TransactWriteItems TestHealth",
         0,
     ),
     (
         "flaky-tests/list-unhealthy-tests",
         "one page",
+        1,
         1,
         "Query TestHealth ×2, GetItem TestHealth",
         0,
@@ -117,12 +132,14 @@ const EXPECTED: &[(&str, &str, usize, &str, usize)] = &[
         "flaky-tests/list-quarantined-tests",
         "one page",
         1,
+        1,
         "GetItem TestHealth",
         0,
     ),
     (
         "flaky-tests/update-settings",
         "turn quarantining on",
+        1,
         1,
         "GetItem TestHealth, TransactWriteItems TestHealth",
         0,
@@ -131,6 +148,7 @@ const EXPECTED: &[(&str, &str, usize, &str, usize)] = &[
         "flaky-tests/check-quarantined",
         "one failed test",
         1,
+        1,
         "BatchGetItem TestHealth",
         0,
     ),
@@ -138,12 +156,14 @@ const EXPECTED: &[(&str, &str, usize, &str, usize)] = &[
         "flaky-tests/link-ticket",
         "one test case",
         1,
+        1,
         "BatchGetItem TestHealth, TransactWriteItems TestHealth",
         0,
     ),
     (
         "flaky-tests/upload-url",
         "a presigned URL (signed locally; no S3 request)",
+        1,
         1,
         "PutItem TestHealth",
         0,
@@ -160,11 +180,13 @@ async fn dynamodb_request_counts_on_moto() {
             .find(|(endpoint, case, ..)| *endpoint == m.endpoint && *case == m.case);
         let actual = (
             usize::from(m.authenticated()),
+            m.owner_lookups(),
             m.own_summary(),
             m.effect_rounds(),
         );
         match expected {
-            Some((_, _, token, own, rounds)) if (*token, own.to_string(), *rounds) == actual => {}
+            Some((_, _, token, owner, own, rounds))
+                if (*token, *owner, own.to_string(), *rounds) == actual => {}
             _ => differences.push(format!("{m:#?}\n    {:?}", actual)),
         }
     }

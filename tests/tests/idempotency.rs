@@ -104,8 +104,9 @@ async fn keys_are_per_organisation_and_endpoint(backend: Backend) {
     let queue = body(&repo, json!({}));
     let created = with_key(&env, "createQueue", ACME, "same", &queue).await;
     assert_eq!(created.status, 200);
-    // (A repository's queue belongs to one organisation: umbrella uses another repository.)
-    let theirs = e2e::queue_body("shuttle", json!({}));
+    // (A repository belongs to one organisation: umbrella uses one of its own.)
+    let mut theirs = e2e::queue_body("rocket", json!({}));
+    theirs["repo"]["owner"] = json!("umbrella");
     let elsewhere = with_key(&env, "createQueue", UMBRELLA, "same", &theirs).await;
     assert_eq!(elsewhere.status, 200, "umbrella's key is its own");
     assert!(!replayed(&elsewhere));

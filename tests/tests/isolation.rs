@@ -1,29 +1,41 @@
-//! Organisation isolation: every endpoint, called with the owner's token, another
-//! organisation's token, no token and a revoked token, answers with the exact status and
-//! error code, and the calls of the others change nothing the owner sees.
+//! Organisation isolation and repository ownership.
+//!
+//! acme owns `github.com/acme`, umbrella owns `github.com/umbrella`, and `github.com/nobody` is
+//! linked to no one. Every endpoint is called on acme's repository with acme's token, with
+//! umbrella's, with none and with a revoked one; and, with acme's token, on umbrella's
+//! repository (where umbrella has a queue, a pull request and test results) and on the unlinked
+//! owner's (where acme has a queue made before owners were linked). Each answers with the exact
+//! status and error code, and the calls that are refused change nothing either organisation
+//! sees.
 
 use e2e::git_repo::GitRepo;
 use e2e::health::{Run, fixture, form, health_body, sha, upload};
-use e2e::live::LiveEnv;
+use e2e::live::{LiveEnv, body, repo_ref};
 use e2e::{ACME, Auth, Backend, REVOKED, UMBRELLA, live_on_both_stores};
+use mq_api::Clock;
+use mq_core::ids::OrgId;
+use mq_core::settings::{QueueConfig, QueueState};
+use mq_core::snapshot::Queue;
 use serde_json::{Value, json};
 
-live_on_both_stores!(every_endpoint_keeps_organisations_apart);
+live_on_both_stores!(every_endpoint_answers_only_for_the_owners_repositories);
 
-/// How a request is made.
+/// How a request is made, on the repository `rocket` of an owner.
 #[derive(Clone)]
 enum Call {
     Json(&'static str, Value),
-    /// `flaky-tests/upload` of a real JUnit file for acme's repository.
+    /// `flaky-tests/upload` of a real JUnit file.
     Upload,
-    /// `GET getMergeQueueMetrics` for acme's repository.
+    /// `GET getMergeQueueMetrics` for the repository.
     Metrics,
     /// An unsigned webhook delivery: tokens do not authenticate webhooks.
     Webhook,
 }
 
 /// One endpoint: the call, and the answers (status, error code; "" for none) to the owner,
-/// to another organisation, to no token and to a revoked token.
+/// to another organisation on the owner's repository, to no token and to a revoked token.
+/// With the owner's token on another organisation's repository or an unlinked owner's, every
+/// endpoint answers [`NO_REPO`] (the webhook excepted: it takes no token).
 struct Case {
     call: Call,
     own: (u16, &'static str),
@@ -34,8 +46,9 @@ struct Case {
 
 const OK: (u16, &str) = (200, "");
 const UNAUTHORIZED: (u16, &str) = (401, "UNAUTHORIZED");
-const NO_QUEUE: (u16, &str) = (404, "QUEUE_NOT_FOUND");
+const NO_REPO: (u16, &str) = (404, "REPOSITORY_NOT_FOUND");
 const NO_ORG: (u16, &str) = (404, "ORGANIZATION_NOT_FOUND");
+const BAD_SIGNATURE: (u16, &str) = (401, "BAD_SIGNATURE");
 
 fn case(call: Call, own: (u16, &'static str), other: (u16, &'static str)) -> Case {
     Case {
@@ -47,16 +60,20 @@ fn case(call: Call, own: (u16, &'static str), other: (u16, &'static str)) -> Cas
     }
 }
 
-async fn send(env: &LiveEnv, call: &Call, token: Option<&str>) -> (u16, String) {
+/// Sends `call` for the repository `<owner>/rocket`, as `token`.
+async fn send(env: &LiveEnv, call: &Call, owner: &str, token: Option<&str>) -> (u16, String) {
     let (status, body) = match call {
         Call::Json(path, body) => {
-            let r = env.post(path, token, body).await;
+            let mut body = body.clone();
+            body["repo"]["owner"] = json!(owner);
+            let r = env.post(path, token, &body).await;
             (r.status, r.body)
         }
         Call::Upload => {
             let commit = sha("other");
+            let repo = format!("github.com/{owner}/rocket");
             let fields = [
-                ("repo", "github.com/acme/rocket"),
+                ("repo", repo.as_str()),
                 ("commit_sha", commit.as_str()),
                 ("branch", "main"),
                 ("upload_id", "isolation-upload"),
@@ -77,12 +94,8 @@ async fn send(env: &LiveEnv, call: &Call, token: Option<&str>) -> (u16, String) 
         }
         Call::Metrics => {
             let auth = token.map_or(Auth::None, Auth::Bearer);
-            let r = env
-                .get(
-                    "getMergeQueueMetrics?repo=acme/rocket&repoHost=github.com",
-                    auth,
-                )
-                .await;
+            let path = format!("getMergeQueueMetrics?repo={owner}/rocket&repoHost=github.com");
+            let r = env.get(&path, auth).await;
             (r.status, r.json())
         }
         Call::Webhook => {
@@ -99,48 +112,67 @@ async fn send(env: &LiveEnv, call: &Call, token: Option<&str>) -> (u16, String) 
     (status, code)
 }
 
-/// What acme sees of its queue, pull request and test health.
-async fn acme_view(env: &LiveEnv, repo: &GitRepo) -> Vec<Value> {
-    let mut queue = env.queue(repo).await;
+/// What an organisation sees of its queue on `repo`, its pull request #1 and its test health.
+async fn view(env: &LiveEnv, repo: &GitRepo, token: &str) -> Vec<Value> {
+    let mut queue = env
+        .post("getQueue", Some(token), &body(repo, json!({})))
+        .await
+        .body;
     queue
         .as_object_mut()
         .unwrap()
         .remove("enqueuedPullRequests");
+    let mut pr = body(repo, json!({}));
+    pr["pr"] = json!({"number": 1});
+    let health = |extra: Value| {
+        let mut b = health_body(extra);
+        b["repo"]["owner"] = json!(repo.owner);
+        b["org_url_slug"] = json!(repo.owner);
+        b
+    };
+    let post =
+        |path: &'static str, b: Value| async move { env.post(path, Some(token), &b).await.body };
     vec![
         queue,
-        env.pull_request(repo, 1).await["state"].clone(),
-        env.ok(
+        post("getSubmittedPullRequest", pr).await["state"].clone(),
+        post(
             "flaky-tests/list-unhealthy-tests",
-            &health_body(json!({"status": "FLAKY", "page_query": {"page_size": 50}})),
+            health(json!({"status": "FLAKY", "page_query": {"page_size": 50}})),
         )
         .await,
-        env.ok(
+        post(
             "flaky-tests/list-quarantined-tests",
-            &health_body(json!({"page_query": {"page_size": 50}})),
+            health(json!({"page_query": {"page_size": 50}})),
         )
         .await,
     ]
 }
 
 fn cases(head: &str, test_case: &str) -> Vec<Case> {
-    let repo_body = || queue_body_of("rocket", json!({}));
-    let pr = |extra: Value| pr_body_of(1, extra);
+    let queue = |extra: Value| e2e::queue_body("rocket", extra);
+    let pr = |extra: Value| {
+        let mut b = queue(extra);
+        b["pr"] = json!({ "number": 1 });
+        b
+    };
+    let mut targets = pr(json!({"impactedTargets": ["//app"]}));
+    targets["pr"]["sha"] = json!(head);
     vec![
-        case(Call::Json("getQueue", repo_body()), OK, NO_QUEUE),
+        case(Call::Json("getQueue", queue(json!({}))), OK, NO_REPO),
         case(
             Call::Json("getSubmittedPullRequest", pr(json!({}))),
             OK,
-            NO_QUEUE,
+            NO_REPO,
         ),
         case(
             Call::Json(
                 "getMergeQueueTestingDetails",
-                queue_body_of("rocket", json!({"testRunId": "no-such-run"})),
+                queue(json!({"testRunId": "no-such-run"})),
             ),
             (404, "TEST_RUN_NOT_FOUND"),
-            NO_QUEUE,
+            NO_REPO,
         ),
-        case(Call::Metrics, OK, NO_QUEUE),
+        case(Call::Metrics, OK, NO_REPO),
         case(
             Call::Json(
                 "flaky-tests/list-unhealthy-tests",
@@ -165,33 +197,23 @@ fn cases(head: &str, test_case: &str) -> Vec<Case> {
             OK,
             NO_ORG,
         ),
+        case(Call::Json("setImpactedTargets", targets), OK, NO_REPO),
         case(
-            Call::Json(
-                "setImpactedTargets",
-                with_sha(pr_body_of(1, json!({"impactedTargets": ["//app"]})), head),
-            ),
+            Call::Json("updateQueue", queue(json!({"concurrency": 2}))),
             OK,
-            NO_QUEUE,
-        ),
-        case(
-            Call::Json(
-                "updateQueue",
-                queue_body_of("rocket", json!({"concurrency": 2})),
-            ),
-            OK,
-            NO_QUEUE,
+            NO_REPO,
         ),
         case(
             Call::Json("submitPullRequest", pr(json!({"priority": "high"}))),
             OK,
-            NO_QUEUE,
+            NO_REPO,
         ),
         case(
             Call::Json("restartTestsOnPullRequest", pr(json!({}))),
             (409, "PULL_REQUEST_NOT_TESTING"),
-            NO_QUEUE,
+            NO_REPO,
         ),
-        case(Call::Json("cancelPullRequest", pr(json!({}))), OK, NO_QUEUE),
+        case(Call::Json("cancelPullRequest", pr(json!({}))), OK, NO_REPO),
         case(
             Call::Json(
                 "flaky-tests/update-settings",
@@ -220,51 +242,67 @@ fn cases(head: &str, test_case: &str) -> Vec<Case> {
             NO_ORG,
         ),
         case(
-            Call::Json("createQueue", queue_body_of("rocket", json!({}))),
+            Call::Json("createQueue", queue(json!({}))),
             (409, "QUEUE_ALREADY_EXISTS"),
-            (409, "QUEUE_ALREADY_EXISTS"),
+            NO_REPO,
         ),
         case(
             // Last: cancelPullRequest emptied the queue.
-            Call::Json("deleteQueue", queue_body_of("rocket", json!({}))),
+            Call::Json("deleteQueue", queue(json!({}))),
             OK,
-            NO_QUEUE,
+            NO_REPO,
         ),
         Case {
             call: Call::Webhook,
-            own: (401, "BAD_SIGNATURE"),
-            other: (401, "BAD_SIGNATURE"),
-            anonymous: (401, "BAD_SIGNATURE"),
-            revoked: (401, "BAD_SIGNATURE"),
+            own: BAD_SIGNATURE,
+            other: BAD_SIGNATURE,
+            anonymous: BAD_SIGNATURE,
+            revoked: BAD_SIGNATURE,
         },
     ]
 }
 
-fn queue_body_of(repo: &str, extra: Value) -> Value {
-    e2e::queue_body(repo, extra)
+/// A queue with pull request #1 and test results, on `repo`, of the organisation of `token`.
+async fn queue_with_a_pull_request(env: &LiveEnv, repo: &GitRepo, token: &str) {
+    repo.add_prs(1, &[]);
+    let created = env
+        .post(
+            "createQueue",
+            Some(token),
+            &body(repo, json!({"state": "paused"})),
+        )
+        .await;
+    assert_eq!(created.status, 200, "{:?}", created.body);
+    let mut pr = body(repo, json!({}));
+    pr["pr"] = json!({"number": 1});
+    let submitted = env.post("submitPullRequest", Some(token), &pr).await;
+    assert_eq!(submitted.status, 200, "{:?}", submitted.body);
 }
 
-fn pr_body_of(pr: u32, extra: Value) -> Value {
-    let mut b = queue_body_of("rocket", extra);
-    b["pr"] = json!({ "number": pr });
-    b
+/// A queue of acme on a repository of the unlinked owner, as it would be had acme created it
+/// before owners were linked.
+async fn queue_made_before_links(env: &LiveEnv, repo: &GitRepo) {
+    let queue = Queue::new(
+        OrgId::parse("acme").unwrap(),
+        repo_ref(repo),
+        "main".to_owned(),
+        QueueConfig::default(),
+        QueueState::Paused,
+        env.clock.now(),
+    );
+    env.store.create_queue(&queue).await.unwrap();
 }
 
-/// A pull request body with its head sha.
-fn with_sha(mut body: Value, sha: &str) -> Value {
-    body["pr"]["sha"] = json!(sha);
-    body
-}
-
-async fn every_endpoint_keeps_organisations_apart(backend: Backend) {
+async fn every_endpoint_answers_only_for_the_owners_repositories(backend: Backend) {
     let env = LiveEnv::options()
         .webhook("isolation-secret")
         .start(backend)
         .await;
-    let repo = env.repo("rocket");
-    repo.add_prs(1, &[]);
-    env.create_queue(&repo, json!({"state": "paused"})).await;
-    env.submit(&repo, 1).await;
+    let acme = env.repo("rocket");
+    queue_with_a_pull_request(&env, &acme, ACME).await;
+    let theirs = env.repo_of("umbrella", "rocket");
+    queue_with_a_pull_request(&env, &theirs, UMBRELLA).await;
+    queue_made_before_links(&env, &env.repo_of("nobody", "rocket")).await;
     let uploaded = upload(
         &env,
         &Run::main("c1", "first-upload"),
@@ -273,22 +311,40 @@ async fn every_endpoint_keeps_organisations_apart(backend: Backend) {
     )
     .await;
     assert_eq!(uploaded.status, 200, "{:?}", uploaded.body);
-    let before = acme_view(&env, &repo).await;
-    let test_case = before[2]["tests"][0]["id"]
+    let before = (
+        view(&env, &acme, ACME).await,
+        view(&env, &theirs, UMBRELLA).await,
+    );
+    let test_case = before.0[2]["tests"][0]["id"]
         .as_str()
-        .unwrap_or_else(|| panic!("no flaky test in {}", before[2]))
+        .unwrap_or_else(|| panic!("no flaky test in {}", before.0[2]))
         .to_owned();
-    let head = repo.pr_head(1);
-    let cases = cases(&head, &test_case);
+    let cases = cases(&acme.pr_head(1), &test_case);
 
     let mut wrong = Vec::new();
     for c in &cases {
-        for (who, token, expected) in [
-            ("umbrella", Some(UMBRELLA), c.other),
-            ("no token", None, c.anonymous),
-            ("revoked", Some(REVOKED), c.revoked),
+        let not_owned = match c.call {
+            Call::Webhook => c.own,
+            _ => NO_REPO,
+        };
+        for (who, owner, token, expected) in [
+            ("umbrella", "acme", Some(UMBRELLA), c.other),
+            ("no token", "acme", None, c.anonymous),
+            ("revoked", "acme", Some(REVOKED), c.revoked),
+            (
+                "acme on umbrella's repository",
+                "umbrella",
+                Some(ACME),
+                not_owned,
+            ),
+            (
+                "acme on an unlinked owner's",
+                "nobody",
+                Some(ACME),
+                not_owned,
+            ),
         ] {
-            let (status, code) = send(&env, &c.call, token).await;
+            let (status, code) = send(&env, &c.call, owner, token).await;
             if (status, code.as_str()) != expected {
                 wrong.push(format!(
                     "{} as {who}: {status} {code}, expected {expected:?}",
@@ -297,13 +353,13 @@ async fn every_endpoint_keeps_organisations_apart(backend: Backend) {
             }
         }
     }
-    assert_eq!(
-        acme_view(&env, &repo).await,
-        before,
-        "others changed nothing"
+    let after = (
+        view(&env, &acme, ACME).await,
+        view(&env, &theirs, UMBRELLA).await,
     );
+    assert_eq!(after, before, "the refused calls changed nothing");
     for c in &cases {
-        let (status, code) = send(&env, &c.call, Some(ACME)).await;
+        let (status, code) = send(&env, &c.call, "acme", Some(ACME)).await;
         if (status, code.as_str()) != c.own {
             wrong.push(format!(
                 "{} as acme: {status} {code}, expected {:?}",
@@ -314,11 +370,11 @@ async fn every_endpoint_keeps_organisations_apart(backend: Backend) {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     let gone = env
-        .post("getQueue", Some(ACME), &queue_body_of("rocket", json!({})))
+        .post("getQueue", Some(ACME), &body(&acme, json!({})))
         .await;
     assert_eq!(
         (gone.status, gone.code()),
-        NO_QUEUE,
+        (404, "QUEUE_NOT_FOUND"),
         "acme's own calls did act"
     );
 }

@@ -368,7 +368,7 @@ async fn unknown_pull_requests_and_other_organisations_get_not_found(backend: Ba
         let reply = env.post(path, Some(UMBRELLA), request).await;
         assert_eq!(
             (reply.status, reply.code()),
-            (404, "QUEUE_NOT_FOUND"),
+            (404, "REPOSITORY_NOT_FOUND"),
             "{path} as another organisation"
         );
     }

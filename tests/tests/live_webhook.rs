@@ -4,8 +4,8 @@
 //! Git host never records them), so nothing but the webhook can complete a run.
 
 use e2e::deliveries::{
-    check_run_event, comment_event, deliver, post_delivery, pull_request_event, push_event,
-    status_event,
+    check_run_event, check_run_on, comment_event, deliver, post_delivery, pull_request_event,
+    push_event, status_event, status_on,
 };
 use e2e::git_repo::GitRepo;
 use e2e::live::{LiveEnv, Run, wait_for, wait_until};
@@ -19,6 +19,7 @@ live_on_both_stores!(
     a_closed_pull_request_leaves_the_queue,
     comment_commands_submit_and_cancel_for_writers_only,
     a_push_to_main_restarts_testing_on_the_new_head,
+    deliveries_reach_only_the_queues_of_the_repositorys_owner,
 );
 
 const SECRET: &str = "webhook-secret";
@@ -165,6 +166,42 @@ async fn a_push_to_main_restarts_testing_on_the_new_head(backend: Backend) {
         tested.contains(&after),
         "the new run contains the pushed commit"
     );
+}
+
+/// A CI result names its repository: one for another organisation's repository, or for an
+/// owner linked to none, does not reach acme's run on the same commit, nor does a pull
+/// request event of theirs reach acme's entry of the same number.
+async fn deliveries_reach_only_the_queues_of_the_repositorys_owner(backend: Backend) {
+    let env = LiveEnv::options().webhook(SECRET).start(backend).await;
+    let repo = queue_requiring_build_and_lint(&env).await;
+    env.submit(&repo, 1).await;
+    let run = env.wait_for_run(&repo, 1).await;
+    let branch = run.details["testBranch"].as_str().unwrap().to_owned();
+    let before = env.details(&repo, &run.id).await;
+    for owner in ["umbrella", "nobody"] {
+        let theirs = env.repo_of(owner, "rocket");
+        let status = status_on(&theirs, &run.sha, &branch, "build", "failure");
+        assert_eq!(deliver(&env, "status", &status, SECRET).await.status, 200);
+        let check = check_run_on(&theirs, &run.sha, &branch, "lint", "failure");
+        assert_eq!(deliver(&env, "check_run", &check, SECRET).await.status, 200);
+        theirs.add_prs(1, &[]);
+        let closed = pull_request_event(&theirs, 1, "closed");
+        assert_eq!(
+            deliver(&env, "pull_request", &closed, SECRET).await.status,
+            200
+        );
+    }
+    assert_eq!(
+        env.details(&repo, &run.id).await,
+        before,
+        "acme's run heard nothing"
+    );
+    assert_eq!(env.pull_request(&repo, 1).await["state"], "testing");
+    let status = status_event(&repo, &run, "build", "success");
+    assert_eq!(deliver(&env, "status", &status, SECRET).await.status, 200);
+    let check = check_run_event(&repo, &run, "lint", "success");
+    assert_eq!(deliver(&env, "check_run", &check, SECRET).await.status, 200);
+    env.wait_for_state(&repo, 1, "merged").await;
 }
 
 async fn queue_requiring_build_and_lint(env: &LiveEnv) -> GitRepo {

@@ -40,7 +40,7 @@ fn rocket_id() -> QueueId {
 }
 
 /// acme's rocket/main queue through an afternoon; acme's empty probe/main queue; umbrella's
-/// queue on the release branch of the same repository. The queue is paused at the end.
+/// queue on the release branch of its own rocket repository. The queue is paused at the end.
 ///
 /// | minutes ago | what happens |
 /// |---|---|
@@ -64,7 +64,8 @@ async fn afternoon(env: &TestEnv) {
     let settings = json!({"concurrency": 2, "bisectionConcurrency": 1});
     env.ok("createQueue", &queue_body("rocket", settings)).await;
     env.ok("createQueue", &queue_body("probe", json!({}))).await;
-    let release = queue_body("rocket", json!({"targetBranch": "release"}));
+    let mut release = queue_body("rocket", json!({"targetBranch": "release"}));
+    release["repo"]["owner"] = json!("umbrella");
     let r = env.post("createQueue", Some(UMBRELLA), &release).await;
     assert_eq!(r.status, 200, "{:?}", r.body);
 
@@ -294,7 +295,7 @@ async fn only_the_callers_queues_are_included(env: TestEnv) {
     let r = env.get(&path("metrics"), Auth::ApiToken(UMBRELLA)).await;
     let umbrella = Samples::parse(&r.text);
     assert_eq!(umbrella.label_values("branch"), ["release"]);
-    assert_eq!(umbrella.label_values("repo"), ["acme/rocket"]);
+    assert_eq!(umbrella.label_values("repo"), ["umbrella/rocket"]);
 }
 
 async fn a_repository_narrows_the_answer_to_its_queues(env: TestEnv) {
@@ -379,7 +380,11 @@ async fn bearer_tokens_work_on_the_metrics_endpoint(env: TestEnv) {
     let s = Samples::parse(&r.text);
     assert_eq!(s.value("mq_queue_depth_current", &MAIN), 0.0);
     let r = env.get(&path(ROCKET), Auth::Bearer(UMBRELLA)).await;
-    assert_eq!(r.status, 404, "umbrella has no queue on acme/rocket");
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].as_str()),
+        (404, Some("REPOSITORY_NOT_FOUND")),
+        "acme/rocket is not umbrella's"
+    );
 }
 
 async fn fifty_queues_answer_in_one_request(env: TestEnv) {

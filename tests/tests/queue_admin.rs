@@ -317,7 +317,11 @@ async fn other_organisations_get_not_found(env: TestEnv) {
                 &queue_body("rocket", json!({"concurrency": 9})),
             )
             .await;
-        assert_eq!((r.status, r.code()), (404, "QUEUE_NOT_FOUND"), "{path}");
+        assert_eq!(
+            (r.status, r.code()),
+            (404, "REPOSITORY_NOT_FOUND"),
+            "{path}"
+        );
         let unknown = env
             .post(path, Some(UMBRELLA), &queue_body("nothing", json!({})))
             .await;

@@ -475,6 +475,15 @@ async fn other_organisations_get_not_found(env: TestEnv) {
         .post("flaky-tests/list-unhealthy-tests", Some(UMBRELLA), &other)
         .await;
     assert_eq!(
+        (r.status, r.code()),
+        (404, "REPOSITORY_NOT_FOUND"),
+        "acme's repository is not umbrella's"
+    );
+    other["repo"]["owner"] = json!("umbrella");
+    let r = env
+        .post("flaky-tests/list-unhealthy-tests", Some(UMBRELLA), &other)
+        .await;
+    assert_eq!(
         (r.status, r.body["page"]["total_rows"].as_u64()),
         (200, Some(0)),
         "umbrella sees only its own"

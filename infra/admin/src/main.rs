@@ -4,12 +4,17 @@
 //! mq-admin tokens create --org acme --label ci     # prints the token once
 //! mq-admin tokens list
 //! mq-admin tokens revoke tok_1a2b3c4d5e6f
+//! mq-admin owners link --org acme --owner github.com/acme
+//! mq-admin owners list
+//! mq-admin owners unlink --org acme --owner github.com/acme
 //! mq-admin tables create                            # creates missing tables (local endpoints)
 //! ```
 //!
 //! Table names come from `MQ_*_TABLE` (as the deployed functions read them) or `--table-prefix`;
 //! AWS credentials and region from the standard chain, or `--dynamodb-endpoint` for a local
 //! server.
+
+mod owners;
 
 use clap::{Parser, Subcommand};
 use mq_core::ids::OrgId;
@@ -34,9 +39,37 @@ enum Command {
     /// API tokens: one organisation each, stored as SHA-256 hashes.
     #[command(subcommand)]
     Tokens(TokenCommand),
+    /// Repository owners (`host/owner`), each linked to the one organisation that owns its
+    /// repositories.
+    #[command(subcommand)]
+    Owners(OwnerCommand),
     /// Tables.
     #[command(subcommand)]
     Tables(TableCommand),
+}
+
+#[derive(Subcommand)]
+enum OwnerCommand {
+    /// Links an owner to an organisation. With a GitHub App configured, the App must be
+    /// installed on the owner.
+    Link {
+        #[arg(long)]
+        org: String,
+        /// `host/owner`, e.g. `github.com/acme`.
+        #[arg(long)]
+        owner: String,
+        #[command(flatten)]
+        app: owners::AppArgs,
+    },
+    /// Removes an owner's link to an organisation.
+    Unlink {
+        #[arg(long)]
+        org: String,
+        #[arg(long)]
+        owner: String,
+    },
+    /// Lists every owner with its organisation.
+    List,
 }
 
 #[derive(Subcommand)]
@@ -88,6 +121,16 @@ async fn run(cli: Cli) -> Result<(), String> {
             .await
             .map_err(|e| e.to_string()),
         Command::Tokens(command) => tokens(&DynamoStore::new(client, tables), command).await,
+        Command::Owners(command) => {
+            let store = DynamoStore::new(client, tables);
+            match command {
+                OwnerCommand::Link { org, owner, app } => {
+                    owners::link(&store, &org, &owner, &app).await
+                }
+                OwnerCommand::Unlink { org, owner } => owners::unlink(&store, &org, &owner).await,
+                OwnerCommand::List => owners::list(&store).await,
+            }
+        }
     }
 }
 

@@ -1,7 +1,8 @@
 //! `mq-admin` against a DynamoDB-compatible server (moto on loopback): tables created
 //! (twice: the second run finds them), a token created, listed without its secret,
-//! accepted by the API's authentication, revoked and then refused, and the errors an
-//! operator can make.
+//! accepted by the API's authentication, revoked and then refused; repository owners linked
+//! (after checking a GitHub App's installation on a local server answering as GitHub's API),
+//! listed and unlinked; and the errors an operator can make.
 
 use lambda_http::Request;
 use mq_api::auth::authenticate;
@@ -15,6 +16,10 @@ fn admin(prefix: &str, args: &[&str]) -> Output {
         .args(["--table-prefix", prefix])
         .args(args)
         .env_remove("MQ_DYNAMODB_ENDPOINT")
+        .env_remove("MQ_GITHUB_APP_ID")
+        .env_remove("MQ_GITHUB_PRIVATE_KEY")
+        .env_remove("MQ_GITHUB_PRIVATE_KEY_SECRET_ARN")
+        .env_remove("MQ_GITHUB_API_URL")
         .output()
         .expect("mq-admin runs")
 }
@@ -103,5 +108,134 @@ fn mistakes_exit_with_an_error_naming_them() {
     assert!(
         message.contains("Not An Org!"),
         "names the value: {message}"
+    );
+}
+
+fn stderr(output: &Output) -> String {
+    assert_eq!(output.status.code(), Some(1), "mq-admin fails");
+    String::from_utf8_lossy(&output.stderr).trim().to_owned()
+}
+
+#[tokio::test]
+async fn owners_are_linked_listed_and_unlinked() {
+    use mq_store::OwnerStore;
+    let prefix = format!("adminown{}-", std::process::id());
+    stdout(&admin(&prefix, &["tables", "create"]));
+    let link = |org: &str, owner: &str| {
+        admin(&prefix, &["owners", "link", "--org", org, "--owner", owner])
+    };
+    assert_eq!(
+        stdout(&link("acme", "github.com/acme")).trim(),
+        "linked github.com/acme to acme"
+    );
+    stdout(&link("acme", "GitHub.com/Acme-Labs"));
+    stdout(&link("acme", "github.com/acme"));
+    assert_eq!(
+        stderr(&link("umbrella", "github.com/ACME")),
+        "error: github.com/ACME is linked to acme; unlink it first \
+         (mq-admin owners unlink --org acme --owner github.com/ACME)"
+    );
+    let listed = stdout(&admin(&prefix, &["owners", "list"]));
+    let rows: Vec<Vec<&str>> = listed
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().take(2).collect())
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ["github.com/acme", "acme"],
+            ["github.com/acme-labs", "acme"]
+        ]
+    );
+    let store = store(&prefix).await;
+    let linked = store.owner_link("github.com/acme-labs").await.unwrap();
+    assert_eq!(linked.map(|l| l.org.to_string()), Some("acme".to_owned()));
+
+    let unlink = |org: &str| {
+        admin(
+            &prefix,
+            &[
+                "owners",
+                "unlink",
+                "--org",
+                org,
+                "--owner",
+                "github.com/acme",
+            ],
+        )
+    };
+    assert_eq!(
+        stderr(&unlink("umbrella")),
+        "error: github.com/acme is not linked to umbrella"
+    );
+    assert_eq!(
+        stdout(&unlink("acme")).trim(),
+        "unlinked github.com/acme from acme"
+    );
+    assert_eq!(store.owner_link("github.com/acme").await.unwrap(), None);
+    assert!(stderr(&link("acme", "github.com")).contains("must be host/owner"));
+    assert!(stderr(&link("acme", "../acme")).starts_with("error: --owner host"));
+}
+
+/// With a GitHub App, `link` asks GitHub whether the App is installed on the owner and links
+/// only if it is.
+#[tokio::test]
+async fn linking_checks_the_github_apps_installation() {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let github = MockServer::start().await;
+    let answer =
+        |status: u16| ResponseTemplate::new(status).set_body_json(serde_json::json!({ "id": 7 }));
+    Mock::given(method("GET"))
+        .and(path("/orgs/acme/installation"))
+        .respond_with(answer(200))
+        .mount(&github)
+        .await;
+    for account in ["orgs", "users"] {
+        Mock::given(method("GET"))
+            .and(path(format!("/{account}/elsewhere/installation")))
+            .respond_with(answer(404))
+            .mount(&github)
+            .await;
+    }
+    let prefix = format!("adminapp{}-", std::process::id());
+    stdout(&admin(&prefix, &["tables", "create"]));
+    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let key = workspace.join("shared/githost/tests/fixtures/github-app-test-key.pem");
+    let key = key.to_str().unwrap();
+    let url = github.uri();
+    let link = |owner: &str| {
+        let args = [
+            "owners",
+            "link",
+            "--org",
+            "acme",
+            "--owner",
+            owner,
+            "--github-app-id",
+            "123",
+            "--github-private-key",
+            key,
+            "--github-api-url",
+            &url,
+        ];
+        admin(&prefix, &args)
+    };
+    assert_eq!(
+        stdout(&link("127.0.0.1/acme")).trim(),
+        "linked 127.0.0.1/acme to acme"
+    );
+    assert_eq!(
+        stderr(&link("127.0.0.1/elsewhere")),
+        "error: the GitHub App is not installed on 127.0.0.1/elsewhere: install it there, then \
+         link again"
+    );
+    assert!(stderr(&link("github.com/acme")).contains("not on 127.0.0.1"));
+    let listed = stdout(&admin(&prefix, &["owners", "list"]));
+    assert_eq!(
+        listed.lines().count(),
+        2,
+        "only the installed owner is linked: {listed}"
     );
 }

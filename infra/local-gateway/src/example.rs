@@ -5,11 +5,14 @@
 //! requires the status `local-ci`; pull requests #1, #2 and #3 each add a file, and #3 also
 //! adds a file named `FAIL`, which the example CI command (`test ! -e FAIL`) fails.
 
+use crate::owners::Ownership;
 use mq_api::App;
 use mq_api::service::queues;
 use mq_api::wire::QueueTarget;
 use mq_core::ids::{OrgId, RepoRef};
 use mq_core::settings::SettingsPatch;
+use mq_core::time::Timestamp;
+use mq_store::OwnerStore;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -21,6 +24,24 @@ pub const EXAMPLE_REPOS_DIR: &str = ".local/repos";
 /// The example repository's address.
 pub fn example_repo() -> RepoRef {
     RepoRef::new("github.com", "acme", "rocket").expect("a valid repository name")
+}
+
+/// The organisation owning the example repository: the one `ownership` gives its owner, or
+/// else `local`, to which the owner is then linked.
+pub async fn link_example_owner(
+    store: &dyn OwnerStore,
+    ownership: &Ownership,
+    local: &OrgId,
+    now: Timestamp,
+) -> Result<OrgId, String> {
+    let owner = example_repo().owner_ref();
+    match ownership.owner_of(&owner) {
+        Some(org) => Ok(org.clone()),
+        None => {
+            crate::owners::link(store, &owner, local, now).await?;
+            Ok(local.clone())
+        }
+    }
 }
 
 /// Creates the example repository under `root` unless it exists; returns its path.

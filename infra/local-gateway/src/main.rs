@@ -5,6 +5,8 @@
 //! cargo run -p local-gateway -- --api-token T    # a known token (organisation "local")
 //! cargo run -p local-gateway -- --repos-dir .local/repos --ci-command 'make test'
 //! cargo run -p local-gateway -- --dynamodb-endpoint http://127.0.0.1:8000
+//! MQ_API_TOKENS=acme:t1,umbrella:t2 \
+//!   MQ_REPO_OWNERS='acme=github.com/acme;umbrella=github.com/umbrella' cargo run -p local-gateway
 //! ```
 
 use clap::Parser;
@@ -12,12 +14,16 @@ use local_gateway::Gateway;
 use local_gateway::background::{spawn_status_listener, spawn_tick};
 use local_gateway::example::{
     EXAMPLE_CI_COMMAND, EXAMPLE_REPOS_DIR, create_example_queue, create_example_repo,
+    link_example_owner,
 };
 use local_gateway::host::{HostArgs, open_host};
+use local_gateway::owners::Ownership;
+use local_gateway::server::Timeouts;
 use local_gateway::tokens::{LOCAL_ORG, parse_token_list, register};
 use mq_api::{App, Clock, SystemClock};
 use mq_core::ids::OrgId;
 use mq_store::{DynamoStore, MemoryStore, Store, TableNames};
+use std::collections::BTreeSet;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -42,14 +48,26 @@ struct Args {
     /// Tokens of several organisations: `org1:token1,org2:token2`.
     #[arg(long, env = "MQ_API_TOKENS", hide_env_values = true)]
     tokens: Option<String>,
+    /// Which organisation owns which repository owners:
+    /// `acme=github.com/acme,github.com/acme-labs;umbrella=github.com/umbrella`. Required with
+    /// several organisations; with one, it owns every repository unless this says otherwise.
+    #[arg(long, env = "MQ_REPO_OWNERS")]
+    repo_owners: Option<String>,
     /// Create an example repository (`github.com/acme/rocket`, three pull requests) under
     /// the repositories directory (default `.local/repos`), test it with `test ! -e FAIL`, and
-    /// create its queue.
+    /// create its queue, for the organisation owning `github.com/acme` (linked to `local`
+    /// when no organisation owns it).
     #[arg(long)]
     example: bool,
     /// Seconds between ticks (timeouts, batching waits, retries); fractions allowed.
     #[arg(long, default_value_t = 5.0, value_parser = parse_interval)]
     tick_interval: f64,
+    /// Seconds a client may take to send a request's headers (then its connection is closed).
+    #[arg(long, default_value_t = 10.0, value_parser = parse_interval)]
+    header_timeout: f64,
+    /// Seconds a client may take to send a request's body (then it gets 408).
+    #[arg(long, default_value_t = 60.0, value_parser = parse_interval)]
+    body_timeout: f64,
     #[command(flatten)]
     host: HostArgs,
 }
@@ -74,11 +92,19 @@ async fn main() -> ExitCode {
 }
 
 async fn run(mut args: Args) -> Result<(), String> {
+    let local = OrgId::parse(LOCAL_ORG).map_err(|e| e.to_string())?;
+    let mut given = parse_token_list(args.tokens.as_deref().unwrap_or_default())?;
+    given.extend(args.api_tokens.iter().map(|t| (local.clone(), t.clone())));
+    let orgs = organisations(&given, &local);
+    let ownership = Ownership::decide(&orgs, args.repo_owners.as_deref())?;
     if args.example {
         prepare_example(&mut args)?;
     }
     let store = open_store(&args).await?;
     let mut app = App::new(store.clone(), Arc::new(SystemClock));
+    if let Ownership::Everything(org) = &ownership {
+        app = app.with_default_owner(org.clone());
+    }
     let opened = open_host(&args.host)?;
     if let Some(host) = opened.host.clone() {
         app = app.with_githost(host);
@@ -87,14 +113,18 @@ async fn run(mut args: Args) -> Result<(), String> {
         app = app.with_webhook(receiver);
     }
     let app = Arc::new(app);
-    let mut given = parse_token_list(args.tokens.as_deref().unwrap_or_default())?;
-    let local = OrgId::parse(LOCAL_ORG).map_err(|e| e.to_string())?;
-    given.extend(args.api_tokens.iter().map(|t| (local.clone(), t.clone())));
-    let generated = register(store.as_ref(), given, SystemClock.now()).await?;
+    let now = SystemClock.now();
+    let generated = register(store.as_ref(), given, now).await?;
+    ownership.store(store.as_ref(), now).await?;
     if args.example {
-        create_example_queue(&app, &local).await?;
+        let org = link_example_owner(store.as_ref(), &ownership, &local, now).await?;
+        create_example_queue(&app, &org).await?;
     }
-    let gateway = Gateway::start(app.clone(), args.listen)
+    let timeouts = Timeouts {
+        headers: Duration::from_secs_f64(args.header_timeout),
+        body: Duration::from_secs_f64(args.body_timeout),
+    };
+    let gateway = Gateway::start_with(app.clone(), args.listen, timeouts)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
     let _tick = spawn_tick(app.clone(), Duration::from_secs_f64(args.tick_interval));
@@ -113,6 +143,15 @@ async fn run(mut args: Args) -> Result<(), String> {
         _ = tokio::signal::ctrl_c() => say(format_args!("stopping")),
     }
     Ok(())
+}
+
+/// The organisations of the given tokens, or `local` (whose token is generated) when none is
+/// given.
+fn organisations(given: &[(OrgId, String)], local: &OrgId) -> BTreeSet<OrgId> {
+    match given.is_empty() {
+        true => BTreeSet::from([local.clone()]),
+        false => given.iter().map(|(org, _)| org.clone()).collect(),
+    }
 }
 
 /// Tells the operator something on stdout. A stdout that went away (a closed pipe, a closed

@@ -1,5 +1,9 @@
 //! The HTTP server: turns each request into the Lambda request type, calls the handler, and
 //! turns its response back.
+//!
+//! A client gets [`Timeouts::headers`] to send a request's headers (the connection is closed
+//! otherwise) and [`Timeouts::body`] to send its body (408 otherwise), so slow clients cannot
+//! hold connections and handlers forever.
 
 use crate::routes::{Handler, Route, routes};
 use axum::Router;
@@ -7,6 +11,11 @@ use axum::extract::Request as HttpRequest;
 use axum::response::Response as HttpResponse;
 use axum::routing::{MethodFilter, on};
 use http_body_util::BodyExt;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use lambda_http::http::StatusCode;
 use lambda_http::{RequestExt, aws_lambda_events::query_map::QueryMap};
 use mq_api::body::MAX_BODY_BYTES;
 use mq_api::endpoint::unrouted;
@@ -14,15 +23,39 @@ use mq_api::{ApiError, App};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+/// How long a client may take to send a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// To send the request line and headers.
+    pub headers: Duration,
+    /// To send the body, once the headers are in.
+    pub body: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            headers: Duration::from_secs(10),
+            body: Duration::from_secs(60),
+        }
+    }
+}
+
 /// The router of every endpoint over one application.
 pub fn router(app: Arc<App>) -> Router {
+    router_with(app, Timeouts::default())
+}
+
+/// [`router`] reading bodies within `timeouts.body`.
+pub fn router_with(app: Arc<App>, timeouts: Timeouts) -> Router {
     let mut router = Router::new();
     for route in routes() {
-        router = router.route(route.path, method_router(app.clone(), route));
+        router = router.route(route.path, method_router(app.clone(), route, timeouts.body));
     }
     router = router.route(
         mq_api::openapi::OPENAPI_PATH,
@@ -36,7 +69,7 @@ pub fn router(app: Arc<App>) -> Router {
     })
 }
 
-fn method_router(app: Arc<App>, route: Route) -> axum::routing::MethodRouter {
+fn method_router(app: Arc<App>, route: Route, body: Duration) -> axum::routing::MethodRouter {
     let filter = if route.method == lambda_http::http::Method::GET {
         MethodFilter::GET
     } else {
@@ -45,7 +78,7 @@ fn method_router(app: Arc<App>, route: Route) -> axum::routing::MethodRouter {
     let allowed = route.method.to_string();
     let handler = route.handler;
     on(filter, move |req: HttpRequest| {
-        dispatch(app.clone(), handler, req)
+        dispatch(app.clone(), handler, req, body)
     })
     .fallback(move || {
         let allowed = allowed.clone();
@@ -53,15 +86,22 @@ fn method_router(app: Arc<App>, route: Route) -> axum::routing::MethodRouter {
     })
 }
 
-async fn dispatch(app: Arc<App>, handler: Handler, req: HttpRequest) -> HttpResponse {
+async fn dispatch(
+    app: Arc<App>,
+    handler: Handler,
+    req: HttpRequest,
+    body_timeout: Duration,
+) -> HttpResponse {
     let (parts, body) = req.into_parts();
-    let bytes = match read_capped(body, MAX_BODY_BYTES + 1).await {
-        Ok(bytes) => bytes,
-        Err(()) => {
+    let read = tokio::time::timeout(body_timeout, read_capped(body, MAX_BODY_BYTES + 1)).await;
+    let bytes = match read {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(())) => {
             return to_http(unrouted(&ApiError::bad_request(
                 "cannot read the request body",
             )));
         }
+        Err(_) => return to_http(unrouted(&body_too_slow(body_timeout))),
     };
     let query = query_map(parts.uri.query());
     let request = lambda_http::Request::from_parts(parts, lambda_http::Body::Binary(bytes))
@@ -84,6 +124,17 @@ async fn read_capped(mut body: axum::body::Body, cap: usize) -> Result<Vec<u8>, 
         }
     }
     Ok(out)
+}
+
+fn body_too_slow(timeout: Duration) -> ApiError {
+    ApiError::new(
+        StatusCode::REQUEST_TIMEOUT,
+        "REQUEST_TIMEOUT",
+        format!(
+            "the request body did not arrive within {} s",
+            timeout.as_secs_f64()
+        ),
+    )
 }
 
 fn query_map(query: Option<&str>) -> QueryMap {
@@ -150,18 +201,20 @@ pub struct Gateway {
 impl Gateway {
     /// Serves `app` on `listen` (port 0 picks a free port) until stopped or dropped.
     pub async fn start(app: Arc<App>, listen: SocketAddr) -> std::io::Result<Self> {
+        Self::start_with(app, listen, Timeouts::default()).await
+    }
+
+    /// [`Gateway::start`] with other timeouts.
+    pub async fn start_with(
+        app: Arc<App>,
+        listen: SocketAddr,
+        timeouts: Timeouts,
+    ) -> std::io::Result<Self> {
         let listener = TcpListener::bind(listen).await?;
         let addr = listener.local_addr()?;
         let (tx, rx) = oneshot::channel::<()>();
-        let service = router(app);
-        let task = tokio::spawn(async move {
-            let served = axum::serve(listener, service).with_graceful_shutdown(async {
-                let _ = rx.await;
-            });
-            if let Err(e) = served.await {
-                tracing::error!(error = %e, "gateway stopped");
-            }
-        });
+        let service = router_with(app, timeouts);
+        let task = tokio::spawn(serve(listener, service, timeouts.headers, rx));
         Ok(Self {
             addr,
             shutdown: Some(tx),
@@ -186,6 +239,42 @@ impl Gateway {
     pub async fn wait(mut self) {
         let _ = (&mut self.task).await;
     }
+}
+
+/// Serves each connection of `listener` (HTTP/1.1) until `stop` fires, then lets the
+/// requests in flight finish.
+async fn serve(
+    listener: TcpListener,
+    router: Router,
+    header_timeout: Duration,
+    mut stop: oneshot::Receiver<()>,
+) {
+    let graceful = GracefulShutdown::new();
+    let mut http = http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(header_timeout);
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot accept a connection");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = &mut stop => break,
+        };
+        let service = TowerToHyperService::new(router.clone());
+        let connection = http.serve_connection(TokioIo::new(stream), service);
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!(error = %e, "connection ended");
+            }
+        });
+    }
+    graceful.shutdown().await;
 }
 
 impl Drop for Gateway {

@@ -63,9 +63,14 @@ fn start(dir: &Path, port: u16) -> Gateway {
 /// `curl -s -H 'x-api-token: dev-token' -H 'content-type: application/json' $API/<path> -d body`:
 /// the status and the body.
 fn post(port: u16, path: &str, body: &str) -> (u16, String) {
+    post_as(TOKEN, port, path, body)
+}
+
+/// [`post`] with another token.
+fn post_as(token: &str, port: u16, path: &str, body: &str) -> (u16, String) {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
     let request = format!(
-        "POST /v1/{path} HTTP/1.1\r\nhost: 127.0.0.1\r\nx-api-token: {TOKEN}\r\n\
+        "POST /v1/{path} HTTP/1.1\r\nhost: 127.0.0.1\r\nx-api-token: {token}\r\n\
          content-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
         body.len()
     );
@@ -174,4 +179,53 @@ fn a_closed_stdout_does_not_stop_the_gateway() {
         gateway.0.try_wait().unwrap().is_none(),
         "the gateway is running"
     );
+}
+
+/// Several organisations: without `MQ_REPO_OWNERS` the gateway refuses to start and says what
+/// to set; with it, the example's owner belongs to the organisation it names, and the other
+/// organisation gets 404 on the example's repository.
+#[test]
+fn several_organisations_need_repository_owners() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let gateway = || {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_local-gateway"));
+        command
+            .args(["--example", "--api-token", TOKEN])
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .env("MQ_API_TOKENS", "acme:acme-token")
+            .env_remove("MQ_REPO_OWNERS")
+            .current_dir(dir.path());
+        command
+    };
+    let refused = gateway().output().unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    let message = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        message.contains("2 organisations (acme, local)"),
+        "{message}"
+    );
+    assert!(message.contains("MQ_REPO_OWNERS=\""), "{message}");
+
+    let child = gateway()
+        .env("MQ_REPO_OWNERS", "acme=github.com/acme")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _gateway = Gateway(child);
+    let started = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "never listened"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let queue = format!("{{{Q}}}");
+    let (status, body) = post_as("acme-token", port, "getQueue", &queue);
+    assert_eq!(status, 200, "the example's queue is acme's: {body}");
+    let (status, body) = post(port, "getQueue", &queue);
+    assert_eq!(status, 404, "{body}");
+    assert!(body.contains("REPOSITORY_NOT_FOUND"), "{body}");
 }

@@ -2,6 +2,7 @@
 
 use crate::error::ApiError;
 use aws_config::environment::EnvironmentVariableCredentialsProvider;
+use mq_core::ids::OrgId;
 use mq_core::time::Timestamp;
 use mq_githost::GitHost;
 use mq_githost::webhook::WebhookReceiver;
@@ -57,6 +58,9 @@ pub struct App {
     pub webhook: Option<WebhookReceiver>,
     /// The bucket of large test reports (presigned uploads), when configured.
     pub uploads: Option<Arc<crate::uploads::UploadBucket>>,
+    /// The organisation owning the repositories of every owner linked to none: the local
+    /// gateway's one organisation. `None` (a deployment): such repositories belong to no one.
+    pub default_owner: Option<OrgId>,
 }
 
 impl App {
@@ -67,7 +71,14 @@ impl App {
             githost: None,
             webhook: None,
             uploads: None,
+            default_owner: None,
         }
+    }
+
+    /// The same application, with `org` owning the repositories of owners linked to none.
+    pub fn with_default_owner(mut self, org: OrgId) -> Self {
+        self.default_owner = Some(org);
+        self
     }
 
     /// The same application, acting on repositories through `host`.

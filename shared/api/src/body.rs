@@ -1,6 +1,7 @@
 //! Request bodies: size limit, content type, and JSON parsing with errors that name the field.
 
 use crate::error::ApiError;
+use crate::wire::common::NOT_AN_INTEGER;
 use lambda_http::Request;
 use lambda_http::http::header;
 use serde::de::DeserializeOwned;
@@ -50,21 +51,65 @@ pub fn parse_json<T: DeserializeOwned>(req: &Request) -> Result<T, ApiError> {
     from_slice(body)
 }
 
-/// Parses JSON bytes into `T`, naming the field of any error.
+/// Parses JSON bytes into `T`, naming the field of any error. Only whitespace may follow
+/// the JSON value.
 pub fn from_slice<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    let de = &mut serde_json::Deserializer::from_slice(body);
-    serde_path_to_error::deserialize(de).map_err(|e| {
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
         let message = if inner.is_syntax() || inner.is_eof() {
             format!("request body is not valid JSON: {inner}")
+        } else if inner.to_string().starts_with(NOT_AN_INTEGER) {
+            not_an_integer(&path, body, &inner)
         } else if path == "." {
             inner.to_string()
         } else {
             format!("{path}: {inner}")
         };
         ApiError::bad_request(strip_position(&message))
-    })
+    })?;
+    de.end().map_err(|_| {
+        ApiError::bad_request("request body has data after the JSON value; send one JSON object")
+    })?;
+    Ok(value)
+}
+
+/// The message for a number given to an integer field, naming the number as it was sent.
+fn not_an_integer(path: &str, body: &[u8], error: &serde_json::Error) -> String {
+    let field = if path == "." { "value" } else { path };
+    match number_ending_at(body, error.line(), error.column()) {
+        Some(n) if n.bytes().any(|b| matches!(b, b'.' | b'e' | b'E')) => {
+            format!("{field}: expected an integer, got {n}")
+        }
+        Some(n) => format!("{field}: expected an integer of at most 64 bits, got {n}"),
+        None => format!("{field}: {NOT_AN_INTEGER}"),
+    }
+}
+
+/// The JSON number whose last character is at `line`:`column` (both from 1, as serde_json
+/// reports where it stopped).
+fn number_ending_at(body: &[u8], line: usize, column: usize) -> Option<&str> {
+    let start_of_line = match line {
+        0 => return None,
+        1 => 0,
+        n => {
+            body.iter()
+                .enumerate()
+                .filter(|(_, b)| **b == b'\n')
+                .nth(n - 2)?
+                .0
+                + 1
+        }
+    };
+    let end = start_of_line.checked_add(column)?.min(body.len());
+    let is_number = |b: &u8| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-');
+    let start = body[..end]
+        .iter()
+        .rposition(|b| !is_number(b))
+        .map_or(0, |i| i + 1);
+    let number = std::str::from_utf8(&body[start..end]).ok()?;
+    (!number.is_empty()).then_some(number)
 }
 
 /// serde_json appends " at line 1 column 23" to messages; clients need the field, not that.
@@ -117,6 +162,50 @@ mod tests {
         );
         let err = parse_json::<Req>(&request(r#"{}"#, None)).unwrap_err();
         assert_eq!(err.message, "missing field `repo`");
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)]
+    struct Counted {
+        count: crate::wire::Int,
+    }
+
+    #[test]
+    fn integer_fields_name_the_number_sent() {
+        for (body, message) in [
+            (r#"{"count": 2.0}"#, "count: expected an integer, got 2.0"),
+            (r#"{"count":1e3}"#, "count: expected an integer, got 1e3"),
+            (
+                "{\n \"count\":\n  -1.5E+2 }",
+                "count: expected an integer, got -1.5E+2",
+            ),
+            (
+                r#"{"count": 18446744073709551616}"#,
+                "count: expected an integer of at most 64 bits, got 18446744073709551616",
+            ),
+        ] {
+            let err = parse_json::<Counted>(&request(body, None)).unwrap_err();
+            assert_eq!((err.status.as_u16(), err.message.as_str()), (400, message));
+        }
+        assert!(parse_json::<Counted>(&request(r#"{"count": 7}"#, None)).is_ok());
+    }
+
+    #[test]
+    fn data_after_the_json_value_is_refused() {
+        for body in [
+            r#"{"repo":{"host":"h"}}<script>"#,
+            r#"{"repo":{"host":"h"}} {}"#,
+            "{\"repo\":{\"host\":\"h\"}}x",
+        ] {
+            let err = parse_json::<Req>(&request(body, None)).unwrap_err();
+            assert_eq!(err.status.as_u16(), 400, "{body}");
+            assert!(
+                err.message.contains("data after the JSON value"),
+                "{}",
+                err.message
+            );
+        }
+        assert!(parse_json::<Req>(&request("{\"repo\":{\"host\":\"h\"}} \r\n\t", None)).is_ok());
     }
 
     #[test]

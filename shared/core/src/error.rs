@@ -8,6 +8,8 @@ use std::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorCode {
     InvalidField,
+    /// The repository's owner is not linked to the caller's organisation.
+    RepositoryNotFound,
     QueueNotFound,
     PullRequestNotFound,
     TestRunNotFound,
@@ -29,6 +31,7 @@ impl ErrorCode {
     pub const fn as_str(self) -> &'static str {
         match self {
             ErrorCode::InvalidField => "INVALID_FIELD",
+            ErrorCode::RepositoryNotFound => "REPOSITORY_NOT_FOUND",
             ErrorCode::QueueNotFound => "QUEUE_NOT_FOUND",
             ErrorCode::PullRequestNotFound => "PULL_REQUEST_NOT_FOUND",
             ErrorCode::TestRunNotFound => "TEST_RUN_NOT_FOUND",
@@ -93,6 +96,14 @@ impl DomainError {
 
     pub fn queue_not_found() -> Self {
         Self::not_found(ErrorCode::QueueNotFound, "queue not found")
+    }
+
+    /// The same answer whether another organisation owns the repository or none does.
+    pub fn repository_not_found() -> Self {
+        Self::not_found(
+            ErrorCode::RepositoryNotFound,
+            "repository not found: its owner is not linked to this organisation",
+        )
     }
 }
 

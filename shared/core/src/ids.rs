@@ -83,6 +83,56 @@ impl RepoRef {
     pub fn full_name(&self) -> String {
         [self.owner.as_str(), "/", &self.name].concat()
     }
+
+    /// The repository's owner on its host: what an organisation is linked to.
+    pub fn owner_ref(&self) -> OwnerRef {
+        OwnerRef {
+            host: self.host.clone(),
+            owner: self.owner.clone(),
+        }
+    }
+}
+
+/// A repository owner on a host (`github.com/acme`): the unit an organisation owns. Every
+/// repository of the owner belongs to the organisation linked to it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct OwnerRef {
+    pub host: String,
+    pub owner: String,
+}
+
+impl OwnerRef {
+    /// Validates both parts as [`RepoRef::new`] does; `field` prefixes error messages.
+    pub fn new(field: &str, host: &str, owner: &str) -> Result<Self, DomainError> {
+        check_host(&format!("{field} host"), host)?;
+        check_path_segment(&format!("{field} owner"), owner)?;
+        Ok(Self {
+            host: host.to_owned(),
+            owner: owner.to_owned(),
+        })
+    }
+
+    /// Parses `host/owner` (`github.com/acme`); `field` prefixes error messages.
+    pub fn parse(field: &str, s: &str) -> Result<Self, DomainError> {
+        match s.trim().split_once('/') {
+            Some((host, owner)) => Self::new(field, host, owner),
+            None => Err(DomainError::invalid(
+                field,
+                &format!("must be host/owner (github.com/acme), got {s:?}"),
+            )),
+        }
+    }
+
+    /// `host/owner` in lowercase, as [`RepoRef::key`] spells its first two parts.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.host, self.owner).to_ascii_lowercase()
+    }
+}
+
+impl fmt::Display for OwnerRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.host, self.owner)
+    }
 }
 
 impl fmt::Display for RepoRef {
@@ -92,18 +142,44 @@ impl fmt::Display for RepoRef {
 }
 
 fn check_host(field: &str, s: &str) -> Result<(), DomainError> {
-    let ok = !s.is_empty()
-        && s.len() <= MAX_NAME_LEN
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':'));
-    if ok {
+    if s.len() <= MAX_NAME_LEN && is_host(s) {
         Ok(())
     } else {
-        Err(DomainError::invalid(
-            field,
-            "must be a host name (letters, digits, '.', '-', ':'), 1 to 255 characters",
-        ))
+        Err(DomainError::invalid(field, HOST_RULE))
     }
+}
+
+/// What [`RepoRef::new`] and [`OwnerRef::parse`] require of a host, for messages.
+pub const HOST_RULE: &str = "must be a DNS host name (labels of 1 to 63 letters, digits or '-', \
+     separated by single dots, neither starting nor ending with '-'), optionally with :port; \
+     at most 255 characters";
+
+/// A DNS name (`git.example.com`), optionally with a port (`:8443`, 1 to 65535): no empty
+/// label (so no `.`, `..`, leading, trailing or doubled dot), each label 1 to 63 characters of
+/// letters, digits and `-`, not at either end.
+pub fn is_host(s: &str) -> bool {
+    let (name, port) = match s.split_once(':') {
+        Some((name, port)) => (name, Some(port)),
+        None => (s, None),
+    };
+    let port_ok = port.is_none_or(|p| {
+        !p.is_empty()
+            && p.len() <= 5
+            && p.bytes().all(|b| b.is_ascii_digit())
+            && !p.starts_with('0')
+            && p.parse::<u32>().is_ok_and(|n| n <= 65_535)
+    });
+    port_ok && !name.is_empty() && name.split('.').all(is_dns_label)
+}
+
+fn is_dns_label(label: &str) -> bool {
+    let bytes = label.as_bytes();
+    (1..=63).contains(&bytes.len())
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || *b == b'-')
+        && bytes[0] != b'-'
+        && bytes[bytes.len() - 1] != b'-'
 }
 
 fn check_path_segment(field: &str, s: &str) -> Result<(), DomainError> {
@@ -166,6 +242,13 @@ impl QueueId {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// `host/owner` of the queue's repository, in lowercase: its [`OwnerRef::key`].
+    pub fn owner_key(&self) -> &str {
+        let mut slashes = self.0.match_indices('/').map(|(i, _)| i);
+        let end = slashes.nth(1).unwrap_or(self.0.len());
+        &self.0[..end]
+    }
 }
 
 impl fmt::Display for QueueId {
@@ -217,6 +300,8 @@ mod tests {
             QueueId::new(&a, "main").as_str(),
             "github.com/acme/rocket#main"
         );
+        assert_eq!(QueueId::new(&a, "a/b").owner_key(), a.owner_ref().key());
+        assert_eq!(a.owner_ref().key(), "github.com/acme");
     }
 
     #[test]
@@ -244,6 +329,37 @@ mod tests {
         assert!(RepoRef::new("github.com", "acme", "a/b").is_err());
         assert!(RepoRef::new("", "acme", "rocket").is_err());
         assert!(RepoRef::new("github.com", "..", "rocket").is_err());
+        for host in [
+            ".",
+            "..",
+            "...",
+            "a..b",
+            ".github.com",
+            "github.com.",
+            "-a.com",
+            "a-.com",
+            "a_b.com",
+            "a.com:",
+            "a.com:0",
+            "a.com:65536",
+            "a.com:08",
+            "a.com:1:2",
+            ":80",
+        ] {
+            let err = RepoRef::new(host, "acme", "rocket").unwrap_err();
+            assert!(err.to_string().starts_with("repo.host"), "{host}: {err}");
+        }
+        let label = "a".repeat(63);
+        for host in [
+            "github.com",
+            "localhost",
+            "127.0.0.1",
+            "git.example.com:8443",
+            &label,
+        ] {
+            assert!(RepoRef::new(host, "acme", "rocket").is_ok(), "{host}");
+        }
+        assert!(RepoRef::new(&format!("{label}a.com"), "acme", "rocket").is_err());
         let err = RepoRef::new("github.com", "acme", "").unwrap_err();
         assert!(err.to_string().starts_with("repo.name"));
     }

@@ -284,6 +284,83 @@ async fn an_installation_token_close_to_expiry_is_renewed() {
     }
 }
 
+/// `GET /orgs/{org}/installation`, then `GET /users/{username}/installation`, as the App
+/// (a JWT): an organisation or a user with the App installed, and an account without it.
+#[tokio::test]
+async fn an_apps_installation_on_an_owner_is_found_on_an_organisation_or_a_user() {
+    let server = MockServer::start().await;
+    let installation = json!({ "id": 7, "account": { "login": "acme" }, "app_id": 123 });
+    let not_found = json!({ "message": "Not Found" });
+    mock(
+        &server,
+        "GET",
+        "/orgs/acme/installation",
+        200,
+        installation.clone(),
+    )
+    .await;
+    for account in ["octocat", "nobody"] {
+        mock(
+            &server,
+            "GET",
+            &format!("/orgs/{account}/installation"),
+            404,
+            not_found.clone(),
+        )
+        .await;
+    }
+    mock(
+        &server,
+        "GET",
+        "/users/octocat/installation",
+        200,
+        installation,
+    )
+    .await;
+    mock(&server, "GET", "/users/nobody/installation", 404, not_found).await;
+    let key = include_str!("fixtures/github-app-test-key.pem");
+    let config = GitHubConfig::new(GitHubAuth::App {
+        app_id: 123,
+        private_key_pem: key.into(),
+    })
+    .with_api(server.uri(), "github.com");
+    let host = GitHubHost::new(config).unwrap();
+    let owner = |s: &str| mq_core::ids::OwnerRef::parse("owner", s).unwrap();
+    assert!(
+        host.app_installed_on(&owner("github.com/acme"))
+            .await
+            .unwrap()
+    );
+    assert!(
+        host.app_installed_on(&owner("github.com/octocat"))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !host
+            .app_installed_on(&owner("github.com/nobody"))
+            .await
+            .unwrap()
+    );
+    let elsewhere = host.app_installed_on(&owner("git.example.com/acme")).await;
+    assert!(matches!(elsewhere, Err(HostError::Invalid(m)) if m.contains("not on github.com")));
+    let requests = server.received_requests().await.unwrap();
+    assert!(
+        requests.iter().all(|r| r
+            .headers
+            .get("authorization")
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with("Bearer ey")),
+        "every call is made as the App (a JWT)"
+    );
+    let with_token = with_token(&server)
+        .app_installed_on(&owner("github.com/acme"))
+        .await;
+    assert!(matches!(with_token, Err(HostError::Invalid(_))));
+}
+
 fn with_app(server: &MockServer) -> GitHubHost {
     let key = include_str!("fixtures/github-app-test-key.pem");
     let config = GitHubConfig::new(GitHubAuth::App {

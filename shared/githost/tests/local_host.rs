@@ -752,3 +752,80 @@ async fn deleting_a_test_branch_stops_its_ci_command_and_what_it_started() {
     .await
     .expect("the command's child was killed with it");
 }
+
+/// The checkout directories left in `dir`.
+fn checkouts_in(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A run that passes, one that fails, one stopped while its command and a child it started
+/// keep writing files into the checkout, and runs stopped while their checkout is being made:
+/// no checkout is left behind.
+#[tokio::test]
+async fn checkouts_are_removed_however_a_run_ends() {
+    let f = Fixture::new();
+    let work = f.root.join("checkouts");
+    let started = f.root.join("started");
+    let command = format!(
+        "case \"$MERGE_QUEUE_BRANCH\" in *pass) true;; *fail) false;; \
+         *) (while :; do touch \"f$RANDOM\"; done) & touch {}; wait;; esac",
+        started.display()
+    );
+    let host = f
+        .host()
+        .with_ci(CiConfig::new(command).with_work_dir(&work));
+    let mut events = host.subscribe();
+    let mut shas = Vec::new();
+    for (n, outcome) in [(1, "pass"), (2, "fail")] {
+        let pr = f.pr_writing(n, &[("c.txt", &format!("{n}\n"))]);
+        let branch = format!("mq/main/{outcome}");
+        shas.push(created(&host, &f, &request(&branch, vec![pr])).await.0);
+    }
+    let states: Vec<StatusState> = final_statuses(&mut events, &shas.iter().collect::<Vec<_>>())
+        .await
+        .into_iter()
+        .map(|s| s.state)
+        .collect();
+    assert_eq!(states, [StatusState::Success, StatusState::Failure]);
+    let pr = f.pr_writing(3, &[("c.txt", "3\n")]);
+    created(&host, &f, &request("mq/main/stopped", vec![pr])).await;
+    tokio::time::timeout(Duration::from_secs(60), async {
+        while !started.exists() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the command started");
+    assert_eq!(checkouts_in(&work).len(), 1, "the running job's checkout");
+    host.delete_branch(&f.repo, "mq/main/stopped")
+        .await
+        .unwrap();
+    let files: Vec<(String, String)> = (0..1500)
+        .map(|i| (format!("many/file-{i}.txt"), format!("{i}\n")))
+        .collect();
+    let files: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let many = f.pr_writing(4, &files);
+    for i in 0..6u64 {
+        let branch = format!("mq/main/early-{i}");
+        created(&host, &f, &request(&branch, vec![many.clone()])).await;
+        tokio::time::sleep(Duration::from_millis(i * 15)).await;
+        host.delete_branch(&f.repo, &branch).await.unwrap();
+    }
+    tokio::time::timeout(Duration::from_secs(15), async {
+        while !checkouts_in(&work).is_empty() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("checkouts left behind: {:?}", checkouts_in(&work)));
+}

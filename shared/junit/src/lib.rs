@@ -10,7 +10,7 @@
 pub mod limits;
 pub mod normalise;
 
-pub use limits::Limits;
+pub use limits::{Limits, Used};
 pub use normalise::{Attempt, CaseRun, Report};
 
 use std::io::Read;
@@ -20,7 +20,7 @@ use std::io::Read;
 pub enum JunitError {
     #[error("is not valid gzip: {0}")]
     Gzip(String),
-    #[error("decompresses to more than {0} bytes")]
+    #[error("decompresses past the upload's limit of {0} bytes of XML")]
     TooLarge(usize),
     #[error("is not UTF-8 XML: {0}")]
     Encoding(String),
@@ -30,8 +30,12 @@ pub enum JunitError {
     Doctype,
     #[error("nests elements deeper than {0} levels")]
     TooDeep(usize),
-    #[error("has more than {0} test cases")]
+    #[error("has more than {0} test cases in the upload (each repetition of a test case counted)")]
     TooManyCases(usize),
+    #[error("has a test case with more than {0} attempts")]
+    TooManyAttempts(usize),
+    #[error("has more than {0} XML elements in the upload")]
+    TooManyElements(usize),
     #[error("test case {case} has a {field} longer than {max} bytes")]
     FieldTooLong {
         /// The test case's position in the report, from 1.
@@ -47,13 +51,27 @@ pub enum JunitError {
 
 /// Parses one report file, plain or gzip (detected by its magic bytes), within `limits`.
 pub fn read_report(bytes: &[u8], limits: &Limits) -> Result<Report, JunitError> {
-    let xml = decompress(bytes, limits.max_xml_bytes)?;
-    limits::check(&xml, limits)?;
+    read_next_report(bytes, limits, &mut Used::default())
+}
+
+/// Parses one report of an upload, within what the upload's earlier reports (`used`) left
+/// of `limits`, and adds what it uses.
+pub fn read_next_report(
+    bytes: &[u8],
+    limits: &Limits,
+    used: &mut Used,
+) -> Result<Report, JunitError> {
+    let room = limits.max_xml_bytes.saturating_sub(used.xml_bytes);
+    let xml = decompress(bytes, room).map_err(|e| match e {
+        JunitError::TooLarge(_) => JunitError::TooLarge(limits.max_xml_bytes),
+        other => other,
+    })?;
+    used.xml_bytes += xml.len();
+    limits::check(&xml, limits, used)?;
     let suites = junit_parser::from_reader(xml.as_slice()).map_err(describe_parse_error)?;
+    drop(xml);
     let report = normalise::report(&suites);
-    if report.cases.len() > limits.max_cases {
-        return Err(JunitError::TooManyCases(limits.max_cases));
-    }
+    drop(suites);
     check_fields(&report, limits.max_field_bytes)?;
     Ok(report)
 }

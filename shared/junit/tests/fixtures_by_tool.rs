@@ -238,7 +238,10 @@ fn gzip_bombs_stop_at_the_limit() {
         ..Limits::default()
     };
     let err = read_report(&bomb, &limits).unwrap_err();
-    assert_eq!(err.to_string(), "decompresses to more than 1048576 bytes");
+    assert_eq!(
+        err.to_string(),
+        "decompresses past the upload's limit of 1048576 bytes of XML"
+    );
     let broken = read_report(&[0x1f, 0x8b, 0, 1, 2], &limits).unwrap_err();
     assert!(
         broken.to_string().starts_with("is not valid gzip"),

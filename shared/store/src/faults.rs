@@ -17,15 +17,15 @@
 
 use crate::error::StoreError;
 use crate::port::{
-    Claim, HealthScope, IdempotencyRecord, IdempotencyStore, PageCursor, QueueStore, RawResult,
-    RunLocation, Store, StoreResult, StoredResponse, TestHealthStore, TestList, TokenRecord,
-    TokenStore, UploadRecord,
+    Claim, HealthScope, IdempotencyRecord, IdempotencyStore, OwnerLink, OwnerStore, PageCursor,
+    QueueStore, RawResult, RunLocation, Store, StoreResult, StoredResponse, TestHealthStore,
+    TestList, TokenRecord, TokenStore, UploadRecord,
 };
 use async_trait::async_trait;
 use mq_core::entry::{Entry, UploadedTargets};
 use mq_core::health::{RepoHealthSettings, TestCase};
 use mq_core::history::Restart;
-use mq_core::ids::{OrgId, PrNumber, QueueId, Sha};
+use mq_core::ids::{OrgId, OwnerRef, PrNumber, QueueId, Sha};
 use mq_core::metrics::{ConcludedEntry, FinishedRun};
 use mq_core::run::TestRun;
 use mq_core::snapshot::{Commit, Queue, QueueSnapshot};
@@ -409,6 +409,29 @@ impl TokenStore for FaultyStore {
     async fn revoke_token(&self, id: &str, at: Timestamp) -> StoreResult<()> {
         self.inject(Call::Write).await?;
         self.inner.revoke_token(id, at).await
+    }
+}
+
+#[async_trait]
+impl OwnerStore for FaultyStore {
+    async fn owner_link(&self, owner_key: &str) -> StoreResult<Option<OwnerLink>> {
+        self.inject(Call::Read).await?;
+        self.inner.owner_link(owner_key).await
+    }
+
+    async fn link_owner(&self, link: &OwnerLink) -> StoreResult<()> {
+        self.inject(Call::Write).await?;
+        self.inner.link_owner(link).await
+    }
+
+    async fn unlink_owner(&self, owner: &OwnerRef, org: &OrgId) -> StoreResult<()> {
+        self.inject(Call::Write).await?;
+        self.inner.unlink_owner(owner, org).await
+    }
+
+    async fn owner_links(&self) -> StoreResult<Vec<OwnerLink>> {
+        self.inject(Call::Read).await?;
+        self.inner.owner_links().await
     }
 }
 

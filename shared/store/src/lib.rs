@@ -24,5 +24,6 @@ pub use port::{Claim, IdempotencyRecord, IdempotencyStore, StoredResponse};
 pub use port::{
     HealthScope, PageCursor, RawResult, TestHealthStore, TestList, UploadRecord, UploadState,
 };
+pub use port::{OwnerLink, OwnerStore};
 pub use port::{QueueStore, RunLocation, Store, StoreResult, TokenRecord, TokenStore};
 pub use tables::TableNames;

@@ -4,12 +4,14 @@
 //! queue's version and applies all of its changes, or none.
 
 use crate::error::StoreError;
-use crate::port::{QueueStore, RunLocation, StoreResult, TokenRecord, TokenStore};
+use crate::port::{
+    OwnerLink, OwnerStore, QueueStore, RunLocation, StoreResult, TokenRecord, TokenStore,
+};
 use async_trait::async_trait;
 use mq_core::engine::PendingEffect;
 use mq_core::entry::{Entry, UploadedTargets};
 use mq_core::history::Restart;
-use mq_core::ids::{OrgId, PrNumber, QueueId, Sha};
+use mq_core::ids::{OrgId, OwnerRef, PrNumber, QueueId, Sha};
 use mq_core::metrics::{ConcludedEntry, FinishedRun, History, QueueFacts, Window};
 use mq_core::run::TestRun;
 use mq_core::snapshot::{Commit, Queue, QueueSnapshot};
@@ -35,6 +37,8 @@ struct Inner {
     history: HashMap<QueueId, QueueHistory>,
     uploaded_targets: HashMap<(QueueId, PrNumber), UploadedTargets>,
     tokens: BTreeMap<String, TokenRecord>,
+    /// By owner key.
+    owners: BTreeMap<String, OwnerLink>,
 }
 
 /// A queue's history by time, as the DynamoDB adapter's sort keys and index order it: a
@@ -478,5 +482,43 @@ impl TokenStore for MemoryStore {
             .ok_or(StoreError::NotFound)?;
         token.revoked_at.get_or_insert(at);
         Ok(())
+    }
+}
+
+#[async_trait]
+impl OwnerStore for MemoryStore {
+    async fn owner_link(&self, owner_key: &str) -> StoreResult<Option<OwnerLink>> {
+        Ok(self
+            .lock()
+            .owners
+            .get(&owner_key.to_ascii_lowercase())
+            .cloned())
+    }
+
+    async fn link_owner(&self, link: &OwnerLink) -> StoreResult<()> {
+        let mut inner = self.lock();
+        match inner.owners.get(&link.owner.key()) {
+            Some(existing) if existing.org == link.org => Ok(()),
+            Some(_) => Err(StoreError::AlreadyExists),
+            None => {
+                inner.owners.insert(link.owner.key(), link.clone());
+                Ok(())
+            }
+        }
+    }
+
+    async fn unlink_owner(&self, owner: &OwnerRef, org: &OrgId) -> StoreResult<()> {
+        let mut inner = self.lock();
+        match inner.owners.get(&owner.key()) {
+            Some(link) if &link.org == org => {
+                inner.owners.remove(&owner.key());
+                Ok(())
+            }
+            _ => Err(StoreError::NotFound),
+        }
+    }
+
+    async fn owner_links(&self) -> StoreResult<Vec<OwnerLink>> {
+        Ok(self.lock().owners.values().cloned().collect())
     }
 }

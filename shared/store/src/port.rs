@@ -8,7 +8,7 @@ use mq_core::health::{
     Outcome, RepoHealthSettings, StatusKind, TestCase, UploadMetadata, UploadSummary,
 };
 use mq_core::history::Restart;
-use mq_core::ids::{OrgId, PrNumber, QueueId, Sha};
+use mq_core::ids::{OrgId, OwnerRef, PrNumber, QueueId, Sha};
 use mq_core::metrics::{ConcludedEntry, FinishedRun, History, QueueFacts, Window};
 use mq_core::run::TestRun;
 use mq_core::snapshot::{Commit, Queue, QueueSnapshot};
@@ -232,10 +232,36 @@ pub trait TokenStore: Send + Sync {
     async fn revoke_token(&self, id: &str, at: Timestamp) -> StoreResult<()>;
 }
 
-/// Everything the application stores.
-pub trait Store: QueueStore + TokenStore + TestHealthStore + IdempotencyStore {}
+/// A repository owner (`host/owner`) linked to the organisation that owns its repositories.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OwnerLink {
+    pub owner: OwnerRef,
+    pub org: OrgId,
+    pub linked_at: Timestamp,
+}
 
-impl<T: QueueStore + TokenStore + TestHealthStore + IdempotencyStore> Store for T {}
+/// Which organisation owns which repository owners: each owner is linked to at most one.
+/// Owners are matched by [`OwnerRef::key`] (case-insensitively).
+#[async_trait]
+pub trait OwnerStore: Send + Sync {
+    /// The link of the owner whose key is `owner_key` (`github.com/acme`), if it has one.
+    async fn owner_link(&self, owner_key: &str) -> StoreResult<Option<OwnerLink>>;
+
+    /// Links an owner to an organisation. Linking it again to the same organisation changes
+    /// nothing; `AlreadyExists` when it is linked to another one.
+    async fn link_owner(&self, link: &OwnerLink) -> StoreResult<()>;
+
+    /// Removes the link of `owner` to `org`; `NotFound` when the owner is not linked to it.
+    async fn unlink_owner(&self, owner: &OwnerRef, org: &OrgId) -> StoreResult<()>;
+
+    /// Every link, in the order of the owners' keys.
+    async fn owner_links(&self) -> StoreResult<Vec<OwnerLink>>;
+}
+
+/// Everything the application stores.
+pub trait Store: QueueStore + TokenStore + OwnerStore + TestHealthStore + IdempotencyStore {}
+
+impl<T: QueueStore + TokenStore + OwnerStore + TestHealthStore + IdempotencyStore> Store for T {}
 
 // ---------------------------------------------------------------------------------------------
 // Idempotency keys

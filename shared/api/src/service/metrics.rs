@@ -28,8 +28,9 @@ pub async fn figures_of_snapshot(
 }
 
 /// The figures of the organisation's queues, or of its queues on `repo`, ordered by
-/// repository and branch. Only the organisation's queues are ever read. 404 when `repo` is
-/// given and the organisation has no queue on it.
+/// repository and branch. Only the organisation's queues are ever read. When `repo` is given:
+/// 404 `REPOSITORY_NOT_FOUND` unless the organisation owns it, `QUEUE_NOT_FOUND` when it has
+/// no queue on it.
 pub async fn figures_of(
     app: &App,
     org: &OrgId,
@@ -37,7 +38,15 @@ pub async fn figures_of(
 ) -> Result<Vec<QueueFigures>, ApiError> {
     let now = app.now();
     let key = repo.map(RepoRef::key);
-    let mut facts = app.store.metrics_facts(org, key.as_deref(), now).await?;
+    let owned = async {
+        match repo {
+            Some(repo) => super::owners::check_repo(app, org, repo).await,
+            None => Ok(()),
+        }
+    };
+    let (owned, facts) = tokio::join!(owned, app.store.metrics_facts(org, key.as_deref(), now));
+    owned?;
+    let mut facts = facts?;
     if let Some(repo) = repo.filter(|_| facts.is_empty()) {
         return Err(DomainError::not_found(
             ErrorCode::QueueNotFound,
@@ -60,7 +69,7 @@ mod tests {
     use crate::app::ManualClock;
     use mq_core::settings::{QueueConfig, QueueState};
     use mq_core::snapshot::Queue;
-    use mq_store::MemoryStore;
+    use mq_store::{MemoryStore, OwnerStore};
 
     const NOW: Timestamp = Timestamp(1_795_000_000_000);
 
@@ -77,6 +86,12 @@ mod tests {
             );
             store.create_queue(&queue).await.unwrap();
         }
+        let acme = mq_store::OwnerLink {
+            owner: mq_core::ids::OwnerRef::parse("owner", "github.com/acme").unwrap(),
+            org: OrgId::parse("acme").unwrap(),
+            linked_at: Timestamp(0),
+        };
+        store.link_owner(&acme).await.unwrap();
         App::new(store, Arc::new(ManualClock::new(NOW)))
     }
 
@@ -119,5 +134,12 @@ mod tests {
         let err = figures_of(&app, &acme, Some(&hive)).await.unwrap_err();
         assert_eq!((err.status.as_u16(), err.code), (404, "QUEUE_NOT_FOUND"));
         assert!(figures_of(&app, &acme, None).await.unwrap().is_empty());
+        let umbrella = OrgId::parse("umbrella").unwrap();
+        let err = figures_of(&app, &umbrella, Some(&hive)).await.unwrap_err();
+        assert_eq!(
+            (err.status.as_u16(), err.code),
+            (404, "REPOSITORY_NOT_FOUND"),
+            "umbrella's own queue on a repository acme owns is not umbrella's to read"
+        );
     }
 }

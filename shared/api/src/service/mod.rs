@@ -3,6 +3,7 @@
 pub mod drive;
 pub mod effects;
 pub mod metrics;
+pub mod owners;
 pub mod pull_requests;
 pub mod queues;
 pub mod shell;

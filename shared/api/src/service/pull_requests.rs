@@ -183,7 +183,12 @@ pub async fn submitted(
     pr: PrNumber,
 ) -> Result<SubmittedPullRequest, ApiError> {
     crate::endpoint::record_queue(id);
-    let (queue, entry) = match app.store.load_entry(id, pr).await? {
+    let (owned, loaded) = tokio::join!(
+        super::owners::check_queue(app, org, id),
+        app.store.load_entry(id, pr)
+    );
+    owned?;
+    let (queue, entry) = match loaded? {
         Some((queue, entry)) if &queue.org == org => (queue, entry),
         _ => return Err(DomainError::queue_not_found().into()),
     };
@@ -248,7 +253,12 @@ pub async fn testing_details(
 ) -> Result<TestingDetails, ApiError> {
     let id = target.id();
     crate::endpoint::record_queue(&id);
-    let (queue, run) = match app.store.load_run(&id, run_id).await? {
+    let (owned, loaded) = tokio::join!(
+        super::owners::check_queue(app, org, &id),
+        app.store.load_run(&id, run_id)
+    );
+    owned?;
+    let (queue, run) = match loaded? {
         Some((queue, run)) if &queue.org == org => (queue, run),
         _ => return Err(DomainError::queue_not_found().into()),
     };

@@ -15,7 +15,8 @@ use mq_core::snapshot::{Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
 use mq_store::StoreError;
 
-/// Creates a queue for the caller's organisation; 409 when one exists for the branch.
+/// Creates a queue for the caller's organisation, which must own the repository (404
+/// otherwise); 409 when one exists for the branch.
 pub async fn create(
     app: &App,
     org: &OrgId,
@@ -23,6 +24,7 @@ pub async fn create(
     patch: &SettingsPatch,
 ) -> Result<Queue, ApiError> {
     let (config, state) = patch.initial_config()?;
+    super::owners::check_repo(app, org, &target.repo).await?;
     let queue = Queue::new(
         org.clone(),
         target.repo,

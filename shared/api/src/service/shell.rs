@@ -1,6 +1,7 @@
 //! The imperative shell around a queue: load the snapshot the caller may see, apply a pure
 //! step, commit with the version check, retry when someone else committed first.
 
+use super::owners;
 use crate::app::App;
 use crate::error::ApiError;
 use mq_core::DomainError;
@@ -16,27 +17,44 @@ use std::time::Duration;
 pub const MAX_COMMIT_ATTEMPTS: u32 = 12;
 
 /// Who acts on a queue: a caller of the API (who must own it), or the service itself (the
-/// tick, a webhook delivery, the result of an effect).
+/// tick, the result of an effect), or the service on behalf of the organisation owning a
+/// repository (a webhook delivery: it reaches only that organisation's queues).
 #[derive(Debug, Clone, Copy)]
 pub enum Actor<'a> {
     Org(&'a OrgId),
     Service,
+    ServiceFor(&'a OrgId),
 }
 
-/// The queue, if it exists and belongs to `org`; otherwise 404 (never revealing which).
+/// The queue, if `org` owns its repository (else 404 `REPOSITORY_NOT_FOUND`) and the queue
+/// exists and belongs to `org` (else 404 `QUEUE_NOT_FOUND`); never revealing which.
 pub async fn load_owned(app: &App, org: &OrgId, id: &QueueId) -> Result<QueueSnapshot, ApiError> {
     load_for(app, Actor::Org(org), id).await
 }
 
 /// The queue as `actor` may see it; 404 when it does not exist or belongs to someone else.
+/// An organisation's ownership of the repository is checked as the queue is read.
 pub async fn load_for(
     app: &App,
     actor: Actor<'_>,
     id: &QueueId,
 ) -> Result<QueueSnapshot, ApiError> {
     crate::endpoint::record_queue(id);
-    match (app.store.load(id).await?, actor) {
-        (Some(snapshot), Actor::Org(org)) if &snapshot.queue.org == org => Ok(snapshot),
+    let loaded = match actor {
+        Actor::Org(org) => {
+            let (owned, loaded) =
+                tokio::join!(owners::check_queue(app, org, id), app.store.load(id));
+            owned?;
+            loaded?
+        }
+        Actor::Service | Actor::ServiceFor(_) => app.store.load(id).await?,
+    };
+    match (loaded, actor) {
+        (Some(snapshot), Actor::Org(org) | Actor::ServiceFor(org))
+            if &snapshot.queue.org == org =>
+        {
+            Ok(snapshot)
+        }
         (Some(snapshot), Actor::Service) => Ok(snapshot),
         _ => Err(DomainError::queue_not_found().into()),
     }
@@ -165,7 +183,7 @@ fn visible_to(
     crate::endpoint::record_queue(id);
     let visible = &snapshot.queue.id == id
         && match actor {
-            Actor::Org(org) => &snapshot.queue.org == org,
+            Actor::Org(org) | Actor::ServiceFor(org) => &snapshot.queue.org == org,
             Actor::Service => true,
         };
     if visible {

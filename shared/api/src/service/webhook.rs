@@ -5,6 +5,10 @@
 //! - a push to a queue's target branch that the queue did not make restarts its testing;
 //! - a `/service merge` or `/service cancel` comment submits or cancels, where the queue
 //!   accepts commands and the commenter may write to the repository.
+//!
+//! A delivery only reaches queues of the organisation that owns its repository (see
+//! [`super::owners`]), on that repository; a delivery for an owner linked to no organisation
+//! reaches none.
 
 use super::drive::apply_and_run;
 use super::pull_requests::{EventsFuture, pr_facts, submit_with};
@@ -12,7 +16,8 @@ use super::shell::{Actor, Start};
 use crate::app::App;
 use crate::error::ApiError;
 use mq_core::engine::{CancelReason, Event};
-use mq_core::ids::{PrNumber, QueueId, RepoRef};
+use mq_core::error::ErrorCode;
+use mq_core::ids::{OrgId, PrNumber, QueueId, RepoRef};
 use mq_core::priority::Priority;
 use mq_core::snapshot::Queue;
 use mq_githost::webhook::{CommentCommand, HostFact, InvalidCommand, PrChange};
@@ -28,39 +33,47 @@ pub struct Delivered {
 
 /// Applies a verified delivery to the queues it concerns.
 pub async fn deliver(app: &App, fact: HostFact) -> Result<Delivered, ApiError> {
-    match fact {
+    let Some(repo) = fact.repo() else {
+        return Ok(Delivered::default());
+    };
+    let Some(org) = super::owners::organisation_of(app, &repo.owner_ref().key()).await? else {
+        return Ok(Delivered::default());
+    };
+    let to = Owned { org: &org, repo };
+    match &fact {
         HostFact::Status { sha, status, .. } => {
             let event = Event::StatusReported {
                 sha: sha.clone(),
-                status,
+                status: status.clone(),
             };
-            to_runs_of(app, &sha, event).await
+            to_owned_runs_of(app, to, sha, event).await
         }
         HostFact::CheckRun { sha, check, .. } => {
             let event = Event::CheckRunReported {
                 sha: sha.clone(),
-                check,
+                check: check.clone(),
             };
-            to_runs_of(app, &sha, event).await
+            to_owned_runs_of(app, to, sha, event).await
         }
-        HostFact::PullRequest { repo, change, pr } => pull_request(app, &repo, change, pr).await,
+        HostFact::PullRequest { change, pr, .. } => {
+            pull_request(app, to, change.clone(), pr.clone()).await
+        }
         HostFact::Push {
-            repo,
             branch,
             after,
             deleted: false,
             ..
         } => {
-            let queues = queues_on(app, &repo, |q| q.branch == branch).await?;
-            send(app, queues, Event::TargetMoved { sha: after }).await
+            let queues = queues_on(app, to, |q| &q.branch == branch).await?;
+            let moved = Event::TargetMoved { sha: after.clone() };
+            send(app, queues, moved).await
         }
         HostFact::Command {
-            repo,
             pr,
             author_association,
             command,
             ..
-        } => comment_command(app, &repo, pr, &author_association, command).await,
+        } => comment_command(app, to, *pr, author_association, command.clone()).await,
         HostFact::Push { .. }
         | HostFact::Ping { .. }
         | HostFact::CheckSuiteCompleted { .. }
@@ -68,12 +81,49 @@ pub async fn deliver(app: &App, fact: HostFact) -> Result<Delivered, ApiError> {
     }
 }
 
-/// Sends a CI result (a status or check run event) to every queue with a run on that commit.
+/// Where a delivery may go: the queues of `org`, the owner of `repo`, on `repo`.
+#[derive(Debug, Clone, Copy)]
+struct Owned<'a> {
+    org: &'a OrgId,
+    repo: &'a RepoRef,
+}
+
+/// Sends a CI result (a status or check run event) to every queue with a run on that commit:
+/// for the statuses the service's own local CI records.
 pub async fn to_runs_of(
     app: &App,
     sha: &mq_core::ids::Sha,
     event: Event,
 ) -> Result<Delivered, ApiError> {
+    let queues = queues_with_runs_on(app, sha).await?;
+    send(app, queues, event).await
+}
+
+/// Sends a delivered CI result to the queues of the delivery's owner, on its repository,
+/// with a run on that commit.
+async fn to_owned_runs_of(
+    app: &App,
+    to: Owned<'_>,
+    sha: &mq_core::ids::Sha,
+    event: Event,
+) -> Result<Delivered, ApiError> {
+    let mut queues = queues_with_runs_on(app, sha).await?;
+    let on_repo = format!("{}#", to.repo.key());
+    queues.retain(|q| q.as_str().starts_with(&on_repo));
+    let mut reached = Delivered::default();
+    for id in queues {
+        let fact = std::slice::from_ref(&event);
+        let applied = apply_and_run(app, Actor::ServiceFor(to.org), &id, fact, Start::fresh());
+        match applied.await {
+            Ok(_) => reached.queues.push(id),
+            Err(e) if e.code == ErrorCode::QueueNotFound.as_str() => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(reached)
+}
+
+async fn queues_with_runs_on(app: &App, sha: &mq_core::ids::Sha) -> Result<Vec<QueueId>, ApiError> {
     let mut queues: Vec<QueueId> = app
         .store
         .runs_by_sha(sha)
@@ -82,20 +132,20 @@ pub async fn to_runs_of(
         .map(|l| l.queue)
         .collect();
     queues.dedup();
-    send(app, queues, event).await
+    Ok(queues)
 }
 
 /// A pull request changed: every queue with an active entry for it hears of it. The
 /// delivery's view of mergeability is provisional, so an open pull request is read anew.
 async fn pull_request(
     app: &App,
-    repo: &RepoRef,
+    to: Owned<'_>,
     change: PrChange,
     pr: mq_core::git::PrFacts,
 ) -> Result<Delivered, ApiError> {
     let number = pr.number;
     let mut reached = Delivered::default();
-    for queue in queues_on(app, repo, |_| true).await? {
+    for queue in queues_on(app, to, |_| true).await? {
         let Some(snapshot) = app.store.load(&queue).await? else {
             continue;
         };
@@ -117,13 +167,14 @@ async fn pull_request(
 /// queue of the pull request's base branch accepts commands; otherwise answered in a comment.
 async fn comment_command(
     app: &App,
-    repo: &RepoRef,
+    to: Owned<'_>,
     pr: PrNumber,
     association: &str,
     command: Result<CommentCommand, InvalidCommand>,
 ) -> Result<Delivered, ApiError> {
     let host = app.host()?;
-    let Some(queue) = queue_of_pull_request(app, repo, pr).await? else {
+    let repo = to.repo;
+    let Some(queue) = queue_of_pull_request(app, to, pr).await? else {
         return Ok(Delivered::default());
     };
     if !queue.config.commands_enabled {
@@ -190,14 +241,14 @@ async fn comment_command(
     }
 }
 
-/// The queue on the pull request's base branch, if there is one.
+/// The owner's queue on the pull request's base branch, if there is one.
 async fn queue_of_pull_request(
     app: &App,
-    repo: &RepoRef,
+    to: Owned<'_>,
     pr: PrNumber,
 ) -> Result<Option<Queue>, ApiError> {
     let host = app.host()?;
-    let queues = app.store.queues_of_repo(&repo.key()).await?;
+    let queues = owned_queues(app, to).await?;
     let Some(any) = queues.first() else {
         return Ok(None);
     };
@@ -205,14 +256,21 @@ async fn queue_of_pull_request(
     Ok(queues.into_iter().find(|q| q.branch == facts.base_branch))
 }
 
-/// The queues of a repository that `keep` selects.
+/// The owner's queues on the repository that `keep` selects.
 async fn queues_on(
     app: &App,
-    repo: &RepoRef,
+    to: Owned<'_>,
     keep: impl Fn(&Queue) -> bool,
 ) -> Result<Vec<QueueId>, ApiError> {
-    let queues = app.store.queues_of_repo(&repo.key()).await?;
+    let queues = owned_queues(app, to).await?;
     Ok(queues.into_iter().filter(keep).map(|q| q.id).collect())
+}
+
+/// The owner's queues on the repository.
+async fn owned_queues(app: &App, to: Owned<'_>) -> Result<Vec<Queue>, ApiError> {
+    let mut queues = app.store.queues_of_repo(&to.repo.key()).await?;
+    queues.retain(|q| &q.org == to.org);
+    Ok(queues)
 }
 
 /// Applies a fact to each queue and executes what follows.

@@ -55,9 +55,16 @@ impl QueueRequest {
     }
 }
 
-/// Any JSON integer; the range is checked by the field's own rule so the message can say it.
+/// Any JSON integer of up to 64 bits; the range is checked by the field's own rule so the
+/// message can say it. A number written with a fraction or an exponent (`2.0`, `1e3`), or an
+/// integer beyond 64 bits, is refused with [`NOT_AN_INTEGER`]; [`crate::body::from_slice`]
+/// puts the number as it was sent in the message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Int(pub i128);
+
+/// The error of an [`Int`] given any other number.
+pub const NOT_AN_INTEGER: &str =
+    "expected an integer, got a number with a fraction, an exponent or more than 64 bits";
 
 impl<'de> Deserialize<'de> for Int {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -73,17 +80,8 @@ impl<'de> Deserialize<'de> for Int {
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<Int, E> {
                 Ok(Int(i128::from(v)))
             }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Int, E> {
-                // Integers beyond 64 bits arrive as floats; keep them out of range, not wrong-typed.
-                if v.fract() == 0.0 && v.is_finite() {
-                    Ok(Int(if v.is_sign_negative() {
-                        i128::MIN
-                    } else {
-                        i128::MAX
-                    }))
-                } else {
-                    Err(E::invalid_type(de::Unexpected::Float(v), &self))
-                }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Int, E> {
+                Err(E::custom(NOT_AN_INTEGER))
             }
         }
         d.deserialize_any(V)
@@ -95,14 +93,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn integers_of_any_size_parse_and_fractions_do_not() {
+    fn integers_parse_and_other_numbers_do_not() {
         assert_eq!(
             serde_json::from_str::<Int>("4294967296").unwrap(),
             Int(4_294_967_296)
         );
         assert_eq!(serde_json::from_str::<Int>("-3").unwrap(), Int(-3));
-        assert_eq!(serde_json::from_str::<Int>("1e30").unwrap(), Int(i128::MAX));
-        assert!(serde_json::from_str::<Int>("1.5").is_err());
+        for not_integer in ["1.5", "2.0", "1e3", "1e30", "18446744073709551616"] {
+            let err = serde_json::from_str::<Int>(not_integer).unwrap_err();
+            assert!(err.to_string().starts_with(NOT_AN_INTEGER), "{err}");
+        }
         assert!(serde_json::from_str::<Int>("\"7\"").is_err());
     }
 

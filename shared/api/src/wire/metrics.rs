@@ -67,10 +67,7 @@ fn repo_ref(host: &str, repo: &str) -> Result<RepoRef, DomainError> {
         if e.message.starts_with("repo.host") {
             DomainError::invalid(
                 "repoHost",
-                &format!(
-                    "must be a host name (letters, digits, '.', '-', ':'), got \"{}\"",
-                    echo(host)
-                ),
+                &format!("{}, got \"{}\"", mq_core::ids::HOST_RULE, echo(host)),
             )
         } else {
             DomainError::invalid(
@@ -146,7 +143,7 @@ mod tests {
         }
         let message = refused(&[("repo", "acme/rocket"), ("repoHost", "git hub")]);
         assert!(
-            message.starts_with("repoHost must be a host name"),
+            message.starts_with("repoHost must be a DNS host name"),
             "{message}"
         );
     }

@@ -1,5 +1,11 @@
 //! A test case's identity: (repository, file, classname, parent suite, name, variant) → a
 //! stable UUID v5, the same on every upload and every deployment.
+//!
+//! Control characters (NUL, tab, newline, escape, ...) never reach an identity as they are:
+//! reports and quarantine checks alike write each as `\u{XX}` ([`TestIdentity::escaped`]),
+//! so the same test gets the same id from both, and no stored name holds a raw NUL.
+
+use std::borrow::Cow;
 
 use crate::ids::RepoRef;
 use serde::{Deserialize, Serialize};
@@ -23,6 +29,55 @@ pub struct TestIdentity {
     /// The configuration the suite ran in (`linux`, `py3.12`), empty for none.
     #[serde(default)]
     pub variant: String,
+}
+
+impl TestIdentity {
+    /// The identity with the control characters of every part escaped
+    /// ([`escape_controls`]).
+    pub fn escaped(self) -> Self {
+        let escape = |s: String| match escape_controls(&s) {
+            Cow::Borrowed(_) => s,
+            Cow::Owned(escaped) => escaped,
+        };
+        Self {
+            file: escape(self.file),
+            classname: escape(self.classname),
+            parent: escape(self.parent),
+            name: escape(self.name),
+            variant: escape(self.variant),
+        }
+    }
+
+    /// The longest of its parts, in bytes.
+    pub fn longest_part(&self) -> usize {
+        [
+            &self.file,
+            &self.classname,
+            &self.parent,
+            &self.name,
+            &self.variant,
+        ]
+        .iter()
+        .map(|p| p.len())
+        .max()
+        .unwrap_or_default()
+    }
+}
+
+/// `s` with each control character written `\u{XX}` (lowercase hex), the rest as it is.
+pub fn escape_controls(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if c.is_control() {
+            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// The id of a test case. Repository names compare case-insensitively (as `RepoRef::key`);
@@ -73,6 +128,24 @@ mod tests {
             ..TestIdentity::default()
         };
         assert_eq!(test_case_id(&upper, &identity), a);
+    }
+
+    #[test]
+    fn control_characters_are_escaped_in_every_part() {
+        let raw = TestIdentity {
+            file: "a\tb.rs".into(),
+            classname: "c\u{1b}[31m".into(),
+            parent: "p".into(),
+            name: "nul\0end\n".into(),
+            variant: "v\u{85}".into(),
+        };
+        let escaped = raw.escaped();
+        assert_eq!(escaped.file, "a\\u{9}b.rs");
+        assert_eq!(escaped.classname, "c\\u{1b}[31m");
+        assert_eq!(escaped.parent, "p");
+        assert_eq!(escaped.name, "nul\\u{0}end\\u{a}");
+        assert_eq!(escaped.variant, "v\\u{85}");
+        assert_eq!(escape_controls("plain ünïcode"), "plain ünïcode");
     }
 
     #[test]

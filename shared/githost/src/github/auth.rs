@@ -4,7 +4,7 @@
 //! token, kept until five minutes before it expires. An installation that no longer exists (the
 //! App was reinstalled) is looked up again.
 
-use super::client::{Call, JSON, Transport, repo_path};
+use super::client::{Call, JSON, Transport, escape, repo_path};
 use super::wire::{AccessToken, AppWire, Id};
 use crate::clock::unix_seconds;
 use crate::error::{HostError, HostResult};
@@ -89,6 +89,16 @@ impl Auth {
         match self {
             Auth::Token(token) => Ok(token.clone()),
             Auth::App(app) => app.installation_token(transport, repo).await,
+        }
+    }
+
+    /// Whether the GitHub App is installed on the account `owner`; `Invalid` with a token.
+    pub async fn installed_on(&self, transport: &Transport, owner: &str) -> HostResult<bool> {
+        match self {
+            Auth::Token(_) => Err(HostError::Invalid(
+                "installations are a GitHub App's; this adapter uses a token".to_owned(),
+            )),
+            Auth::App(app) => app.installed_on(transport, owner).await,
         }
     }
 
@@ -234,6 +244,25 @@ impl AppAuth {
         };
         let app: AppWire = transport.send(&call, &self.jwt()?).await?.json()?;
         Ok(app.slug)
+    }
+
+    /// Whether the App is installed on the account `owner` (an organisation, else a user).
+    pub async fn installed_on(&self, transport: &Transport, owner: &str) -> HostResult<bool> {
+        let owner = escape(owner).replace('/', "%2F");
+        for account in ["orgs", "users"] {
+            let call = Call {
+                method: Method::GET,
+                url: transport.url(&format!("/{account}/{owner}/installation")),
+                body: None,
+                accept: JSON,
+            };
+            let reply = transport.send(&call, &self.jwt()?).await?;
+            match reply.status.as_u16() {
+                404 => continue,
+                _ => return reply.ok().map(|()| true),
+            }
+        }
+        Ok(false)
     }
 
     fn forget(&self, repo: &RepoRef) -> bool {

@@ -28,7 +28,7 @@ use crate::validate;
 use async_trait::async_trait;
 use client::{Client, Transport};
 use mq_core::git::{PrFacts, RequiredStatuses};
-use mq_core::ids::{PrNumber, RepoRef, Sha};
+use mq_core::ids::{OwnerRef, PrNumber, RepoRef, Sha};
 
 /// The public GitHub's API.
 pub const DEFAULT_API_URL: &str = "https://api.github.com";
@@ -90,6 +90,22 @@ impl GitHubHost {
             ),
             host: config.host,
         })
+    }
+
+    /// Whether the GitHub App is installed on `owner` (an organisation or a user) of this
+    /// adapter's host. `Invalid` when the owner is on another host or the adapter is not a
+    /// GitHub App.
+    pub async fn app_installed_on(&self, owner: &OwnerRef) -> HostResult<bool> {
+        if !owner.host.eq_ignore_ascii_case(&self.host) {
+            return Err(HostError::Invalid(format!(
+                "{owner} is not on {}, the GitHub App's host",
+                self.host
+            )));
+        }
+        self.client
+            .auth
+            .installed_on(&self.client.transport, &owner.owner)
+            .await
     }
 
     /// Only repositories of this adapter's host are served.

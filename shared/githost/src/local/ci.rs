@@ -1,7 +1,8 @@
 //! The local CI: runs a shell command in a fresh checkout of every test branch the local host
 //! creates, and records the outcome as a commit status on the branch's commit (context
 //! `local-ci` unless configured otherwise). Jobs run in the background, at most `concurrency`
-//! at once; deleting the branch stops its job.
+//! at once; deleting the branch stops its job. A job's checkout is removed when the job ends,
+//! however it ends: passed, failed, unable to start, or stopped.
 
 use super::git::Git;
 use super::records::StatusRecorder;
@@ -28,6 +29,9 @@ pub struct CiConfig {
     pub command: String,
     pub context: String,
     pub concurrency: usize,
+    /// Where checkouts are made (`merge-queue-ci-*` directories); the system's temporary
+    /// directory unless set.
+    pub work_dir: Option<PathBuf>,
 }
 
 impl CiConfig {
@@ -36,7 +40,13 @@ impl CiConfig {
             command: command.into(),
             context: DEFAULT_CI_CONTEXT.to_owned(),
             concurrency: 2,
+            work_dir: None,
         }
+    }
+
+    pub fn with_work_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.work_dir = Some(dir.into());
+        self
     }
 
     pub fn with_context(mut self, context: impl Into<String>) -> Self {
@@ -134,7 +144,7 @@ async fn run(config: CiConfig, slots: Arc<Semaphore>, recorder: StatusRecorder, 
     };
     let running = format!("running `{}`", config.command);
     report(StatusState::Pending, running, None).await;
-    match run_command(&config.command, &job).await {
+    match run_command(&config, &job).await {
         Ok(done) => {
             let (state, verb) = if done.success {
                 (StatusState::Success, "passed")
@@ -162,12 +172,10 @@ async fn record(recorder: &StatusRecorder, job: &Job, update: StatusUpdate) {
 
 /// Checks the commit out in a temporary clone and runs the command there, its output going to
 /// a log file kept in the repository (`merge-queue/ci-logs/<sha>.log`).
-async fn run_command(command: &str, job: &Job) -> HostResult<Finished> {
-    let checkout = tempfile::Builder::new()
-        .prefix("merge-queue-ci-")
-        .tempdir()
-        .map_err(|e| HostError::Other(format!("cannot make a checkout directory: {e}")))?;
-    let dir = checkout.path().join("src");
+async fn run_command(config: &CiConfig, job: &Job) -> HostResult<Finished> {
+    let command = config.command.as_str();
+    let mut checkout = Checkout::new(config.work_dir.as_deref())?;
+    let dir = checkout.path.join("src");
     clone_at(job.git.dir(), &dir, &job.sha).await?;
     let log = log_file(job.git.dir(), &job.sha)?;
     let out = std::fs::File::create(&log)
@@ -190,7 +198,7 @@ async fn run_command(command: &str, job: &Job) -> HostResult<Finished> {
         .kill_on_drop(true)
         .spawn()
         .map_err(cannot_run)?;
-    let _group = child.id().map(ProcessGroup);
+    checkout.group = child.id().map(ProcessGroup);
     let status = child.wait().await.map_err(cannot_run)?;
     Ok(Finished {
         success: status.success(),
@@ -200,17 +208,72 @@ async fn run_command(command: &str, job: &Job) -> HostResult<Finished> {
     })
 }
 
-/// The command's process group: everything it started is killed when the run ends or is
-/// cancelled (its task dropped), not only the shell.
+/// A job's checkout directory and the process group of its command. Dropped when the run
+/// ends or is cancelled (its task dropped): everything the command started is killed, not
+/// only the shell, then the directory is removed. A killed process may still write for a
+/// moment, so a removal that finds the directory refilled is tried again from a thread of its
+/// own, for up to [`REMOVAL_PATIENCE`].
+struct Checkout {
+    path: PathBuf,
+    group: Option<ProcessGroup>,
+}
+
+/// How long a checkout's removal is retried.
+const REMOVAL_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl Checkout {
+    fn new(work_dir: Option<&Path>) -> HostResult<Self> {
+        let builder = tempfile::Builder::new().prefix("merge-queue-ci-").clone();
+        let made = match work_dir {
+            Some(dir) => std::fs::create_dir_all(dir).and_then(|()| builder.tempdir_in(dir)),
+            None => builder.tempdir(),
+        };
+        let dir =
+            made.map_err(|e| HostError::Other(format!("cannot make a checkout directory: {e}")))?;
+        Ok(Self {
+            path: dir.keep(),
+            group: None,
+        })
+    }
+}
+
+impl Drop for Checkout {
+    fn drop(&mut self) {
+        if let Some(group) = self.group.take() {
+            group.kill();
+        }
+        if remove(&self.path) {
+            return;
+        }
+        let path = self.path.clone();
+        std::thread::spawn(move || {
+            let started = Instant::now();
+            while !remove(&path) && started.elapsed() < REMOVAL_PATIENCE {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        });
+    }
+}
+
+/// Removes a directory and what it holds; whether it is gone.
+fn remove(path: &Path) -> bool {
+    match std::fs::remove_dir_all(path) {
+        Ok(()) => true,
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+    }
+}
+
+/// The command's process group.
 struct ProcessGroup(u32);
 
-impl Drop for ProcessGroup {
-    fn drop(&mut self) {
+impl ProcessGroup {
+    /// Kills every process of the group. The group may be gone already (every process
+    /// ended): nothing to do then.
+    fn kill(self) {
         let pid = i32::try_from(self.0)
             .ok()
             .and_then(rustix::process::Pid::from_raw);
         if let Some(pid) = pid {
-            // The group may be gone already (every process ended): nothing to do then.
             let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
         }
     }
@@ -222,6 +285,7 @@ async fn clone_at(repo: &Path, dir: &Path, sha: &Sha) -> HostResult<()> {
         .args(["clone", "--quiet", "--shared", "--no-checkout"])
         .arg(repo)
         .arg(dir)
+        .kill_on_drop(true)
         .output()
         .await;
     check("git clone", clone)?;
@@ -229,6 +293,7 @@ async fn clone_at(repo: &Path, dir: &Path, sha: &Sha) -> HostResult<()> {
         .arg("-C")
         .arg(dir)
         .args(["checkout", "--quiet", "--detach", sha.as_str()])
+        .kill_on_drop(true)
         .output()
         .await;
     check("git checkout", checkout)

@@ -10,7 +10,9 @@
 //!   `RESTART#<ms>#<entry id>#<restarts so far>` (restart log, expires) and `TARGETS#<pr>`
 //!   (impacted targets last uploaded for the PR, expires).
 //! - TestRuns: per queue, finished runs by id; `finished-index` (local) on `finished_ms`.
-//! - ApiTokens: by `token_hash`; `created-index` on (`kind`, `created_at`).
+//! - ApiTokens: tokens by `token_hash` (the SHA-256 of the secret, kind `token`), and the
+//!   organisation of each repository owner by `token_hash` = `owner#<host/owner>` (kind
+//!   `owner`); `created-index` on (`kind`, `created_at`) lists either.
 //! - IdempotencyKeys: by `pk` = `<org>#<endpoint>#<key>`; expires by TTL.
 
 use mq_core::ids::PrNumber;
@@ -30,6 +32,7 @@ pub const LEASE_OWNER: &str = "lease_owner";
 pub const LEASE_UNTIL: &str = "lease_until";
 pub const TOKEN_HASH: &str = "token_hash";
 pub const KIND: &str = "kind";
+pub const CREATED_AT: &str = "created_at";
 
 pub const ORG_INDEX: &str = "org-index";
 pub const REPO_INDEX: &str = "repo-index";
@@ -41,6 +44,9 @@ pub const CREATED_INDEX: &str = "created-index";
 /// The one partition of `work-index`: the number of queues with work is small.
 pub const WORK_SHARD_VALUE: &str = "1";
 pub const TOKEN_KIND: &str = "token";
+pub const OWNER_KIND: &str = "owner";
+/// Owner links share the tokens' key attribute; a token's key is 64 hex digits, never this.
+pub const OWNER_KEY_PREFIX: &str = "owner#";
 
 /// History (conclusion log, finished runs) is kept this long.
 pub const HISTORY_RETENTION_DAYS: i64 = 30;

@@ -5,6 +5,7 @@ mod health;
 mod idempotency;
 pub mod keys;
 pub mod large_commit;
+mod owners;
 mod queues;
 mod tokens;
 

@@ -57,6 +57,7 @@ macro_rules! all_contract_tests {
             queues_with_work_are_listed_until_idle,
             lease_is_exclusive_until_it_expires,
             tokens_are_stored_listed_and_revoked,
+            owners_are_linked_to_one_organisation,
             concurrent_commits_lose_no_update,
             a_committed_snapshot_reads_back_as_the_engine_left_it,
             commits_larger_than_a_transaction_apply_whole,
@@ -721,6 +722,99 @@ pub async fn tokens_are_stored_listed_and_revoked(store: Arc<dyn Store>) {
         store.revoke_token("t9", Timestamp(1)).await,
         Err(StoreError::NotFound)
     );
+}
+
+pub async fn owners_are_linked_to_one_organisation(store: Arc<dyn Store>) {
+    use mq_core::ids::OwnerRef;
+    use mq_store::OwnerLink;
+    let owner = |s: &str| OwnerRef::parse("owner", s).unwrap();
+    let link = |o: &str, org_id: &str, at: i64| OwnerLink {
+        owner: owner(o),
+        org: org(org_id),
+        linked_at: Timestamp(at),
+    };
+    store.put_token(&token_of("acme", 1)).await.unwrap();
+    assert_eq!(store.owner_link("github.com/acme").await.unwrap(), None);
+    store
+        .link_owner(&link("github.com/acme", "acme", 1))
+        .await
+        .unwrap();
+    store
+        .link_owner(&link("GitHub.com/Acme-Labs", "acme", 2))
+        .await
+        .unwrap();
+    store
+        .link_owner(&link("github.com/umbrella", "umbrella", 3))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.link_owner(&link("github.com/acme", "acme", 9)).await,
+        Ok(()),
+        "linking again to the same organisation changes nothing"
+    );
+    assert_eq!(
+        store
+            .link_owner(&link("GITHUB.COM/ACME", "umbrella", 4))
+            .await,
+        Err(StoreError::AlreadyExists),
+        "an owner belongs to one organisation, whatever the case of its name"
+    );
+    assert_eq!(
+        store.owner_link("GitHub.com/ACME").await.unwrap(),
+        Some(link("github.com/acme", "acme", 1))
+    );
+    let listed: Vec<(String, String)> = store
+        .owner_links()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|l| (l.owner.key(), l.org.to_string()))
+        .collect();
+    let pair = |a: &str, b: &str| (a.to_owned(), b.to_owned());
+    assert_eq!(
+        listed,
+        [
+            pair("github.com/acme", "acme"),
+            pair("github.com/acme-labs", "acme"),
+            pair("github.com/umbrella", "umbrella"),
+        ]
+    );
+    assert_eq!(
+        store
+            .unlink_owner(&owner("github.com/acme"), &org("umbrella"))
+            .await,
+        Err(StoreError::NotFound),
+        "only the owning organisation's link is removed"
+    );
+    store
+        .unlink_owner(&owner("github.com/ACME"), &org("acme"))
+        .await
+        .unwrap();
+    assert_eq!(store.owner_link("github.com/acme").await.unwrap(), None);
+    assert_eq!(
+        store
+            .unlink_owner(&owner("github.com/acme"), &org("acme"))
+            .await,
+        Err(StoreError::NotFound)
+    );
+    store
+        .link_owner(&link("github.com/acme", "umbrella", 5))
+        .await
+        .unwrap();
+    assert_eq!(store.owner_links().await.unwrap().len(), 3);
+    let tokens = store.list_tokens().await.unwrap();
+    assert_eq!(tokens, [token_of("acme", 1)], "links are not tokens");
+}
+
+fn token_of(org_id: &str, at: i64) -> TokenRecord {
+    TokenRecord {
+        token_hash: format!("{:064x}", at),
+        id: format!("tok_{at}"),
+        org: org(org_id),
+        label: String::new(),
+        created_at: Timestamp(at),
+        revoked_at: None,
+    }
 }
 
 /// What the engine makes of a few submissions, committed, reads back exactly as

@@ -10,18 +10,19 @@ use super::scope_of;
 use crate::app::App;
 use crate::error::ApiError;
 use crate::wire::test_health::{UploadFields, UploadResponse};
-use mq_core::health::codeowners::{CodeOwners, MAX_CODEOWNERS_BYTES};
+use mq_core::health::codeowners::{CodeOwners, MAX_CODEOWNERS_BYTES, MAX_MATCHING_WORK};
 use mq_core::health::upload::is_infrastructure_failure;
 use mq_core::health::{
-    NewResult, Outcome, RepoHealthSettings, ResultRecord, TestCase, TestIdentity, UploadMetadata,
-    UploadSummary, test_case_id, upload_key,
+    NewResult, Outcome, RepoHealthSettings, ResultRecord, TestCase, TestIdentity, Thresholds,
+    UploadMetadata, UploadSummary, test_case_id, upload_key,
 };
-use mq_core::ids::{OrgId, check_branch};
+use mq_core::ids::{OrgId, RepoRef, check_branch};
 use mq_core::time::Timestamp;
 pub use mq_junit::Limits;
-use mq_junit::{Attempt, CaseRun};
+use mq_junit::{Attempt, CaseRun, Used};
 use mq_store::{HealthScope, RawResult, StoreError, UploadRecord, UploadState};
 use std::collections::HashMap;
+use std::sync::Arc;
 use uuid::Uuid;
 
 /// One report file of an upload.
@@ -141,28 +142,54 @@ struct Collected {
     attempts: Vec<Attempt>,
 }
 
-/// Parses every report and merges cases that appear in several files.
-fn collect(upload: &IncomingUpload, limits: &Limits) -> Result<Vec<(Uuid, Collected)>, ApiError> {
-    if upload.files.is_empty() {
+/// Runs CPU-bound work (parsing, matching, judging) on a thread of its own, so that one large
+/// upload never holds up the requests the async runtime is serving.
+async fn off_runtime<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(ApiError::internal)?
+}
+
+/// Parses every report and merges cases that appear in several files; within `limits`, which
+/// apply to the upload as a whole.
+fn collect(
+    files: &[ReportFile],
+    metadata: &UploadMetadata,
+    limits: &Limits,
+) -> Result<Vec<(Uuid, Collected)>, ApiError> {
+    if files.is_empty() {
         return Err(ApiError::bad_request(
             "file is required: send one or more JUnit XML reports",
         ));
     }
-    if upload.files.len() > MAX_FILES {
+    if files.len() > MAX_FILES {
         return Err(ApiError::bad_request(format!(
             "file: at most {MAX_FILES} reports per upload, got {}",
-            upload.files.len()
+            files.len()
         )));
     }
-    let repo = &upload.metadata.repo;
+    let mut used = Used::default();
     let mut order: Vec<Uuid> = Vec::new();
     let mut cases: HashMap<Uuid, Collected> = HashMap::new();
-    for (i, file) in upload.files.iter().enumerate() {
-        let report = mq_junit::read_report(&file.bytes, limits)
-            .map_err(|e| ApiError::bad_request(format!("file {} ({}) {e}", i + 1, file.name)))?;
+    for (i, file) in files.iter().enumerate() {
+        let refused = |e: &dyn std::fmt::Display| {
+            ApiError::bad_request(format!("file {} ({}) {e}", i + 1, file.name))
+        };
+        let report =
+            mq_junit::read_next_report(&file.bytes, limits, &mut used).map_err(|e| refused(&e))?;
         for run in report.cases {
-            let identity = identity_of(&run, &upload.metadata.variant);
-            let id = test_case_id(repo, &identity);
+            let identity = identity_of(&run, &metadata.variant);
+            if identity.longest_part() > limits.max_field_bytes {
+                return Err(refused(&format_args!(
+                    "has a test case ({}) whose name, classname, file or suite name is longer \
+                     than {} bytes once its control characters are escaped",
+                    echo(&identity.name),
+                    limits.max_field_bytes
+                )));
+            }
+            let id = test_case_id(&metadata.repo, &identity);
             let entry = cases.entry(id).or_insert_with(|| {
                 order.push(id);
                 Collected {
@@ -171,12 +198,24 @@ fn collect(upload: &IncomingUpload, limits: &Limits) -> Result<Vec<(Uuid, Collec
                 }
             });
             entry.attempts.extend(run.attempts);
+            if entry.attempts.len() > limits.max_attempts {
+                return Err(refused(&format_args!(
+                    "brings test case {} to more than {} attempts in the upload",
+                    echo(&entry.identity.name),
+                    limits.max_attempts
+                )));
+            }
         }
     }
     Ok(order
         .into_iter()
         .filter_map(|id| cases.remove(&id).map(|c| (id, c)))
         .collect())
+}
+
+/// The start of a test name, for messages.
+fn echo(name: &str) -> String {
+    name.chars().take(80).collect()
 }
 
 fn identity_of(run: &CaseRun, variant: &str) -> TestIdentity {
@@ -187,6 +226,7 @@ fn identity_of(run: &CaseRun, variant: &str) -> TestIdentity {
         name: run.name.clone(),
         variant: variant.to_owned(),
     }
+    .escaped()
 }
 
 /// The outcome of a test case's attempts; `None` when it only skipped.
@@ -228,57 +268,63 @@ fn summarise(
 }
 
 /// Ingests an upload for `org`: parse, record raw results, merge each result into its test
-/// case and re-judge it.
+/// case and re-judge it. Parsing, CODEOWNERS matching and judging run off the async runtime
+/// ([`off_runtime`]); every report and the CODEOWNERS are checked before anything is stored.
 pub async fn ingest(
     app: &App,
     org: &OrgId,
     upload: IncomingUpload,
     limits: &Limits,
 ) -> Result<UploadResponse, ApiError> {
-    let cases = collect(&upload, limits)?;
+    let IncomingUpload {
+        metadata,
+        codeowners: sent,
+        files,
+    } = upload;
+    let file_count = files.len();
+    let (parsing, limits) = (metadata.clone(), *limits);
+    let cases = off_runtime(move || collect(&files, &parsing, &limits)).await?;
+    let scope = scope_of(org, &metadata.repo);
+    let (settings, text) = match &sent {
+        Some(text) => (app.store.health_settings(&scope).await?, Some(text.clone())),
+        None => app.store.settings_and_codeowners(&scope).await?,
+    };
+    let settings = settings.unwrap_or_default();
+    let (cases, owners) = owners_of_files(cases, text, sent.is_some()).await?;
     let now = app.now();
-    let key = upload_key(org, &upload.metadata);
     let mut record = UploadRecord {
         org: org.clone(),
-        key,
+        key: upload_key(org, &metadata),
         state: UploadState::Ingesting,
-        metadata: upload.metadata.clone(),
+        metadata: metadata.clone(),
         created_at: now,
         summary: None,
         error: None,
     };
     if let Some(existing) = app.store.claim_upload(&record).await? {
         if let (UploadState::Done, Some(summary)) = (existing.state, &existing.summary) {
-            return Ok(response(&upload.metadata.upload_id, summary, true));
+            return Ok(response(&metadata.upload_id, summary, true));
         }
         record.created_at = existing.created_at;
         record.error = None;
         app.store.put_upload(&record).await?;
     }
-    let scope = scope_of(org, &upload.metadata.repo);
-    let (settings, owners) =
-        settings_and_codeowners(app, &scope, upload.codeowners.as_deref()).await?;
-    let summary = summarise(upload.files.len(), &cases, &settings.thresholds);
+    if let Some(text) = &sent {
+        app.store.put_codeowners(&scope, text).await?;
+    }
+    let summary = summarise(file_count, &cases, &settings.thresholds);
     app.store
         .put_raw_results(&record, &raw_results(&cases))
         .await?;
     if !summary.infrastructure_failure {
-        let results = new_results(&record, &cases, &settings, now);
-        merge(
-            app,
-            &scope,
-            org,
-            &upload.metadata,
-            results,
-            &settings,
-            owners.as_ref(),
-        )
-        .await?;
+        let results = new_results(&record, &cases, &settings, now, owners);
+        drop(cases);
+        merge(app, &scope, org, &metadata, results, &settings).await?;
     }
     record.state = UploadState::Done;
     record.summary = Some(summary.clone());
     app.store.put_upload(&record).await?;
-    Ok(response(&upload.metadata.upload_id, &summary, false))
+    Ok(response(&metadata.upload_id, &summary, false))
 }
 
 fn response(upload_id: &str, s: &UploadSummary, duplicate: bool) -> UploadResponse {
@@ -296,24 +342,66 @@ fn response(upload_id: &str, s: &UploadSummary, duplicate: bool) -> UploadRespon
     }
 }
 
-/// The repository's settings (the defaults when never set), and the CODEOWNERS of the upload
-/// (stored as the repository's latest) or else the stored one: one read when the upload has
-/// none.
-async fn settings_and_codeowners(
-    app: &App,
-    scope: &HealthScope,
-    sent: Option<&str>,
-) -> Result<(RepoHealthSettings, Option<CodeOwners>), ApiError> {
-    let (settings, text) = match sent {
-        Some(text) => {
-            app.store.put_codeowners(scope, text).await?;
-            let settings = app.store.health_settings(scope).await?;
-            (settings, Some(text.to_owned()))
-        }
-        None => app.store.settings_and_codeowners(scope).await?,
+/// The owners of each file of an upload's test cases.
+type FileOwners = HashMap<String, Vec<String>>;
+
+/// The owners of each distinct file of the cases by the CODEOWNERS `text` (`None`: no
+/// CODEOWNERS, so no owners to set), matched off the async runtime, each file once. 400 when
+/// the text is refused or the matching would exceed its bound (`sent`: the text came with this
+/// upload, else it is the repository's stored one).
+async fn owners_of_files(
+    cases: Vec<(Uuid, Collected)>,
+    text: Option<String>,
+    sent: bool,
+) -> Result<(Vec<(Uuid, Collected)>, Option<FileOwners>), ApiError> {
+    let Some(text) = text else {
+        return Ok((cases, None));
     };
-    let owners = text.map(|t| CodeOwners::parse(&t));
-    Ok((settings.unwrap_or_default(), owners))
+    off_runtime(move || {
+        let owners = CodeOwners::parse(&text).map_err(|e| codeowners_refused(&e, sent))?;
+        let mut files = FileOwners::new();
+        for (_, c) in &cases {
+            if !c.identity.file.is_empty() {
+                files.entry(c.identity.file.clone()).or_default();
+            }
+        }
+        let path_bytes: u64 = files.keys().map(|f| f.len() as u64).sum();
+        if !owners.can_match(path_bytes) {
+            let reason = format!(
+                "has {} patterned rules to match against {path_bytes} bytes of distinct file \
+                 paths, more than an upload may take ({MAX_MATCHING_WORK} rule-bytes); upload \
+                 fewer reports at once or use fewer wildcard rules",
+                owners.patterned_rules()
+            );
+            return Err(codeowners_refused(&reason, sent));
+        }
+        for (file, found) in &mut files {
+            *found = owners.owners_of(file);
+        }
+        Ok((cases, Some(files)))
+    })
+    .await
+}
+
+fn codeowners_refused(reason: &dyn std::fmt::Display, sent: bool) -> ApiError {
+    ApiError::bad_request(match sent {
+        true => format!("codeowners {reason}"),
+        false => format!(
+            "the repository's stored codeowners {reason}; send codeowners with the upload to \
+             replace it"
+        ),
+    })
+}
+
+/// Checks a CODEOWNERS text as an upload would use it (off the async runtime).
+pub async fn check_codeowners(text: &str) -> Result<(), ApiError> {
+    let text = text.to_owned();
+    off_runtime(move || {
+        CodeOwners::parse(&text)
+            .map(|_| ())
+            .map_err(|e| codeowners_refused(&e, true))
+    })
+    .await
 }
 
 fn raw_results(cases: &[(Uuid, Collected)]) -> Vec<RawResult> {
@@ -329,10 +417,12 @@ fn raw_results(cases: &[(Uuid, Collected)]) -> Vec<RawResult> {
         .collect()
 }
 
-/// A test case's new result (skipped-only cases have none).
+/// A test case's new result (skipped-only cases have none), and its owners when the upload
+/// has a CODEOWNERS.
 struct Pending {
     identity: TestIdentity,
     result: NewResult,
+    owners: Option<Vec<String>>,
 }
 
 fn new_results(
@@ -340,6 +430,7 @@ fn new_results(
     cases: &[(Uuid, Collected)],
     settings: &RepoHealthSettings,
     now: Timestamp,
+    owners: Option<FileOwners>,
 ) -> HashMap<Uuid, Pending> {
     let meta = &record.metadata;
     let stable = settings.thresholds.is_stable(&meta.branch);
@@ -358,17 +449,26 @@ fn new_results(
                 record,
                 pr: meta.pr_number,
             };
+            let owners = owners
+                .as_ref()
+                .and_then(|o| o.get(&c.identity.file))
+                .cloned();
             let pending = Pending {
                 identity: c.identity.clone(),
                 result,
+                owners,
             };
             Some((*id, pending))
         })
         .collect()
 }
 
-/// Merges results into their test cases, with version checks; cases another writer changed
-/// first are read again and merged again.
+/// Test cases merged at once: what a merge holds in memory besides the upload's results.
+const MERGE_BATCH: usize = 1000;
+
+/// Merges results into their test cases, [`MERGE_BATCH`] at a time, with version checks;
+/// cases another writer changed first are read again and merged again. Judging runs off the
+/// async runtime.
 async fn merge(
     app: &App,
     scope: &HealthScope,
@@ -376,28 +476,39 @@ async fn merge(
     meta: &UploadMetadata,
     results: HashMap<Uuid, Pending>,
     settings: &RepoHealthSettings,
-    owners: Option<&CodeOwners>,
 ) -> Result<(), ApiError> {
-    let mut pending: Vec<Uuid> = results.keys().copied().collect();
-    pending.sort();
+    let mut ids: Vec<Uuid> = results.keys().copied().collect();
+    ids.sort();
+    let context = Arc::new(MergeContext {
+        results,
+        new_case: (org.clone(), meta.repo.clone()),
+        thresholds: settings.thresholds.clone(),
+    });
+    for batch in ids.chunks(MERGE_BATCH) {
+        merge_batch(app, scope, batch.to_vec(), &context).await?;
+    }
+    Ok(())
+}
+
+/// What every batch of a merge judges with.
+struct MergeContext {
+    results: HashMap<Uuid, Pending>,
+    /// The organisation and repository of test cases not stored yet.
+    new_case: (OrgId, RepoRef),
+    thresholds: Thresholds,
+}
+
+async fn merge_batch(
+    app: &App,
+    scope: &HealthScope,
+    mut pending: Vec<Uuid>,
+    context: &Arc<MergeContext>,
+) -> Result<(), ApiError> {
     for attempt in 0..super::super::shell::MAX_COMMIT_ATTEMPTS {
         let now = app.now();
         let stored = app.store.get_test_cases(scope, &pending).await?;
-        let mut by_id: HashMap<Uuid, TestCase> = stored.into_iter().map(|c| (c.id, c)).collect();
-        let mut changed = Vec::with_capacity(pending.len());
-        for id in &pending {
-            let p = &results[id];
-            let mut case = by_id.remove(id).unwrap_or_else(|| {
-                TestCase::new(*id, org.clone(), meta.repo.clone(), p.identity.clone(), now)
-            });
-            if let Some(owners) = owners.filter(|_| !case.identity.file.is_empty()) {
-                case.codeowners = owners.owners_of(&case.identity.file);
-            }
-            if case.record(p.result.clone(), &settings.thresholds, now) {
-                case.version += 1;
-                changed.push(case);
-            }
-        }
+        let context = context.clone();
+        let changed = off_runtime(move || Ok(judged(&pending, stored, &context, now))).await?;
         pending = app.store.put_test_cases(&changed).await?;
         if pending.is_empty() {
             return Ok(());
@@ -405,6 +516,33 @@ async fn merge(
         super::super::shell::backoff(attempt).await;
     }
     Err(StoreError::Conflict.into())
+}
+
+/// The test cases `pending` with their new results recorded and judged: those that changed,
+/// their versions moved on. `stored` are those already known.
+fn judged(
+    pending: &[Uuid],
+    stored: Vec<TestCase>,
+    context: &MergeContext,
+    now: Timestamp,
+) -> Vec<TestCase> {
+    let mut by_id: HashMap<Uuid, TestCase> = stored.into_iter().map(|c| (c.id, c)).collect();
+    let mut changed = Vec::with_capacity(pending.len());
+    for id in pending {
+        let p = &context.results[id];
+        let mut case = by_id.remove(id).unwrap_or_else(|| {
+            let (org, repo) = &context.new_case;
+            TestCase::new(*id, org.clone(), repo.clone(), p.identity.clone(), now)
+        });
+        if let Some(owners) = &p.owners {
+            case.codeowners = owners.clone();
+        }
+        if case.record(p.result.clone(), &context.thresholds, now) {
+            case.version += 1;
+            changed.push(case);
+        }
+    }
+    changed
 }
 
 /// An upload from a `multipart/form-data` body: metadata fields (`repo` as
@@ -458,8 +596,9 @@ fn repo_field(text: &str) -> Result<crate::wire::RepoBody, ApiError> {
 }
 
 fn int_field(field: &str, text: &str) -> Result<crate::wire::Int, ApiError> {
-    text.trim()
-        .parse::<i128>()
-        .map(crate::wire::Int)
-        .map_err(|_| ApiError::bad_request(format!("{field} must be an integer")))
+    let text = text.trim();
+    text.parse::<i128>().map(crate::wire::Int).map_err(|_| {
+        let sent: String = text.chars().take(64).collect();
+        ApiError::bad_request(format!("{field} must be an integer, got {sent:?}"))
+    })
 }

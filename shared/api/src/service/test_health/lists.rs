@@ -34,7 +34,7 @@ pub async fn unhealthy(
     org: &OrgId,
     req: &ListUnhealthyRequest,
 ) -> Result<UnhealthyTestsPage, ApiError> {
-    let (scope, repo) = caller_scope(org, &req.org_url_slug, &req.repo)?;
+    let (scope, repo) = caller_scope(app, org, &req.org_url_slug, &req.repo).await?;
     let kind = parse_status(&req.status)?;
     let name = list_name(&scope, kind.as_str());
     let page_req = pages::request(&name, req.page_query.page_size, &req.page_query.page_token)?;
@@ -54,7 +54,7 @@ pub async fn quarantined(
     org: &OrgId,
     req: &ListQuarantinedRequest,
 ) -> Result<QuarantinedTestsPage, ApiError> {
-    let (scope, _) = caller_scope(org, &req.org_url_slug, &req.repo)?;
+    let (scope, _) = caller_scope(app, org, &req.org_url_slug, &req.repo).await?;
     let name = list_name(&scope, "QUARANTINED");
     let page_req = pages::request(&name, req.page_query.page_size, &req.page_query.page_token)?;
     let settings = settings(app, &scope).await?;

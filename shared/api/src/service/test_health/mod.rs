@@ -22,21 +22,31 @@ use mq_core::time::Timestamp;
 use mq_store::{HealthScope, StoreError};
 use uuid::Uuid;
 
-/// The repository's test-health data of the caller: 404 unless `org_url_slug` is the
-/// caller's organisation.
-pub fn caller_scope(
+/// The repository's test-health data of the caller: 404 `ORGANIZATION_NOT_FOUND` unless
+/// `org_url_slug` is the caller's organisation, 404 `REPOSITORY_NOT_FOUND` unless the caller
+/// owns the repository.
+pub async fn caller_scope(
+    app: &crate::App,
     caller: &OrgId,
     org_url_slug: &str,
     repo: &RepoBody,
 ) -> Result<(HealthScope, RepoRef), ApiError> {
-    if org_url_slug != caller.as_str() {
-        return Err(ApiError::not_found(
+    check_slug(caller, org_url_slug)?;
+    let repo = repo.to_ref()?;
+    crate::service::owners::check_repo(app, caller, &repo).await?;
+    Ok((scope_of(caller, &repo), repo))
+}
+
+/// 404 `ORGANIZATION_NOT_FOUND` unless `org_url_slug` is the caller's organisation.
+pub fn check_slug(caller: &OrgId, org_url_slug: &str) -> Result<(), ApiError> {
+    if org_url_slug == caller.as_str() {
+        Ok(())
+    } else {
+        Err(ApiError::not_found(
             "ORGANIZATION_NOT_FOUND",
             "no organisation with this org_url_slug",
-        ));
+        ))
     }
-    let repo = repo.to_ref()?;
-    Ok((scope_of(caller, &repo), repo))
 }
 
 pub fn scope_of(org: &OrgId, repo: &RepoRef) -> HealthScope {

@@ -24,16 +24,13 @@ pub async fn start(
     fields: &UploadFields,
 ) -> Result<UploadUrlResponse, ApiError> {
     if let Some(slug) = &fields.org_url_slug {
-        super::caller_scope(
-            org,
-            slug,
-            fields
-                .repo
-                .as_ref()
-                .ok_or_else(|| ApiError::bad_request("repo is required"))?,
-        )?;
+        super::check_slug(org, slug)?;
     }
     let (metadata, codeowners) = metadata_from_fields(fields)?;
+    crate::service::owners::check_repo(app, org, &metadata.repo).await?;
+    if let Some(text) = &codeowners {
+        super::ingest::check_codeowners(text).await?;
+    }
     let bucket = app.uploads.as_ref().ok_or_else(|| {
         ApiError::new(
             StatusCode::NOT_FOUND,

@@ -31,7 +31,7 @@ pub async fn update_settings(
     org: &OrgId,
     req: &UpdateSettingsRequest,
 ) -> Result<SettingsResponse, ApiError> {
-    let (scope, _) = caller_scope(org, &req.org_url_slug, &req.repo)?;
+    let (scope, _) = caller_scope(app, org, &req.org_url_slug, &req.repo).await?;
     let overrides = parse_overrides(req)?;
     let ids: Vec<Uuid> = overrides.keys().copied().collect();
     let known = app.store.get_test_cases(&scope, &ids).await?;
@@ -214,7 +214,7 @@ pub async fn check(
     org: &OrgId,
     req: &CheckQuarantinedRequest,
 ) -> Result<CheckQuarantinedResponse, ApiError> {
-    let (scope, repo) = caller_scope(org, &req.org_url_slug, &req.repo)?;
+    let (scope, repo) = caller_scope(app, org, &req.org_url_slug, &req.repo).await?;
     if req.failed_tests.len() > MAX_TESTS_PER_REQUEST {
         return Err(ApiError::bad_request(
             "failed_tests may list at most 10000 tests",
@@ -229,7 +229,14 @@ pub async fn check(
             parent: t.parent.clone(),
             name: t.name.clone(),
             variant: req.variant.clone(),
-        };
+        }
+        .escaped();
+        if identity.longest_part() > MAX_TEST_FIELD_LEN {
+            return Err(ApiError::bad_request(format!(
+                "failed_tests[{i}] has a name, classname, file or parent longer than \
+                 {MAX_TEST_FIELD_LEN} bytes once its control characters are escaped"
+            )));
+        }
         let id = match &t.test_case_id {
             Some(id) => parse_test_case_id(&format!("failed_tests[{i}].test_case_id"), id)?,
             None if t.name.is_empty() => {
@@ -276,7 +283,7 @@ pub async fn link_ticket(
     org: &OrgId,
     req: &LinkTicketRequest,
 ) -> Result<UnhealthyTest, ApiError> {
-    let (scope, repo) = caller_scope(org, &req.org_url_slug, &req.repo)?;
+    let (scope, repo) = caller_scope(app, org, &req.org_url_slug, &req.repo).await?;
     let id = parse_test_case_id("test_case_id", &req.test_case_id)?;
     let url = Some(req.ticket_url.trim().to_owned()).filter(|u| !u.is_empty());
     if let Some(u) = &url {

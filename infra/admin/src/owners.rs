@@ -1,0 +1,133 @@
+//! `mq-admin owners`: which organisation owns which repository owners.
+
+use clap::Args;
+use mq_core::ids::{OrgId, OwnerRef};
+use mq_githost::github::{GitHubAuth, GitHubConfig, GitHubHost};
+use mq_store::{OwnerLink, OwnerStore, StoreError};
+
+/// The GitHub App whose installation `link` checks, when one is given.
+#[derive(Args, Debug, Clone, Default)]
+pub struct AppArgs {
+    /// The GitHub App's id: `link` then checks the App is installed on the owner.
+    #[arg(long, env = "MQ_GITHUB_APP_ID")]
+    github_app_id: Option<u64>,
+    /// The App's private key: a PEM file's path.
+    #[arg(
+        long,
+        env = "MQ_GITHUB_PRIVATE_KEY",
+        conflicts_with = "github_private_key_secret_arn"
+    )]
+    github_private_key: Option<String>,
+    /// The App's private key: the ARN of the Secrets Manager secret holding it.
+    #[arg(long, env = "MQ_GITHUB_PRIVATE_KEY_SECRET_ARN")]
+    github_private_key_secret_arn: Option<String>,
+    /// GitHub Enterprise Server: the API's base URL (`https://git.example.com/api/v3`).
+    #[arg(long, env = "MQ_GITHUB_API_URL")]
+    github_api_url: Option<String>,
+}
+
+pub async fn link(
+    store: &dyn OwnerStore,
+    org: &str,
+    owner: &str,
+    app: &AppArgs,
+) -> Result<(), String> {
+    let (org, owner) = parse(org, owner)?;
+    if let Some(host) = github_app(app).await? {
+        let installed = host
+            .app_installed_on(&owner)
+            .await
+            .map_err(|e| format!("cannot check the GitHub App's installation: {e}"))?;
+        if !installed {
+            return Err(format!(
+                "the GitHub App is not installed on {owner}: install it there, then link again"
+            ));
+        }
+    }
+    let link = OwnerLink {
+        owner: owner.clone(),
+        org: org.clone(),
+        linked_at: mq_api::Clock::now(&mq_api::SystemClock),
+    };
+    match store.link_owner(&link).await {
+        Ok(()) => {
+            println!("linked {owner} to {org}");
+            Ok(())
+        }
+        Err(StoreError::AlreadyExists) => {
+            let other = store
+                .owner_link(&owner.key())
+                .await
+                .map_err(|e| e.to_string())?
+                .map_or_else(|| "another organisation".to_owned(), |l| l.org.to_string());
+            Err(format!(
+                "{owner} is linked to {other}; unlink it first \
+                 (mq-admin owners unlink --org {other} --owner {owner})"
+            ))
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+pub async fn unlink(store: &dyn OwnerStore, org: &str, owner: &str) -> Result<(), String> {
+    let (org, owner) = parse(org, owner)?;
+    match store.unlink_owner(&owner, &org).await {
+        Ok(()) => {
+            println!("unlinked {owner} from {org}");
+            Ok(())
+        }
+        Err(StoreError::NotFound) => Err(format!("{owner} is not linked to {org}")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+pub async fn list(store: &dyn OwnerStore) -> Result<(), String> {
+    println!("{:<40} {:<20} linked", "owner", "org");
+    for link in store.owner_links().await.map_err(|e| e.to_string())? {
+        println!(
+            "{:<40} {:<20} {}",
+            link.owner.key(),
+            link.org,
+            link.linked_at.to_rfc3339()
+        );
+    }
+    Ok(())
+}
+
+fn parse(org: &str, owner: &str) -> Result<(OrgId, OwnerRef), String> {
+    let org = OrgId::parse(org).map_err(|e| format!("--org {org:?}: {e}"))?;
+    let owner = OwnerRef::parse("--owner", owner).map_err(|e| e.to_string())?;
+    Ok((org, owner))
+}
+
+/// The GitHub App of the flags, if an id is given.
+async fn github_app(args: &AppArgs) -> Result<Option<GitHubHost>, String> {
+    let Some(app_id) = args.github_app_id else {
+        return Ok(None);
+    };
+    let private_key_pem = match (
+        &args.github_private_key,
+        &args.github_private_key_secret_arn,
+    ) {
+        (Some(path), _) => std::fs::read_to_string(path)
+            .map_err(|e| format!("--github-private-key {path}: {e}"))?,
+        (None, Some(arn)) => {
+            let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+            mq_api::secrets::Secrets::new(&config).read(arn).await?
+        }
+        (None, None) => {
+            return Err(
+                "--github-app-id needs --github-private-key or --github-private-key-secret-arn"
+                    .to_owned(),
+            );
+        }
+    };
+    let mut config = GitHubConfig::new(GitHubAuth::App {
+        app_id,
+        private_key_pem,
+    });
+    if let Some(url) = &args.github_api_url {
+        config = config.with_api(url.clone(), mq_api::secrets::api_host(url));
+    }
+    GitHubHost::new(config).map(Some).map_err(|e| e.to_string())
+}

@@ -1,6 +1,7 @@
 //! The application: the store, the Git host and the clock every handler works with.
 
 use crate::error::ApiError;
+use crate::service::line::CommitLines;
 use aws_config::environment::EnvironmentVariableCredentialsProvider;
 use mq_core::time::Timestamp;
 use mq_githost::GitHost;
@@ -57,6 +58,8 @@ pub struct App {
     pub webhook: Option<WebhookReceiver>,
     /// The bucket of large test reports (presigned uploads), when configured.
     pub uploads: Option<Arc<crate::uploads::UploadBucket>>,
+    /// The turns this process's requests take to commit on each queue.
+    pub lines: Arc<CommitLines>,
 }
 
 impl App {
@@ -67,6 +70,7 @@ impl App {
             githost: None,
             webhook: None,
             uploads: None,
+            lines: Arc::default(),
         }
     }
 

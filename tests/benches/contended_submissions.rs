@@ -1,5 +1,8 @@
 //! Submissions into one queue by 1, 8 and 32 concurrent clients, over HTTP with the local Git
-//! host (real `git`), on the in-memory store and on DynamoDB (moto). Each client submits its
+//! host (real `git`), on the in-memory store, on the in-memory store behind a delay of
+//! [`DELAY`] per call (every call waits side by side, as across a network: a model of a
+//! store that answers in milliseconds and serves calls in parallel, as DynamoDB does; not a
+//! measurement of DynamoDB), and on DynamoDB (moto). Each client submits its
 //! share of [`SUBMISSIONS`] different pull requests one after the other, all clients starting
 //! together. Two shapes:
 //!
@@ -18,8 +21,8 @@
 //! tables would slow the later rows down.
 //!
 //! `cargo bench -p e2e-tests --bench contended_submissions`; `SUBMISSIONS=n` changes the
-//! number of pull requests per row, `LEVELS=1,8` the levels, `STORES=memory` or
-//! `STORES=dynamodb` runs one store only, `SHAPES=gateway` or `SHAPES=instances` one shape.
+//! number of pull requests per row, `LEVELS=1,8` the levels, `STORES=memory,delayed,dynamodb`
+//! the stores, `SHAPES=gateway` or `SHAPES=instances` one shape.
 
 use e2e::git_repo::GitRepo;
 use e2e::live::{body, pr_body};
@@ -27,6 +30,7 @@ use e2e::requests::{RequestLog, logged_store_at};
 use e2e::{ACME, Backend, TestClock, TestEnv, new_store};
 use mq_api::App;
 use mq_githost::local::LocalGitHost;
+use mq_store::FaultyStore;
 use mq_store::Store;
 use mq_tables::moto::MotoServer;
 use serde_json::json;
@@ -39,6 +43,8 @@ use tokio::sync::Barrier;
 /// Pull requests submitted per level (each once).
 const SUBMISSIONS: u32 = 96;
 const LEVELS: [u32; 3] = [1, 8, 32];
+/// The delay of every call to the delayed in-memory store.
+const DELAY: Duration = Duration::from_millis(10);
 
 #[tokio::main]
 async fn main() {
@@ -61,15 +67,15 @@ async fn main() {
             rows.push((shape, clients, repo));
         }
     }
-    for backend in stores() {
+    for kind in stores() {
         for (shape, clients, repo) in &rows {
             let instances = match shape {
                 Shape::Gateway => 1,
                 Shape::Instances => *clients,
             };
-            let env = Env::start(backend, &repos_dir, instances).await;
+            let env = Env::start(kind, &repos_dir, instances).await;
             let run = env.run(repo, *clients, submissions).await;
-            println!("{}", run.line(backend, *shape, *clients));
+            println!("{}", run.line(kind, *shape, *clients));
         }
     }
 }
@@ -105,14 +111,25 @@ fn shapes() -> Vec<Shape> {
         .collect()
 }
 
-/// The stores `STORES` names (`memory`, `dynamodb`), by default both.
-fn stores() -> Vec<Backend> {
-    let names = std::env::var("STORES").unwrap_or_else(|_| "memory,dynamodb".to_owned());
+/// A store the clients' submissions go to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Memory,
+    /// The in-memory store behind [`DELAY`] per call.
+    Delayed,
+    /// DynamoDB on a moto server of its own.
+    Moto,
+}
+
+/// The stores `STORES` names (`memory`, `delayed`, `dynamodb`), by default all three.
+fn stores() -> Vec<Kind> {
+    let names = std::env::var("STORES").unwrap_or_else(|_| "memory,delayed,dynamodb".to_owned());
     names
         .split(',')
         .map(|name| match name.trim() {
-            "memory" => Backend::Memory,
-            "dynamodb" => Backend::DynamoDb,
+            "memory" => Kind::Memory,
+            "delayed" => Kind::Delayed,
+            "dynamodb" => Kind::Moto,
             other => panic!("STORES: unknown store {other}"),
         })
         .collect()
@@ -138,14 +155,23 @@ struct Env {
 }
 
 impl Env {
-    async fn start(backend: Backend, repos: &Path, instances: u32) -> Self {
-        let (store, log, moto): (Arc<dyn Store>, _, _) = match backend {
-            Backend::Memory => (new_store(backend).await, None, None),
-            Backend::DynamoDb => {
+    async fn start(kind: Kind, repos: &Path, instances: u32) -> Self {
+        let (store, log, moto): (Arc<dyn Store>, _, _) = match kind {
+            Kind::Memory => (new_store(Backend::Memory).await, None, None),
+            Kind::Delayed => {
+                let delayed = FaultyStore::new(new_store(Backend::Memory).await, 0);
+                delayed.set_delay(DELAY);
+                (Arc::new(delayed), None, None)
+            }
+            Kind::Moto => {
                 let moto = MotoServer::start().expect("moto starts");
                 let (store, log, _) = logged_store_at(&moto.endpoint).await;
                 (store, Some(log), Some(moto))
             }
+        };
+        let backend = match kind {
+            Kind::Moto => Backend::DynamoDb,
+            Kind::Memory | Kind::Delayed => Backend::Memory,
         };
         let host = Arc::new(LocalGitHost::new(repos.to_path_buf()));
         let clock = Arc::new(TestClock::default());
@@ -220,7 +246,7 @@ struct Run {
 }
 
 impl Run {
-    fn line(&self, backend: Backend, shape: Shape, clients: u32) -> String {
+    fn line(&self, kind: Kind, shape: Shape, clients: u32) -> String {
         let accepted = self.answers.iter().filter(|(s, _)| *s == 200).count();
         let mut statuses: BTreeMap<u16, usize> = BTreeMap::new();
         for (s, _) in &self.answers {
@@ -229,9 +255,10 @@ impl Run {
         let statuses: Vec<String> = statuses.iter().map(|(s, n)| format!("{s}×{n}")).collect();
         let mut latencies: Vec<Duration> = self.answers.iter().map(|(_, d)| *d).collect();
         latencies.sort_unstable();
-        let store = match backend {
-            Backend::Memory => "in-memory store",
-            Backend::DynamoDb => "DynamoDB (moto)",
+        let store = match kind {
+            Kind::Memory => "in-memory store".to_owned(),
+            Kind::Delayed => format!("in-memory store, {} ms per call", DELAY.as_millis()),
+            Kind::Moto => "DynamoDB (moto)".to_owned(),
         };
         let served = match shape {
             Shape::Gateway => "one gateway",

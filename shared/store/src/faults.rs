@@ -14,6 +14,9 @@
 //!
 //! With a rate of zero (the default) nothing is injected and the wrapper only counts: calls,
 //! and the version conflicts the wrapped store answered to commits (contention).
+//!
+//! [`FaultyStore::set_delay`] makes every call wait before it reaches the wrapped store, as
+//! a store across a network answers: calls wait side by side, not one after another.
 
 use crate::error::StoreError;
 use crate::port::{
@@ -122,6 +125,8 @@ pub struct FaultyStore {
     /// millionths.
     lost_answer_ppm: AtomicU64,
     counts: Mutex<FaultCounts>,
+    /// How long every call waits before it reaches the wrapped store, in microseconds.
+    delay_micros: AtomicU64,
 }
 
 impl FaultyStore {
@@ -134,6 +139,7 @@ impl FaultyStore {
             rate_ppm: AtomicU64::new(0),
             lost_answer_ppm: AtomicU64::new(0),
             counts: Mutex::new(FaultCounts::default()),
+            delay_micros: AtomicU64::new(0),
         }
     }
 
@@ -151,6 +157,21 @@ impl FaultyStore {
     /// a timeout.
     pub fn set_lost_answer_rate(&self, rate: f64) {
         self.lost_answer_ppm.store(ppm(rate), Ordering::SeqCst);
+    }
+
+    /// How long every call waits, from now on, before it reaches the wrapped store.
+    pub fn set_delay(&self, delay: Duration) {
+        let micros = u64::try_from(delay.as_micros()).unwrap_or(u64::MAX);
+        self.delay_micros.store(micros, Ordering::SeqCst);
+    }
+
+    /// Waits the delay, then counts the call and decides whether it fails.
+    async fn enter(&self, call: Call) -> StoreResult<()> {
+        let delay = self.delay_micros.load(Ordering::SeqCst);
+        if delay > 0 {
+            tokio::time::sleep(Duration::from_micros(delay)).await;
+        }
+        self.inject(call)
     }
 
     /// Whether a write the wrapped store applied loses its answer (counted).
@@ -214,22 +235,22 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[async_trait]
 impl QueueStore for FaultyStore {
     async fn create_queue(&self, queue: &Queue) -> StoreResult<()> {
-        self.inject(Call::Write)?;
+        self.enter(Call::Write).await?;
         self.inner.create_queue(queue).await
     }
 
     async fn load(&self, id: &QueueId) -> StoreResult<Option<QueueSnapshot>> {
-        self.inject(Call::Read)?;
+        self.enter(Call::Read).await?;
         self.inner.load(id).await
     }
 
     async fn load_shared(&self, id: &QueueId) -> StoreResult<Option<Arc<QueueSnapshot>>> {
-        self.inject(Call::Read)?;
+        self.enter(Call::Read).await?;
         self.inner.load_shared(id).await
     }
 
     async fn commit(&self, commit: &Commit) -> StoreResult<()> {
-        self.inject(Call::Conditional)?;
+        self.enter(Call::Conditional).await?;
         let result = self.inner.commit(commit).await;
         self.count_conflict(&result);
         if result.is_ok() && self.loses_answer() {
@@ -239,7 +260,7 @@ impl QueueStore for FaultyStore {
     }
 
     async fn delete_queue(&self, snapshot: &QueueSnapshot) -> StoreResult<()> {
-        self.inject(Call::Conditional)?;
+        self.enter(Call::Conditional).await?;
         let result = self.inner.delete_queue(snapshot).await;
         self.count_conflict(&result);
         if result.is_ok() && self.loses_answer() {
@@ -253,7 +274,7 @@ impl QueueStore for FaultyStore {
         id: &QueueId,
         pr: PrNumber,
     ) -> StoreResult<Option<(Queue, Option<Entry>)>> {
-        self.inject(Call::Read)?;
+        self.enter(Call::Read).await?;
         self.inner.load_entry(id, pr).await
     }
 
@@ -262,17 +283,17 @@ impl QueueStore for FaultyStore {
         id: &QueueId,
         run_id: &str,
     ) -> StoreResult<Option<(Queue, Option<TestRun>)>> {
-        self.inject(Call::Read)?;
+        self.enter(Call::Read).await?;
         self.inner.load_run(id, run_id).await
     }
 
     async fn queues_of_org(&self, org: &OrgId) -> StoreResult<Vec<Queue>> {
-        self.inject(Call::Read)?;
+        self.enter(Call::Read).await?;
         self.inner.queues_of_org(org).await
     }
 
     async fn queues_of_repo(&self, repo_key: &str) -> StoreResult<Vec<Queue>> {
-        self.inject(Call::Read)?;
+        self.enter(Call::Read).await?;
         self.inner.queues_of_repo(repo_key).await
     }
 
@@ -282,7 +303,7 @@ impl QueueStore for FaultyStore {
         pr: PrNumber,
         targets: &UploadedTargets,
     ) -> StoreResult<()> {
-        self.inject(Call::Write)?;
+        self.enter(Call::Write).await?;
         self.inner.put_uploaded_targets(id, pr, targets).await
     }
 
@@ -291,17 +312,17 @@ impl QueueStore for FaultyStore {
         id: &QueueId,
         pr: PrNumber,
     ) -> StoreResult<Option<UploadedTargets>> {
-        self.inject(Call::Read)?;
+        self.enter(Call::Read).await?;
         self.inner.uploaded_targets(id, pr).await
     }
 
     async fn queues_with_work(&self) -> StoreResult<Vec<QueueId>> {
-        self.inject(Call::Read)?;
+        self.enter(Call::Read).await?;
         self.inner.queues_with_work().await
     }
 
     async fn runs_by_sha(&self, sha: &Sha) -> StoreResult<Vec<RunLocation>> {
-        self.inject(Call::Read)?;
+        self.enter(Call::Read).await?;
         self.inner.runs_by_sha(sha).await
     }
 
@@ -311,7 +332,7 @@ impl QueueStore for FaultyStore {
         from: Timestamp,
         to: Timestamp,
     ) -> StoreResult<Vec<ConcludedEntry>> {
-        self.inject(Call::Read)?;
+        self.enter(Call::Read).await?;
         self.inner.concluded_between(id, from, to).await
     }
 
@@ -321,7 +342,7 @@ impl QueueStore for FaultyStore {
         from: Timestamp,
         to: Timestamp,
     ) -> StoreResult<Vec<FinishedRun>> {
-        self.inject(Call::Read)?;
+        self.enter(Call::Read).await?;
         self.inner.runs_finished_between(id, from, to).await
     }
 
@@ -331,7 +352,7 @@ impl QueueStore for FaultyStore {
         from: Timestamp,
         to: Timestamp,
     ) -> StoreResult<Vec<Restart>> {
-        self.inject(Call::Read)?;
+        self.enter(Call::Read).await?;
         self.inner.restarts_between(id, from, to).await
     }
 
@@ -342,12 +363,12 @@ impl QueueStore for FaultyStore {
         now: Timestamp,
         until: Timestamp,
     ) -> StoreResult<bool> {
-        self.inject(Call::Write)?;
+        self.enter(Call::Write).await?;
         self.inner.acquire_lease(id, owner, now, until).await
     }
 
     async fn release_lease(&self, id: &QueueId, owner: &str) -> StoreResult<()> {
-        self.inject(Call::Write)?;
+        self.enter(Call::Write).await?;
         self.inner.release_lease(id, owner).await
     }
 }
@@ -355,22 +376,22 @@ impl QueueStore for FaultyStore {
 #[async_trait]
 impl TokenStore for FaultyStore {
     async fn find_token(&self, token_hash: &str) -> StoreResult<Option<TokenRecord>> {
-        self.inject(Call::Read)?;
+        self.enter(Call::Read).await?;
         self.inner.find_token(token_hash).await
     }
 
     async fn put_token(&self, token: &TokenRecord) -> StoreResult<()> {
-        self.inject(Call::Write)?;
+        self.enter(Call::Write).await?;
         self.inner.put_token(token).await
     }
 
     async fn list_tokens(&self) -> StoreResult<Vec<TokenRecord>> {
-        self.inject(Call::Read)?;
+        self.enter(Call::Read).await?;
         self.inner.list_tokens().await
     }
 
     async fn revoke_token(&self, id: &str, at: Timestamp) -> StoreResult<()> {
-        self.inject(Call::Write)?;
+        self.enter(Call::Write).await?;
         self.inner.revoke_token(id, at).await
     }
 }
@@ -383,7 +404,7 @@ impl IdempotencyStore for FaultyStore {
         now: Timestamp,
         stale_before: Timestamp,
     ) -> StoreResult<Claim> {
-        self.inject(Call::Conditional)?;
+        self.enter(Call::Conditional).await?;
         self.inner
             .claim_idempotency_key(record, now, stale_before)
             .await
@@ -395,14 +416,14 @@ impl IdempotencyStore for FaultyStore {
         claim_id: &str,
         response: &StoredResponse,
     ) -> StoreResult<()> {
-        self.inject(Call::Conditional)?;
+        self.enter(Call::Conditional).await?;
         self.inner
             .complete_idempotency_key(scope, claim_id, response)
             .await
     }
 
     async fn release_idempotency_key(&self, scope: &str, claim_id: &str) -> StoreResult<()> {
-        self.inject(Call::Write)?;
+        self.enter(Call::Write).await?;
         self.inner.release_idempotency_key(scope, claim_id).await
     }
 }
@@ -413,7 +434,7 @@ impl TestHealthStore for FaultyStore {
         &self,
         scope: &HealthScope,
     ) -> StoreResult<Option<RepoHealthSettings>> {
-        self.inject(Call::Read)?;
+        self.enter(Call::Read).await?;
         self.inner.health_settings(scope).await
     }
 
@@ -422,19 +443,19 @@ impl TestHealthStore for FaultyStore {
         scope: &HealthScope,
         settings: &RepoHealthSettings,
     ) -> StoreResult<()> {
-        self.inject(Call::Conditional)?;
+        self.enter(Call::Conditional).await?;
         let result = self.inner.put_health_settings(scope, settings).await;
         self.count_conflict(&result);
         result
     }
 
     async fn codeowners(&self, scope: &HealthScope) -> StoreResult<Option<String>> {
-        self.inject(Call::Read)?;
+        self.enter(Call::Read).await?;
         self.inner.codeowners(scope).await
     }
 
     async fn put_codeowners(&self, scope: &HealthScope, text: &str) -> StoreResult<()> {
-        self.inject(Call::Write)?;
+        self.enter(Call::Write).await?;
         self.inner.put_codeowners(scope, text).await
     }
 
@@ -443,7 +464,7 @@ impl TestHealthStore for FaultyStore {
         scope: &HealthScope,
         ids: &[Uuid],
     ) -> StoreResult<Vec<TestCase>> {
-        self.inject(Call::Read)?;
+        self.enter(Call::Read).await?;
         self.inner.get_test_cases(scope, ids).await
     }
 
@@ -452,7 +473,7 @@ impl TestHealthStore for FaultyStore {
         scope: &HealthScope,
         ids: &[Uuid],
     ) -> StoreResult<(Option<RepoHealthSettings>, Vec<TestCase>)> {
-        self.inject(Call::Read)?;
+        self.enter(Call::Read).await?;
         self.inner.settings_and_test_cases(scope, ids).await
     }
 
@@ -460,12 +481,12 @@ impl TestHealthStore for FaultyStore {
         &self,
         scope: &HealthScope,
     ) -> StoreResult<(Option<RepoHealthSettings>, Option<String>)> {
-        self.inject(Call::Read)?;
+        self.enter(Call::Read).await?;
         self.inner.settings_and_codeowners(scope).await
     }
 
     async fn put_test_cases(&self, cases: &[TestCase]) -> StoreResult<Vec<Uuid>> {
-        self.inject(Call::Write)?;
+        self.enter(Call::Write).await?;
         self.inner.put_test_cases(cases).await
     }
 
@@ -476,27 +497,27 @@ impl TestHealthStore for FaultyStore {
         cursor: PageCursor,
         limit: usize,
     ) -> StoreResult<Vec<TestCase>> {
-        self.inject(Call::Read)?;
+        self.enter(Call::Read).await?;
         self.inner.list_test_cases(scope, list, cursor, limit).await
     }
 
     async fn count_test_cases(&self, scope: &HealthScope, list: TestList) -> StoreResult<u64> {
-        self.inject(Call::Read)?;
+        self.enter(Call::Read).await?;
         self.inner.count_test_cases(scope, list).await
     }
 
     async fn claim_upload(&self, upload: &UploadRecord) -> StoreResult<Option<UploadRecord>> {
-        self.inject(Call::Write)?;
+        self.enter(Call::Write).await?;
         self.inner.claim_upload(upload).await
     }
 
     async fn put_upload(&self, upload: &UploadRecord) -> StoreResult<()> {
-        self.inject(Call::Write)?;
+        self.enter(Call::Write).await?;
         self.inner.put_upload(upload).await
     }
 
     async fn get_upload(&self, org: &OrgId, key: Uuid) -> StoreResult<Option<UploadRecord>> {
-        self.inject(Call::Read)?;
+        self.enter(Call::Read).await?;
         self.inner.get_upload(org, key).await
     }
 
@@ -505,17 +526,17 @@ impl TestHealthStore for FaultyStore {
         upload: &UploadRecord,
         results: &[RawResult],
     ) -> StoreResult<()> {
-        self.inject(Call::Write)?;
+        self.enter(Call::Write).await?;
         self.inner.put_raw_results(upload, results).await
     }
 
     async fn raw_results(&self, org: &OrgId, key: Uuid) -> StoreResult<Vec<RawResult>> {
-        self.inject(Call::Read)?;
+        self.enter(Call::Read).await?;
         self.inner.raw_results(org, key).await
     }
 
     async fn due_for_recovery(&self, now: Timestamp, limit: usize) -> StoreResult<Vec<TestCase>> {
-        self.inject(Call::Read)?;
+        self.enter(Call::Read).await?;
         self.inner.due_for_recovery(now, limit).await
     }
 }

@@ -46,6 +46,7 @@ pub struct LiveOptions {
     wrap_store: Option<Wrap<dyn Store>>,
     wrap_host: Option<Wrap<dyn GitHost>>,
     timeouts: Timeouts,
+    instances: usize,
 }
 
 impl Default for LiveOptions {
@@ -58,6 +59,7 @@ impl Default for LiveOptions {
             wrap_store: None,
             wrap_host: None,
             timeouts: Timeouts::default(),
+            instances: 1,
         }
     }
 }
@@ -87,6 +89,15 @@ impl LiveOptions {
     /// No tick in the background: the test runs it ([`LiveEnv::tick`], [`tick::run`]).
     pub fn without_tick(mut self) -> Self {
         self.tick_every = None;
+        self
+    }
+
+    /// Serves `n` instances of the application, each on a gateway of its own, over the same
+    /// store, Git host and clock, as Lambda runs concurrent requests in instances of a
+    /// function that share nothing but the store ([`LiveEnv::instance`]). The tick and the
+    /// status listener run beside the first.
+    pub fn instances(mut self, n: usize) -> Self {
+        self.instances = n.max(1);
         self
     }
 
@@ -157,6 +168,8 @@ pub struct LiveEnv {
     pub host: LocalGitHost,
     pub clock: Arc<TestClock>,
     pub dir: tempfile::TempDir,
+    /// The instances after the first ([`LiveOptions::instances`]).
+    others: Vec<TestEnv>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -210,11 +223,19 @@ impl LiveEnv {
             githost = wrap(githost);
         }
         let clock = Arc::new(TestClock::default());
-        let mut app = App::new(store.clone(), clock.clone()).with_githost(githost);
-        if let Some(secret) = &options.webhook_secret {
-            app = app.with_webhook(WebhookReceiver::new(secret.as_bytes().to_vec(), HOST));
+        let new_app = || {
+            let mut app = App::new(store.clone(), clock.clone()).with_githost(githost.clone());
+            if let Some(secret) = &options.webhook_secret {
+                app = app.with_webhook(WebhookReceiver::new(secret.as_bytes().to_vec(), HOST));
+            }
+            Arc::new(app)
+        };
+        let app = new_app();
+        let mut others = Vec::new();
+        for _ in 1..options.instances {
+            let app = new_app();
+            others.push(TestEnv::serve(backend, store.clone(), app, clock.clone()).await);
         }
-        let app = Arc::new(app);
         let mut tasks = Vec::new();
         if let Some(every) = options.tick_every {
             tasks.push(spawn_tick(app.clone(), every));
@@ -230,7 +251,17 @@ impl LiveEnv {
             host,
             clock,
             dir,
+            others,
             tasks,
+        }
+    }
+
+    /// Instance `n` of the application (modulo their number), each serving on its own
+    /// gateway; instance 0 is the environment itself.
+    pub fn instance(&self, n: usize) -> &TestEnv {
+        match n % (self.others.len() + 1) {
+            0 => &self.env,
+            i => &self.others[i - 1],
         }
     }
 

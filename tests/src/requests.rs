@@ -24,6 +24,7 @@ use mq_store::{DynamoStore, TableNames};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The webhook secret of the measured application.
@@ -249,19 +250,7 @@ pub struct Bench {
 impl Bench {
     pub async fn start() -> Self {
         let endpoint = mq_tables::moto::endpoint();
-        let plain = mq_tables::local_client(&endpoint).await;
-        let prefix = format!("req{}-{}-", std::process::id(), SystemClock.now().millis());
-        let tables = TableNames::with_prefix(&prefix);
-        mq_tables::create_missing_tables(&plain, &tables)
-            .await
-            .expect("tables created on moto");
-        let log = RequestLog::new(&prefix);
-        let config = plain.config().to_builder().interceptor(log.clone()).build();
-        let store = Arc::new(DynamoStore::new(
-            aws_sdk_dynamodb::Client::from_conf(config),
-            tables,
-        ));
-        register_organisations(store.as_ref()).await;
+        let (store, log, prefix) = logged_store().await;
         let dir = tempfile::Builder::new()
             .prefix("mq-requests-")
             .tempdir()
@@ -338,6 +327,38 @@ impl Bench {
         let id = branch.rsplit('/').next().unwrap_or_default().to_owned();
         (id, sha)
     }
+}
+
+/// A DynamoDB store on the run's moto server, with tables of its own and the test tokens
+/// registered, whose client logs every request it sends (the registration's are taken out);
+/// and the tables' prefix.
+pub async fn logged_store() -> (Arc<DynamoStore>, RequestLog, String) {
+    logged_store_at(&mq_tables::moto::endpoint()).await
+}
+
+/// [`logged_store`] on the server at `endpoint`.
+pub async fn logged_store_at(endpoint: &str) -> (Arc<DynamoStore>, RequestLog, String) {
+    let plain = mq_tables::local_client(endpoint).await;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let prefix = format!(
+        "req{}-{}-{}-",
+        std::process::id(),
+        SystemClock.now().millis(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    );
+    let tables = TableNames::with_prefix(&prefix);
+    mq_tables::create_missing_tables(&plain, &tables)
+        .await
+        .expect("tables created on moto");
+    let log = RequestLog::new(&prefix);
+    let config = plain.config().to_builder().interceptor(log.clone()).build();
+    let store = Arc::new(DynamoStore::new(
+        aws_sdk_dynamodb::Client::from_conf(config),
+        tables,
+    ));
+    register_organisations(store.as_ref()).await;
+    log.take();
+    (store, log, prefix)
 }
 
 /// A JSON POST with acme's token.

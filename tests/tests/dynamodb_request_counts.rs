@@ -27,7 +27,7 @@ const EXPECTED: &[(&str, &str, usize, usize, &str, usize)] = &[
         "#1 into an empty queue (it starts testing)",
         1,
         1,
-        "Query Queues, TransactWriteItems Queues",
+        "BatchGetItem PullRequests+Queues, Query Queues, TransactWriteItems Queues",
         2,
     ),
     (
@@ -35,7 +35,7 @@ const EXPECTED: &[(&str, &str, usize, usize, &str, usize)] = &[
         "#2 behind #1 (it starts testing on top of #1)",
         1,
         1,
-        "Query Queues, TransactWriteItems Queues",
+        "BatchGetItem PullRequests+Queues, Query Queues, TransactWriteItems Queues",
         2,
     ),
     ("getQueue", "two pull requests", 1, 1, "Query Queues", 0),

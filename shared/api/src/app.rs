@@ -1,6 +1,7 @@
 //! The application: the store, the Git host and the clock every handler works with.
 
 use crate::error::ApiError;
+use crate::service::line::CommitLines;
 use aws_config::environment::EnvironmentVariableCredentialsProvider;
 use mq_core::ids::OrgId;
 use mq_core::time::Timestamp;
@@ -61,6 +62,8 @@ pub struct App {
     /// The organisation owning the repositories of every owner linked to none: the local
     /// gateway's one organisation. `None` (a deployment): such repositories belong to no one.
     pub default_owner: Option<OrgId>,
+    /// The turns this process's requests take to commit on each queue.
+    pub lines: Arc<CommitLines>,
 }
 
 impl App {
@@ -72,6 +75,7 @@ impl App {
             webhook: None,
             uploads: None,
             default_owner: None,
+            lines: Arc::default(),
         }
     }
 

@@ -13,6 +13,7 @@ use mq_core::engine::{Ctx, Event, Transition, step};
 use mq_core::ids::QueueId;
 use mq_core::snapshot::{Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
+use tokio::time::Instant;
 
 /// Rounds of "execute effects, report outcomes" one request performs before leaving the rest
 /// to the tick.
@@ -79,16 +80,18 @@ pub async fn apply_and_run(
 ) -> Result<Queue, ApiError> {
     let applied = apply(app, actor, id, events, start).await?;
     let queue = applied.transition.snapshot.queue.clone();
-    run_effects(app, id, applied.transition).await;
+    run_effects(app, id, applied.transition, applied.deadline).await;
     Ok(queue)
 }
 
 /// Executes the effects a committed step emitted and reports their outcomes, round after
-/// round, each round starting from the snapshot the previous one committed. Failures to
-/// report are logged: the effects stay in the outbox and the tick retries them. An effect is
-/// only executed within its lease: once that ran out, the tick may have handed it out again
-/// (or a newer notification in its place), and it is left to the tick.
-pub async fn run_effects(app: &App, id: &QueueId, committed: Transition) {
+/// round, each round starting from the snapshot the previous one committed, until `deadline`
+/// (the request's): no round starts after it, and a round's commit retries conflicts until
+/// it. What is left, or failed to report, is logged: the effects stay in the outbox and the
+/// tick executes them. An effect is only executed within its lease: once that ran out, the
+/// tick may have handed it out again (or a newer notification in its place), and it is left
+/// to the tick.
+pub async fn run_effects(app: &App, id: &QueueId, committed: Transition, deadline: Instant) {
     let Ok(host) = app.host() else {
         return;
     };
@@ -96,6 +99,10 @@ pub async fn run_effects(app: &App, id: &QueueId, committed: Transition) {
     let mut current = committed.snapshot;
     for _ in 0..EFFECT_ROUNDS {
         if effects.is_empty() {
+            return;
+        }
+        if Instant::now() >= deadline {
+            tracing::warn!("effects left to the tick: the request's time is up");
             return;
         }
         let mut outcomes = Vec::with_capacity(effects.len());
@@ -106,7 +113,8 @@ pub async fn run_effects(app: &App, id: &QueueId, committed: Transition) {
             }
             outcomes.push(effects::execute(host, &current.queue, effect).await);
         }
-        match apply(app, Actor::Service, id, &outcomes, Start::from(current)).await {
+        let start = Start::from(current).until(deadline);
+        match apply(app, Actor::Service, id, &outcomes, start).await {
             Ok(next) => {
                 effects = next.transition.effects;
                 current = next.transition.snapshot;

@@ -2,6 +2,7 @@
 
 pub mod drive;
 pub mod effects;
+pub mod line;
 pub mod metrics;
 pub mod owners;
 pub mod pull_requests;

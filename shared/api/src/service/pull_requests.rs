@@ -1,13 +1,13 @@
 //! The pull request endpoints: submit, cancel, restart, read, impacted targets, test runs.
 
 use super::drive::{apply_and_run, apply_in_order, run_effects};
-use super::shell::{Actor, Start, load_owned, mutate};
+use super::shell::{Actor, Start, contention_deadline, load_owned, mutate_as};
 use crate::app::App;
 use crate::error::ApiError;
 use crate::wire::testing::TestingDetails;
 use crate::wire::{QueueTarget, Submission, SubmittedPullRequest, TargetsUpload};
 use mq_core::engine::{CancelReason, Event, view};
-use mq_core::entry::UploadedTargets;
+use mq_core::entry::{Entry, UploadedTargets};
 use mq_core::error::{DomainError, ErrorCode};
 use mq_core::git::{PrFacts, Verdict};
 use mq_core::ids::{OrgId, PrNumber, QueueId, Sha};
@@ -18,6 +18,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+use tokio::time::Instant;
 
 /// Submits a pull request (or updates the priority of its active entry).
 pub async fn submit(app: &App, org: &OrgId, s: &Submission) -> Result<(), ApiError> {
@@ -31,8 +32,11 @@ pub async fn submit(app: &App, org: &OrgId, s: &Submission) -> Result<(), ApiErr
 pub type EventsFuture<'a> = Pin<Box<dyn Future<Output = Result<Vec<Event>, ApiError>> + Send + 'a>>;
 
 /// Applies the submission events `events_for` builds from what the Git host says now, and
-/// executes their effects; reads the pull request anew when its entry changed before the
-/// commit (see [`SubmissionBasis`]).
+/// executes their effects. The Git host is asked first, against the queue's settings and the
+/// pull request's latest entry (one small read); then the commit loop reads the snapshot,
+/// steps and commits, with no Git host call in between, and retries with the same events
+/// while they still hold (see [`SubmissionBasis`]). When they may not, the pull request is
+/// read anew.
 pub async fn submit_with<'a>(
     app: &'a App,
     org: &OrgId,
@@ -40,55 +44,122 @@ pub async fn submit_with<'a>(
     pr: PrNumber,
     events_for: impl Fn(Queue) -> EventsFuture<'a> + Send + Sync,
 ) -> Result<(), ApiError> {
-    for _ in 0..SUBMIT_ATTEMPTS {
-        let snapshot = load_owned(app, org, id).await?;
-        let seen = SubmissionBasis::of(&snapshot, pr);
-        let events = events_for(snapshot.queue.clone()).await?;
+    let deadline = contention_deadline();
+    loop {
+        let (queue, latest) = queue_and_entry(app, org, id, pr).await?;
+        let seen = SubmissionBasis::of(&queue, latest.as_ref());
+        let events = events_for(queue).await?;
         let stale = AtomicBool::new(false);
-        let step = |now_seen: &QueueSnapshot, now| {
-            if SubmissionBasis::of(now_seen, pr) != seen {
+        let step = |now: &QueueSnapshot, at| {
+            if !seen.holds_in(now, pr) {
                 stale.store(true, Ordering::Relaxed);
-                return Err(DomainError::conflict(
-                    ErrorCode::PullRequestNotActive,
-                    "the pull request changed while it was being submitted",
-                ));
+                return Err(basis_changed());
             }
-            apply_in_order(now_seen, &events, now, true)
+            apply_in_order(now, &events, at, true)
         };
-        match mutate(app, org, id, step, Start::from(snapshot)).await {
+        // Ownership was checked with the queue item just above.
+        let owner = Actor::ServiceFor(org);
+        match mutate_as(app, owner, id, step, Start::fresh().until(deadline)).await {
             Ok(applied) => {
-                run_effects(app, id, applied.transition).await;
+                run_effects(app, id, applied.transition, deadline).await;
                 return Ok(());
             }
-            Err(_) if stale.load(Ordering::Relaxed) => continue,
+            Err(_) if stale.load(Ordering::Relaxed) && Instant::now() < deadline => {}
+            Err(_) if stale.load(Ordering::Relaxed) => {
+                return Err(ApiError::unavailable(Duration::from_secs(1)));
+            }
             Err(e) => return Err(e),
         }
     }
-    Err(ApiError::unavailable(Duration::from_secs(1)))
 }
 
-/// Times a submission reads the pull request anew because its entry changed meanwhile.
-const SUBMIT_ATTEMPTS: u32 = 4;
+/// The caller's queue item and the latest entry of `pr` in it, active or concluded; 404 when
+/// the queue does not exist or belongs to someone else, or its repository is not the
+/// caller's (checked before any Git host call is made for it).
+async fn queue_and_entry(
+    app: &App,
+    org: &OrgId,
+    id: &QueueId,
+    pr: PrNumber,
+) -> Result<(Queue, Option<Entry>), ApiError> {
+    crate::endpoint::record_queue(id);
+    let (owned, loaded) = tokio::join!(
+        super::owners::check_queue(app, org, id),
+        app.store.load_entry(id, pr)
+    );
+    owned?;
+    match loaded? {
+        Some((queue, entry)) if &queue.org == org => Ok((queue, entry)),
+        _ => Err(DomainError::queue_not_found().into()),
+    }
+}
 
-/// What a submission's facts were read against: the pull request's active entry, or (with
-/// none) the queue's submission counter. When it changed before the commit, the pull request
-/// may have been merged, closed or submitted meanwhile, and its facts are read again (a
-/// submission racing with the merge of the same pull request must not enqueue it again).
+fn basis_changed() -> DomainError {
+    DomainError::conflict(
+        ErrorCode::PullRequestNotActive,
+        "the pull request changed while it was being submitted",
+    )
+}
+
+/// What a submission's events were built on: the pull request's active entry, or (with none)
+/// the entries submitted since, and the settings that decide what is read from the Git host
+/// and the store. When they changed before the commit, the pull request may have been merged,
+/// closed or submitted meanwhile, and its facts are read again (a submission racing with the
+/// merge of the same pull request must not enqueue it again). Other pull requests submitted
+/// meanwhile and still in the queue change nothing.
 #[derive(Debug, PartialEq, Eq)]
-enum SubmissionBasis {
+struct SubmissionBasis {
+    entry: EntryBasis,
+    settings: (QueueMode, DirectMergeMode, Vec<String>),
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum EntryBasis {
     Active(String),
     Inactive { next_seq: u64 },
 }
 
 impl SubmissionBasis {
-    fn of(snapshot: &QueueSnapshot, pr: PrNumber) -> Self {
-        match snapshot.entry_for_pr(pr) {
-            Some(entry) => Self::Active(entry.id.clone()),
-            None => Self::Inactive {
-                next_seq: snapshot.queue.engine.next_seq,
+    /// The basis of events built from `queue` and the pull request's `latest` entry.
+    fn of(queue: &Queue, latest: Option<&Entry>) -> Self {
+        let entry = match latest {
+            Some(entry) if entry.state.is_active() => EntryBasis::Active(entry.id.clone()),
+            _ => EntryBasis::Inactive {
+                next_seq: queue.engine.next_seq,
             },
+        };
+        Self {
+            entry,
+            settings: settings_read(queue),
         }
     }
+
+    /// Whether the events built on this basis still hold in `now`: the same active entry; or
+    /// still none, and every entry submitted since is still active (none of them can be one
+    /// of `pr` that concluded meanwhile); and the same settings.
+    fn holds_in(&self, now: &QueueSnapshot, pr: PrNumber) -> bool {
+        let entry_holds = match (&self.entry, now.entry_for_pr(pr)) {
+            (EntryBasis::Active(id), Some(entry)) => &entry.id == id,
+            (EntryBasis::Inactive { next_seq }, None) => {
+                let still_active = now.entries.iter().filter(|e| e.seq >= *next_seq).count();
+                let submitted = now.queue.engine.next_seq.checked_sub(*next_seq);
+                submitted == Some(still_active as u64)
+            }
+            _ => false,
+        };
+        entry_holds && settings_read(&now.queue) == self.settings
+    }
+}
+
+/// The settings that decide what a submission reads: uploaded targets in parallel mode, the
+/// head's checks with direct merges, against the queue's own required statuses if any.
+fn settings_read(queue: &Queue) -> (QueueMode, DirectMergeMode, Vec<String>) {
+    let config = &queue.config;
+    (
+        config.mode,
+        config.direct_merge_mode,
+        config.required_statuses.clone(),
+    )
 }
 
 /// The events of a submission: the pull request as the Git host describes it now, and the

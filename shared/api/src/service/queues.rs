@@ -2,7 +2,7 @@
 
 use super::drive::apply_and_run;
 use super::pull_requests::uploaded_targets_events;
-use super::shell::{Actor, MAX_COMMIT_ATTEMPTS, Start, backoff, load_owned};
+use super::shell::{Actor, Retry, Start, contention_deadline, load_owned};
 use crate::app::App;
 use crate::error::ApiError;
 use crate::wire::{EnqueuedPullRequest, QueueTarget, QueueView, QueueWithEntries};
@@ -14,6 +14,7 @@ use mq_core::settings::{QueueMode, SettingsPatch};
 use mq_core::snapshot::{Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
 use mq_store::StoreError;
+use tokio::time::Instant;
 
 /// Creates a queue for the caller's organisation, which must own the repository (404
 /// otherwise); 409 when one exists for the branch.
@@ -83,18 +84,19 @@ pub async fn update(
 
 /// Deletes a queue with no active entries; 409 while any is active.
 pub async fn delete(app: &App, org: &OrgId, id: &QueueId) -> Result<(), ApiError> {
-    for attempt in 0..MAX_COMMIT_ATTEMPTS {
+    let mut retry = Retry::until(contention_deadline());
+    loop {
+        let attempt = Instant::now();
         let snapshot = load_owned(app, org, id).await?;
         match app.store.delete_queue(&snapshot).await {
             Ok(()) => return Ok(()),
             Err(StoreError::NotEmpty) => return Err(not_empty(&snapshot)),
-            Err(StoreError::Conflict) => backoff(attempt).await,
+            Err(StoreError::Conflict) if retry.wait(attempt.elapsed()).await => {}
             Err(StoreError::NotFound) => return Err(DomainError::queue_not_found().into()),
             Err(e @ StoreError::Unavailable { .. }) => return gone_after(app, id, e).await,
             Err(e) => return Err(e.into()),
         }
     }
-    Err(StoreError::Conflict.into())
 }
 
 /// After a delete the store did not answer (it may have happened): the queue is deleted if

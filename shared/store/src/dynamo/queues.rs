@@ -9,7 +9,10 @@ use crate::port::{QueueStore, RunLocation, StoreResult};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{Delete, KeysAndAttributes, Put, TransactWriteItem, WriteRequest};
+use aws_sdk_dynamodb::types::{
+    Delete, KeysAndAttributes, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
+    WriteRequest,
+};
 use mq_core::entry::{Entry, UploadedTargets};
 use mq_core::history::Restart;
 use mq_core::ids::{OrgId, PrNumber, QueueId, Sha};
@@ -54,16 +57,11 @@ impl QueueStore for DynamoStore {
     async fn commit(&self, commit: &Commit) -> StoreResult<()> {
         let changes = LiveChanges::of(commit);
         let history = self.history_actions(commit)?;
-        let result = if changes.writes() + commit.uploaded_targets.len() < MAX_TRANSACTION_ITEMS {
+        if changes.writes() + commit.uploaded_targets.len() < MAX_TRANSACTION_ITEMS {
             self.commit_at_once(commit, &changes, history).await
         } else {
             self.commit_in_steps(commit, &changes, history).await
-        };
-        if result == Err(StoreError::Conflict) {
-            // A large commit may have been left half applied by a writer that stopped.
-            self.finish_large_commit(&commit.queue.id).await?;
         }
-        result
     }
 
     async fn delete_queue(&self, snapshot: &QueueSnapshot) -> StoreResult<()> {
@@ -353,7 +351,7 @@ impl DynamoStore {
         let room = MAX_TRANSACTION_ITEMS - actions.len();
         let (now, later) = history.split_at(history.len().min(room));
         actions.extend(now.iter().cloned());
-        self.transact(actions).await?;
+        self.transact_guarded(&commit.queue.id, actions).await?;
         // History that did not fit is written after the commit: it never describes a change
         // that did not happen, and the writes are idempotent.
         self.batch_put(later.to_vec()).await
@@ -369,7 +367,7 @@ impl DynamoStore {
         let redo = serde_json::to_string(changes).map_err(StoreError::internal)?;
         let mut first = vec![self.guarded_queue_put(commit, Some(redo))?];
         first.extend(self.uploaded_targets_actions(commit)?);
-        self.transact(first).await?;
+        self.transact_guarded(&commit.queue.id, first).await?;
         let id = commit.queue.id.as_str();
         self.apply_redo(id, commit.queue.version, changes).await?;
         self.batch_put(history).await
@@ -416,13 +414,18 @@ impl DynamoStore {
             .send()
             .await
             .map_err(map_sdk_error)?;
-        let Some(item) = out.item else {
+        match out.item {
+            Some(item) => self.finish_redo_of(id, item).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Finishes the large commit whose redo is attached to `queue_item`, if one is.
+    async fn finish_redo_of(&self, id: &QueueId, queue_item: Item) -> StoreResult<()> {
+        let Some(changes) = redo_of(&queue_item)? else {
             return Ok(());
         };
-        let Some(changes) = redo_of(&item)? else {
-            return Ok(());
-        };
-        let queue: Queue = from_item(item)?;
+        let queue: Queue = from_item(queue_item)?;
         self.apply_redo(id.as_str(), queue.version, &changes).await
     }
 
@@ -528,6 +531,7 @@ impl DynamoStore {
             .expression_attribute_names("#v", VERSION)
             .expression_attribute_names("#redo", REDO)
             .expression_attribute_values(":v", n(commit.expected_version))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .build()
             .map_err(StoreError::internal)?;
         Ok(TransactWriteItem::builder().put(put).build())
@@ -551,6 +555,39 @@ impl DynamoStore {
             .build()
             .map_err(StoreError::internal)?;
         Ok(TransactWriteItem::builder().delete(delete).build())
+    }
+
+    /// A commit's transaction, whose first action is the guarded queue put. When it fails on
+    /// a conflict, a large commit may have been left half applied by a writer that stopped:
+    /// it is finished first. The queue item comes with the failed condition (no read), unless
+    /// the transaction failed on another action.
+    async fn transact_guarded(
+        &self,
+        id: &QueueId,
+        actions: Vec<TransactWriteItem>,
+    ) -> StoreResult<()> {
+        let result = self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(actions))
+            .send()
+            .await;
+        let Err(err) = result else {
+            return Ok(());
+        };
+        let Some(TransactWriteItemsError::TransactionCanceledException(e)) = err.as_service_error()
+        else {
+            return Err(map_sdk_error(err));
+        };
+        let reasons = e.cancellation_reasons();
+        let error = cancellation_error(reasons);
+        if error == StoreError::Conflict {
+            match reasons.first().and_then(|r| r.item()) {
+                Some(item) => self.finish_redo_of(id, item.clone()).await?,
+                None => self.finish_large_commit(id).await?,
+            }
+        }
+        Err(error)
     }
 
     async fn transact(&self, actions: Vec<TransactWriteItem>) -> StoreResult<()> {

@@ -9,8 +9,8 @@ use e2e::requests::post;
 use e2e::timeline::{Event::*, Timeline};
 use e2e::{TestClock, register_organisations};
 use local_gateway::router;
-use local_gateway::routes::routes;
 use mq_api::App;
+use mq_api::routes::route;
 use mq_core::ids::{QueueId, RepoRef};
 use mq_core::time::Timestamp;
 use mq_store::{MemoryStore, Store};
@@ -55,12 +55,8 @@ async fn main() {
 }
 
 async fn call(app: &App, endpoint: &str, body: &serde_json::Value) -> Vec<u8> {
-    let path = format!("/v1/{endpoint}");
-    let route = routes()
-        .into_iter()
-        .find(|r| r.path == path)
-        .expect("route");
-    let response = (route.handler)(app, post(body)).await;
+    let route = route(endpoint).expect("route");
+    let response = route.serve(app, post(body)).await;
     assert_eq!(response.status(), 200, "{endpoint}");
     response.body().as_ref().to_vec()
 }

@@ -13,8 +13,8 @@ use e2e::requests::{get, post};
 use e2e::timeline::{Event::*, Timeline};
 use e2e::{TestClock, register_organisations};
 use lambda_http::{Body, Request, Response};
-use local_gateway::routes::routes;
 use mq_api::App;
+use mq_api::routes::route;
 use mq_api::service::metrics::figures_of;
 use mq_core::git::{PrFacts, RequiredStatuses};
 use mq_core::ids::{PrNumber, Sha};
@@ -174,12 +174,8 @@ fn queue_id(branch: &str) -> QueueId {
 }
 
 async fn call(app: &App, endpoint: &str, req: Request) -> Response<Body> {
-    let path = format!("/v1/{endpoint}");
-    let route = routes()
-        .into_iter()
-        .find(|r| r.path == path)
-        .unwrap_or_else(|| panic!("no route {path}"));
-    let response = (route.handler)(app, req).await;
+    let route = route(endpoint).unwrap_or_else(|| panic!("no route {endpoint}"));
+    let response = route.serve(app, req).await;
     assert_eq!(
         response.status(),
         200,

@@ -146,7 +146,10 @@ async fn measure(file_count: usize) {
     let before = status_bytes("VmRSS");
     reset_peak();
     let started = Instant::now();
-    let response = upload_test_results::handle(&app, request).await;
+    let response = mq_api::routes::route("flaky-tests/upload")
+        .expect("route")
+        .serve(&app, request)
+        .await;
     let took = started.elapsed();
     let peak = status_bytes("VmHWM").saturating_sub(before);
     let after = status_bytes("VmRSS").saturating_sub(before);

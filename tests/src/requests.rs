@@ -14,7 +14,7 @@ use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_dynamodb::error::BoxError;
 use lambda_http::http::header::CONTENT_TYPE;
 use lambda_http::{Body, Request, RequestExt};
-use local_gateway::routes::routes;
+use mq_api::routes::route;
 use mq_api::service::tick;
 use mq_api::uploads::UploadBucket;
 use mq_api::{App, Clock, SystemClock};
@@ -279,13 +279,9 @@ impl Bench {
 
     /// Calls `endpoint` (its path under `/v1/`) with `request` and logs what it sent.
     pub async fn call(&self, endpoint: &'static str, case: &'static str, req: Request) -> Measured {
-        let path = format!("/v1/{endpoint}");
-        let route = routes()
-            .into_iter()
-            .find(|r| r.path == path)
-            .unwrap_or_else(|| panic!("no route {path}"));
+        let route = route(endpoint).unwrap_or_else(|| panic!("no route {endpoint}"));
         self.log.take();
-        let response = (route.handler)(&self.app, req).await;
+        let response = route.serve(&self.app, req).await;
         let status = response.status().as_u16();
         assert!(
             status == 200,

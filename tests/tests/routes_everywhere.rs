@@ -1,6 +1,7 @@
-//! One list of endpoints, three places: the SAM template's HTTP API events, the local
-//! gateway's routes and the OpenAPI document must name the same (method, path) pairs, and every
-//! function the template builds must be a binary of the workspace.
+//! One route table (`mq_api::routes`), and the places that must agree with it: the SAM
+//! template's HTTP API events and the OpenAPI document name the same (method, path) pairs as the
+//! table (which the local gateway serves), every function the template builds is a binary of
+//! the workspace, and each HTTP function serves the row of its event.
 
 use serde_json::Value as Json;
 use serde_norway::Value as Yaml;
@@ -48,9 +49,9 @@ fn template_endpoints() -> Endpoints {
 }
 
 fn gateway_endpoints() -> Endpoints {
-    local_gateway::routes::routes()
-        .into_iter()
-        .map(|r| (r.method.to_string(), r.path.to_owned()))
+    mq_api::routes::ROUTES
+        .iter()
+        .map(|r| (r.method.to_string(), r.path()))
         .collect()
 }
 
@@ -71,8 +72,8 @@ fn openapi_endpoints() -> Endpoints {
 #[test]
 fn the_template_the_gateway_and_the_openapi_document_name_the_same_endpoints() {
     let template = template_endpoints();
-    assert_eq!(template.len(), 19, "{template:?}");
-    assert_eq!(gateway_endpoints(), template, "local gateway vs template");
+    assert_eq!(template.len(), mq_api::routes::ROUTES.len(), "{template:?}");
+    assert_eq!(gateway_endpoints(), template, "route table vs template");
     assert_eq!(openapi_endpoints(), template, "openapi.json vs template");
 }
 
@@ -135,4 +136,50 @@ fn every_function_is_built_from_its_own_package_directory() {
             "{id}: the package at CodeUri {code_uri} is not the one of {binary}"
         );
     }
+}
+
+/// The `static` of `mq_api::routes` a route is declared as: its name in upper snake case.
+fn static_name(name: &str) -> String {
+    let mut out = String::new();
+    let mut previous_lower = false;
+    for c in name.chars() {
+        match c {
+            '-' | '/' => out.push('_'),
+            c if c.is_ascii_uppercase() && previous_lower => {
+                out.push('_');
+                out.push(c);
+            }
+            c => out.push(c.to_ascii_uppercase()),
+        }
+        previous_lower = c.is_ascii_lowercase();
+    }
+    out
+}
+
+/// Each function the template routes an HTTP event to serves that event's row of the route
+/// table: its `main` names the row's `static`, and the row has the event's method.
+#[test]
+fn every_http_function_serves_the_route_of_its_event() {
+    let mut served = 0;
+    for (id, f) in functions(&template()) {
+        let Some(events) = f["Properties"]["Events"].as_mapping() else {
+            continue;
+        };
+        for (_, event) in events.iter().filter(|(_, e)| e["Type"] == "HttpApi") {
+            let path = event["Properties"]["Path"].as_str().unwrap();
+            let name = path.strip_prefix("/v1/").unwrap();
+            let route = mq_api::routes::route(name).unwrap_or_else(|| panic!("{id}: no {path}"));
+            let method = event["Properties"]["Method"].as_str().unwrap();
+            assert_eq!(route.method.as_str(), method.to_uppercase(), "{id}");
+            let code_uri = f["Properties"]["CodeUri"].as_str().unwrap();
+            let main = std::fs::read_to_string(root().join(code_uri).join("src/main.rs")).unwrap();
+            let serves = format!("run_route(&mq_api::routes::{})", static_name(name));
+            assert!(
+                main.contains(&serves),
+                "{id} ({code_uri}) does not call {serves}"
+            );
+            served += 1;
+        }
+    }
+    assert_eq!(served, mq_api::routes::ROUTES.len());
 }

@@ -1,6 +1,7 @@
-//! The `cancelPullRequest` Lambda function.
+//! The `cancelPullRequest` Lambda function: it serves its row of the route table
+//! (`mq_api::routes`).
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    mq_api::lambda::run_with(mq_api::lambda::github, cancel_pull_request::handle).await
+    mq_api::lambda::run_route(&mq_api::routes::CANCEL_PULL_REQUEST).await
 }

@@ -1,6 +1,7 @@
-//! The `flaky-tests/check-quarantined` Lambda function.
+//! The `flaky-tests/check-quarantined` Lambda function: it serves its row of the route table
+//! (`mq_api::routes`).
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    mq_api::lambda::run(check_quarantined_tests::handle).await
+    mq_api::lambda::run_route(&mq_api::routes::FLAKY_TESTS_CHECK_QUARANTINED).await
 }

@@ -1,6 +1,6 @@
-//! The `createQueue` Lambda function.
+//! The `createQueue` Lambda function: it serves its row of the route table (`mq_api::routes`).
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    mq_api::lambda::run(create_queue::handle).await
+    mq_api::lambda::run_route(&mq_api::routes::CREATE_QUEUE).await
 }

@@ -1,10 +1,7 @@
-//! The `flaky-tests/upload-url` Lambda function.
+//! The `flaky-tests/upload-url` Lambda function: it serves its row of the route table
+//! (`mq_api::routes`).
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    mq_api::lambda::run_with(
-        mq_api::lambda::uploads,
-        create_test_results_upload_url::handle,
-    )
-    .await
+    mq_api::lambda::run_route(&mq_api::routes::FLAKY_TESTS_UPLOAD_URL).await
 }

@@ -1,6 +1,7 @@
-//! The `getSubmittedPullRequest` Lambda function.
+//! The `getSubmittedPullRequest` Lambda function: it serves its row of the route table
+//! (`mq_api::routes`).
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    mq_api::lambda::run(get_submitted_pull_request::handle).await
+    mq_api::lambda::run_route(&mq_api::routes::GET_SUBMITTED_PULL_REQUEST).await
 }

@@ -1,6 +1,6 @@
-//! The GitHub webhook Lambda function.
+//! The `webhooks/github` Lambda function: it serves its row of the route table (`mq_api::routes`).
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    mq_api::lambda::run_with(mq_api::lambda::github, github_webhook::handle).await
+    mq_api::lambda::run_route(&mq_api::routes::WEBHOOKS_GITHUB).await
 }

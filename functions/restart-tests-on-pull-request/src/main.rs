@@ -1,10 +1,7 @@
-//! The `restartTestsOnPullRequest` Lambda function.
+//! The `restartTestsOnPullRequest` Lambda function: it serves its row of the route table
+//! (`mq_api::routes`).
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    mq_api::lambda::run_with(
-        mq_api::lambda::github,
-        restart_tests_on_pull_request::handle,
-    )
-    .await
+    mq_api::lambda::run_route(&mq_api::routes::RESTART_TESTS_ON_PULL_REQUEST).await
 }

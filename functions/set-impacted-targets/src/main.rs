@@ -1,6 +1,7 @@
-//! The `setImpactedTargets` Lambda function.
+//! The `setImpactedTargets` Lambda function: it serves its row of the route table
+//! (`mq_api::routes`).
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    mq_api::lambda::run_with(mq_api::lambda::github, set_impacted_targets::handle).await
+    mq_api::lambda::run_route(&mq_api::routes::SET_IMPACTED_TARGETS).await
 }

@@ -1,8 +1,6 @@
-//! The `updateQueue` Lambda function. It holds no Git host credentials: what an update sets
-//! off on the Git host (test branches once a paused queue resumes, say) is carried out by the
-//! tick, within a minute.
+//! The `updateQueue` Lambda function: it serves its row of the route table (`mq_api::routes`).
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    mq_api::lambda::run(update_queue::handle).await
+    mq_api::lambda::run_route(&mq_api::routes::UPDATE_QUEUE).await
 }

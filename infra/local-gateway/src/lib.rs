@@ -6,7 +6,6 @@ pub mod background;
 pub mod example;
 pub mod host;
 pub mod owners;
-pub mod routes;
 pub mod server;
 pub mod tokens;
 

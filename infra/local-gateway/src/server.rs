@@ -5,7 +5,6 @@
 //! otherwise) and [`Timeouts::body`] to send its body (408 otherwise), so slow clients cannot
 //! hold connections and handlers forever.
 
-use crate::routes::{Handler, Route, routes};
 use axum::Router;
 use axum::extract::Request as HttpRequest;
 use axum::response::Response as HttpResponse;
@@ -19,6 +18,7 @@ use lambda_http::http::StatusCode;
 use lambda_http::{RequestExt, aws_lambda_events::query_map::QueryMap};
 use mq_api::body::MAX_BODY_BYTES;
 use mq_api::endpoint::unrouted;
+use mq_api::routes::{ROUTES, Route};
 use mq_api::{ApiError, App};
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -54,8 +54,9 @@ pub fn router(app: Arc<App>) -> Router {
 /// [`router`] reading bodies within `timeouts.body`.
 pub fn router_with(app: Arc<App>, timeouts: Timeouts) -> Router {
     let mut router = Router::new();
-    for route in routes() {
-        router = router.route(route.path, method_router(app.clone(), route, timeouts.body));
+    for route in ROUTES {
+        let path = route.path();
+        router = router.route(&path, method_router(app.clone(), route, timeouts.body));
     }
     router = router.route(
         mq_api::openapi::OPENAPI_PATH,
@@ -69,16 +70,19 @@ pub fn router_with(app: Arc<App>, timeouts: Timeouts) -> Router {
     })
 }
 
-fn method_router(app: Arc<App>, route: Route, body: Duration) -> axum::routing::MethodRouter {
+fn method_router(
+    app: Arc<App>,
+    route: &'static Route,
+    body: Duration,
+) -> axum::routing::MethodRouter {
     let filter = if route.method == lambda_http::http::Method::GET {
         MethodFilter::GET
     } else {
         MethodFilter::POST
     };
     let allowed = route.method.to_string();
-    let handler = route.handler;
     on(filter, move |req: HttpRequest| {
-        dispatch(app.clone(), handler, req, body)
+        dispatch(app.clone(), route, req, body)
     })
     .fallback(move || {
         let allowed = allowed.clone();
@@ -88,7 +92,7 @@ fn method_router(app: Arc<App>, route: Route, body: Duration) -> axum::routing::
 
 async fn dispatch(
     app: Arc<App>,
-    handler: Handler,
+    route: &'static Route,
     req: HttpRequest,
     body_timeout: Duration,
 ) -> HttpResponse {
@@ -106,7 +110,7 @@ async fn dispatch(
     let query = query_map(parts.uri.query());
     let request = lambda_http::Request::from_parts(parts, lambda_http::Body::Binary(bytes))
         .with_query_string_parameters(query);
-    to_http(handler(&app, request).await)
+    to_http(route.serve(&app, request).await)
 }
 
 /// Reads at most `cap` bytes: a larger body reaches the handler cut at `cap`, which is still

@@ -25,12 +25,13 @@ pub struct Caller {
 
 /// Runs an authenticated handler: every response carries `X-Request-Id`, every error is
 /// rendered as JSON, and one log span covers the request (request id, route, organisation,
-/// queue; never the body or the token). On mutating routes an `Idempotency-Key` makes a
+/// queue; never the body or the token). On `mutating` routes an `Idempotency-Key` makes a
 /// retried request replay the first response instead of acting twice ([`idempotency`]).
 pub async fn serve<F, Fut>(
     app: &App,
     req: Request,
     route: &'static str,
+    mutating: bool,
     handler: F,
 ) -> Response<Body>
 where
@@ -41,7 +42,7 @@ where
         let org = authenticate(app.store.as_ref(), &req).await?;
         tracing::Span::current().record("org", org.as_str());
         let caller = Caller { org, request_id };
-        let key = match idempotency::applies_to(route) {
+        let key = match mutating {
             true => idempotency::key_of(&req)?,
             false => None,
         };
@@ -177,7 +178,7 @@ mod tests {
     }
 
     async fn answer(app: &App, req: Request) -> Response<Body> {
-        serve(app, req, "test", |caller, _| async move {
+        serve(app, req, "test", false, |caller, _| async move {
             assert_eq!(caller.org.as_str(), "acme");
             Ok(crate::http::empty_ok())
         })

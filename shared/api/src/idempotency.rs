@@ -29,25 +29,6 @@ pub const KEEP_FOR_MS: i64 = 24 * 60 * 60 * 1000;
 /// How long an unanswered claim holds its key: longer than any function runs (29 s).
 pub const STALE_AFTER_MS: i64 = 5 * 60 * 1000;
 
-/// The endpoints that honour the header (the mutating ones).
-pub const ROUTES: [&str; 10] = [
-    "createQueue",
-    "updateQueue",
-    "deleteQueue",
-    "submitPullRequest",
-    "cancelPullRequest",
-    "restartTestsOnPullRequest",
-    "setImpactedTargets",
-    "flaky-tests/upload",
-    "flaky-tests/update-settings",
-    "flaky-tests/link-ticket",
-];
-
-/// Whether requests to `route` may carry a key.
-pub fn applies_to(route: &str) -> bool {
-    ROUTES.contains(&route)
-}
-
 /// The request's key, if it has one; 400 `INVALID_IDEMPOTENCY_KEY` when it is malformed.
 pub fn key_of(req: &Request) -> Result<Option<String>, ApiError> {
     let mut values = req.headers().get_all(KEY_HEADER).iter();
@@ -211,13 +192,5 @@ mod tests {
                 (400, "INVALID_IDEMPOTENCY_KEY")
             );
         }
-    }
-
-    #[test]
-    fn only_mutating_endpoints_take_keys() {
-        assert!(applies_to("submitPullRequest"));
-        assert!(applies_to("flaky-tests/link-ticket"));
-        assert!(!applies_to("getQueue"));
-        assert!(!applies_to("flaky-tests/upload-url"));
     }
 }

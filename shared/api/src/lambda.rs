@@ -1,9 +1,21 @@
 //! Booting a function on Lambda: logging, the application, the runtime loop.
 
 use crate::app::App;
+use crate::routes::{Needs, Route};
 use lambda_http::{Body, Request, Response};
 use std::convert::Infallible;
 use std::future::Future;
+
+/// Serves `route` (one of [`crate::routes::ROUTES`]): the function of that endpoint. The
+/// application has what the route needs besides the store.
+pub async fn run_route(route: &'static Route) -> Result<(), lambda_http::Error> {
+    let handler = move |app: &'static App, req| route.serve(app, req);
+    match route.needs {
+        Needs::Store => run_with(store_only, handler).await,
+        Needs::GitHost => run_with(github, handler).await,
+        Needs::Uploads => run_with(uploads, handler).await,
+    }
+}
 
 /// Runs `handler` for every invocation, over the store alone. The application (SDK clients
 /// included) is built once per execution environment and shared by all invocations.

@@ -12,6 +12,7 @@ pub mod idempotency;
 pub mod lambda;
 pub mod logging;
 pub mod openapi;
+pub mod routes;
 pub mod secrets;
 pub mod service;
 pub mod wire;

@@ -1,0 +1,23 @@
+//! `getMergeQueueMetrics`: the figures of the caller's queues in the Prometheus text format;
+//! `repo` (`owner/name`) with `repoHost` narrows them to one repository.
+
+use crate::app::App;
+use crate::endpoint::Caller;
+use crate::error::ApiError;
+use crate::http;
+use crate::service::metrics;
+use crate::wire::metrics::MetricsQuery;
+use lambda_http::http::StatusCode;
+use lambda_http::{Body, Request, RequestExt, Response};
+use mq_metrics::prometheus_text;
+
+pub async fn get(app: &App, caller: Caller, req: Request) -> Result<Response<Body>, ApiError> {
+    let query = MetricsQuery::parse(&req.query_string_parameters())?;
+    let figures = metrics::figures_of(app, &caller.org, query.repo.as_ref()).await?;
+    let text = prometheus_text::render(&figures).map_err(ApiError::internal)?;
+    Ok(http::with_content_type(
+        StatusCode::OK,
+        Body::Text(text),
+        prometheus_text::CONTENT_TYPE,
+    ))
+}

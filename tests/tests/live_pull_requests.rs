@@ -1,6 +1,7 @@
 //! The pull request endpoints on a live queue: the exact shapes of `getSubmittedPullRequest`
-//! (spec §2.5), `getQueue.enqueuedPullRequests` (§2.4) and `getMergeQueueTestingDetails`
-//! (§2.6) for a running and a finished run, and their errors (SEMANTICS §1, §4).
+//! (`SubmittedPullRequest` in `openapi/openapi.json`), `getQueue.enqueuedPullRequests`
+//! (`EnqueuedPullRequest`) and `getMergeQueueTestingDetails` (`TestingDetails`) for a running and
+//! a finished run, and their errors (docs/queue-semantics.md §1, §4).
 
 use e2e::git_repo::{AUTHOR, GitRepo, PrSpec};
 use e2e::live::{CI, LiveEnv, body, pr_body, wait_for};
@@ -17,8 +18,8 @@ live_on_both_stores!(
     the_comment_and_status_check_say_where_each_pull_request_stands,
 );
 
-/// Fields of `getSubmittedPullRequest` (spec §2.5).
-const SUBMITTED_FIELDS: [&str; 15] = [
+/// Fields of `getSubmittedPullRequest` (`SubmittedPullRequest` in `openapi/openapi.json`).
+const SUBMITTED_FIELDS: [&str; 16] = [
     "stateChangedAt",
     "priorityValue",
     "priorityName",
@@ -34,9 +35,10 @@ const SUBMITTED_FIELDS: [&str; 15] = [
     "state",
     "readiness",
     "usedDefaultPriorityName",
+    "testRunId",
 ];
 
-/// Fields of an item of `enqueuedPullRequests` (spec §2.4).
+/// Fields of an item of `enqueuedPullRequests` (`EnqueuedPullRequest` in `openapi/openapi.json`).
 const ENQUEUED_FIELDS: [&str; 13] = [
     "stateChangedAt",
     "priorityValue",
@@ -53,8 +55,8 @@ const ENQUEUED_FIELDS: [&str; 13] = [
     "stuck",
 ];
 
-/// Required fields of `getMergeQueueTestingDetails` (spec §2.6), and the optional ones every
-/// run has.
+/// Required fields of `getMergeQueueTestingDetails` (`TestingDetails` in `openapi/openapi.json`),
+/// and the optional ones every run has.
 const DETAILS_FIELDS: [&str; 9] = [
     "requiredStatuses",
     "testBranch",
@@ -84,7 +86,7 @@ fn sorted<const N: usize>(fields: [&'static str; N]) -> Vec<&'static str> {
     fields
 }
 
-/// An RFC 3339 UTC timestamp with milliseconds, as SEMANTICS §1 says.
+/// An RFC 3339 UTC timestamp with milliseconds, as docs/queue-semantics.md §1 says.
 fn assert_timestamp(value: &Value) {
     let text = value.as_str().unwrap_or_default();
     let bytes = text.as_bytes();
@@ -118,13 +120,16 @@ async fn submitted_and_enqueued_pull_requests_have_every_field(backend: Backend)
     assert_eq!(keys(&first), expected, "a priority was given: {first}");
     assert_timestamp(&first["stateChangedAt"]);
     assert!(!first["id"].as_str().unwrap_or_default().is_empty());
+    let run = env.wait_for_run(&repo, 1).await;
+    assert_eq!(first["testRunId"], json!(run.id), "the run testing #1");
     let mut without_time = first.clone();
     without_time["stateChangedAt"] = json!(null);
     without_time["id"] = json!(null);
+    without_time["testRunId"] = json!(null);
     assert_eq!(
         without_time,
         json!({
-            "stateChangedAt": null, "id": null, "state": "testing",
+            "stateChangedAt": null, "id": null, "testRunId": null, "state": "testing",
             "priorityValue": 10, "priorityName": "high", "skipTheLine": false,
             "forceEnqueued": false, "isCurrentlySubmittedToQueue": true,
             "prNumber": 1, "prTitle": "Change 1", "prSha": heads[0],
@@ -143,7 +148,13 @@ async fn submitted_and_enqueued_pull_requests_have_every_field(backend: Backend)
     );
 
     let second = env.pull_request(&repo, 2).await;
-    assert_eq!(keys(&second), sorted(SUBMITTED_FIELDS));
+    let mut never_tested = sorted(SUBMITTED_FIELDS);
+    never_tested.retain(|f| *f != "testRunId");
+    assert_eq!(
+        keys(&second),
+        never_tested,
+        "#2 has not been tested: {second}"
+    );
     assert_eq!(second["state"], "not_ready");
     assert_eq!(second["readiness"]["doesBaseBranchMatch"], false);
     assert_eq!(second["prBaseBranch"], "release");
@@ -451,7 +462,14 @@ async fn the_comment_and_status_check_say_where_each_pull_request_stands(backend
     // #1 passes and merges.
     env.set_status(&repo, &run.sha, CI, StatusState::Success)
         .await;
-    env.wait_for_comment(&repo, 1, "Merged into `main`.").await;
+    let merged = format!("Merged into `main`. Last tested in run `{}`.", run.id);
+    env.wait_for_comment(&repo, 1, &merged).await;
+    let concluded = env.pull_request(&repo, 1).await;
+    assert_eq!(
+        (&concluded["state"], &concluded["testRunId"]),
+        (&json!("merged"), &json!(run.id)),
+        "a merged pull request names the run that tested it"
+    );
     wait_for_queue_status(&env, &repo, &head(1), StatusState::Success, "Merged").await;
 
     // #2 fails, and so does the run of #3 on top of it (the failure waits for one group behind,

@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
 wire_enum! {
-    /// A queue entry's state (spec §3.1, transitions in SEMANTICS §4).
+    /// A queue entry's state (the entry states in `openapi/openapi.json`transitions in
+    /// docs/queue-semantics.md §4).
     pub enum EntryState {
         NotReady => "not_ready",
         Pending => "pending",
@@ -36,7 +37,7 @@ impl EntryState {
     }
 }
 
-/// The impacted targets of a pull request at one head sha (SEMANTICS §7).
+/// The impacted targets of a pull request at one head sha (docs/queue-semantics.md §7).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ImpactedTargets {
@@ -112,6 +113,10 @@ pub struct Entry {
     /// The test run currently testing this entry, if any.
     #[serde(default)]
     pub current_run: Option<String>,
+    /// The test run that tested this entry last: the current one, or the last one that did
+    /// (kept once the entry concludes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_run: Option<String>,
     /// Entries ahead this entry's test branch contains (parallel mode), as PR numbers.
     #[serde(default)]
     pub dependent_prs: Vec<PrNumber>,
@@ -139,7 +144,8 @@ pub struct Entry {
     pub cancel_after_merge: Option<String>,
 }
 
-/// The readiness object of `getSubmittedPullRequest` (spec §2.5).
+/// The readiness object of `getSubmittedPullRequest` (`SubmittedPullRequest` in
+/// `openapi/openapi.json`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Readiness {
     pub requires_impacted_targets: bool,
@@ -165,6 +171,7 @@ impl Entry {
             pr_facts,
             impacted: None,
             current_run: None,
+            last_run: None,
             dependent_prs: Vec::new(),
             ready_at: None,
             first_tested_at: None,
@@ -196,7 +203,7 @@ impl Entry {
 
 impl Readiness {
     /// A PR can start testing when its base matches, the host says mergeable, and (when
-    /// required) impacted targets are uploaded (spec §2.5).
+    /// required) impacted targets are uploaded (`SubmittedPullRequest` in `openapi/openapi.json`).
     pub const fn is_ready(self) -> bool {
         self.does_base_branch_match
             && self.mergeable

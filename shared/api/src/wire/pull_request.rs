@@ -1,4 +1,4 @@
-//! Pull request requests and responses (spec §2.5, §4.1–4.5), with the exact field names.
+//! Pull request requests and responses (`openapi/openapi.json`), with the exact field names.
 
 use super::common::{Int, QueueTarget, RepoBody};
 use mq_core::DomainError;
@@ -232,7 +232,7 @@ pub fn check_sha(field: &str, sha: &str) -> Result<(), DomainError> {
     }
 }
 
-/// `readiness` of a submitted pull request (spec §2.5).
+/// `readiness` of a submitted pull request (`SubmittedPullRequest` in `openapi/openapi.json`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReadinessView {
@@ -241,7 +241,7 @@ pub struct ReadinessView {
     pub has_impacted_targets: bool,
 }
 
-/// The `getSubmittedPullRequest` response (spec §2.5).
+/// The `getSubmittedPullRequest` response (`SubmittedPullRequest` in `openapi/openapi.json`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SubmittedPullRequest {
@@ -261,6 +261,10 @@ pub struct SubmittedPullRequest {
     pub readiness: ReadinessView,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub used_default_priority_name: Option<String>,
+    /// The run testing the pull request now, or the last one that did: the `testRunId` of
+    /// `getMergeQueueTestingDetails`. Absent until its first run starts.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub test_run_id: Option<String>,
 }
 
 impl From<PullRequestView<'_>> for SubmittedPullRequest {
@@ -285,6 +289,7 @@ impl From<PullRequestView<'_>> for SubmittedPullRequest {
                 has_impacted_targets: v.readiness.has_impacted_targets,
             },
             used_default_priority_name: v.used_default_priority_name.map(Cow::into_owned),
+            test_run_id: v.test_run_id.map(str::to_owned),
         }
     }
 }

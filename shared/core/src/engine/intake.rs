@@ -1,6 +1,6 @@
 //! Commands and facts about pull requests: submit, cancel, restart, impacted targets, what
 //! the Git host says about a pull request, and the target branch moving outside the queue
-//! (SEMANTICS §3, §4, §7, §8).
+//! (docs/queue-semantics.md §3, §4, §7, §8).
 
 use super::CancelReason;
 use super::work::Work;
@@ -73,9 +73,9 @@ impl Work {
         Ok(())
     }
 
-    /// SEMANTICS §8: with `directMergeMode: always`, a ready pull request based on the target
-    /// head, whose own required statuses passed, merges at once when nothing is ahead of it
-    /// (in parallel mode, when nothing it depends on is in line or waiting; without uploaded
+    /// docs/queue-semantics.md §8: with `directMergeMode: always`, a ready pull request based on
+    /// the target head, whose own required statuses passed, merges at once when nothing is ahead
+    /// of it (in parallel mode, when nothing it depends on is in line or waiting; without uploaded
     /// targets that means nothing at all).
     fn direct_merge_applies(&self, pr: PrNumber) -> bool {
         let Some(e) = self.entry(pr) else {
@@ -182,6 +182,7 @@ impl Work {
         for &pr in &prs {
             if let Some(e) = self.entry_mut(pr) {
                 e.current_run = Some(new_id.clone());
+                e.last_run = Some(new_id.clone());
                 e.restarts += 1;
                 e.ci_runs += 1;
             }
@@ -323,9 +324,10 @@ impl Work {
     }
 
     /// Moves entries between `not_ready` and `pending` as their readiness changes
-    /// (SEMANTICS §4, spec §2.5); drafts are not ready. An entry waiting for a test whose
-    /// pull request the Git host says conflicts with the target fails: it could only become
-    /// ready through new commits, which take it out of the queue anyway.
+    /// (docs/queue-semantics.md §4, `SubmittedPullRequest` in `openapi/openapi.json`); drafts are
+    /// not ready. An entry waiting for a test whose pull request the Git host says conflicts with
+    /// the target fails: it could only become ready through new commits, which take it out of the
+    /// queue anyway.
     pub fn refresh_readiness(&mut self) -> bool {
         let conflicting = self.conflicting_with_target();
         let mut changed = !conflicting.is_empty();

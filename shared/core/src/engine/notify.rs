@@ -60,6 +60,10 @@ impl Work {
                 format!("Cancelled in the queue for `{branch}`: {detail}."),
             ),
         };
+        let words = match &e.last_run {
+            Some(run) => format!("{words} Last tested in run `{run}`."),
+            None => words,
+        };
         let short = match e.state {
             EntryState::Merged => "Merged".to_owned(),
             EntryState::Failed => "Failed".to_owned(),

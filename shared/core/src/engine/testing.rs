@@ -1,5 +1,6 @@
 //! Starting tests: which waiting entries form the next group (priorities, urgent preemption,
-//! batching), and the run that tests a group on its predicted base (SEMANTICS §3, §5, §6).
+//! batching), and the run that tests a group on its predicted base (docs/queue-semantics.md §3,
+//! §5, §6).
 
 use super::line::key_of;
 use super::work::Work;
@@ -179,6 +180,7 @@ impl Work {
         for &pr in &prs {
             if let Some(e) = self.entry_mut(pr) {
                 e.current_run = Some(id.clone());
+                e.last_run = Some(id.clone());
                 e.ci_runs += 1;
                 e.first_tested_at.get_or_insert(now);
                 if kind == RunKind::Main {

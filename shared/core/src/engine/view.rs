@@ -1,6 +1,7 @@
 //! What the API shows of a queue, as plain data (the JSON shape belongs to `shared/api`):
 //! the order of `enqueuedPullRequests`, a submitted pull request with its readiness
-//! (spec §2.5) and a test run as `getMergeQueueTestingDetails` describes it (spec §2.6).
+//! (`SubmittedPullRequest` in `openapi/openapi.json`) and a test run as
+//! `getMergeQueueTestingDetails` describes it (`TestingDetails` in `openapi/openapi.json`).
 
 use super::line::line_of;
 use crate::entry::{Entry, EntryState};
@@ -92,7 +93,8 @@ fn in_flight(snapshot: &QueueSnapshot) -> bool {
     runs || snapshot.outbox.iter().any(|x| !x.held)
 }
 
-/// The readiness object of `getSubmittedPullRequest` (spec §2.5).
+/// The readiness object of `getSubmittedPullRequest` (`SubmittedPullRequest` in
+/// `openapi/openapi.json`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReadinessView {
     pub requires_impacted_targets: bool,
@@ -100,7 +102,8 @@ pub struct ReadinessView {
     pub has_impacted_targets: bool,
 }
 
-/// A submitted pull request (spec §2.4 and §2.5), borrowing from its entry.
+/// A submitted pull request (`EnqueuedPullRequest`, `SubmittedPullRequest` in
+/// `openapi/openapi.json`), borrowing from its entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PullRequestView<'a> {
     pub id: &'a str,
@@ -121,6 +124,8 @@ pub struct PullRequestView<'a> {
     pub readiness: ReadinessView,
     /// `medium` when the submission gave no priority.
     pub used_default_priority_name: Option<Cow<'static, str>>,
+    /// The run testing the pull request now, or the last one that did.
+    pub test_run_id: Option<&'a str>,
 }
 
 /// An entry, active or concluded, as `getSubmittedPullRequest` shows it.
@@ -148,6 +153,7 @@ pub fn pull_request<'a>(queue: &Queue, entry: &'a Entry) -> PullRequestView<'a> 
             has_impacted_targets: r.has_impacted_targets,
         },
         used_default_priority_name: entry.priority.defaulted.then(|| entry.priority.name()),
+        test_run_id: entry.current_run.as_deref().or(entry.last_run.as_deref()),
     }
 }
 
@@ -179,7 +185,8 @@ pub struct TestedPullRequest {
     pub title: String,
 }
 
-/// A test run as `getMergeQueueTestingDetails` describes it (spec §2.6).
+/// A test run as `getMergeQueueTestingDetails` describes it (`TestingDetails` in
+/// `openapi/openapi.json`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TestRunView {
     pub required_statuses: Vec<String>,

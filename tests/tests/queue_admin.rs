@@ -22,9 +22,10 @@ on_both_stores!(
     bodies_over_twenty_mebibytes_get_413,
     non_json_bodies_get_415,
     concurrent_updates_lose_nothing,
+    misspelt_settings_are_refused_and_change_nothing,
 );
 
-/// The fields every queue response carries (spec §2.3).
+/// The fields every queue response carries (`Queue` in `openapi/openapi.json`).
 const QUEUE_FIELDS: [&str; 19] = [
     "state",
     "branch",
@@ -553,4 +554,43 @@ async fn concurrent_updates_lose_nothing(env: TestEnv) {
     for (field, value) in updates {
         assert_eq!(body[field], value, "{field} kept");
     }
+}
+
+/// A setting the queue does not know is refused with the nearest known name, on createQueue
+/// and updateQueue, and changes nothing; other endpoints keep ignoring unknown fields.
+async fn misspelt_settings_are_refused_and_change_nothing(env: TestEnv) {
+    let r = env
+        .post(
+            "createQueue",
+            Some(ACME),
+            &queue_body("rocket", json!({"mergeMthod": "rebase"})),
+        )
+        .await;
+    assert_eq!((r.status, r.code()), (400, "INVALID_REQUEST"));
+    assert_eq!(
+        r.message(),
+        "unknown field `mergeMthod`: did you mean `mergeMethod`?"
+    );
+    let missing = env
+        .post("getQueue", Some(ACME), &queue_body("rocket", json!({})))
+        .await;
+    assert_eq!(missing.status, 404, "no queue was created");
+
+    env.ok("createQueue", &queue_body("rocket", json!({}))).await;
+    let r = env
+        .post(
+            "updateQueue",
+            Some(ACME),
+            &queue_body("rocket", json!({"concurency": 2})),
+        )
+        .await;
+    assert_eq!((r.status, r.code()), (400, "INVALID_REQUEST"));
+    assert_eq!(
+        r.message(),
+        "unknown field `concurency`: did you mean `concurrency`?"
+    );
+    let read = env
+        .ok("getQueue", &queue_body("rocket", json!({"extra": true})))
+        .await;
+    assert_eq!(read["concurrency"], 1, "unchanged; getQueue ignores `extra`");
 }

@@ -6,7 +6,7 @@ use lambda_http::Request;
 use lambda_http::http::header;
 use serde::de::DeserializeOwned;
 
-/// The largest accepted request body: 20 MiB (spec §8).
+/// The largest accepted request body: 20 MiB (the limits in `openapi/openapi.json`).
 pub const MAX_BODY_BYTES: usize = 20 * 1024 * 1024;
 
 /// The raw bytes of a request body.
@@ -62,6 +62,8 @@ pub fn from_slice<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
             format!("request body is not valid JSON: {inner}")
         } else if inner.to_string().starts_with(NOT_AN_INTEGER) {
             not_an_integer(&path, body, &inner)
+        } else if let Some(message) = unknown_field(&path, &inner.to_string()) {
+            message
         } else if path == "." {
             inner.to_string()
         } else {
@@ -85,6 +87,61 @@ fn not_an_integer(path: &str, body: &[u8], error: &serde_json::Error) -> String 
         Some(n) => format!("{field}: expected an integer of at most 64 bits, got {n}"),
         None => format!("{field}: {NOT_AN_INTEGER}"),
     }
+}
+
+/// The message for a field a strict request type (`#[serde(deny_unknown_fields)]`: the
+/// settings endpoints) does not know, naming the nearest known field when one is close,
+/// else every known one. `None` when `error` is not about an unknown field.
+fn unknown_field(path: &str, error: &str) -> Option<String> {
+    let rest = error.strip_prefix("unknown field `")?;
+    let (field, rest) = rest.split_once('`')?;
+    let known: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();
+    let at = match path {
+        "." => String::new(),
+        // serde_path_to_error's path ends with the unknown field itself.
+        p => p
+            .strip_suffix(field)
+            .map_or(p, |p| p.trim_end_matches('.'))
+            .to_owned(),
+    };
+    let at = if at.is_empty() {
+        String::new()
+    } else {
+        format!(" in {at}")
+    };
+    let hint = match nearest(field, &known) {
+        Some(near) => format!("did you mean `{near}`?"),
+        None => format!("the known fields are {}", known.join(", ")),
+    };
+    Some(format!("unknown field `{field}`{at}: {hint}"))
+}
+
+/// The known name closest to `field` (edits, ignoring case), if it is close enough to be a
+/// misspelling: at most a third of the longer name's letters, and at least 2 allowed.
+fn nearest<'a>(field: &str, known: &[&'a str]) -> Option<&'a str> {
+    let field = field.to_ascii_lowercase();
+    known
+        .iter()
+        .map(|k| (edit_distance(&field, &k.to_ascii_lowercase()), *k))
+        .filter(|(d, k)| *d <= (field.len().max(k.len()) / 3).max(2))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
+/// Levenshtein distance between `a` and `b`, in characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substituted = previous + usize::from(ca != *cb);
+            previous = row[j + 1];
+            row[j + 1] = substituted.min(row[j] + 1).min(previous + 1);
+        }
+    }
+    row[b.len()]
 }
 
 /// The JSON number whose last character is at `line`:`column` (both from 1, as serde_json
@@ -137,6 +194,47 @@ mod tests {
     struct Req {
         repo: Repo,
         count: Option<u8>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    #[allow(dead_code)]
+    struct Strict {
+        concurrency: Option<u8>,
+        pending_failure_depth: Option<u8>,
+        nested: Option<Nested>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    #[allow(dead_code)]
+    struct Nested {
+        flaky_window: Option<u8>,
+    }
+
+    fn strict_error(body: &str) -> String {
+        from_slice::<Strict>(body.as_bytes()).unwrap_err().message
+    }
+
+    #[test]
+    fn an_unknown_field_of_a_strict_type_is_named_with_the_nearest_known_one() {
+        assert_eq!(
+            strict_error(r#"{"concurency": 2}"#),
+            "unknown field `concurency`: did you mean `concurrency`?"
+        );
+        assert_eq!(
+            strict_error(r#"{"PendingFailureDepth": 2}"#),
+            "unknown field `PendingFailureDepth`: did you mean `pendingFailureDepth`?"
+        );
+        assert_eq!(
+            strict_error(r#"{"nested": {"flakyWindw": 3}}"#),
+            "unknown field `flakyWindw` in nested: did you mean `flakyWindow`?"
+        );
+        assert_eq!(
+            strict_error(r#"{"colour": "red"}"#),
+            "unknown field `colour`: the known fields are concurrency, pendingFailureDepth, nested"
+        );
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
     }
 
     fn request(body: &str, content_type: Option<&str>) -> Request {

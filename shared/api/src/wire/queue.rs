@@ -1,4 +1,4 @@
-//! Queue requests and responses (spec §2.3, §2.4, §4.7–4.10), with the exact field names.
+//! Queue requests and responses (`openapi/openapi.json`), with the exact field names.
 
 use super::common::{Int, QueueTarget, RepoBody};
 use mq_core::DomainError;
@@ -11,9 +11,11 @@ use mq_core::snapshot::Queue;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 
-/// The body of `createQueue` and `updateQueue`: the queue, and any settings to set.
+/// The body of `createQueue` and `updateQueue`: the queue, and any settings to set. A field
+/// it does not know is refused (400, naming the nearest known one): a misspelt setting must
+/// not be answered 200 and change nothing.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct QueueSettingsRequest {
     pub repo: RepoBody,
     pub target_branch: String,
@@ -75,7 +77,8 @@ impl QueueSettingsRequest {
     }
 }
 
-/// A queue's state and configuration (spec §2.3): the `updateQueue`/`createQueue` response.
+/// A queue's state and configuration (`Queue` in `openapi/openapi.json`): the
+/// `updateQueue`/`createQueue` response.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct QueueView {
@@ -136,8 +139,8 @@ pub struct QueueWithEntries<'a> {
     pub enqueued_pull_requests: Vec<EnqueuedPullRequest<'a>>,
 }
 
-/// An item of `enqueuedPullRequests` (spec §2.4). Its text borrows from the entry it shows
-/// (a queue lists many; a read answer copies none of them).
+/// An item of `enqueuedPullRequests` (`EnqueuedPullRequest` in `openapi/openapi.json`). Its text
+/// borrows from the entry it shows (a queue lists many; a read answer copies none of them).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EnqueuedPullRequest<'a> {

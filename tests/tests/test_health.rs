@@ -30,6 +30,7 @@ on_both_stores!(
     tickets_link_to_test_cases,
     large_reports_go_through_s3,
     flaky_tests_recover_after_seven_days,
+    a_failure_checked_without_a_variant_matches_its_one_known_variant,
 );
 
 /// Commit A ran twice without retries (nextest run 1, run 2), commit B once with retries.
@@ -663,6 +664,31 @@ async fn settings_are_validated_and_name_the_field(env: TestEnv) {
         .post(
             "flaky-tests/update-settings",
             Some(ACME),
+            &health_body(json!({"thresholds": {"flaky_windw": 5}})),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.message()),
+        (
+            400,
+            "unknown field `flaky_windw` in thresholds: did you mean `flaky_window`?"
+        )
+    );
+    let r = env
+        .post(
+            "flaky-tests/update-settings",
+            Some(ACME),
+            &health_body(json!({"quarantinning": true})),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.message()),
+        (400, "unknown field `quarantinning`: did you mean `quarantining`?")
+    );
+    let r = env
+        .post(
+            "flaky-tests/update-settings",
+            Some(ACME),
             &health_body(json!({"thresholds": {"broken_window": 0}})),
         )
         .await;
@@ -859,4 +885,45 @@ async fn flaky_tests_recover_after_seven_days(env: TestEnv) {
         "broken stays"
     );
     assert_eq!(recover(&app, later).await.unwrap(), 0, "done once");
+}
+
+/// CI checks a failure without a variant: it is matched in the one variant the uploads named
+/// the test in, and the answer says which. Once two variants have it, neither is guessed, and
+/// the answer says why; naming the variant matches it.
+async fn a_failure_checked_without_a_variant_matches_its_one_known_variant(env: TestEnv) {
+    let file = "nextest-noretry-run1.xml";
+    let linux = Run::main("A", "a-linux");
+    let r = upload(&env, &linux, &[("variant", "linux")], &[(file, fixture(file))]).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let failed = json!([{"name": "tests::always_fails", "classname": "flaky_demo",
+                         "parent": "flaky_demo"}]);
+    let answer = check(&env, failed.clone()).await;
+    let t = &answer["tests"][0];
+    assert_eq!((&t["known"], &t["variant"]), (&json!(true), &json!("linux")), "{answer}");
+    assert!(t.get("note").is_none(), "{answer}");
+    let id = t["test_case_id"].as_str().unwrap().to_owned();
+    set_settings(
+        &env,
+        json!({"quarantining": true, "test_overrides": [
+            {"test_case_id": id, "quarantine": "ALWAYS_QUARANTINE"}
+        ]}),
+    )
+    .await;
+    assert_eq!(check(&env, failed.clone()).await["all_quarantined"], true);
+
+    let macos = Run::main("A", "a-macos");
+    let r = upload(&env, &macos, &[("variant", "macos")], &[(file, fixture(file))]).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let answer = check(&env, failed.clone()).await;
+    let t = &answer["tests"][0];
+    assert_eq!((&t["known"], &answer["all_quarantined"]), (&json!(false), &json!(false)));
+    let note = t["note"].as_str().unwrap_or_default();
+    assert!(note.contains("`linux`") && note.contains("`macos`"), "{answer}");
+    let body = health_body(json!({"variant": "macos", "failed_tests": failed}));
+    let named = env.ok("flaky-tests/check-quarantined", &body).await;
+    let t = &named["tests"][0];
+    assert_eq!((&t["known"], &t["variant"]), (&json!(true), &json!("macos")), "{named}");
+
+    let never = check(&env, json!([{"name": "never_seen"}])).await;
+    assert_eq!(never["tests"][0]["note"], "no upload has named this test");
 }

@@ -1,11 +1,11 @@
-//! The test-health endpoints' bodies: the list endpoints of spec §2.7–2.9 and §4.12–4.13
+//! The test-health endpoints' bodies: the list endpoints of `openapi/openapi.json`
 //! (snake_case, as the spec spells them), and the upload, settings, quarantine-check and
 //! ticket endpoints that feed them.
 
 use super::common::{Int, RepoBody};
 use serde::{Deserialize, Serialize};
 
-/// `page_query` (§2.9).
+/// `page_query` (`PageQuery`).
 #[derive(Debug, Clone, Deserialize)]
 pub struct PageQuery {
     pub page_size: Int,
@@ -13,7 +13,7 @@ pub struct PageQuery {
     pub page_token: String,
 }
 
-/// `POST /flaky-tests/list-unhealthy-tests` (§4.12).
+/// `POST /flaky-tests/list-unhealthy-tests`.
 #[derive(Debug, Clone, Deserialize)]
 pub struct ListUnhealthyRequest {
     pub repo: RepoBody,
@@ -22,7 +22,7 @@ pub struct ListUnhealthyRequest {
     pub status: String,
 }
 
-/// `POST /flaky-tests/list-quarantined-tests` (§4.13).
+/// `POST /flaky-tests/list-quarantined-tests`.
 #[derive(Debug, Clone, Deserialize)]
 pub struct ListQuarantinedRequest {
     pub repo: RepoBody,
@@ -30,7 +30,7 @@ pub struct ListQuarantinedRequest {
     pub page_query: PageQuery,
 }
 
-/// `page` (§2.9).
+/// `page` (`Page`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
 pub struct Page {
     pub total_rows: u64,
@@ -52,7 +52,7 @@ pub struct StatusView {
     pub timestamp: String,
 }
 
-/// An unhealthy test (§2.7).
+/// An unhealthy test (`UnhealthyTest`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct UnhealthyTest {
     pub id: String,
@@ -77,7 +77,7 @@ pub struct UnhealthyTestsPage {
     pub page: Page,
 }
 
-/// A quarantined test (§2.8).
+/// A quarantined test (`QuarantinedTest`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct QuarantinedTest {
     pub name: String,
@@ -142,8 +142,9 @@ pub struct UploadUrlResponse {
     pub expires_at: String,
 }
 
-/// A threshold change: only the fields given change.
+/// A threshold change: only the fields given change; an unknown field is refused.
 #[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
 pub struct ThresholdsPatch {
     pub stable_branches: Option<Vec<String>>,
     pub broken_consecutive_failures: Option<Int>,
@@ -160,13 +161,16 @@ pub struct ThresholdsPatch {
 }
 
 #[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TestOverride {
     pub test_case_id: String,
     pub quarantine: String,
 }
 
-/// `POST /flaky-tests/update-settings`.
+/// `POST /flaky-tests/update-settings`. Like the queue settings, a field it does not know is
+/// refused.
 #[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct UpdateSettingsRequest {
     pub repo: RepoBody,
     pub org_url_slug: String,
@@ -224,9 +228,15 @@ pub struct CheckedTest {
     pub classname: String,
     pub file: String,
     pub parent: String,
+    /// The variant of the test case matched: the one asked for, or, when none was, the one
+    /// variant whose uploads named the test.
+    pub variant: String,
     /// Known from an earlier upload.
     pub known: bool,
     pub quarantined: bool,
+    /// Why no test case was matched, when none was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]

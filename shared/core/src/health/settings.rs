@@ -1,5 +1,5 @@
 //! Per-repository settings of test health: quarantine switches and the thresholds of the
-//! classification rules (defaults from SEMANTICS §9).
+//! classification rules (defaults from docs/queue-semantics.md §9).
 
 use crate::error::DomainError;
 use crate::ids::check_branch;
@@ -119,9 +119,35 @@ pub struct RepoHealthSettings {
     pub auto_quarantine: bool,
     #[serde(default)]
     pub thresholds: Thresholds,
+    /// The variants uploads of the repository have named (escaped as in test identities),
+    /// at most [`MAX_REMEMBERED_VARIANTS`], sorted: a failed test checked without a variant
+    /// matches the one variant of it that is known.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variants: Vec<String>,
     /// Bumped by every change; writes are conditional on it.
     #[serde(default)]
     pub version: u64,
+}
+
+/// How many variants of a repository are remembered.
+pub const MAX_REMEMBERED_VARIANTS: usize = 16;
+
+impl RepoHealthSettings {
+    /// The settings with `variant` remembered, or `None` when it is already known, empty, or
+    /// the list is full.
+    pub fn with_variant(&self, variant: &str) -> Option<Self> {
+        let full = self.variants.len() >= MAX_REMEMBERED_VARIANTS;
+        let known = self.variants.binary_search_by(|v| v.as_str().cmp(variant));
+        match known {
+            Err(at) if !variant.is_empty() && !full => {
+                let mut next = self.clone();
+                next.variants.insert(at, variant.to_owned());
+                next.version += 1;
+                Some(next)
+            }
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -320,11 +320,44 @@ pub async fn ingest(
         let results = new_results(&record, &cases, &settings, now, owners);
         drop(cases);
         merge(app, &scope, org, &metadata, results, &settings).await?;
+        remember_variant(app, &scope, settings, &metadata.variant).await?;
     }
     record.state = UploadState::Done;
     record.summary = Some(summary.clone());
     app.store.put_upload(&record).await?;
     Ok(response(&metadata.upload_id, &summary, false))
+}
+
+/// Adds the upload's variant to the repository's known variants (one conditional write, only
+/// the first time a variant is seen), so that `check-quarantined` without a variant can match
+/// it.
+async fn remember_variant(
+    app: &App,
+    scope: &HealthScope,
+    mut settings: RepoHealthSettings,
+    variant: &str,
+) -> Result<(), ApiError> {
+    let variant = escaped_variant(variant);
+    for attempt in 0..super::super::shell::MAX_COMMIT_ATTEMPTS {
+        let Some(next) = settings.with_variant(&variant) else {
+            return Ok(());
+        };
+        match app.store.put_health_settings(scope, &next).await {
+            Err(StoreError::Conflict) => super::super::shell::backoff(attempt).await,
+            other => return Ok(other?),
+        }
+        settings = app.store.health_settings(scope).await?.unwrap_or_default();
+    }
+    Err(StoreError::Conflict.into())
+}
+
+/// A variant as test identities hold it (control characters escaped).
+pub fn escaped_variant(variant: &str) -> String {
+    let identity = TestIdentity {
+        variant: variant.to_owned(),
+        ..TestIdentity::default()
+    };
+    identity.escaped().variant
 }
 
 fn response(upload_id: &str, s: &UploadSummary, duplicate: bool) -> UploadResponse {

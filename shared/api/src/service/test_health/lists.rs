@@ -1,5 +1,5 @@
-//! `list-unhealthy-tests` and `list-quarantined-tests` (§4.12, §4.13): one `Query` for the
-//! page, one for the count, both on the index built for the list.
+//! `list-unhealthy-tests` and `list-quarantined-tests` (in `openapi/openapi.json`): one `Query`
+//! for the page, one for the count, both on the index built for the list.
 
 use super::pages::{self, PageRequest};
 use super::{caller_scope, settings};
@@ -106,7 +106,7 @@ fn test_url(repo: &RepoRef, case: &TestCase) -> String {
     }
 }
 
-/// An item of `tests` (§2.7).
+/// An item of `tests` (`UnhealthyTest` in `openapi/openapi.json`).
 pub fn unhealthy_view(
     repo: &RepoRef,
     case: &TestCase,
@@ -135,7 +135,7 @@ pub fn unhealthy_view(
     }
 }
 
-/// An item of `quarantined_tests` (§2.8).
+/// An item of `quarantined_tests` (`QuarantinedTest` in `openapi/openapi.json`).
 pub fn quarantined_view(case: &TestCase) -> QuarantinedTest {
     QuarantinedTest {
         name: case.identity.name.clone(),

@@ -1,5 +1,5 @@
-//! Test health (SEMANTICS §9): ingesting reports, the lists, quarantine and its settings, and
-//! the time-based recovery the tick applies.
+//! Test health (docs/queue-semantics.md §9): ingesting reports, the lists, quarantine and its
+//! settings, and the time-based recovery the tick applies.
 //!
 //! Test data belongs to the uploading token's organisation; `org_url_slug` must name the
 //! caller's organisation, else 404 (never revealing whether another one exists).

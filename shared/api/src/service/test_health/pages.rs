@@ -1,6 +1,6 @@
-//! Pagination of the test lists (§2.9, SEMANTICS §9): `page_size` 1..=100; tokens are opaque
-//! (base64url of a small JSON object) and carry the last (or first) test case id of the page
-//! they continue from, never an offset, so inserts between requests neither repeat nor skip a
+//! Pagination of the test lists (§2.9, docs/queue-semantics.md §9): `page_size` 1..=100; tokens
+//! are opaque (base64url of a small JSON object) and carry the last (or first) test case id of the
+//! page they continue from, never an offset, so inserts between requests neither repeat nor skip a
 //! test that was there all along.
 
 use crate::error::ApiError;

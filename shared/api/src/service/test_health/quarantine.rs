@@ -14,9 +14,9 @@ use crate::wire::test_health::{
     OverrideView, SettingsResponse, ThresholdsPatch, UnhealthyTest, UpdateSettingsRequest,
 };
 use mq_core::health::{
-    QuarantineOverride, RepoHealthSettings, TestIdentity, Thresholds, test_case_id,
+    QuarantineOverride, RepoHealthSettings, TestCase, TestIdentity, Thresholds, test_case_id,
 };
-use mq_core::ids::OrgId;
+use mq_core::ids::{OrgId, RepoRef};
 use mq_store::{HealthScope, StoreError};
 use std::collections::HashMap;
 use uuid::Uuid;
@@ -208,7 +208,10 @@ fn check_lengths(req: &CheckQuarantinedRequest) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// Which of CI's failed tests are quarantined: when all are, CI may pass.
+/// Which of CI's failed tests are quarantined: when all are, CI may pass. A failed test named
+/// without a variant, when the request gives none, is also looked for in every variant the
+/// repository's uploads have named: if exactly one of them has it, that one is matched, and
+/// the answer says which.
 pub async fn check(
     app: &App,
     org: &OrgId,
@@ -221,6 +224,47 @@ pub async fn check(
         ));
     }
     check_lengths(req)?;
+    let asked = asked_tests(req, &repo)?;
+    let ids: Vec<Uuid> = asked.iter().map(|a| a.id).collect();
+    let (settings, found) = app.store.settings_and_test_cases(&scope, &ids).await?;
+    let settings = settings.unwrap_or_default();
+    let mut known: HashMap<Uuid, TestCase> = found.into_iter().map(|c| (c.id, c)).collect();
+    let others = other_variants(&asked, &known, &settings, &repo);
+    if !others.is_empty() {
+        let ids: Vec<Uuid> = others.iter().map(|(_, id)| *id).collect();
+        let found = app.store.get_test_cases(&scope, &ids).await?;
+        known.extend(found.into_iter().map(|c| (c.id, c)));
+    }
+    let tests: Vec<CheckedTest> = asked
+        .into_iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let candidates = others.iter().filter(|(at, _)| *at == i).map(|(_, id)| id);
+            let matches: Vec<&TestCase> = candidates.filter_map(|id| known.get(id)).collect();
+            checked(a, known.get(&ids[i]), &matches, &settings, &req.variant)
+        })
+        .collect();
+    let quarantined = tests.iter().filter(|t| t.quarantined).count() as u32;
+    Ok(CheckQuarantinedResponse {
+        all_quarantined: !tests.is_empty() && quarantined as usize == tests.len(),
+        quarantined_count: quarantined,
+        unquarantined_count: tests.len() as u32 - quarantined,
+        tests,
+    })
+}
+
+/// Most test cases looked up in other variants for one check.
+const MAX_VARIANT_LOOKUPS: usize = 10_000;
+
+/// A failed test of the request: its id, its identity, and whether it was named (not given
+/// by id).
+struct Asked {
+    id: Uuid,
+    identity: TestIdentity,
+    by_name: bool,
+}
+
+fn asked_tests(req: &CheckQuarantinedRequest, repo: &RepoRef) -> Result<Vec<Asked>, ApiError> {
     let mut asked = Vec::with_capacity(req.failed_tests.len());
     for (i, t) in req.failed_tests.iter().enumerate() {
         let identity = TestIdentity {
@@ -237,44 +281,98 @@ pub async fn check(
                  {MAX_TEST_FIELD_LEN} bytes once its control characters are escaped"
             )));
         }
-        let id = match &t.test_case_id {
-            Some(id) => parse_test_case_id(&format!("failed_tests[{i}].test_case_id"), id)?,
+        let (id, by_name) = match &t.test_case_id {
+            Some(id) => {
+                let field = format!("failed_tests[{i}].test_case_id");
+                (parse_test_case_id(&field, id)?, false)
+            }
             None if t.name.is_empty() => {
                 return Err(ApiError::bad_request(format!(
                     "failed_tests[{i}] needs a name (or a test_case_id)"
                 )));
             }
-            None => test_case_id(&repo, &identity),
+            None => (test_case_id(repo, &identity), true),
         };
-        asked.push((id, identity));
+        asked.push(Asked {
+            id,
+            identity,
+            by_name,
+        });
     }
-    let ids: Vec<Uuid> = asked.iter().map(|(id, _)| *id).collect();
-    let (settings, known) = app.store.settings_and_test_cases(&scope, &ids).await?;
-    let settings = settings.unwrap_or_default();
-    let known: HashMap<Uuid, _> = known.into_iter().map(|c| (c.id, c)).collect();
-    let tests: Vec<CheckedTest> = asked
-        .into_iter()
-        .map(|(id, identity)| {
-            let case = known.get(&id);
-            let identity = case.map_or(identity, |c| c.identity.clone());
-            CheckedTest {
-                test_case_id: id.to_string(),
-                name: identity.name,
-                classname: identity.classname,
-                file: identity.file,
-                parent: identity.parent,
-                known: case.is_some(),
-                quarantined: case.is_some_and(|c| c.quarantined(&settings)),
+    Ok(asked)
+}
+
+/// For each named test not found as asked, when the request gives no variant: its ids in
+/// the repository's known variants, as (index of the test, id).
+fn other_variants(
+    asked: &[Asked],
+    known: &HashMap<Uuid, TestCase>,
+    settings: &RepoHealthSettings,
+    repo: &RepoRef,
+) -> Vec<(usize, Uuid)> {
+    let mut others = Vec::new();
+    let unmatched = asked
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| a.by_name && a.identity.variant.is_empty() && !known.contains_key(&a.id));
+    for (i, a) in unmatched {
+        for variant in &settings.variants {
+            if others.len() == MAX_VARIANT_LOOKUPS {
+                return others;
             }
-        })
-        .collect();
-    let quarantined = tests.iter().filter(|t| t.quarantined).count() as u32;
-    Ok(CheckQuarantinedResponse {
-        all_quarantined: !tests.is_empty() && quarantined as usize == tests.len(),
-        quarantined_count: quarantined,
-        unquarantined_count: tests.len() as u32 - quarantined,
-        tests,
-    })
+            let identity = TestIdentity {
+                variant: variant.clone(),
+                ..a.identity.clone()
+            };
+            others.push((i, test_case_id(repo, &identity)));
+        }
+    }
+    others
+}
+
+/// The answer for one failed test: the test case found as asked, else the one variant that
+/// has it, else why none was matched.
+fn checked(
+    asked: Asked,
+    found: Option<&TestCase>,
+    in_other_variants: &[&TestCase],
+    settings: &RepoHealthSettings,
+    variant: &str,
+) -> CheckedTest {
+    let (case, note) = match (found, in_other_variants) {
+        (Some(case), _) => (Some(case), None),
+        (None, [only]) => (Some(*only), None),
+        (None, []) if variant.is_empty() => (None, Some("no upload has named this test".into())),
+        (None, []) => (
+            None,
+            Some(format!(
+                "no upload with variant `{variant}` has named this test"
+            )),
+        ),
+        (None, several) => {
+            let names: Vec<String> = several
+                .iter()
+                .map(|c| format!("`{}`", c.identity.variant))
+                .collect();
+            let note = format!(
+                "uploads of several variants named this test ({}): send `variant` to say which",
+                names.join(", ")
+            );
+            (None, Some(note))
+        }
+    };
+    let identity = case.map_or(asked.identity, |c| c.identity.clone());
+    CheckedTest {
+        test_case_id: case.map_or(asked.id, |c| c.id).to_string(),
+        name: identity.name,
+        classname: identity.classname,
+        file: identity.file,
+        parent: identity.parent,
+        variant: identity.variant,
+        known: case.is_some(),
+        quarantined: case.is_some_and(|c| c.quarantined(settings)),
+        note,
+    }
 }
 
 /// Links a ticket to a test case (an empty URL removes it); answers the test as listed.

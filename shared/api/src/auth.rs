@@ -44,10 +44,10 @@ pub async fn authenticate(tokens: &dyn TokenStore, req: &Request) -> Result<OrgI
     let record = tokens
         .find_token(&hash)
         .await?
-        .ok_or_else(ApiError::unauthorized)?;
+        .ok_or_else(ApiError::token_not_valid)?;
     let same: bool = record.token_hash.as_bytes().ct_eq(hash.as_bytes()).into();
     if !same || record.revoked_at.is_some() {
-        return Err(ApiError::unauthorized());
+        return Err(ApiError::token_not_valid());
     }
     Ok(record.org)
 }
@@ -135,7 +135,14 @@ mod tests {
             let answer = authenticate(&store, &ask(refused)).await;
             let err = answer.expect_err(refused);
             assert_eq!((err.status.as_u16(), err.code), (401, "UNAUTHORIZED"));
+            assert!(err.message.contains("not valid"), "{}", err.message);
         }
+        let missing = authenticate(&store, &with_headers(&[])).await.unwrap_err();
+        assert!(
+            missing.message.starts_with("no API token"),
+            "{}",
+            missing.message
+        );
     }
 
     #[test]

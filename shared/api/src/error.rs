@@ -33,11 +33,21 @@ impl ApiError {
         Self::new(StatusCode::BAD_REQUEST, "INVALID_REQUEST", message)
     }
 
+    /// No token was sent.
     pub fn unauthorized() -> Self {
         Self::new(
             StatusCode::UNAUTHORIZED,
             "UNAUTHORIZED",
-            "missing or invalid API token: send it in the x-api-token header",
+            "no API token: send it in the x-api-token header (or Authorization: Bearer)",
+        )
+    }
+
+    /// A token was sent that is not (or no longer) valid: unknown, or revoked.
+    pub fn token_not_valid() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "UNAUTHORIZED",
+            "the API token sent is not valid (unknown or revoked); ask an operator for a new one",
         )
     }
 

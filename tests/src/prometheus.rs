@@ -1,16 +1,17 @@
 //! Prometheus from the outside: reading the text format, `promtool check metrics`, and a real
 //! Prometheus server on 127.0.0.1 that scrapes the gateway.
 //!
-//! Both binaries come from the Debian package `prometheus`. When they are missing, the first
-//! test that needs them installs the package (`apt-get install`, under a file lock so that
-//! concurrent test processes install it once). The server gets a free loopback port and a
+//! Both binaries come from the Debian package `prometheus`. When they are not on the `PATH`,
+//! the first test that needs them downloads the package into the project's `.tools/` and
+//! unpacks it there (`apt-get download` and `dpkg-deb -x`: no root, nothing installed on the
+//! system), under a file lock so that concurrent test processes fetch it once. The server gets a free loopback port and a
 //! temporary storage directory, and stops when its [`PrometheusServer`] is dropped, or when
 //! the test process ends however it ends.
 
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -177,10 +178,11 @@ pub fn binaries() -> &'static Binaries {
     BINARIES.get_or_init(|| ensure_installed().unwrap_or_else(|e| panic!("{e}")))
 }
 
-fn find() -> Option<Binaries> {
-    let dirs = std::env::var("PATH").unwrap_or_default();
-    let search: Vec<PathBuf> = std::env::split_paths(&dirs)
-        .chain([PathBuf::from("/usr/bin")])
+/// The binaries on the `PATH`, else in `dir/usr/bin`.
+fn find(dir: &Path) -> Option<Binaries> {
+    let path = std::env::var("PATH").unwrap_or_default();
+    let search: Vec<PathBuf> = std::env::split_paths(&path)
+        .chain([dir.join("usr/bin")])
         .collect();
     let locate = |name: &str| search.iter().map(|d| d.join(name)).find(|p| p.is_file());
     Some(Binaries {
@@ -190,42 +192,60 @@ fn find() -> Option<Binaries> {
 }
 
 fn ensure_installed() -> Result<Binaries, String> {
-    if let Some(found) = find() {
+    let tools = mq_tables::moto::workspace_root().join(".tools");
+    let dir = tools.join("prometheus");
+    if let Some(found) = find(&dir) {
         return Ok(found);
     }
-    let tools = mq_tables::moto::workspace_root().join(".tools");
     std::fs::create_dir_all(&tools).map_err(|e| e.to_string())?;
     let lock =
         std::fs::File::create(tools.join("prometheus-install.lock")).map_err(|e| e.to_string())?;
     lock.lock().map_err(|e| e.to_string())?;
-    if let Some(found) = find() {
+    if let Some(found) = find(&dir) {
         return Ok(found);
     }
-    eprintln!("installing the Debian package prometheus (promtool and the server)");
-    let install = ["install", "-y", "--no-install-recommends", "prometheus"];
-    if !apt_get(&install)? {
-        // A fresh machine may have no package lists yet.
-        apt_get(&["update"])?;
-        if !apt_get(&install)? {
-            return Err(
-                "apt-get install prometheus failed; install the Debian package \
-                        prometheus (it provides prometheus and promtool)"
-                    .to_owned(),
-            );
-        }
-    }
-    find()
-        .ok_or_else(|| "the prometheus package is installed but its binaries are not found".into())
+    eprintln!(
+        "downloading the Debian package prometheus into .tools/prometheus (promtool and the server)"
+    );
+    unpack_package(&tools, &dir).map_err(|e| {
+        format!(
+            "{e}; the tests need promtool and prometheus: put them on the PATH (Debian's \
+             package prometheus has both)"
+        )
+    })?;
+    find(&dir)
+        .ok_or_else(|| "the prometheus package is unpacked but its binaries are not found".into())
 }
 
-fn apt_get(args: &[&str]) -> Result<bool, String> {
-    let status = Command::new("apt-get")
-        .args(args)
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .stdout(Stdio::null())
-        .status()
-        .map_err(|e| format!("cannot run apt-get to install prometheus: {e}"))?;
-    Ok(status.success())
+/// Downloads the package `prometheus` into `tools` and unpacks it into `dir`.
+fn unpack_package(tools: &Path, dir: &Path) -> Result<(), String> {
+    let run = |program: &str, args: &[&std::ffi::OsStr]| -> Result<(), String> {
+        let status = Command::new(program)
+            .args(args)
+            .current_dir(tools)
+            .stdout(Stdio::null())
+            .status()
+            .map_err(|e| format!("cannot run {program}: {e}"))?;
+        match status.success() {
+            true => Ok(()),
+            false => Err(format!("{program} {args:?} failed ({status})")),
+        }
+    };
+    run("apt-get", &["download".as_ref(), "prometheus".as_ref()])?;
+    let deb = std::fs::read_dir(tools)
+        .map_err(|e| e.to_string())?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| {
+            let name = p.file_name().unwrap_or_default().to_string_lossy();
+            name.starts_with("prometheus_") && name.ends_with(".deb")
+        })
+        .ok_or("apt-get download left no prometheus_*.deb")?;
+    run(
+        "dpkg-deb",
+        &["-x".as_ref(), deb.as_os_str(), dir.as_os_str()],
+    )?;
+    std::fs::remove_file(&deb).map_err(|e| e.to_string())
 }
 
 /// What `promtool check metrics` said about a document.

@@ -5,6 +5,7 @@
 //! `info`. (Targets, not `EnvFilter`: the span and field filters `EnvFilter` adds need the
 //! `regex` crates, about 330 KB of every function, and the template only sets a level.)
 
+use std::io::IsTerminal;
 use std::str::FromStr;
 use tracing::Subscriber;
 use tracing_subscriber::filter::Targets;
@@ -46,9 +47,13 @@ pub fn init_json() {
     let _ = json_logs(std::io::stdout, filter()).try_init();
 }
 
-/// Human-readable logs (the local gateway).
+/// Human-readable logs on standard output (the local gateway), in colour only when that is a
+/// terminal and `NO_COLOR` is not set: logs written to a file or a pipe carry no escape codes.
 pub fn init_text() {
-    let format = tracing_subscriber::fmt::layer().with_target(false);
+    let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let format = tracing_subscriber::fmt::layer()
+        .with_target(false)
+        .with_ansi(colour);
     let _ = tracing_subscriber::registry()
         .with(filter())
         .with(format)

@@ -2,63 +2,17 @@
 //! then the curl session's first steps over plain HTTP. #1 and #2 merge, #3 (which adds a file
 //! named `FAIL`) fails, and `main` of the example repository holds exactly the two.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+mod support;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use support::{Gateway, free_port, start};
 
 const TOKEN: &str = "dev-token";
 const Q: &str =
     r#""repo":{"host":"github.com","owner":"acme","name":"rocket"},"targetBranch":"main""#;
-
-/// The gateway process, stopped when the test ends however it ends.
-struct Gateway(Child);
-
-impl Drop for Gateway {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Starts the binary as the README does, in `dir`, and waits until it listens.
-fn start(dir: &Path, port: u16) -> Gateway {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_local-gateway"))
-        .args(["--example", "--api-token", TOKEN, "--tick-interval", "0.2"])
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .current_dir(dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the gateway starts");
-    let stdout = child.stdout.take().unwrap();
-    let gateway = Gateway(child);
-    // Its output is read to the end, as a terminal would.
-    let (lines, printed) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = lines.send(line);
-        }
-    });
-    let mut seen = String::new();
-    while let Ok(line) = printed.recv_timeout(Duration::from_secs(60)) {
-        if line.starts_with("merge queue API on") {
-            return gateway;
-        }
-        seen.push_str(&line);
-        seen.push('\n');
-    }
-    panic!("the gateway did not start listening:\n{seen}");
-}
 
 /// `curl -s -H 'x-api-token: dev-token' -H 'content-type: application/json' $API/<path> -d body`:
 /// the status and the body.
@@ -97,7 +51,8 @@ fn state_of(port: u16, pr: u32) -> String {
 fn the_readme_quick_start_merges_two_and_fails_the_third() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let _gateway = start(dir.path(), port);
+    let args = ["--example", "--api-token", TOKEN, "--tick-interval", "0.2"];
+    let _gateway = start(dir.path(), port, &args);
 
     for pr in 1..=3 {
         let (status, body) = post(
@@ -162,7 +117,7 @@ fn a_closed_stdout_does_not_stop_the_gateway() {
         .spawn()
         .expect("the gateway starts");
     drop(child.stdout.take());
-    let mut gateway = Gateway(child);
+    let mut gateway = Gateway::of(child);
     let started = Instant::now();
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(
@@ -176,7 +131,7 @@ fn a_closed_stdout_does_not_stop_the_gateway() {
     let (status, body) = post(port, "getQueue", &format!("{{{Q}}}"));
     assert_eq!(status, 200, "{body}");
     assert!(
-        gateway.0.try_wait().unwrap().is_none(),
+        gateway.child.try_wait().unwrap().is_none(),
         "the gateway is running"
     );
 }
@@ -213,7 +168,7 @@ fn several_organisations_need_repository_owners() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let _gateway = Gateway(child);
+    let _gateway = Gateway::of(child);
     let started = Instant::now();
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(

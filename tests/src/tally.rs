@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::Mutex;
 
-/// The statuses the API documents for the endpoints the stress tests call (SEMANTICS §1),
-/// apart from 401/413/415, which the tests never provoke.
+/// The statuses the API documents for the endpoints the stress tests call (docs/queue-semantics.md
+/// §1), apart from 401/413/415, which the tests never provoke.
 pub const DOCUMENTED: [u16; 5] = [200, 400, 404, 409, 503];
 
 /// Answers counted by endpoint and status, and the unexpected ones.

@@ -50,7 +50,7 @@ impl Host {
     }
 
     /// Single mode: the target plus `prs` must be the state `tested` passed, or a prefix of
-    /// it (SEMANTICS §5).
+    /// it (docs/queue-semantics.md §5).
     pub fn exact_move_is_green(&self, tested: Option<&Sha>, prs: &[u32]) -> bool {
         let Some(state) = tested
             .filter(|t| self.passed.contains(*t))

@@ -62,7 +62,8 @@ impl PrFacts {
 }
 
 wire_enum! {
-    /// Where a run's required statuses came from (spec §2.6 `requiredStatusesSource`).
+    /// Where a run's required statuses came from (`TestingDetails` in `openapi/openapi.json`
+    /// `requiredStatusesSource`).
     pub enum RequiredStatusesSource {
         ServiceConfig => "service_config",
         RepoProviderBranchProtection => "repo_provider_branch_protection",

@@ -1,4 +1,4 @@
-//! Submission priorities (SEMANTICS §3): an integer 0..=255 or a name.
+//! Submission priorities (docs/queue-semantics.md §3): an integer 0..=255 or a name.
 
 use crate::error::DomainError;
 use serde::{Deserialize, Serialize};

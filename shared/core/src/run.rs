@@ -7,7 +7,7 @@ use crate::wire_enum;
 use serde::{Deserialize, Serialize};
 
 wire_enum! {
-    /// A test run's status (spec §3.3).
+    /// A test run's status (the run statuses in `openapi/openapi.json`).
     pub enum RunStatus {
         InProgress => "in_progress",
         Succeeded => "succeeded",
@@ -24,8 +24,8 @@ wire_enum! {
     }
 }
 
-/// Where a group stands in the line (SEMANTICS §3): urgent groups first, then in the order
-/// the groups joined. A group keeps its place when it restarts.
+/// Where a group stands in the line (docs/queue-semantics.md §3): urgent groups first, then in the
+/// order the groups joined. A group keeps its place when it restarts.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
 )]
@@ -151,7 +151,8 @@ pub struct TestRun {
     pub bisection_of: Option<String>,
 }
 
-/// The search for the culprits of a failed batch (SEMANTICS §6), kept on the queue item.
+/// The search for the culprits of a failed batch (docs/queue-semantics.md §6), kept on the queue
+/// item.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Bisection {
     /// The failed run of the batch.

@@ -1,11 +1,12 @@
-//! Queue settings (spec §2.3, §4.10) with the defaults of SEMANTICS §8, and their validation.
+//! Queue settings (`Queue` and `updateQueue` in `openapi/openapi.json`) with the defaults of
+//! docs/queue-semantics.md §8, and their validation.
 
 use crate::error::{DomainError, ErrorCode};
 use crate::wire_enum;
 use serde::{Deserialize, Serialize};
 
 wire_enum! {
-    /// The queue's state (spec §3.2).
+    /// The queue's state (the queue states in `openapi/openapi.json`).
     pub enum QueueState {
         Running => "running",
         Paused => "paused",
@@ -82,7 +83,8 @@ pub fn setting_int(field: &str, value: i128) -> Result<u32, DomainError> {
 pub const MAX_REQUIRED_STATUSES: usize = 100;
 pub const MAX_STATUS_NAME_LEN: usize = 255;
 
-/// The configurable part of a queue, every field of spec §2.3 except state and branch.
+/// The configurable part of a queue, every field of `Queue` in `openapi/openapi.json` except state
+/// and branch.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct QueueConfig {
@@ -107,8 +109,8 @@ pub struct QueueConfig {
 }
 
 impl Default for QueueConfig {
-    /// SEMANTICS §8: running, single, concurrency 1, timeout 60, optimistic merge off, pending
-    /// failure depth 1, batching off (max wait 5, min size 4), bisection concurrency =
+    /// docs/queue-semantics.md §8: running, single, concurrency 1, timeout 60, optimistic merge
+    /// off, pending failure depth 1, batching off (max wait 5, min size 4), bisection concurrency =
     /// concurrency, direct merge off, optimization off, squash, comments/commands/status check
     /// on, createPrsForTestingBranches off, no own required statuses.
     fn default() -> Self {
@@ -219,7 +221,7 @@ impl SettingsPatch {
             status_check_enabled
         );
         if let Some(list) = &self.required_statuses {
-            // An empty list is ignored (SEMANTICS §8).
+            // An empty list is ignored (docs/queue-semantics.md §8).
             if !list.is_empty() {
                 config.required_statuses = dedup(list);
             }
@@ -258,7 +260,7 @@ fn check_required_statuses(list: &[String]) -> Result<(), DomainError> {
     Ok(())
 }
 
-/// The state and mode a queue moves to when an operator updates it (SEMANTICS §8).
+/// The state and mode a queue moves to when an operator updates it (docs/queue-semantics.md §8).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModeAndState {
     pub state: QueueState,
@@ -341,7 +343,7 @@ impl ModeAndState {
     }
 }
 
-/// Refuses submissions while the queue drains or switches modes (SEMANTICS §3).
+/// Refuses submissions while the queue drains or switches modes (docs/queue-semantics.md §3).
 pub fn accepts_submissions(state: QueueState) -> Result<(), DomainError> {
     match state {
         QueueState::Draining => Err(DomainError::conflict(

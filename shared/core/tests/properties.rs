@@ -3,10 +3,11 @@
 //! duplicated; submission order; concurrency limits; paused queues; independent lanes;
 //! determinism).
 //!
-//! The generated queues run in single or parallel mode (SEMANTICS §5, §7), and the mode may
-//! change mid-sequence (through `switching_modes` while anything tests, §8). Impacted
-//! targets (a list of lanes, or `ALL`) are uploaded with a submission, later, or only when
-//! the queue is drained; in single mode they are carried but unused.
+//! The generated queues run in single or parallel mode (docs/queue-semantics.md §5, §7), and the
+//! mode may change mid-sequence (through `switching_modes` while anything tests,
+//! docs/queue-semantics.md §8). Impacted targets (a list of lanes, or `ALL`) are uploaded with a
+//! submission, later, or only when the queue is drained; in single mode they are carried but
+//! unused.
 
 mod support;
 
@@ -27,7 +28,7 @@ use support::{Content, Harness};
 enum Op {
     /// `targets`: uploaded right after the submission (CI that is quick), or not yet.
     /// `up_to_date`: the head is based on the target head and, unless the pull request is
-    /// bad, its own required statuses passed (direct merge, SEMANTICS §8).
+    /// bad, its own required statuses passed (direct merge, docs/queue-semantics.md §8).
     Submit {
         pr: u32,
         priority: u8,
@@ -350,8 +351,8 @@ fn cases() -> u32 {
 proptest! {
     #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
 
-    /// SEMANTICS §5: every state the queue moves the target to passed CI exactly, or is a
-    /// prefix of a passing optimistic chain (checked by the driver at every merge), and
+    /// docs/queue-semantics.md §5: every state the queue moves the target to passed CI exactly, or
+    /// is a prefix of a passing optimistic chain (checked by the driver at every merge), and
     /// runs never exceed `concurrency` / `bisectionConcurrency`, and a paused queue starts
     /// and merges nothing (checked after every step).
     #[test]
@@ -436,9 +437,9 @@ proptest! {
 
     /// Parallel mode: entries whose impacted targets are disjoint never restart because of
     /// each other, and never share a test branch. Some pull requests upload `ALL`, which
-    /// overlaps everything (SEMANTICS §7): they may restart others and be restarted by them,
-    /// and an entry whose branch holds one is no longer disjoint from anything. So an event
-    /// on pull request `p` may restart entry `e` only when the footprints (own targets plus
+    /// overlaps everything (docs/queue-semantics.md §7): they may restart others and be restarted
+    /// by them, and an entry whose branch holds one is no longer disjoint from anything. So an
+    /// event on pull request `p` may restart entry `e` only when the footprints (own targets plus
     /// the targets of the branch's dependencies) of `e` and `p` intersect.
     #[test]
     fn disjoint_lanes_never_restart_each_other(

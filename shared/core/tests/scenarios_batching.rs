@@ -1,4 +1,4 @@
-//! Scenarios for batching and bisection (SEMANTICS §6).
+//! Scenarios for batching and bisection (docs/queue-semantics.md §6).
 
 mod support;
 

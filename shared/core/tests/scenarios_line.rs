@@ -1,5 +1,5 @@
 //! Scenarios for submissions, priorities, entry states and predictive testing in single mode
-//! (SEMANTICS §3, §4, §5), one or more per rule.
+//! (docs/queue-semantics.md §3, §4, §5), one or more per rule.
 
 mod support;
 
@@ -19,7 +19,8 @@ fn queue(concurrency: u32) -> Harness {
     })
 }
 
-// ---- §3 submissions and priorities -------------------------------------------------------
+// ---- docs/queue-semantics.md §3 submissions and priorities
+// -------------------------------------------------------
 
 #[test]
 fn a_submission_without_priority_is_medium_and_marked_default() {
@@ -162,7 +163,8 @@ fn draining_and_switching_queues_refuse_submissions() {
     assert!(h.snap.entries.is_empty());
 }
 
-// ---- §4 entry states and transitions ------------------------------------------------------
+// ---- docs/queue-semantics.md §4 entry states and transitions
+// ------------------------------------------------------
 
 #[test]
 fn a_pull_request_that_is_not_mergeable_waits_not_ready_until_it_is() {
@@ -581,7 +583,8 @@ fn new_commits_during_a_merge_refuse_it_and_a_resubmission_waits_for_its_answer(
     h.assert_clean();
 }
 
-// ---- §5 predictive testing ----------------------------------------------------------------
+// ---- docs/queue-semantics.md §5 predictive testing
+// ----------------------------------------------------------------
 
 #[test]
 fn each_group_tests_the_target_plus_every_group_ahead() {
@@ -800,7 +803,7 @@ fn a_timed_out_check_run_fails_the_run() {
 }
 
 /// How each check-run conclusion and commit-status state counts for a required status:
-/// passed, failed or still pending. SEMANTICS is silent; the engine decides (`git.rs`):
+/// passed, failed or still pending. The engine decides (`git.rs`):
 /// `success`, `neutral` and `skipped` pass, every other conclusion fails, a check run not
 /// completed is pending; a status passes on `success`, fails on `failure` and `error`. Each
 /// report goes through the engine as CI's answer on a run's branch.

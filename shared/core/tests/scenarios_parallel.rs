@@ -1,4 +1,4 @@
-//! Scenarios for parallel mode: lanes from impacted targets (SEMANTICS §7).
+//! Scenarios for parallel mode: lanes from impacted targets (docs/queue-semantics.md §7).
 
 mod support;
 

@@ -1,4 +1,4 @@
-//! Scenarios for queue settings and states (SEMANTICS §8), the outbox and the views.
+//! Scenarios for queue settings and states (docs/queue-semantics.md §8), the outbox and the views.
 
 mod support;
 
@@ -110,8 +110,8 @@ fn a_mode_change_while_testing_switches_and_then_returns_to_running() {
 
 /// `restartTestsOnPullRequest` during `switching_modes` re-runs the group in place (it is in
 /// line, not new): a run held until the switch ends would count as testing and keep the
-/// switch from ending, for good (a held run does not time out either). SEMANTICS §8: "when
-/// nothing is testing the mode switches and the state returns to `running`".
+/// switch from ending, for good (a held run does not time out either). docs/queue-semantics.md §8:
+/// "when nothing is testing the mode switches and the state returns to `running`".
 #[test]
 fn a_restart_held_during_a_mode_switch_does_not_block_the_switch() {
     let mut h = queue(1);
@@ -136,8 +136,8 @@ fn a_restart_held_during_a_mode_switch_does_not_block_the_switch() {
 
 /// A mode change on a paused queue with a group testing enters `switching_modes`, which
 /// merges like draining, but the queue stays paused: a passed group does not merge before
-/// the queue is resumed. SEMANTICS §8: "`paused`: no test starts and no merges; ... merges
-/// happen when resumed".
+/// the queue is resumed. docs/queue-semantics.md §8: "`paused`: no test starts and no merges; ...
+/// merges happen when resumed".
 #[test]
 fn a_mode_change_keeps_a_paused_queue_from_merging() {
     let mut h = queue(2);
@@ -163,8 +163,8 @@ fn a_mode_change_keeps_a_paused_queue_from_merging() {
 /// merge: they do not contain each other (2 and 3 are in different lanes), so a single-mode
 /// group behind them (4) built on them in line order, [1, 2, 3, 4], would not predict their
 /// merges (1 and 3 together, then 2), and 4 would merge to [1, 3, 2, 4], a state nobody
-/// tested. SEMANTICS §5: a group's pass "proves that exact future state of the target
-/// branch".
+/// tested. docs/queue-semantics.md §5: a group's pass proves that exact future state of the
+/// target branch.
 #[test]
 fn a_switch_to_single_mode_never_merges_a_state_that_was_not_tested() {
     let mut h = Harness::with(SettingsPatch {

@@ -227,7 +227,7 @@ pub async fn restart(app: &App, org: &OrgId, id: &QueueId, pr: PrNumber) -> Resu
 }
 
 /// The engine refuses a pull request without an active entry with 409; one that has no entry
-/// at all, not even a concluded one, was never submitted: 404 (SEMANTICS §1).
+/// at all, not even a concluded one, was never submitted: 404 (docs/queue-semantics.md §1).
 async fn not_found_if_never_submitted(
     app: &App,
     id: &QueueId,

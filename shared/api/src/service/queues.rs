@@ -54,8 +54,8 @@ pub async fn get(app: &App, org: &OrgId, id: &QueueId) -> Result<QueueSnapshot, 
     load_owned(app, org, id).await
 }
 
-/// Applies a partial update: settings, requested state, mode (SEMANTICS §8), through the
-/// engine, which starts or stops testing as the new settings say.
+/// Applies a partial update: settings, requested state, mode (docs/queue-semantics.md §8), through
+/// the engine, which starts or stops testing as the new settings say.
 pub async fn update(
     app: &App,
     org: &OrgId,

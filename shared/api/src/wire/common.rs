@@ -1,4 +1,5 @@
-//! Request fields shared by the queue and pull request endpoints (spec §2.1, §2.2).
+//! Request fields shared by the queue and pull request endpoints (`Repo`, `PrRef` in
+//! `openapi/openapi.json`).
 
 use mq_core::DomainError;
 use mq_core::ids::{QueueId, RepoRef, check_branch};

@@ -1,5 +1,5 @@
-//! The query of `getMergeQueueMetrics` (spec §4.11): `repo` (`owner/name`) with `repoHost`,
-//! or neither for every queue of the caller's organisation.
+//! The query of `getMergeQueueMetrics` (`openapi/openapi.json`): `repo` (`owner/name`) with
+//! `repoHost`, or neither for every queue of the caller's organisation.
 
 use lambda_http::aws_lambda_events::query_map::QueryMap;
 use mq_core::DomainError;

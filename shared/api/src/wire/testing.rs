@@ -1,4 +1,4 @@
-//! `getMergeQueueTestingDetails` (spec §2.6, §4.6).
+//! `getMergeQueueTestingDetails` (`TestingDetails` in `openapi/openapi.json`).
 
 use super::common::{QueueTarget, RepoBody};
 use mq_core::DomainError;

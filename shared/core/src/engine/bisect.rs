@@ -1,4 +1,4 @@
-//! Bisection of a failed batch (SEMANTICS §6).
+//! Bisection of a failed batch (docs/queue-semantics.md §6).
 //!
 //! The batch's pull requests stay in `pending_failure` while their batch is split in halves,
 //! recursively; each split is a bisection run (its id ends in `-bisection`) on what was ahead

@@ -1,4 +1,4 @@
-//! `updateQueue`: settings, the requested state and the mode (SEMANTICS §8).
+//! `updateQueue`: settings, the requested state and the mode (docs/queue-semantics.md §8).
 //!
 //! Settings apply at once: a higher `concurrency` starts more groups, a lower one sends the
 //! groups testing furthest back to `pending`; `bisectionConcurrency` limits bisection runs
@@ -15,16 +15,16 @@
 //! built by those rules (single mode: on every group ahead; parallel mode: on the groups
 //! with intersecting targets); a group of the new mode formed on top of it would predict
 //! an order its merges do not follow, and the target could reach a state nobody tested
-//! (SEMANTICS §5). With an empty line the switch is immediate.
+//! (docs/queue-semantics.md §5). With an empty line the switch is immediate.
 //!
 //! `restartTestsOnPullRequest` during the switch re-runs the group in place (it is in line,
 //! not new): held until the switch ends, it would keep the switch from ending for good.
 //!
 //! A mode change on a paused queue enters `switching_modes` too, but the queue stays
 //! paused: nothing starts and nothing merges until it is resumed (requesting `running`
-//! during the switch does it), and the switch ends `paused`. SEMANTICS has both "switching
-//! behaves like draining" (which merges) and "paused: no merges"; a user who paused a queue
-//! expects it not to merge before it is resumed.
+//! during the switch does it), and the switch ends `paused`. The documented rules had both
+//! "switching behaves like draining" (which merges) and "paused: no merges"; a user who paused a
+//! queue expects it not to merge before it is resumed.
 
 use super::work::Work;
 use crate::error::DomainError;

@@ -1,4 +1,4 @@
-//! Pending failure and optimistic merge (SEMANTICS §5).
+//! Pending failure and optimistic merge (docs/queue-semantics.md §5).
 //!
 //! A failed group waits in `pending_failure` until every group it depends on has finished.
 //! If one of those failed, it was removed and this group already restarted without it. If

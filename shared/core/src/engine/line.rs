@@ -5,7 +5,7 @@
 //! `pending_failure`. Groups are ordered by their [`LinePlace`] (urgent groups first, then by
 //! when they joined), except that groups being merged come first. In single mode a group
 //! depends on every group ahead of it; in parallel mode on the groups ahead whose impacted
-//! targets intersect its own, transitively (SEMANTICS §5, §7).
+//! targets intersect its own, transitively (docs/queue-semantics.md §5, §7).
 
 use super::Effect;
 use super::work::Work;

@@ -1,5 +1,5 @@
-//! Merging passed groups into the target, and what the Git host answers (SEMANTICS §4, §5,
-//! §8).
+//! Merging passed groups into the target, and what the Git host answers (docs/queue-semantics.md
+//! §4, §5, §8).
 //!
 //! One merge is in flight at a time. The merge takes the front-most group whose own run
 //! passed and whose dependencies all passed, extended to the furthest such group whose

@@ -41,7 +41,7 @@
 //! concurrency limit, held restarts, new groups, pending failures, bisections and the next
 //! merge are re-evaluated until nothing changes.
 //!
-//! # Decisions where SEMANTICS.md is silent
+//! # Decisions in the details (the rules are in docs/queue-semantics.md)
 //!
 //! - Submissions: a closed pull request is refused (409 `PULL_REQUEST_NOT_OPEN`); one for
 //!   another base branch is accepted as `not_ready`. Resubmitting with a new head cancels the

@@ -1,5 +1,6 @@
 //! What CI says about a run: the branch's creation, required statuses and where they come
-//! from (SEMANTICS §8), statuses and check runs folded into pass, fail or pending, timeouts.
+//! from (docs/queue-semantics.md §8), statuses and check runs folded into pass, fail or pending,
+//! timeouts.
 
 use super::work::Work;
 use crate::entry::EntryState;

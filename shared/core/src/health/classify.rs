@@ -1,4 +1,4 @@
-//! The status rules (SEMANTICS §9), most severe first:
+//! The status rules (docs/queue-semantics.md §9), most severe first:
 //!
 //! - **BROKEN** when, on stable branches, the last 3 results failed, or at least 80% of the
 //!   last 20 did (given at least 5). A test that already failed intermittently needs a longer

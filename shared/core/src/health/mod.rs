@@ -1,5 +1,5 @@
-//! Test health (SEMANTICS §9): which tests are flaky or broken, judged from their results, and
-//! which are quarantined. Pure functions over values; the shell stores and loads them.
+//! Test health (docs/queue-semantics.md §9): which tests are flaky or broken, judged from their
+//! results, and which are quarantined. Pure functions over values; the shell stores and loads them.
 //!
 //! - [`identity`]: a test case's stable id (UUID v5 of repository, file, classname, parent
 //!   suite, name, variant).

@@ -6,7 +6,7 @@
 //! branch is its base's content plus the pull requests merged into it. CI is answered by the
 //! test (`pass`, `fail`, or an oracle over the content), and every content that passed is
 //! remembered: a merge must move the target to a content that passed, or to a prefix of one
-//! (SEMANTICS §5's invariant).
+//! (docs/queue-semantics.md §5's invariant).
 //!
 //! Commits also have an identity beyond their content: the merge commits they hold, one id
 //! each ([`Host::links`]). A test branch's merge commit for a stamped pull request has the
@@ -173,7 +173,7 @@ pub struct Harness {
     pub emitted: Vec<(PendingEffect, QueueState)>,
     /// The rules each run's merge is checked by, by run id: those of the mode the queue was in
     /// when the run's test branch was first requested (a mode switch lets the groups of the
-    /// old mode finish and merge, SEMANTICS §8).
+    /// old mode finish and merge, docs/queue-semantics.md §8).
     pub built_in_mode: BTreeMap<String, QueueMode>,
     /// Impacted targets CI computed for each head sha (see [`Harness::upload_targets`]).
     pub targets_by_head: BTreeMap<Sha, ImpactedTargets>,

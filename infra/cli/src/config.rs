@@ -18,6 +18,8 @@ pub struct Context {
     /// For each flag given, whether it came from the command line or its variable.
     sources: Vec<(&'static str, String)>,
     repo: OnceCell<Repo>,
+    target: OnceCell<String>,
+    pr: OnceCell<u32>,
     api: OnceCell<Api>,
 }
 
@@ -51,6 +53,8 @@ impl Context {
             env,
             sources,
             repo: OnceCell::new(),
+            target: OnceCell::new(),
+            pr: OnceCell::new(),
             api: OnceCell::new(),
         }
     }
@@ -135,6 +139,9 @@ impl Context {
 
     /// The queue's target branch; `main` when nothing tells.
     pub fn target(&self) -> Result<String> {
+        if let Some(target) = self.target.get() {
+            return Ok(target.clone());
+        }
         let found = match &self.args.target {
             Some(branch) => Found::new(branch.clone(), self.source("target")),
             None => ci::target_branch(&self.env)
@@ -142,11 +149,14 @@ impl Context {
         };
         check_branch("target branch", &found.value)?;
         self.shown("target branch", &found);
-        Ok(found.value)
+        Ok(self.target.get_or_init(|| found.value).clone())
     }
 
     /// The pull request's number.
     pub fn pr(&self) -> Result<u32> {
+        if let Some(pr) = self.pr.get() {
+            return Ok(*pr);
+        }
         let found = match self.args.pr {
             Some(n) => Found::new(n, self.source("pr")),
             None => ci::pull_request(&self.env).ok_or_else(|| {
@@ -157,7 +167,7 @@ impl Context {
             })?,
         };
         self.shown("pull request", &found);
-        Ok(found.value)
+        Ok(*self.pr.get_or_init(|| found.value))
     }
 
     /// The pull request's head commit, when it can be known.

@@ -45,7 +45,7 @@ pub fn parse(text: &str) -> Result<Duration, String> {
 }
 
 fn seconds_to_duration(seconds: f64) -> Option<Duration> {
-    (seconds.is_finite() && seconds >= 0.0 && seconds < 1e12)
+    (seconds.is_finite() && (0.0..1e12).contains(&seconds))
         .then(|| Duration::from_secs_f64(seconds))
 }
 

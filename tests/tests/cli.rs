@@ -7,7 +7,9 @@ use e2e::cli::{Fault, Mq, Proxy};
 use e2e::git_repo::{GitRepo, PrSpec};
 use e2e::health::health_body;
 use e2e::live::{LiveEnv, body};
-use e2e::{ACME, Backend};
+use e2e::{ACME, Backend, TestEnv};
+use mq_api::service::test_health::objects::ingest_object;
+use mq_api::uploads::UploadBucket;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -915,4 +917,104 @@ async fn bad_input_is_refused_with_a_clear_error() {
     let ran = wrong.run(&["status", "--pr", "1"]).await.expect(4);
     assert!(ran.stderr.contains("401 UNAUTHORIZED"), "{}", ran.stderr);
     assert!(!ran.stderr.contains("not-a-token"), "{}", ran.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uploads_above_the_direct_limit_go_through_upload_urls() {
+    let endpoint = mq_tables::moto::endpoint();
+    let name = format!("mq-cli-uploads-{}", std::process::id());
+    let bucket = UploadBucket::local(&endpoint, &name).await;
+    bucket.create().await.expect("bucket created on moto");
+    let env = TestEnv::start_with(Backend::Memory, |app| app.with_uploads(bucket)).await;
+    let mq = Mq::new(&env.gateway.base_url(), ACME).var("MQ_REPO", "acme/rocket");
+    let reports = [
+        fixture("nextest-noretry-run1.xml"),
+        fixture("nextest-noretry-run2.xml"),
+    ];
+    let args = [
+        "upload",
+        "--direct-limit",
+        "1KiB",
+        "--sha",
+        "a1a1a1a",
+        "--branch",
+        "main",
+        "--upload-id",
+        "big",
+        &reports[0],
+        &reports[1],
+    ];
+    let sent = mq.run(&args).await.expect(0);
+    assert!(
+        sent.stderr
+            .contains("above the direct limit of 1.0 KiB: through upload URLs"),
+        "{}",
+        sent.stderr
+    );
+    for id in ["big-1", "big-2"] {
+        assert!(
+            sent.stdout.contains(&format!("uploaded (upload id {id})")),
+            "{}",
+            sent.stdout
+        );
+    }
+
+    // S3 tells the ingest function of each object; here the test does.
+    let listing = UploadBucket::local(&endpoint, &name).await;
+    let objects = listing
+        .client
+        .list_objects_v2()
+        .bucket(&name)
+        .send()
+        .await
+        .unwrap();
+    let keys: Vec<String> = objects
+        .contents()
+        .iter()
+        .filter_map(|o| o.key().map(str::to_owned))
+        .collect();
+    assert_eq!(keys.len(), 2, "{keys:?}");
+    for key in &keys {
+        let outcome = ingest_object(&env.app(), key).await.unwrap();
+        assert!(
+            format!("{outcome:?}").starts_with("Ingested"),
+            "{outcome:?}"
+        );
+    }
+    let flaky = mq
+        .run(&["tests", "unhealthy", "--status", "flaky"])
+        .await
+        .expect(0);
+    assert!(
+        flaky.stdout.contains("flaky_demo::tests::sometimes_fails"),
+        "{}",
+        flaky.stdout
+    );
+
+    let again = mq.run(&args).await.expect(0);
+    assert_eq!(
+        again
+            .stdout
+            .matches("received before, not sent again")
+            .count(),
+        2,
+        "{}",
+        again.stdout
+    );
+
+    // A deployment without upload URLs takes the upload in one request.
+    let plain = LiveEnv::start(Backend::Memory).await;
+    let direct = Mq::new(&plain.gateway.base_url(), ACME).var("MQ_REPO", "acme/rocket");
+    let ran = direct.run(&args).await.expect(0);
+    assert!(
+        ran.stderr
+            .contains("this deployment has no upload URLs; sending in one request"),
+        "{}",
+        ran.stderr
+    );
+    assert!(
+        ran.stdout.starts_with("uploaded 2 reports (upload id big)"),
+        "{}",
+        ran.stdout
+    );
 }

@@ -1018,3 +1018,42 @@ async fn uploads_above_the_direct_limit_go_through_upload_urls() {
         ran.stdout
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_watch_prints_the_table_again_when_it_changes() {
+    let env = LiveEnv::start(Backend::Memory).await;
+    let repo = env.repo("rocket");
+    repo.require_statuses("main", &[e2e::live::CI]);
+    repo.add_prs(1, &[]);
+    env.create_queue(&repo, json!({})).await;
+    let mq = mq_for(&env, &repo);
+    let mut watching = mq
+        .command(&["queue", "--watch", "--interval", "100ms"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("mq starts");
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    env.submit(&repo, 1).await;
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    watching.kill().expect("mq stops");
+    let out = tokio::task::spawn_blocking(move || watching.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let headers: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("github.com/acme/rocket main"))
+        .collect();
+    assert!(headers.len() >= 2, "{stdout}");
+    assert!(headers[0].ends_with("0 pull requests"), "{stdout}");
+    assert!(
+        headers.last().unwrap().ends_with("1 pull request"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("#1 Change 1"), "{stdout}");
+    assert!(
+        !stdout.contains('\u{1b}'),
+        "no terminal codes without a terminal: {stdout}"
+    );
+}

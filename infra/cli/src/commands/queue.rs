@@ -14,22 +14,30 @@ use time::format_description::well_known::Rfc3339;
 
 pub fn queue(ctx: &Context, args: &QueueArgs) -> Result<Outcome> {
     if !args.watch {
-        line(render(ctx)?.trim_end());
+        line(render(ctx)?.text.trim_end());
         return Ok(Outcome::Done);
     }
     let terminal = std::io::stdout().is_terminal();
-    let mut shown = String::new();
+    let mut shown = Drawn::default();
     loop {
         let now = render(ctx)?;
         if terminal {
-            redraw(&shown, &now);
+            redraw(&shown.text, &now.text);
             shown = now;
-        } else if now != shown {
-            line(&now);
+        } else if now.without_ages != shown.without_ages {
+            line(&now.text);
             shown = now;
         }
         std::thread::sleep(args.interval);
     }
+}
+
+/// The queue as drawn, and as drawn without the ages (which change every second): without
+/// a terminal, `--watch` prints the queue again only when something else changed.
+#[derive(Default)]
+struct Drawn {
+    text: String,
+    without_ages: String,
 }
 
 /// Replaces what was drawn last with `now`: up to its first line, clear below, draw.
@@ -44,10 +52,14 @@ fn redraw(before: &str, now: &str) {
 }
 
 /// The queue as text (with `--json`, the API's JSON on one line).
-fn render(ctx: &Context) -> Result<String> {
+fn render(ctx: &Context) -> Result<Drawn> {
     let queue = ctx.api()?.read("getQueue", &ctx.queue_body()?)?;
     if ctx.args.json {
-        return Ok(format!("{queue}\n"));
+        let text = format!("{queue}\n");
+        return Ok(Drawn {
+            without_ages: text.clone(),
+            text,
+        });
     }
     let entries = queue["enqueuedPullRequests"]
         .as_array()
@@ -65,15 +77,20 @@ fn render(ctx: &Context) -> Result<String> {
         if entries.len() == 1 { "" } else { "s" }
     );
     if entries.is_empty() {
-        return Ok(out);
+        return Ok(Drawn {
+            without_ages: out.clone(),
+            text: out,
+        });
     }
-    let rows = rows(ctx, &entries)?;
     out.push('\n');
-    out.push_str(&table(
-        &["GROUP", "PULL REQUESTS", "STATE", "RUN", "AGE"],
-        &rows,
-    ));
-    Ok(out)
+    let header = ["GROUP", "PULL REQUESTS", "STATE", "RUN", "AGE"];
+    let mut rows = rows(ctx, &entries)?;
+    let text = format!("{out}{}", table(&header, &rows));
+    for row in &mut rows {
+        row[4].clear();
+    }
+    let without_ages = format!("{out}{}", table(&header, &rows));
+    Ok(Drawn { text, without_ages })
 }
 
 /// One row per group of pull requests tested together, in queue order. A pull request's

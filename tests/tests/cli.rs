@@ -14,8 +14,9 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The CI command of the local Git host: a tree holding `FAIL` fails.
-const CI: &str = "test ! -e FAIL";
+/// The CI command of the local Git host: a tree holding `FAIL` fails, after half a second
+/// (so that `--wait` sees the pull request testing before its verdict).
+const CI: &str = "sleep 0.5; test ! -e FAIL";
 
 fn fixtures_dir() -> PathBuf {
     e2e::cli::workspace_root().join("shared/junit/tests/fixtures")

@@ -24,14 +24,13 @@ pub struct Context {
 }
 
 /// The flags with a variable, as (argument id, flag, variable).
-const FLAGS: [(&str, &str, &str); 7] = [
+const FLAGS: [(&str, &str, &str); 6] = [
     ("api_url", "--api-url", "MQ_API_URL"),
     ("repo", "--repo", "MQ_REPO"),
     ("target", "--target", "MQ_TARGET_BRANCH"),
     ("pr", "--pr", "MQ_PR"),
     ("sha", "--sha", "MQ_SHA"),
     ("org", "--org", "MQ_ORG"),
-    ("variant", "--variant", "MQ_VARIANT"),
 ];
 
 impl Context {
@@ -67,8 +66,8 @@ impl Context {
             .map_or_else(|| id.to_owned(), |(_, s)| s.clone())
     }
 
-    /// Shows an inferred value with `-v`.
-    fn shown<T: std::fmt::Display>(&self, what: &str, found: &Found<T>) {
+    /// Shows a value and where it came from, with `-v`.
+    pub fn show<T: std::fmt::Display>(&self, what: &str, found: &Found<T>) {
         if self.args.verbose > 0 {
             note(format!("{what}: {} (from {})", found.value, found.from));
         }
@@ -87,7 +86,7 @@ impl Context {
         let api = Api::new(&url, token, self.args.verbose)?;
         if self.args.verbose > 0 {
             let found = Found::new(api.base().to_string(), self.source("api_url"));
-            self.shown("API", &found);
+            self.show("API", &found);
             note(format!("token: from {token_from} (not shown)"));
         }
         Ok(self.api.get_or_init(|| api))
@@ -133,7 +132,7 @@ impl Context {
                 )
             })?,
         };
-        self.shown("repository", &found);
+        self.show("repository", &found);
         Ok(self.repo.get_or_init(|| found.value))
     }
 
@@ -148,7 +147,7 @@ impl Context {
                 .unwrap_or_else(|| Found::new("main".to_owned(), "the default")),
         };
         check_branch("target branch", &found.value)?;
-        self.shown("target branch", &found);
+        self.show("target branch", &found);
         Ok(self.target.get_or_init(|| found.value).clone())
     }
 
@@ -166,7 +165,7 @@ impl Context {
                 )
             })?,
         };
-        self.shown("pull request", &found);
+        self.show("pull request", &found);
         Ok(*self.pr.get_or_init(|| found.value))
     }
 
@@ -187,7 +186,7 @@ impl Context {
                 found.from
             )));
         }
-        self.shown("head commit", &found);
+        self.show("head commit", &found);
         Ok(Some(value.to_owned()))
     }
 
@@ -197,7 +196,7 @@ impl Context {
             Some(org) => Found::new(org.clone(), self.source("org")),
             None => Found::new(self.repo()?.owner.clone(), "the repository's owner"),
         };
-        self.shown("organisation", &found);
+        self.show("organisation", &found);
         Ok(found.value)
     }
 
@@ -226,11 +225,6 @@ impl Context {
         let mut body = self.repo_body()?;
         body["org_url_slug"] = json!(self.org()?);
         Ok(body)
-    }
-
-    /// Shows a value the command inferred itself with `-v`.
-    pub fn show<T: std::fmt::Display>(&self, what: &str, found: &Found<T>) {
-        self.shown(what, found);
     }
 }
 

@@ -576,7 +576,8 @@ async fn misspelt_settings_are_refused_and_change_nothing(env: TestEnv) {
         .await;
     assert_eq!(missing.status, 404, "no queue was created");
 
-    env.ok("createQueue", &queue_body("rocket", json!({}))).await;
+    env.ok("createQueue", &queue_body("rocket", json!({})))
+        .await;
     let r = env
         .post(
             "updateQueue",
@@ -592,5 +593,8 @@ async fn misspelt_settings_are_refused_and_change_nothing(env: TestEnv) {
     let read = env
         .ok("getQueue", &queue_body("rocket", json!({"extra": true})))
         .await;
-    assert_eq!(read["concurrency"], 1, "unchanged; getQueue ignores `extra`");
+    assert_eq!(
+        read["concurrency"], 1,
+        "unchanged; getQueue ignores `extra`"
+    );
 }

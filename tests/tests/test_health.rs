@@ -683,7 +683,10 @@ async fn settings_are_validated_and_name_the_field(env: TestEnv) {
         .await;
     assert_eq!(
         (r.status, r.message()),
-        (400, "unknown field `quarantinning`: did you mean `quarantining`?")
+        (
+            400,
+            "unknown field `quarantinning`: did you mean `quarantining`?"
+        )
     );
     let r = env
         .post(
@@ -893,13 +896,23 @@ async fn flaky_tests_recover_after_seven_days(env: TestEnv) {
 async fn a_failure_checked_without_a_variant_matches_its_one_known_variant(env: TestEnv) {
     let file = "nextest-noretry-run1.xml";
     let linux = Run::main("A", "a-linux");
-    let r = upload(&env, &linux, &[("variant", "linux")], &[(file, fixture(file))]).await;
+    let r = upload(
+        &env,
+        &linux,
+        &[("variant", "linux")],
+        &[(file, fixture(file))],
+    )
+    .await;
     assert_eq!(r.status, 200, "{:?}", r.body);
     let failed = json!([{"name": "tests::always_fails", "classname": "flaky_demo",
                          "parent": "flaky_demo"}]);
     let answer = check(&env, failed.clone()).await;
     let t = &answer["tests"][0];
-    assert_eq!((&t["known"], &t["variant"]), (&json!(true), &json!("linux")), "{answer}");
+    assert_eq!(
+        (&t["known"], &t["variant"]),
+        (&json!(true), &json!("linux")),
+        "{answer}"
+    );
     assert!(t.get("note").is_none(), "{answer}");
     let id = t["test_case_id"].as_str().unwrap().to_owned();
     set_settings(
@@ -912,17 +925,33 @@ async fn a_failure_checked_without_a_variant_matches_its_one_known_variant(env: 
     assert_eq!(check(&env, failed.clone()).await["all_quarantined"], true);
 
     let macos = Run::main("A", "a-macos");
-    let r = upload(&env, &macos, &[("variant", "macos")], &[(file, fixture(file))]).await;
+    let r = upload(
+        &env,
+        &macos,
+        &[("variant", "macos")],
+        &[(file, fixture(file))],
+    )
+    .await;
     assert_eq!(r.status, 200, "{:?}", r.body);
     let answer = check(&env, failed.clone()).await;
     let t = &answer["tests"][0];
-    assert_eq!((&t["known"], &answer["all_quarantined"]), (&json!(false), &json!(false)));
+    assert_eq!(
+        (&t["known"], &answer["all_quarantined"]),
+        (&json!(false), &json!(false))
+    );
     let note = t["note"].as_str().unwrap_or_default();
-    assert!(note.contains("`linux`") && note.contains("`macos`"), "{answer}");
+    assert!(
+        note.contains("`linux`") && note.contains("`macos`"),
+        "{answer}"
+    );
     let body = health_body(json!({"variant": "macos", "failed_tests": failed}));
     let named = env.ok("flaky-tests/check-quarantined", &body).await;
     let t = &named["tests"][0];
-    assert_eq!((&t["known"], &t["variant"]), (&json!(true), &json!("macos")), "{named}");
+    assert_eq!(
+        (&t["known"], &t["variant"]),
+        (&json!(true), &json!("macos")),
+        "{named}"
+    );
 
     let never = check(&env, json!([{"name": "never_seen"}])).await;
     assert_eq!(never["tests"][0]["note"], "no upload has named this test");

@@ -1,0 +1,5 @@
+//! The commands, by what they work on.
+
+pub mod health;
+pub mod pull_request;
+pub mod queue;

@@ -1,0 +1,150 @@
+//! JUnit reports named by glob patterns: found, read, checked with the project's parser
+//! (`mq-junit`), and gzipped for the way.
+
+use crate::error::{Error, Result};
+use crate::output::note;
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use mq_junit::{Attempt, Limits, Report};
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::PathBuf;
+
+/// One report file: where it is, its bytes as found (plain or gzip), what it holds.
+pub struct ReportFile {
+    pub path: PathBuf,
+    pub bytes: Vec<u8>,
+    pub report: Report,
+}
+
+impl ReportFile {
+    /// The file's name, as it is sent.
+    pub fn name(&self) -> String {
+        self.path.file_name().map_or_else(
+            || self.path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    }
+
+    /// The bytes gzipped (as they are when already gzip).
+    pub fn gzipped(&self) -> Result<Vec<u8>> {
+        if mq_junit::is_gzip(&self.bytes) {
+            return Ok(self.bytes.clone());
+        }
+        let mut encoder = GzEncoder::new(Vec::new(), Compression::default());
+        encoder
+            .write_all(&self.bytes)
+            .and_then(|()| encoder.finish())
+            .map_err(|e| Error::input(format!("cannot gzip {}: {e}", self.path.display())))
+    }
+}
+
+/// The files the patterns name, sorted, each once. A pattern that matches nothing is
+/// noted; none matching anything is an error.
+pub fn find(patterns: &[String]) -> Result<Vec<PathBuf>> {
+    let mut found = BTreeSet::new();
+    for pattern in patterns {
+        let paths = glob::glob(pattern)
+            .map_err(|e| Error::input(format!("`{pattern}` is not a glob pattern: {e}")))?;
+        let mut matched = 0;
+        for path in paths {
+            let path = path.map_err(|e| Error::input(format!("cannot read {e}")))?;
+            if path.is_file() {
+                found.insert(path);
+                matched += 1;
+            }
+        }
+        if matched == 0 {
+            note(format!("no report matches {pattern}"));
+        }
+    }
+    if found.is_empty() {
+        return Err(Error::input(format!(
+            "no report file matches {}",
+            patterns.join(" ")
+        )));
+    }
+    Ok(found.into_iter().collect())
+}
+
+/// Finds, reads and checks every report; a file that is not a report is an error naming it.
+pub fn load(patterns: &[String]) -> Result<Vec<ReportFile>> {
+    find(patterns)?
+        .into_iter()
+        .map(|path| {
+            let bytes = std::fs::read(&path)
+                .map_err(|e| Error::input(format!("cannot read {}: {e}", path.display())))?;
+            let report = mq_junit::read_report(&bytes, &Limits::default())
+                .map_err(|e| Error::input(format!("{} {e}", path.display())))?;
+            Ok(ReportFile {
+                path,
+                bytes,
+                report,
+            })
+        })
+        .collect()
+}
+
+/// A failed test as the API's quarantine check takes it (as its report names it).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct FailedTest {
+    pub name: String,
+    pub classname: String,
+    pub file: String,
+    pub parent: String,
+}
+
+/// The tests whose final attempt failed, over every report, each once.
+pub fn failed_tests(files: &[ReportFile]) -> Vec<FailedTest> {
+    let failed: BTreeSet<FailedTest> = files
+        .iter()
+        .flat_map(|f| &f.report.cases)
+        .filter(|case| case.outcome() == Attempt::Failed)
+        .map(|case| FailedTest {
+            name: case.name.clone(),
+            classname: case.classname.clone(),
+            file: case.file.clone().unwrap_or_default(),
+            parent: case.parent.clone(),
+        })
+        .collect();
+    failed.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failed_tests_are_read_from_the_reports() {
+        let xml = br#"<testsuite name="s">
+            <testcase classname="c" name="passes"/>
+            <testcase classname="c" name="fails" file="t.py"><failure message="x"/></testcase>
+            <testcase classname="c" name="errors"><error message="x"/></testcase>
+            <testcase classname="c" name="skipped"><skipped/></testcase>
+        </testsuite>"#;
+        let file = ReportFile {
+            path: "r.xml".into(),
+            bytes: xml.to_vec(),
+            report: mq_junit::read_report(xml, &Limits::default()).unwrap(),
+        };
+        let failed = failed_tests(&[file]);
+        let names: Vec<&str> = failed.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["errors", "fails"]);
+        assert_eq!(failed[1].file, "t.py");
+        assert_eq!(failed[1].parent, "s");
+    }
+
+    #[test]
+    fn gzip_round_trips() {
+        let xml = b"<testsuite name=\"s\"><testcase name=\"a\"/></testsuite>".to_vec();
+        let file = ReportFile {
+            path: "r.xml".into(),
+            report: mq_junit::read_report(&xml, &Limits::default()).unwrap(),
+            bytes: xml,
+        };
+        let gz = file.gzipped().unwrap();
+        assert!(mq_junit::is_gzip(&gz));
+        let again = mq_junit::read_report(&gz, &Limits::default()).unwrap();
+        assert_eq!(again, file.report);
+    }
+}

@@ -47,3 +47,15 @@ pub(crate) fn key(pk: &str, sk: &str) -> Item {
         (super::keys::SK.to_owned(), s(sk)),
     ])
 }
+
+/// A value read back from an item, if there is one.
+pub(crate) fn from_optional_item<T: DeserializeOwned>(
+    item: Option<Item>,
+) -> Result<Option<T>, StoreError> {
+    item.map(from_item).transpose()
+}
+
+/// The values read back from items, in their order.
+pub(crate) fn from_items<T: DeserializeOwned>(items: Vec<Item>) -> Result<Vec<T>, StoreError> {
+    items.into_iter().map(from_item).collect()
+}

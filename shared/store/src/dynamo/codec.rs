@@ -40,6 +40,11 @@ pub(crate) fn get_s<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
         .map(String::as_str)
 }
 
+/// A key of one string attribute (a table without sort key).
+pub(crate) fn hash_key(name: &str, value: &str) -> Item {
+    HashMap::from([(name.to_owned(), s(value))])
+}
+
 /// A key of two string attributes.
 pub(crate) fn key(pk: &str, sk: &str) -> Item {
     HashMap::from([

@@ -292,14 +292,9 @@ impl TestHealthStore for DynamoStore {
 
     async fn raw_results(&self, org: &OrgId, key: Uuid) -> StoreResult<Vec<RawResult>> {
         let query = self
-            .client
-            .query()
-            .table_name(&self.tables.test_health)
-            .consistent_read(true)
+            .partition_query(&self.tables.test_health, &upload_pk(org, key))
             .key_condition_expression("#pk = :pk AND begins_with(#sk, :raw)")
-            .expression_attribute_names("#pk", PK)
             .expression_attribute_names("#sk", SK)
-            .expression_attribute_values(":pk", s(upload_pk(org, key)))
             .expression_attribute_values(":raw", s("RAW#"));
         let mut results = Vec::new();
         for item in query_up_to(query, usize::MAX).await? {

@@ -2,7 +2,7 @@
 //! removed by TTL (`expires_at`, epoch seconds) once kept long enough.
 
 use super::DynamoStore;
-use super::codec::{Item, from_optional_item, n, s, to_item};
+use super::codec::{from_optional_item, hash_key, n, s, to_item};
 use super::keys::{EXPIRES_AT, PK};
 use super::requests::map_sdk_error;
 use crate::error::StoreError;
@@ -14,14 +14,9 @@ use mq_core::time::Timestamp;
 const CLAIM_CONDITION: &str = "attribute_not_exists(#pk) OR #keep <= :now \
      OR (attribute_not_exists(#response) AND #claimed < :stale)";
 
-/// The key of a scope's item.
-fn scope_key(scope: &str) -> Item {
-    Item::from([(PK.to_owned(), s(scope))])
-}
-
 impl DynamoStore {
     async fn idempotency_record(&self, scope: &str) -> StoreResult<Option<IdempotencyRecord>> {
-        let item = self.get_item(&self.tables.idempotency_keys, scope_key(scope));
+        let item = self.get_item(&self.tables.idempotency_keys, hash_key(PK, scope));
         from_optional_item(item.await?)
     }
 }
@@ -82,7 +77,7 @@ impl IdempotencyStore for DynamoStore {
         self.client
             .update_item()
             .table_name(&self.tables.idempotency_keys)
-            .set_key(Some(scope_key(scope)))
+            .set_key(Some(hash_key(PK, scope)))
             .update_expression("SET #response = :response")
             .condition_expression("#claim = :claim")
             .expression_attribute_names("#response", "response")
@@ -97,7 +92,7 @@ impl IdempotencyStore for DynamoStore {
 
     async fn release_idempotency_key(&self, scope: &str, claim_id: &str) -> StoreResult<()> {
         let table = &self.tables.idempotency_keys;
-        let released = self.delete_item_if(table, scope_key(scope), "claim_id", s(claim_id));
+        let released = self.delete_item_if(table, hash_key(PK, scope), "claim_id", s(claim_id));
         match released.await {
             Ok(_) | Err(StoreError::Conflict) => Ok(()),
             Err(e) => Err(e),

@@ -2,7 +2,7 @@
 //! `owner`, so a request's token and its repository's owner are looked up in one table.
 
 use super::DynamoStore;
-use super::codec::{Item, from_items, from_optional_item, n, s, to_item};
+use super::codec::{Item, from_items, from_optional_item, hash_key, n, s, to_item};
 use super::keys::*;
 use super::requests::query_all;
 use crate::error::StoreError;
@@ -15,8 +15,9 @@ fn owner_item_key(owner_key: &str) -> String {
     format!("{OWNER_KEY_PREFIX}{}", owner_key.to_ascii_lowercase())
 }
 
+/// The key of an owner's link.
 fn link_key(owner_key: &str) -> Item {
-    Item::from([(TOKEN_HASH.to_owned(), s(owner_item_key(owner_key)))])
+    hash_key(TOKEN_HASH, &owner_item_key(owner_key))
 }
 
 #[async_trait]

@@ -1,7 +1,7 @@
 //! API tokens on DynamoDB, keyed by the hash of the secret.
 
 use super::DynamoStore;
-use super::codec::{Item, from_items, from_optional_item, n, s, to_item};
+use super::codec::{from_items, from_optional_item, hash_key, n, s, to_item};
 use super::keys::*;
 use super::requests::{map_sdk_error, query_all};
 use crate::error::StoreError;
@@ -9,14 +9,10 @@ use crate::port::{StoreResult, TokenRecord, TokenStore};
 use async_trait::async_trait;
 use mq_core::time::Timestamp;
 
-fn token_key(token_hash: &str) -> Item {
-    Item::from([(TOKEN_HASH.to_owned(), s(token_hash))])
-}
-
 #[async_trait]
 impl TokenStore for DynamoStore {
     async fn find_token(&self, token_hash: &str) -> StoreResult<Option<TokenRecord>> {
-        let key = token_key(token_hash);
+        let key = hash_key(TOKEN_HASH, token_hash);
         from_optional_item(self.get_item(&self.tables.api_tokens, key).await?)
     }
 
@@ -46,7 +42,7 @@ impl TokenStore for DynamoStore {
         self.client
             .update_item()
             .table_name(&self.tables.api_tokens)
-            .set_key(Some(token_key(&token.token_hash)))
+            .set_key(Some(hash_key(TOKEN_HASH, &token.token_hash)))
             .update_expression("SET #r = if_not_exists(#r, :at)")
             .expression_attribute_names("#r", "revoked_at")
             .expression_attribute_values(":at", n(at.millis()))

@@ -150,8 +150,8 @@ impl DynamoStore {
         Ok(())
     }
 
-    /// Puts `item` if no item has its key (whose first attribute is `key_attribute`);
-    /// `Conflict` when one has.
+    /// Puts `item` if no item has its key (`key_attribute` names the table's partition key);
+    /// `Conflict`, and nothing written, when one has.
     pub(crate) async fn put_new_item(
         &self,
         table: &str,

@@ -2,11 +2,12 @@
 //!
 //! [`port::GitHost`] is the contract, in the domain's words (facts in, effects out). Adapters
 //! implement it: [`local::LocalGitHost`] on real git repositories, and GitHub. [`webhook`]
-//! turns the host's deliveries into facts for the queues. [`faults::FaultyGitHost`] wraps a host
-//! and fails some of its calls, for tests.
+//! turns the host's deliveries into facts for the queues. `faults::FaultyGitHost` (feature
+//! `faults`, for tests only) wraps a host and fails some of its calls.
 
 pub mod comment;
 pub mod error;
+#[cfg(feature = "faults")]
 pub mod faults;
 pub mod github;
 pub mod local;

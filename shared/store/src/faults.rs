@@ -210,6 +210,16 @@ impl FaultyStore {
             lock(&self.counts).conflicts += 1;
         }
     }
+
+    /// What the caller of a commit or deletion gets: its conflicts are counted, and a success
+    /// may lose its answer.
+    fn answer(&self, result: StoreResult<()>) -> StoreResult<()> {
+        self.count_conflict(&result);
+        if result.is_ok() && self.loses_answer() {
+            return Err(FaultKind::AnswerLost.error());
+        }
+        result
+    }
 }
 
 /// A delay injected before every call, drawn from `[min, max]` milliseconds.
@@ -248,233 +258,113 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-#[async_trait]
-impl QueueStore for FaultyStore {
-    async fn create_queue(&self, queue: &Queue) -> StoreResult<()> {
-        self.inject(Call::Write).await?;
-        self.inner.create_queue(queue).await
-    }
+/// Implements a port trait for [`FaultyStore`]: each listed method (`Kind fn name(args) ->
+/// T;`) waits, counts and maybe fails as a call of its kind ([`FaultyStore::inject`]), then
+/// passes the call on to the wrapped store; methods written out after the list do more.
+macro_rules! pass_on {
+    (
+        $port:ident {
+            $($call:ident fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*
+        }
+        $($own:tt)*
+    ) => {
+        #[async_trait]
+        impl $port for FaultyStore {
+            $(
+                async fn $name(&self, $($arg: $ty),*) -> StoreResult<$ret> {
+                    self.inject(Call::$call).await?;
+                    self.inner.$name($($arg),*).await
+                }
+            )*
+            $($own)*
+        }
+    };
+}
 
-    async fn load(&self, id: &QueueId) -> StoreResult<Option<QueueSnapshot>> {
-        self.inject(Call::Read).await?;
-        self.inner.load(id).await
-    }
-
-    async fn load_shared(&self, id: &QueueId) -> StoreResult<Option<Arc<QueueSnapshot>>> {
-        self.inject(Call::Read).await?;
-        self.inner.load_shared(id).await
+pass_on! {
+    QueueStore {
+        Write fn create_queue(queue: &Queue) -> ();
+        Read fn load(id: &QueueId) -> Option<QueueSnapshot>;
+        Read fn load_shared(id: &QueueId) -> Option<Arc<QueueSnapshot>>;
+        Read fn load_entry(id: &QueueId, pr: PrNumber) -> Option<(Queue, Option<Entry>)>;
+        Read fn load_run(id: &QueueId, run_id: &str) -> Option<(Queue, Option<TestRun>)>;
+        Read fn queues_of_org(org: &OrgId) -> Vec<Queue>;
+        Read fn queues_of_repo(repo_key: &str) -> Vec<Queue>;
+        Write fn put_uploaded_targets(id: &QueueId, pr: PrNumber, targets: &UploadedTargets) -> ();
+        Read fn uploaded_targets(id: &QueueId, pr: PrNumber) -> Option<UploadedTargets>;
+        Read fn queues_with_work() -> Vec<QueueId>;
+        Read fn runs_by_sha(sha: &Sha) -> Vec<RunLocation>;
+        Read fn concluded_between(id: &QueueId, from: Timestamp, to: Timestamp)
+            -> Vec<ConcludedEntry>;
+        Read fn runs_finished_between(id: &QueueId, from: Timestamp, to: Timestamp)
+            -> Vec<FinishedRun>;
+        Read fn restarts_between(id: &QueueId, from: Timestamp, to: Timestamp) -> Vec<Restart>;
+        Write fn acquire_lease(id: &QueueId, owner: &str, now: Timestamp, until: Timestamp) -> bool;
+        Write fn release_lease(id: &QueueId, owner: &str) -> ();
     }
 
     async fn commit(&self, commit: &Commit) -> StoreResult<()> {
         self.inject(Call::Conditional).await?;
-        let result = self.inner.commit(commit).await;
-        self.count_conflict(&result);
-        if result.is_ok() && self.loses_answer() {
-            return Err(FaultKind::AnswerLost.error());
-        }
-        result
+        self.answer(self.inner.commit(commit).await)
     }
 
     async fn delete_queue(&self, snapshot: &QueueSnapshot) -> StoreResult<()> {
         self.inject(Call::Conditional).await?;
-        let result = self.inner.delete_queue(snapshot).await;
-        self.count_conflict(&result);
-        if result.is_ok() && self.loses_answer() {
-            return Err(FaultKind::AnswerLost.error());
-        }
-        result
-    }
-
-    async fn load_entry(
-        &self,
-        id: &QueueId,
-        pr: PrNumber,
-    ) -> StoreResult<Option<(Queue, Option<Entry>)>> {
-        self.inject(Call::Read).await?;
-        self.inner.load_entry(id, pr).await
-    }
-
-    async fn load_run(
-        &self,
-        id: &QueueId,
-        run_id: &str,
-    ) -> StoreResult<Option<(Queue, Option<TestRun>)>> {
-        self.inject(Call::Read).await?;
-        self.inner.load_run(id, run_id).await
-    }
-
-    async fn queues_of_org(&self, org: &OrgId) -> StoreResult<Vec<Queue>> {
-        self.inject(Call::Read).await?;
-        self.inner.queues_of_org(org).await
-    }
-
-    async fn queues_of_repo(&self, repo_key: &str) -> StoreResult<Vec<Queue>> {
-        self.inject(Call::Read).await?;
-        self.inner.queues_of_repo(repo_key).await
-    }
-
-    async fn put_uploaded_targets(
-        &self,
-        id: &QueueId,
-        pr: PrNumber,
-        targets: &UploadedTargets,
-    ) -> StoreResult<()> {
-        self.inject(Call::Write).await?;
-        self.inner.put_uploaded_targets(id, pr, targets).await
-    }
-
-    async fn uploaded_targets(
-        &self,
-        id: &QueueId,
-        pr: PrNumber,
-    ) -> StoreResult<Option<UploadedTargets>> {
-        self.inject(Call::Read).await?;
-        self.inner.uploaded_targets(id, pr).await
-    }
-
-    async fn queues_with_work(&self) -> StoreResult<Vec<QueueId>> {
-        self.inject(Call::Read).await?;
-        self.inner.queues_with_work().await
-    }
-
-    async fn runs_by_sha(&self, sha: &Sha) -> StoreResult<Vec<RunLocation>> {
-        self.inject(Call::Read).await?;
-        self.inner.runs_by_sha(sha).await
-    }
-
-    async fn concluded_between(
-        &self,
-        id: &QueueId,
-        from: Timestamp,
-        to: Timestamp,
-    ) -> StoreResult<Vec<ConcludedEntry>> {
-        self.inject(Call::Read).await?;
-        self.inner.concluded_between(id, from, to).await
-    }
-
-    async fn runs_finished_between(
-        &self,
-        id: &QueueId,
-        from: Timestamp,
-        to: Timestamp,
-    ) -> StoreResult<Vec<FinishedRun>> {
-        self.inject(Call::Read).await?;
-        self.inner.runs_finished_between(id, from, to).await
-    }
-
-    async fn restarts_between(
-        &self,
-        id: &QueueId,
-        from: Timestamp,
-        to: Timestamp,
-    ) -> StoreResult<Vec<Restart>> {
-        self.inject(Call::Read).await?;
-        self.inner.restarts_between(id, from, to).await
-    }
-
-    async fn acquire_lease(
-        &self,
-        id: &QueueId,
-        owner: &str,
-        now: Timestamp,
-        until: Timestamp,
-    ) -> StoreResult<bool> {
-        self.inject(Call::Write).await?;
-        self.inner.acquire_lease(id, owner, now, until).await
-    }
-
-    async fn release_lease(&self, id: &QueueId, owner: &str) -> StoreResult<()> {
-        self.inject(Call::Write).await?;
-        self.inner.release_lease(id, owner).await
+        self.answer(self.inner.delete_queue(snapshot).await)
     }
 }
 
-#[async_trait]
-impl TokenStore for FaultyStore {
-    async fn find_token(&self, token_hash: &str) -> StoreResult<Option<TokenRecord>> {
-        self.inject(Call::Read).await?;
-        self.inner.find_token(token_hash).await
-    }
-
-    async fn put_token(&self, token: &TokenRecord) -> StoreResult<()> {
-        self.inject(Call::Write).await?;
-        self.inner.put_token(token).await
-    }
-
-    async fn list_tokens(&self) -> StoreResult<Vec<TokenRecord>> {
-        self.inject(Call::Read).await?;
-        self.inner.list_tokens().await
-    }
-
-    async fn revoke_token(&self, id: &str, at: Timestamp) -> StoreResult<()> {
-        self.inject(Call::Write).await?;
-        self.inner.revoke_token(id, at).await
+pass_on! {
+    TokenStore {
+        Read fn find_token(token_hash: &str) -> Option<TokenRecord>;
+        Write fn put_token(token: &TokenRecord) -> ();
+        Read fn list_tokens() -> Vec<TokenRecord>;
+        Write fn revoke_token(id: &str, at: Timestamp) -> ();
     }
 }
 
-#[async_trait]
-impl OwnerStore for FaultyStore {
-    async fn owner_link(&self, owner_key: &str) -> StoreResult<Option<OwnerLink>> {
-        self.inject(Call::Read).await?;
-        self.inner.owner_link(owner_key).await
-    }
-
-    async fn link_owner(&self, link: &OwnerLink) -> StoreResult<()> {
-        self.inject(Call::Write).await?;
-        self.inner.link_owner(link).await
-    }
-
-    async fn unlink_owner(&self, owner: &OwnerRef, org: &OrgId) -> StoreResult<()> {
-        self.inject(Call::Write).await?;
-        self.inner.unlink_owner(owner, org).await
-    }
-
-    async fn owner_links(&self) -> StoreResult<Vec<OwnerLink>> {
-        self.inject(Call::Read).await?;
-        self.inner.owner_links().await
+pass_on! {
+    OwnerStore {
+        Read fn owner_link(owner_key: &str) -> Option<OwnerLink>;
+        Write fn link_owner(link: &OwnerLink) -> ();
+        Write fn unlink_owner(owner: &OwnerRef, org: &OrgId) -> ();
+        Read fn owner_links() -> Vec<OwnerLink>;
     }
 }
 
-#[async_trait]
-impl IdempotencyStore for FaultyStore {
-    async fn claim_idempotency_key(
-        &self,
-        record: &IdempotencyRecord,
-        now: Timestamp,
-        stale_before: Timestamp,
-    ) -> StoreResult<Claim> {
-        self.inject(Call::Conditional).await?;
-        self.inner
-            .claim_idempotency_key(record, now, stale_before)
-            .await
-    }
-
-    async fn complete_idempotency_key(
-        &self,
-        scope: &str,
-        claim_id: &str,
-        response: &StoredResponse,
-    ) -> StoreResult<()> {
-        self.inject(Call::Conditional).await?;
-        self.inner
-            .complete_idempotency_key(scope, claim_id, response)
-            .await
-    }
-
-    async fn release_idempotency_key(&self, scope: &str, claim_id: &str) -> StoreResult<()> {
-        self.inject(Call::Write).await?;
-        self.inner.release_idempotency_key(scope, claim_id).await
+pass_on! {
+    IdempotencyStore {
+        Conditional fn claim_idempotency_key(
+            record: &IdempotencyRecord, now: Timestamp, stale_before: Timestamp
+        ) -> Claim;
+        Conditional fn complete_idempotency_key(
+            scope: &str, claim_id: &str, response: &StoredResponse
+        ) -> ();
+        Write fn release_idempotency_key(scope: &str, claim_id: &str) -> ();
     }
 }
 
-#[async_trait]
-impl TestHealthStore for FaultyStore {
-    async fn health_settings(
-        &self,
-        scope: &HealthScope,
-    ) -> StoreResult<Option<RepoHealthSettings>> {
-        self.inject(Call::Read).await?;
-        self.inner.health_settings(scope).await
+pass_on! {
+    TestHealthStore {
+        Read fn health_settings(scope: &HealthScope) -> Option<RepoHealthSettings>;
+        Read fn codeowners(scope: &HealthScope) -> Option<String>;
+        Write fn put_codeowners(scope: &HealthScope, text: &str) -> ();
+        Read fn get_test_cases(scope: &HealthScope, ids: &[Uuid]) -> Vec<TestCase>;
+        Read fn settings_and_test_cases(scope: &HealthScope, ids: &[Uuid])
+            -> (Option<RepoHealthSettings>, Vec<TestCase>);
+        Read fn settings_and_codeowners(scope: &HealthScope)
+            -> (Option<RepoHealthSettings>, Option<String>);
+        Write fn put_test_cases(cases: &[TestCase]) -> Vec<Uuid>;
+        Read fn list_test_cases(
+            scope: &HealthScope, list: TestList, cursor: PageCursor, limit: usize
+        ) -> Vec<TestCase>;
+        Read fn count_test_cases(scope: &HealthScope, list: TestList) -> u64;
+        Write fn claim_upload(upload: &UploadRecord) -> Option<UploadRecord>;
+        Write fn put_upload(upload: &UploadRecord) -> ();
+        Read fn get_upload(org: &OrgId, key: Uuid) -> Option<UploadRecord>;
+        Write fn put_raw_results(upload: &UploadRecord, results: &[RawResult]) -> ();
+        Read fn raw_results(org: &OrgId, key: Uuid) -> Vec<RawResult>;
+        Read fn due_for_recovery(now: Timestamp, limit: usize) -> Vec<TestCase>;
     }
 
     async fn put_health_settings(
@@ -486,97 +376,6 @@ impl TestHealthStore for FaultyStore {
         let result = self.inner.put_health_settings(scope, settings).await;
         self.count_conflict(&result);
         result
-    }
-
-    async fn codeowners(&self, scope: &HealthScope) -> StoreResult<Option<String>> {
-        self.inject(Call::Read).await?;
-        self.inner.codeowners(scope).await
-    }
-
-    async fn put_codeowners(&self, scope: &HealthScope, text: &str) -> StoreResult<()> {
-        self.inject(Call::Write).await?;
-        self.inner.put_codeowners(scope, text).await
-    }
-
-    async fn get_test_cases(
-        &self,
-        scope: &HealthScope,
-        ids: &[Uuid],
-    ) -> StoreResult<Vec<TestCase>> {
-        self.inject(Call::Read).await?;
-        self.inner.get_test_cases(scope, ids).await
-    }
-
-    async fn settings_and_test_cases(
-        &self,
-        scope: &HealthScope,
-        ids: &[Uuid],
-    ) -> StoreResult<(Option<RepoHealthSettings>, Vec<TestCase>)> {
-        self.inject(Call::Read).await?;
-        self.inner.settings_and_test_cases(scope, ids).await
-    }
-
-    async fn settings_and_codeowners(
-        &self,
-        scope: &HealthScope,
-    ) -> StoreResult<(Option<RepoHealthSettings>, Option<String>)> {
-        self.inject(Call::Read).await?;
-        self.inner.settings_and_codeowners(scope).await
-    }
-
-    async fn put_test_cases(&self, cases: &[TestCase]) -> StoreResult<Vec<Uuid>> {
-        self.inject(Call::Write).await?;
-        self.inner.put_test_cases(cases).await
-    }
-
-    async fn list_test_cases(
-        &self,
-        scope: &HealthScope,
-        list: TestList,
-        cursor: PageCursor,
-        limit: usize,
-    ) -> StoreResult<Vec<TestCase>> {
-        self.inject(Call::Read).await?;
-        self.inner.list_test_cases(scope, list, cursor, limit).await
-    }
-
-    async fn count_test_cases(&self, scope: &HealthScope, list: TestList) -> StoreResult<u64> {
-        self.inject(Call::Read).await?;
-        self.inner.count_test_cases(scope, list).await
-    }
-
-    async fn claim_upload(&self, upload: &UploadRecord) -> StoreResult<Option<UploadRecord>> {
-        self.inject(Call::Write).await?;
-        self.inner.claim_upload(upload).await
-    }
-
-    async fn put_upload(&self, upload: &UploadRecord) -> StoreResult<()> {
-        self.inject(Call::Write).await?;
-        self.inner.put_upload(upload).await
-    }
-
-    async fn get_upload(&self, org: &OrgId, key: Uuid) -> StoreResult<Option<UploadRecord>> {
-        self.inject(Call::Read).await?;
-        self.inner.get_upload(org, key).await
-    }
-
-    async fn put_raw_results(
-        &self,
-        upload: &UploadRecord,
-        results: &[RawResult],
-    ) -> StoreResult<()> {
-        self.inject(Call::Write).await?;
-        self.inner.put_raw_results(upload, results).await
-    }
-
-    async fn raw_results(&self, org: &OrgId, key: Uuid) -> StoreResult<Vec<RawResult>> {
-        self.inject(Call::Read).await?;
-        self.inner.raw_results(org, key).await
-    }
-
-    async fn due_for_recovery(&self, now: Timestamp, limit: usize) -> StoreResult<Vec<TestCase>> {
-        self.inject(Call::Read).await?;
-        self.inner.due_for_recovery(now, limit).await
     }
 }
 

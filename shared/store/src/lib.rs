@@ -2,12 +2,14 @@
 //!
 //! [`port`] declares what the application needs; [`memory::MemoryStore`] keeps it in process
 //! (the local gateway's default, fast tests), [`dynamo::DynamoStore`] in DynamoDB. Both pass the
-//! same contract suite (`tests/contract`). [`faults::FaultyStore`] wraps either and injects the
-//! errors DynamoDB gives under load, for tests of how the service copes.
+//! same contract suite (`tests/contract`). `faults::FaultyStore` (feature `faults`, for tests
+//! only) wraps either and injects the errors DynamoDB gives under load, for tests of how the
+//! service copes.
 
 pub mod codeowners;
 pub mod dynamo;
 pub mod error;
+#[cfg(any(test, feature = "faults"))]
 pub mod faults;
 pub mod memory;
 mod memory_health;
@@ -18,6 +20,7 @@ pub mod tables;
 
 pub use dynamo::DynamoStore;
 pub use error::StoreError;
+#[cfg(any(test, feature = "faults"))]
 pub use faults::{FaultCounts, FaultKind, FaultyStore};
 pub use memory::MemoryStore;
 pub use port::{Claim, IdempotencyRecord, IdempotencyStore, StoredResponse};

@@ -1,4 +1,18 @@
 //! The storage port: what the application needs from a store, whatever backs it.
+//!
+//! Every method states its contract; both adapters keep it (the suite in
+//! `shared/store/tests/contract` runs against each). What holds throughout:
+//!
+//! - A method that returns an error changed nothing, except where its comment says it writes
+//!   in parts: that is what lets a refused request change nothing (`docs/queue-semantics.md`
+//!   §1). One exception no store can rule out: a write whose answer was lost on the way back
+//!   (`Unavailable`) may have happened, so a caller reads again before it retries.
+//! - Reads see every write whose call returned (consistent reads), except the lists that
+//!   DynamoDB serves from a global secondary index, which say so.
+//! - A missing item is `Ok(None)` (or an empty list) on reads; writes that need the item say
+//!   which error they give.
+//! - `Conflict` means the item changed since it was read (a condition failed): read again and
+//!   retry. `Unavailable` means the store was throttled or did not answer: retry later.
 
 use crate::error::StoreError;
 use async_trait::async_trait;
@@ -64,10 +78,14 @@ pub struct RunLocation {
 /// and every changed item in one transaction, conditional on the queue's version.
 #[async_trait]
 pub trait QueueStore: Send + Sync {
-    /// Creates a queue; `AlreadyExists` when one exists for the branch.
+    /// Creates a queue at the version it carries, with no entries, runs or effects;
+    /// `AlreadyExists` (and nothing changed) when a queue with its id exists.
     async fn create_queue(&self, queue: &Queue) -> StoreResult<()>;
 
-    /// The queue with its active entries, active runs and outbox (one read).
+    /// The queue with its active entries, active runs and outbox as the last commit left them
+    /// (one read, which sees a commit whole, also one written in steps); `None` when the queue
+    /// does not exist. Entries, runs and effects come in the order [`QueueSnapshot::sort`]
+    /// gives.
     async fn load(&self, id: &QueueId) -> StoreResult<Option<QueueSnapshot>>;
 
     /// The same snapshot as [`QueueStore::load`], for a reader that only looks at it (the
@@ -76,39 +94,51 @@ pub trait QueueStore: Send + Sync {
         Ok(self.load(id).await?.map(Arc::new))
     }
 
-    /// Applies a commit atomically; `Conflict` when the version moved, `NotFound` when the
-    /// queue is gone.
+    /// Applies a commit atomically, if the stored queue is at `commit.expected_version`: the
+    /// queue item, its live changes and the uploaded targets it records are seen together by
+    /// every later read, or not at all. `Conflict` when the version moved (on DynamoDB also
+    /// when the queue is gone), `NotFound` when the queue is gone. On DynamoDB a commit larger
+    /// than one transaction is written in steps that readers and writers see whole
+    /// (`dynamo::large_commit`), and the history it records (conclusions, finished runs,
+    /// restarts) goes into the transaction as far as room is left, the rest right after: an
+    /// error from those later writes comes after the commit happened, like a lost answer.
     async fn commit(&self, commit: &Commit) -> StoreResult<()>;
 
-    /// Deletes a queue and every live item of `snapshot`, if the queue is still at the
-    /// snapshot's version. `NotEmpty` while it has active entries, `Conflict` when the version
-    /// moved, `NotFound` when it is gone.
+    /// Deletes a queue, its lease and every live item of `snapshot` at once, if the queue is
+    /// still at the snapshot's version. `NotEmpty` while it has active entries, `Conflict` when
+    /// the version moved, `NotFound` when it is gone. Its history (conclusions, finished runs,
+    /// restarts) stays (on DynamoDB until it expires).
     async fn delete_queue(&self, snapshot: &QueueSnapshot) -> StoreResult<()>;
 
     /// The queue item and the latest entry of a pull request in it, active or concluded since
-    /// the queue was created (one read). `None` when the queue does not exist.
+    /// the queue was created (one read): `None` when the queue does not exist, `Some((queue,
+    /// None))` when the pull request has no entry.
     async fn load_entry(
         &self,
         id: &QueueId,
         pr: PrNumber,
     ) -> StoreResult<Option<(Queue, Option<Entry>)>>;
 
-    /// The queue item and one of its runs, active or finished (one read). `None` when the queue
-    /// does not exist.
+    /// The queue item and one of its runs, active or finished (one read): `None` when the queue
+    /// does not exist, `Some((queue, None))` when it has no such run.
     async fn load_run(
         &self,
         id: &QueueId,
         run_id: &str,
     ) -> StoreResult<Option<(Queue, Option<TestRun>)>>;
 
-    /// Every queue of an organisation.
+    /// Every queue of an organisation, in no particular order. Read from an index: a queue
+    /// created or deleted a moment ago may be missing or still listed.
     async fn queues_of_org(&self, org: &OrgId) -> StoreResult<Vec<Queue>>;
 
-    /// Every queue on a repository (`RepoRef::key`), whatever the organisation.
+    /// Every queue on a repository (`RepoRef::key`), whatever the organisation, in no
+    /// particular order; from an index, like [`QueueStore::queues_of_org`].
     async fn queues_of_repo(&self, repo_key: &str) -> StoreResult<Vec<Queue>>;
 
-    /// Records the impacted targets uploaded for a pull request of a queue (latest wins), so a
-    /// pull request submitted after its CI uploaded them starts with them.
+    /// Records the impacted targets uploaded for a pull request of a queue, replacing those
+    /// recorded before (latest wins), so a pull request submitted after its CI uploaded them
+    /// starts with them. Unconditional: the queue is not checked. On DynamoDB the record
+    /// expires like the queue's history.
     async fn put_uploaded_targets(
         &self,
         id: &QueueId,
@@ -116,21 +146,25 @@ pub trait QueueStore: Send + Sync {
         targets: &UploadedTargets,
     ) -> StoreResult<()>;
 
-    /// The impacted targets last uploaded for a pull request of a queue.
+    /// The impacted targets last uploaded for a pull request of a queue, by
+    /// [`QueueStore::put_uploaded_targets`] or a commit; `None` when there are none.
     async fn uploaded_targets(
         &self,
         id: &QueueId,
         pr: PrNumber,
     ) -> StoreResult<Option<UploadedTargets>>;
 
-    /// Queues that need the tick: active entries, runs in flight or effects pending.
+    /// Queues that need the tick: active entries, runs in flight or effects pending, as their
+    /// last commit left them, in no particular order. From an index: a commit of a moment ago
+    /// may not be reflected yet.
     async fn queues_with_work(&self) -> StoreResult<Vec<QueueId>>;
 
-    /// Active runs whose test branch tip is `sha`.
+    /// Active runs whose test branch tip is `sha`, in any queue, in no particular order; from
+    /// an index, like [`QueueStore::queues_with_work`].
     async fn runs_by_sha(&self, sha: &Sha) -> StoreResult<Vec<RunLocation>>;
 
     /// Entries of a queue concluded in `[from, to)`, oldest first: what the metrics read of
-    /// each.
+    /// each. Empty when `to <= from` (nothing is read) or the queue has no such history.
     async fn concluded_between(
         &self,
         id: &QueueId,
@@ -139,6 +173,7 @@ pub trait QueueStore: Send + Sync {
     ) -> StoreResult<Vec<ConcludedEntry>>;
 
     /// Runs of a queue finished in `[from, to)`, oldest first: what the metrics read of each.
+    /// Empty when `to <= from` (nothing is read).
     async fn runs_finished_between(
         &self,
         id: &QueueId,
@@ -146,7 +181,8 @@ pub trait QueueStore: Send + Sync {
         to: Timestamp,
     ) -> StoreResult<Vec<FinishedRun>>;
 
-    /// Restarts of a queue's entries recorded in `[from, to)`, oldest first.
+    /// Restarts of a queue's entries recorded in `[from, to)`, oldest first. Empty when
+    /// `to <= from` (nothing is read).
     async fn restarts_between(
         &self,
         id: &QueueId,
@@ -154,8 +190,9 @@ pub trait QueueStore: Send + Sync {
         to: Timestamp,
     ) -> StoreResult<Vec<Restart>>;
 
-    /// The history of a queue in `window`: its conclusions, finished runs and restarts. The
-    /// default sends the three reads at once.
+    /// The history of a queue in `window`: its conclusions, finished runs and restarts, each
+    /// as the three reads above give it (not one snapshot). The default sends the three reads
+    /// at once.
     async fn history(&self, id: &QueueId, window: Window) -> StoreResult<History> {
         let (from, to) = (window.from, window.to);
         let (concluded, finished_runs, restarts) = tokio::try_join!(
@@ -203,7 +240,10 @@ pub trait QueueStore: Send + Sync {
     }
 
     /// Takes the queue's lease for `owner` until `until` if it is free or expired at `now`
-    /// (or already held by `owner`). Returns whether the lease is held.
+    /// (or already held by `owner`, which extends it), atomically: of two owners asking at
+    /// once, one gets it. Returns whether `owner` now holds it (`false`: another owner does);
+    /// `NotFound` when the queue does not exist. The lease is not part of the queue's version:
+    /// taking it never makes a commit conflict.
     async fn acquire_lease(
         &self,
         id: &QueueId,
@@ -212,23 +252,25 @@ pub trait QueueStore: Send + Sync {
         until: Timestamp,
     ) -> StoreResult<bool>;
 
-    /// Gives the lease back if `owner` holds it.
+    /// Gives the lease back if `owner` holds it; does nothing (and succeeds) otherwise.
     async fn release_lease(&self, id: &QueueId, owner: &str) -> StoreResult<()>;
 }
 
 /// API tokens, keyed by the hash of the secret.
 #[async_trait]
 pub trait TokenStore: Send + Sync {
-    /// The token with this hash, revoked or not.
+    /// The token with this hash, revoked or not; `None` when there is none.
     async fn find_token(&self, token_hash: &str) -> StoreResult<Option<TokenRecord>>;
 
-    /// Stores a new token; `AlreadyExists` if the hash is taken.
+    /// Stores a new token; `AlreadyExists` (and nothing changed) if the hash is taken.
     async fn put_token(&self, token: &TokenRecord) -> StoreResult<()>;
 
-    /// Every token, oldest first.
+    /// Every token of every organisation, revoked or not, oldest (`created_at`) first. From an
+    /// index: a token stored a moment ago may be missing.
     async fn list_tokens(&self) -> StoreResult<Vec<TokenRecord>>;
 
-    /// Marks the token with this public id revoked; `NotFound` if there is none.
+    /// Marks the token with this public id revoked at `at`; revoking it again keeps the first
+    /// time. `NotFound` if there is no such token.
     async fn revoke_token(&self, id: &str, at: Timestamp) -> StoreResult<()>;
 }
 
@@ -244,17 +286,21 @@ pub struct OwnerLink {
 /// Owners are matched by [`OwnerRef::key`] (case-insensitively).
 #[async_trait]
 pub trait OwnerStore: Send + Sync {
-    /// The link of the owner whose key is `owner_key` (`github.com/acme`), if it has one.
+    /// The link of the owner whose key is `owner_key` (`github.com/acme`, any case), or
+    /// `None`.
     async fn owner_link(&self, owner_key: &str) -> StoreResult<Option<OwnerLink>>;
 
-    /// Links an owner to an organisation. Linking it again to the same organisation changes
-    /// nothing; `AlreadyExists` when it is linked to another one.
+    /// Links an owner to an organisation, atomically: of two organisations linking one owner
+    /// at once, one wins. Linking it again to the same organisation changes nothing (the first
+    /// `linked_at` stays); `AlreadyExists` when it is linked to another one.
     async fn link_owner(&self, link: &OwnerLink) -> StoreResult<()>;
 
-    /// Removes the link of `owner` to `org`; `NotFound` when the owner is not linked to it.
+    /// Removes the link of `owner` to `org`; `NotFound` (and nothing changed) when the owner
+    /// is not linked to it.
     async fn unlink_owner(&self, owner: &OwnerRef, org: &OrgId) -> StoreResult<()>;
 
-    /// Every link, in the order of the owners' keys.
+    /// Every link, in the order of the owners' keys. From an index: a link made a moment ago
+    /// may be missing.
     async fn owner_links(&self) -> StoreResult<Vec<OwnerLink>>;
 }
 
@@ -305,7 +351,10 @@ pub enum Claim {
 pub trait IdempotencyStore: Send + Sync {
     /// Stores `record` (without a response) unless a record holds its scope that has not
     /// expired at `now` and is either answered or claimed at or after `stale_before` (an
-    /// older unanswered claim belongs to a request that died: it is taken over).
+    /// older unanswered claim belongs to a request that died: it is taken over). Atomic: of
+    /// two requests claiming one scope at once, one gets `Claimed` and the other `Taken` with
+    /// the winner's record. `Conflict` when the record kept changing while it was read
+    /// (DynamoDB: three attempts).
     async fn claim_idempotency_key(
         &self,
         record: &IdempotencyRecord,
@@ -313,7 +362,8 @@ pub trait IdempotencyStore: Send + Sync {
         stale_before: Timestamp,
     ) -> StoreResult<Claim>;
 
-    /// Keeps the response of a claim; `Conflict` when the claim is no longer held.
+    /// Keeps the response of a claim, replacing any kept before; `Conflict` (and nothing
+    /// changed) when the scope is held by another claim or by none.
     async fn complete_idempotency_key(
         &self,
         scope: &str,
@@ -321,7 +371,8 @@ pub trait IdempotencyStore: Send + Sync {
         response: &StoredResponse,
     ) -> StoreResult<()>;
 
-    /// Gives up a claim so a retry acts (no-op when it is no longer held).
+    /// Gives up a claim so a retry acts: removes the record if `claim_id` still holds the
+    /// scope; does nothing (and succeeds) otherwise.
     async fn release_idempotency_key(&self, scope: &str, claim_id: &str) -> StoreResult<()>;
 }
 
@@ -411,20 +462,24 @@ pub trait TestHealthStore: Send + Sync {
     async fn health_settings(&self, scope: &HealthScope)
     -> StoreResult<Option<RepoHealthSettings>>;
 
-    /// Stores settings whose `version` is one more than the stored one (1: first write);
-    /// `Conflict` otherwise.
+    /// Stores settings whose `version` is one more than the stored one (1: first write),
+    /// atomically with that check; `Conflict` (and nothing changed) otherwise.
     async fn put_health_settings(
         &self,
         scope: &HealthScope,
         settings: &RepoHealthSettings,
     ) -> StoreResult<()>;
 
-    /// The CODEOWNERS text last sent for the repository.
+    /// The CODEOWNERS text last sent for the repository; `None` when none was.
     async fn codeowners(&self, scope: &HealthScope) -> StoreResult<Option<String>>;
 
+    /// Keeps the repository's CODEOWNERS text, replacing the one before (unconditional). The
+    /// text must fit one item once compressed (`codeowners::fits`, checked by the API first);
+    /// DynamoDB answers `Internal` for one that does not.
     async fn put_codeowners(&self, scope: &HealthScope, text: &str) -> StoreResult<()>;
 
-    /// The stored test cases among `ids` (any order; unknown ids are left out).
+    /// The stored test cases of the repository among `ids`, in any order; unknown ids (and
+    /// test cases of another repository) are left out.
     async fn get_test_cases(&self, scope: &HealthScope, ids: &[Uuid])
     -> StoreResult<Vec<TestCase>>;
 
@@ -452,11 +507,16 @@ pub trait TestHealthStore: Send + Sync {
         Ok((settings, self.codeowners(scope).await?))
     }
 
-    /// Writes test cases whose `version` is one more than the stored one (1: new). Returns
-    /// the ids of those not written because the stored version differs.
+    /// Writes test cases whose `version` is one more than the stored one (1: new), each
+    /// conditional on that. Returns the ids of those not written because a stored version
+    /// differs: the caller merges them again from a fresh read. On DynamoDB the cases go in
+    /// transactions of 100, so one lost race leaves its whole group of 100 unwritten (and
+    /// returned); the groups before it stay written when a later one fails.
     async fn put_test_cases(&self, cases: &[TestCase]) -> StoreResult<Vec<Uuid>>;
 
-    /// A page of a list, in ascending test case id order, at most `limit` items.
+    /// A page of a list, in ascending test case id order, at most `limit` items (fewer at
+    /// either end). From an index: a test case written a moment ago may not be in its lists
+    /// yet.
     async fn list_test_cases(
         &self,
         scope: &HealthScope,
@@ -465,27 +525,34 @@ pub trait TestHealthStore: Send + Sync {
         limit: usize,
     ) -> StoreResult<Vec<TestCase>>;
 
-    /// How many test cases a list holds.
+    /// How many test cases a list holds (from the same index as
+    /// [`TestHealthStore::list_test_cases`]).
     async fn count_test_cases(&self, scope: &HealthScope, list: TestList) -> StoreResult<u64>;
 
-    /// Stores a new upload; when one exists with its key, returns it and changes nothing.
+    /// Stores a new upload, atomically: when one exists with its key (of the organisation),
+    /// returns it and changes nothing; `None` when this one was stored.
     async fn claim_upload(&self, upload: &UploadRecord) -> StoreResult<Option<UploadRecord>>;
 
-    /// Replaces an upload's record (its state and summary).
+    /// Replaces an upload's record (its state and summary), unconditionally.
     async fn put_upload(&self, upload: &UploadRecord) -> StoreResult<()>;
 
+    /// The upload of the organisation with this key; `None` when there is none.
     async fn get_upload(&self, org: &OrgId, key: Uuid) -> StoreResult<Option<UploadRecord>>;
 
-    /// Keeps an upload's raw results until they expire (idempotent).
+    /// Keeps an upload's raw results until they expire (idempotent: writing them again stores
+    /// the same). Not atomic: on DynamoDB they are written 1,000 results per item, 25 items
+    /// per request, so after an error some may be stored; write them again.
     async fn put_raw_results(
         &self,
         upload: &UploadRecord,
         results: &[RawResult],
     ) -> StoreResult<()>;
 
-    /// The raw results of an upload, while kept.
+    /// The raw results of an upload, in the order written, while kept; empty when there are
+    /// none.
     async fn raw_results(&self, org: &OrgId, key: Uuid) -> StoreResult<Vec<RawResult>>;
 
-    /// FLAKY test cases whose `flaky_until` is at or before `now`, at most `limit`.
+    /// FLAKY test cases of every organisation whose `flaky_until` is at or before `now`,
+    /// earliest first, at most `limit`. From an index, like the lists.
     async fn due_for_recovery(&self, now: Timestamp, limit: usize) -> StoreResult<Vec<TestCase>>;
 }

@@ -40,10 +40,27 @@ pub(crate) fn get_s<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
         .map(String::as_str)
 }
 
+/// A key of one string attribute (a table without sort key).
+pub(crate) fn hash_key(name: &str, value: &str) -> Item {
+    HashMap::from([(name.to_owned(), s(value))])
+}
+
 /// A key of two string attributes.
 pub(crate) fn key(pk: &str, sk: &str) -> Item {
     HashMap::from([
         (super::keys::PK.to_owned(), s(pk)),
         (super::keys::SK.to_owned(), s(sk)),
     ])
+}
+
+/// A value read back from an item, if there is one.
+pub(crate) fn from_optional_item<T: DeserializeOwned>(
+    item: Option<Item>,
+) -> Result<Option<T>, StoreError> {
+    item.map(from_item).transpose()
+}
+
+/// The values read back from items, in their order.
+pub(crate) fn from_items<T: DeserializeOwned>(items: Vec<Item>) -> Result<Vec<T>, StoreError> {
+    items.into_iter().map(from_item).collect()
 }

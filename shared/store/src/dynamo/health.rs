@@ -14,9 +14,10 @@
 //!
 //! Test case writes go in transactions of up to 100 puts, each conditional on the version read.
 
-use super::codec::{Item, from_item, get_s, n, s, to_item};
-use super::keys::{EXPIRES_AT, PK, SK};
-use super::{DynamoStore, map_sdk_error};
+use super::DynamoStore;
+use super::codec::{Item, from_item, from_items, from_optional_item, get_s, key, n, s, to_item};
+use super::keys::{EXPIRES_AT, PK, SK, VERSION};
+use super::requests::{query_count, query_up_to};
 use crate::codeowners::{MAX_STORED_BYTES, compress};
 use crate::error::StoreError;
 use crate::port::{
@@ -25,16 +26,11 @@ use crate::port::{
 };
 use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
-use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{
-    AttributeValue, KeysAndAttributes, Put, PutRequest, Select, TransactWriteItem, WriteRequest,
-};
+use aws_sdk_dynamodb::types::{AttributeValue, Put, Select, TransactWriteItem};
 use mq_core::health::{RepoHealthSettings, StatusKind, TestCase};
 use mq_core::ids::OrgId;
 use mq_core::time::Timestamp;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
-use std::time::Duration;
 use uuid::Uuid;
 
 pub const UNHEALTHY_INDEX: &str = "unhealthy-index";
@@ -46,16 +42,13 @@ const QUARANTINE_KEY: &str = "quarantine_key";
 const QUARANTINE_AUTO: &str = "quarantine_auto";
 const RECOVERY_SHARD: &str = "recovery_shard";
 const FLAKY_UNTIL_MS: &str = "flaky_until_ms";
-const VERSION: &str = "version";
 const CASE_SK: &str = "CASE";
 const SETTINGS_SK: &str = "SETTINGS";
 const CODEOWNERS_SK: &str = "CODEOWNERS";
 const UPLOAD_SK: &str = "UPLOAD";
 const RECOVERY_SHARD_VALUE: &str = "FLAKY";
-/// DynamoDB limits: actions per transaction, keys per BatchGetItem, puts per BatchWriteItem.
+/// DynamoDB refuses transactions of more than this many actions.
 const MAX_TRANSACTION: usize = 100;
-const MAX_BATCH_GET: usize = 100;
-const MAX_BATCH_WRITE: usize = 25;
 /// Raw results per item (about 60 bytes each: far below the 400 KB item limit).
 const RAW_PER_ITEM: usize = 1000;
 
@@ -149,8 +142,7 @@ impl TestHealthStore for DynamoStore {
         &self,
         scope: &HealthScope,
     ) -> StoreResult<Option<RepoHealthSettings>> {
-        let item = self.health_get(&repo_pk(scope), SETTINGS_SK).await?;
-        item.map(from_item).transpose()
+        from_optional_item(self.health_get(&repo_pk(scope), SETTINGS_SK).await?)
     }
 
     async fn put_health_settings(
@@ -160,7 +152,7 @@ impl TestHealthStore for DynamoStore {
     ) -> StoreResult<()> {
         let item = to_item(settings, &[(PK, s(repo_pk(scope))), (SK, s(SETTINGS_SK))])?;
         let action = versioned_put(&self.tables.test_health, item, settings.version)?;
-        self.health_transact(vec![action]).await
+        self.transact(vec![action]).await
     }
 
     async fn codeowners(&self, scope: &HealthScope) -> StoreResult<Option<String>> {
@@ -173,16 +165,9 @@ impl TestHealthStore for DynamoStore {
             // The API refuses such a text before anything is written (`codeowners::fits`).
             return Err(StoreError::internal("CODEOWNERS too large for one item"));
         }
-        self.client
-            .put_item()
-            .table_name(&self.tables.test_health)
-            .item(PK, s(repo_pk(scope)))
-            .item(SK, s(CODEOWNERS_SK))
-            .item("gz", AttributeValue::B(gz.into()))
-            .send()
-            .await
-            .map_err(map_sdk_error)?;
-        Ok(())
+        let mut item = key(&repo_pk(scope), CODEOWNERS_SK);
+        item.insert("gz".to_owned(), AttributeValue::B(gz.into()));
+        self.put_item(&self.tables.test_health, item).await
     }
 
     async fn get_test_cases(
@@ -200,7 +185,7 @@ impl TestHealthStore for DynamoStore {
         ids: &[Uuid],
     ) -> StoreResult<(Option<RepoHealthSettings>, Vec<TestCase>)> {
         let ([settings], cases) = self.repo_items_and_cases(scope, [SETTINGS_SK], ids).await?;
-        Ok((settings.map(from_item).transpose()?, cases))
+        Ok((from_optional_item(settings)?, cases))
     }
 
     async fn settings_and_codeowners(
@@ -210,10 +195,7 @@ impl TestHealthStore for DynamoStore {
         let ([settings, codeowners], _) = self
             .repo_items_and_cases(scope, [SETTINGS_SK, CODEOWNERS_SK], &[])
             .await?;
-        Ok((
-            settings.map(from_item).transpose()?,
-            codeowners_of(codeowners)?,
-        ))
+        Ok((from_optional_item(settings)?, codeowners_of(codeowners)?))
     }
 
     async fn put_test_cases(&self, cases: &[TestCase]) -> StoreResult<Vec<Uuid>> {
@@ -223,7 +205,7 @@ impl TestHealthStore for DynamoStore {
                 .iter()
                 .map(|c| versioned_put(&self.tables.test_health, case_item(c)?, c.version))
                 .collect::<StoreResult<Vec<_>>>()?;
-            match self.health_transact(actions).await {
+            match self.transact(actions).await {
                 Ok(()) => {}
                 // Nothing of the chunk was written: the caller merges each again.
                 Err(StoreError::Conflict) => lost.extend(chunk.iter().map(|c| c.id)),
@@ -255,11 +237,7 @@ impl TestHealthStore for DynamoStore {
                 .expression_attribute_names("#r", CASE_ID)
                 .expression_attribute_values(":b", s(id.to_string()));
         }
-        let items = query_up_to(query, limit).await?;
-        let mut cases = items
-            .into_iter()
-            .map(from_item)
-            .collect::<StoreResult<Vec<TestCase>>>()?;
+        let mut cases: Vec<TestCase> = from_items(query_up_to(query, limit).await?)?;
         cases.sort_by_key(|c| c.id);
         Ok(cases)
     }
@@ -269,34 +247,12 @@ impl TestHealthStore for DynamoStore {
             .list_query(scope, list)
             .key_condition_expression("#h = :h")
             .select(Select::Count);
-        let mut total = 0u64;
-        let mut start: Option<Item> = None;
-        loop {
-            let out = query
-                .clone()
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(map_sdk_error)?;
-            total += out.count.max(0) as u64;
-            match out.last_evaluated_key {
-                Some(k) if !k.is_empty() => start = Some(k),
-                _ => return Ok(total),
-            }
-        }
+        query_count(query).await
     }
 
     async fn claim_upload(&self, upload: &UploadRecord) -> StoreResult<Option<UploadRecord>> {
-        let result = self
-            .client
-            .put_item()
-            .table_name(&self.tables.test_health)
-            .set_item(Some(upload_item(upload)?))
-            .condition_expression("attribute_not_exists(#pk)")
-            .expression_attribute_names("#pk", PK)
-            .send()
-            .await;
-        match result.map_err(map_sdk_error) {
+        let item = upload_item(upload)?;
+        match self.put_new_item(&self.tables.test_health, item, PK).await {
             Ok(_) => Ok(None),
             Err(StoreError::Conflict) => self.get_upload(&upload.org, upload.key).await,
             Err(e) => Err(e),
@@ -304,19 +260,12 @@ impl TestHealthStore for DynamoStore {
     }
 
     async fn put_upload(&self, upload: &UploadRecord) -> StoreResult<()> {
-        self.client
-            .put_item()
-            .table_name(&self.tables.test_health)
-            .set_item(Some(upload_item(upload)?))
-            .send()
+        self.put_item(&self.tables.test_health, upload_item(upload)?)
             .await
-            .map_err(map_sdk_error)?;
-        Ok(())
     }
 
     async fn get_upload(&self, org: &OrgId, key: Uuid) -> StoreResult<Option<UploadRecord>> {
-        let item = self.health_get(&upload_pk(org, key), UPLOAD_SK).await?;
-        item.map(from_item).transpose()
+        from_optional_item(self.health_get(&upload_pk(org, key), UPLOAD_SK).await?)
     }
 
     async fn put_raw_results(
@@ -334,25 +283,18 @@ impl TestHealthStore for DynamoStore {
                     results: chunk.to_vec(),
                 };
                 let sk = format!("RAW#{i:05}");
-                to_item(
-                    &value,
-                    &[(PK, s(&pk)), (SK, s(sk)), (EXPIRES_AT, expires.clone())],
-                )
+                let keys = [(PK, s(&pk)), (SK, s(sk)), (EXPIRES_AT, expires.clone())];
+                Ok((self.tables.test_health.clone(), to_item(&value, &keys)?))
             })
-            .collect::<StoreResult<Vec<Item>>>()?;
-        self.batch_write(items).await
+            .collect::<StoreResult<Vec<_>>>()?;
+        self.batch_put(items).await
     }
 
     async fn raw_results(&self, org: &OrgId, key: Uuid) -> StoreResult<Vec<RawResult>> {
         let query = self
-            .client
-            .query()
-            .table_name(&self.tables.test_health)
-            .consistent_read(true)
+            .partition_query(&self.tables.test_health, &upload_pk(org, key))
             .key_condition_expression("#pk = :pk AND begins_with(#sk, :raw)")
-            .expression_attribute_names("#pk", PK)
             .expression_attribute_names("#sk", SK)
-            .expression_attribute_values(":pk", s(upload_pk(org, key)))
             .expression_attribute_values(":raw", s("RAW#"));
         let mut results = Vec::new();
         for item in query_up_to(query, usize::MAX).await? {
@@ -375,14 +317,15 @@ impl TestHealthStore for DynamoStore {
         let keys = query_up_to(query, limit).await?;
         let keys = keys
             .into_iter()
-            .filter_map(|k| Some(super::codec::key(get_s(&k, PK)?, CASE_SK)))
+            .filter_map(|k| {
+                Some((
+                    self.tables.test_health.clone(),
+                    key(get_s(&k, PK)?, CASE_SK),
+                ))
+            })
             .collect();
-        let mut cases = self
-            .health_batch_get(keys)
-            .await?
-            .into_iter()
-            .map(from_item)
-            .collect::<StoreResult<Vec<TestCase>>>()?;
+        let found = self.batch_get(keys).await?;
+        let mut cases: Vec<TestCase> = from_items(found.into_iter().map(|(_, i)| i).collect())?;
         cases.sort_by_key(|c| c.flaky_until);
         Ok(cases)
     }
@@ -391,13 +334,13 @@ impl TestHealthStore for DynamoStore {
 /// The keys of a repository's items with these sort keys.
 fn repo_item_keys(scope: &HealthScope, sks: &[&str]) -> Vec<Item> {
     let pk = repo_pk(scope);
-    sks.iter().map(|sk| super::codec::key(&pk, sk)).collect()
+    sks.iter().map(|sk| key(&pk, sk)).collect()
 }
 
 /// The keys of the organisation's test cases with these ids.
 fn case_keys(scope: &HealthScope, ids: &[Uuid]) -> Vec<Item> {
     ids.iter()
-        .map(|id| super::codec::key(&case_pk(&scope.org, *id), CASE_SK))
+        .map(|id| key(&case_pk(&scope.org, *id), CASE_SK))
         .collect()
 }
 
@@ -451,7 +394,7 @@ impl DynamoStore {
 
     /// The repository's items with these sort keys (`SETTINGS`, `CODEOWNERS`), each or `None`
     /// in the order asked, and its stored test cases among `ids`: `BatchGetItem`s of up to 100
-    /// keys, the repository's items in the first.
+    /// keys, the repository's items in the first (none without keys).
     async fn repo_items_and_cases<const N: usize>(
         &self,
         scope: &HealthScope,
@@ -460,172 +403,27 @@ impl DynamoStore {
     ) -> StoreResult<([Option<Item>; N], Vec<TestCase>)> {
         let mut keys = repo_item_keys(scope, &repo_sks);
         keys.extend(case_keys(scope, ids));
+        let table = &self.tables.test_health;
+        let keys = keys.into_iter().map(|k| (table.clone(), k)).collect();
         let mut repo_items: [Option<Item>; N] = std::array::from_fn(|_| None);
         let mut cases = Vec::with_capacity(ids.len());
-        while !keys.is_empty() {
-            let rest = keys.split_off(keys.len().min(MAX_BATCH_GET));
-            let chunk = std::mem::replace(&mut keys, rest);
-            for item in self.health_batch_get(chunk).await? {
-                let sk = get_s(&item, SK).unwrap_or_default();
-                if sk != CASE_SK {
-                    if let Some(slot) = repo_sks.iter().position(|asked| *asked == sk) {
-                        repo_items[slot] = Some(item);
-                    }
-                    continue;
+        for (_, item) in self.batch_get(keys).await? {
+            let sk = get_s(&item, SK).unwrap_or_default();
+            if sk != CASE_SK {
+                if let Some(slot) = repo_sks.iter().position(|asked| *asked == sk) {
+                    repo_items[slot] = Some(item);
                 }
-                let case: TestCase = from_item(item)?;
-                if case.repo.key() == scope.repo_key {
-                    cases.push(case);
-                }
+                continue;
+            }
+            let case: TestCase = from_item(item)?;
+            if case.repo.key() == scope.repo_key {
+                cases.push(case);
             }
         }
         Ok((repo_items, cases))
     }
 
     async fn health_get(&self, pk: &str, sk: &str) -> StoreResult<Option<Item>> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.tables.test_health)
-            .set_key(Some(super::codec::key(pk, sk)))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(map_sdk_error)?;
-        Ok(out.item)
+        self.get_item(&self.tables.test_health, key(pk, sk)).await
     }
-
-    /// Reads up to 100 items of the test health table, retrying unprocessed keys.
-    async fn health_batch_get(&self, keys: Vec<Item>) -> StoreResult<Vec<Item>> {
-        let mut found = Vec::new();
-        if keys.is_empty() {
-            return Ok(found);
-        }
-        let table = self.tables.test_health.clone();
-        let ka = KeysAndAttributes::builder()
-            .set_keys(Some(keys))
-            .consistent_read(true)
-            .build()
-            .map_err(StoreError::internal)?;
-        let mut request = HashMap::from([(table.clone(), ka)]);
-        for attempt in 0.. {
-            let out = self
-                .client
-                .batch_get_item()
-                .set_request_items(Some(request))
-                .send()
-                .await
-                .map_err(map_sdk_error)?;
-            let mut responses = out.responses.unwrap_or_default();
-            found.extend(responses.remove(&table).unwrap_or_default());
-            request = out.unprocessed_keys.unwrap_or_default();
-            if request.is_empty() {
-                break;
-            }
-            backoff(attempt).await?;
-        }
-        Ok(found)
-    }
-
-    /// Puts items 25 per request, retrying unprocessed ones.
-    async fn batch_write(&self, items: Vec<Item>) -> StoreResult<()> {
-        let table = self.tables.test_health.clone();
-        let mut pending = items
-            .into_iter()
-            .map(|item| {
-                PutRequest::builder()
-                    .set_item(Some(item))
-                    .build()
-                    .map(|p| WriteRequest::builder().put_request(p).build())
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(StoreError::internal)?;
-        let mut attempt = 0;
-        while !pending.is_empty() {
-            let chunk: Vec<WriteRequest> = pending
-                .drain(..pending.len().min(MAX_BATCH_WRITE))
-                .collect();
-            let out = self
-                .client
-                .batch_write_item()
-                .request_items(table.clone(), chunk)
-                .send()
-                .await
-                .map_err(map_sdk_error)?;
-            let unprocessed = out.unprocessed_items.unwrap_or_default();
-            if let Some(again) = unprocessed.get(&table).filter(|v| !v.is_empty()) {
-                pending.extend(again.iter().cloned());
-                backoff(attempt).await?;
-                attempt += 1;
-            }
-        }
-        Ok(())
-    }
-
-    async fn health_transact(&self, actions: Vec<TransactWriteItem>) -> StoreResult<()> {
-        let result = self
-            .client
-            .transact_write_items()
-            .set_transact_items(Some(actions))
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(()),
-            Err(err) => Err(match err.as_service_error() {
-                Some(TransactWriteItemsError::TransactionCanceledException(e)) => {
-                    let codes: Vec<&str> = e
-                        .cancellation_reasons()
-                        .iter()
-                        .filter_map(|r| r.code())
-                        .collect();
-                    let throttled = codes
-                        .iter()
-                        .any(|c| c.contains("Throttl") || c.contains("Provisioned"));
-                    if throttled {
-                        StoreError::Unavailable {
-                            message: "transaction throttled".to_owned(),
-                            retry_after: Some(Duration::from_secs(1)),
-                        }
-                    } else {
-                        StoreError::Conflict
-                    }
-                }
-                _ => map_sdk_error(err),
-            }),
-        }
-    }
-}
-
-/// Runs a query until `limit` items came back (filters may make pages short) or it ends.
-async fn query_up_to(query: QueryFluentBuilder, limit: usize) -> StoreResult<Vec<Item>> {
-    let mut items = Vec::new();
-    let mut start: Option<Item> = None;
-    while items.len() < limit {
-        let want = (limit - items.len()).min(1000) as i32;
-        let out = query
-            .clone()
-            .limit(want)
-            .set_exclusive_start_key(start.take())
-            .send()
-            .await
-            .map_err(map_sdk_error)?;
-        items.extend(out.items.unwrap_or_default());
-        match out.last_evaluated_key {
-            Some(k) if !k.is_empty() => start = Some(k),
-            _ => break,
-        }
-    }
-    items.truncate(limit);
-    Ok(items)
-}
-
-async fn backoff(attempt: u32) -> StoreResult<()> {
-    if attempt > 8 {
-        return Err(StoreError::Unavailable {
-            message: "DynamoDB left items unprocessed".to_owned(),
-            retry_after: Some(Duration::from_secs(1)),
-        });
-    }
-    tokio::time::sleep(Duration::from_millis(25 << attempt.min(6))).await;
-    Ok(())
 }

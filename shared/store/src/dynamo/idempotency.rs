@@ -1,14 +1,14 @@
 //! Idempotency keys on DynamoDB: one item per scope, claimed with a conditional put and
 //! removed by TTL (`expires_at`, epoch seconds) once kept long enough.
 
-use super::codec::{from_item, n, s, to_item};
+use super::DynamoStore;
+use super::codec::{from_optional_item, hash_key, n, s, to_item};
 use super::keys::{EXPIRES_AT, PK};
-use super::{DynamoStore, map_sdk_error};
+use super::requests::map_sdk_error;
 use crate::error::StoreError;
 use crate::port::{Claim, IdempotencyRecord, IdempotencyStore, StoreResult, StoredResponse};
 use async_trait::async_trait;
 use mq_core::time::Timestamp;
-use std::collections::HashMap;
 
 /// A claim is refused when the item exists, has not expired and is answered or fresh.
 const CLAIM_CONDITION: &str = "attribute_not_exists(#pk) OR #keep <= :now \
@@ -16,16 +16,8 @@ const CLAIM_CONDITION: &str = "attribute_not_exists(#pk) OR #keep <= :now \
 
 impl DynamoStore {
     async fn idempotency_record(&self, scope: &str) -> StoreResult<Option<IdempotencyRecord>> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.tables.idempotency_keys)
-            .key(PK, s(scope))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(map_sdk_error)?;
-        out.item.map(from_item).transpose()
+        let item = self.get_item(&self.tables.idempotency_keys, hash_key(PK, scope));
+        from_optional_item(item.await?)
     }
 }
 
@@ -85,7 +77,7 @@ impl IdempotencyStore for DynamoStore {
         self.client
             .update_item()
             .table_name(&self.tables.idempotency_keys)
-            .set_key(Some(HashMap::from([(PK.to_owned(), s(scope))])))
+            .set_key(Some(hash_key(PK, scope)))
             .update_expression("SET #response = :response")
             .condition_expression("#claim = :claim")
             .expression_attribute_names("#response", "response")
@@ -99,17 +91,9 @@ impl IdempotencyStore for DynamoStore {
     }
 
     async fn release_idempotency_key(&self, scope: &str, claim_id: &str) -> StoreResult<()> {
-        let result = self
-            .client
-            .delete_item()
-            .table_name(&self.tables.idempotency_keys)
-            .set_key(Some(HashMap::from([(PK.to_owned(), s(scope))])))
-            .condition_expression("#claim = :claim")
-            .expression_attribute_names("#claim", "claim_id")
-            .expression_attribute_values(":claim", s(claim_id))
-            .send()
-            .await;
-        match result.map_err(map_sdk_error) {
+        let table = &self.tables.idempotency_keys;
+        let released = self.delete_item_if(table, hash_key(PK, scope), "claim_id", s(claim_id));
+        match released.await {
             Ok(_) | Err(StoreError::Conflict) => Ok(()),
             Err(e) => Err(e),
         }

@@ -1,17 +1,16 @@
 //! Queues, their live snapshot and their history on DynamoDB.
 
-use super::codec::{Item, from_item, get_s, key, n, s, to_item};
+use super::DynamoStore;
+use super::codec::{Item, from_item, from_items, from_optional_item, get_s, key, n, s, to_item};
 use super::keys::*;
 use super::large_commit::{LiveChanges, REDO, STEP_ITEMS};
-use super::{DynamoStore, map_sdk_error};
+use super::requests::{TransactionFailed, delete_action, map_sdk_error, put_action, query_all};
 use crate::error::StoreError;
 use crate::port::{QueueStore, RunLocation, StoreResult};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
-use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    Delete, KeysAndAttributes, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
-    WriteRequest,
+    ConditionCheck, Delete, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
 };
 use mq_core::entry::{Entry, UploadedTargets};
 use mq_core::history::Restart;
@@ -20,43 +19,29 @@ use mq_core::metrics::{ConcludedEntry, FinishedRun};
 use mq_core::run::TestRun;
 use mq_core::snapshot::{Commit, Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
-use std::collections::HashMap;
-use std::time::Duration;
+use serde::de::DeserializeOwned;
 
 /// DynamoDB refuses transactions of more than this many actions.
 const MAX_TRANSACTION_ITEMS: usize = 100;
-/// BatchWriteItem takes at most this many requests.
-const MAX_BATCH_WRITE: usize = 25;
 
 #[async_trait]
 impl QueueStore for DynamoStore {
     async fn create_queue(&self, queue: &Queue) -> StoreResult<()> {
         let item = queue_item(queue, 0, false)?;
-        let result = self
-            .client
-            .put_item()
-            .table_name(&self.tables.queues)
-            .set_item(Some(item))
-            .condition_expression("attribute_not_exists(#pk)")
-            .expression_attribute_names("#pk", PK)
-            .send()
-            .await;
-        match result.map_err(map_sdk_error) {
+        match self.put_new_item(&self.tables.queues, item, PK).await {
             Err(StoreError::Conflict) => Err(StoreError::AlreadyExists),
-            other => other.map(|_| ()),
+            other => other,
         }
     }
 
     async fn load(&self, id: &QueueId) -> StoreResult<Option<QueueSnapshot>> {
-        let items = self
-            .query_partition(&self.tables.queues, id.as_str())
-            .await?;
-        snapshot_from_items(items)
+        let query = self.partition_query(&self.tables.queues, id.as_str());
+        snapshot_from_items(query_all(query).await?)
     }
 
     async fn commit(&self, commit: &Commit) -> StoreResult<()> {
         let changes = LiveChanges::of(commit);
-        let history = self.history_actions(commit)?;
+        let history = self.history_items(commit)?;
         if changes.writes() + commit.uploaded_targets.len() < MAX_TRANSACTION_ITEMS {
             self.commit_at_once(commit, &changes, history).await
         } else {
@@ -84,7 +69,7 @@ impl QueueStore for DynamoStore {
         sks.extend(snapshot.runs.iter().map(|r| run_sk(&r.id)));
         sks.extend(snapshot.outbox.iter().map(|x| effect_sk(&x.id)));
         for sk in sks {
-            actions.push(self.delete_action(&self.tables.queues, id, &sk)?);
+            actions.push(delete_action(&self.tables.queues, key(id, &sk))?);
         }
         match self.transact(actions).await {
             Err(StoreError::Conflict) => match self.load(&snapshot.queue.id).await? {
@@ -104,17 +89,17 @@ impl QueueStore for DynamoStore {
         let q = id.as_str();
         let mut found = self
             .batch_get(vec![
-                (&self.tables.queues, key(q, QUEUE_SK)),
-                (&self.tables.queues, key(q, &entry_sk(pr))),
-                (&self.tables.pull_requests, key(q, &latest_pr_sk(pr))),
+                (self.tables.queues.clone(), key(q, QUEUE_SK)),
+                (self.tables.queues.clone(), key(q, &entry_sk(pr))),
+                (self.tables.pull_requests.clone(), key(q, &latest_pr_sk(pr))),
             ])
             .await?;
         let Some(queue_item) = take(&mut found, &self.tables.queues, QUEUE_SK) else {
             return Ok(None);
         };
         let queue: Queue = from_item(queue_item)?;
-        let active = decode(take(&mut found, &self.tables.queues, &entry_sk(pr)))?;
-        let concluded = decode(take(
+        let active = from_optional_item(take(&mut found, &self.tables.queues, &entry_sk(pr)))?;
+        let concluded = from_optional_item(take(
             &mut found,
             &self.tables.pull_requests,
             &latest_pr_sk(pr),
@@ -131,33 +116,29 @@ impl QueueStore for DynamoStore {
         let q = id.as_str();
         let mut found = self
             .batch_get(vec![
-                (&self.tables.queues, key(q, QUEUE_SK)),
-                (&self.tables.queues, key(q, &run_sk(run_id))),
-                (&self.tables.test_runs, key(q, run_id)),
+                (self.tables.queues.clone(), key(q, QUEUE_SK)),
+                (self.tables.queues.clone(), key(q, &run_sk(run_id))),
+                (self.tables.test_runs.clone(), key(q, run_id)),
             ])
             .await?;
         let Some(queue_item) = take(&mut found, &self.tables.queues, QUEUE_SK) else {
             return Ok(None);
         };
         let queue: Queue = from_item(queue_item)?;
-        let active = decode(take(&mut found, &self.tables.queues, &run_sk(run_id)))?;
-        let finished = decode(take(&mut found, &self.tables.test_runs, run_id))?;
+        let active = from_optional_item(take(&mut found, &self.tables.queues, &run_sk(run_id)))?;
+        let finished = from_optional_item(take(&mut found, &self.tables.test_runs, run_id))?;
         let run = crate::order::current_run(&queue, active.as_ref(), finished.as_ref());
         Ok(Some((queue, run)))
     }
 
     async fn queues_of_org(&self, org: &OrgId) -> StoreResult<Vec<Queue>> {
-        let items = self
-            .query_index(&self.tables.queues, ORG_INDEX, ORG_KEY, org.as_str())
-            .await?;
-        items.into_iter().map(from_item).collect()
+        let query = self.index_query(&self.tables.queues, ORG_INDEX, ORG_KEY, org.as_str());
+        from_items(query_all(query).await?)
     }
 
     async fn queues_of_repo(&self, repo_key: &str) -> StoreResult<Vec<Queue>> {
-        let items = self
-            .query_index(&self.tables.queues, REPO_INDEX, REPO_KEY, repo_key)
-            .await?;
-        items.into_iter().map(from_item).collect()
+        let query = self.index_query(&self.tables.queues, REPO_INDEX, REPO_KEY, repo_key);
+        from_items(query_all(query).await?)
     }
 
     async fn put_uploaded_targets(
@@ -167,14 +148,7 @@ impl QueueStore for DynamoStore {
         targets: &UploadedTargets,
     ) -> StoreResult<()> {
         let item = uploaded_targets_item(id.as_str(), pr, targets)?;
-        self.client
-            .put_item()
-            .table_name(&self.tables.pull_requests)
-            .set_item(Some(item))
-            .send()
-            .await
-            .map_err(map_sdk_error)?;
-        Ok(())
+        self.put_item(&self.tables.pull_requests, item).await
     }
 
     async fn uploaded_targets(
@@ -182,28 +156,15 @@ impl QueueStore for DynamoStore {
         id: &QueueId,
         pr: PrNumber,
     ) -> StoreResult<Option<UploadedTargets>> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.tables.pull_requests)
-            .set_key(Some(key(id.as_str(), &targets_sk(pr))))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(map_sdk_error)?;
-        decode(out.item)
+        let key = key(id.as_str(), &targets_sk(pr));
+        from_optional_item(self.get_item(&self.tables.pull_requests, key).await?)
     }
 
     async fn queues_with_work(&self) -> StoreResult<Vec<QueueId>> {
-        let items = self
-            .query_index(
-                &self.tables.queues,
-                WORK_INDEX,
-                WORK_SHARD,
-                WORK_SHARD_VALUE,
-            )
-            .await?;
-        Ok(items
+        let queues = &self.tables.queues;
+        let query = self.index_query(queues, WORK_INDEX, WORK_SHARD, WORK_SHARD_VALUE);
+        Ok(query_all(query)
+            .await?
             .iter()
             .filter_map(|i| get_s(i, PK))
             .map(|id| QueueId::from_stored(id.to_owned()))
@@ -211,10 +172,9 @@ impl QueueStore for DynamoStore {
     }
 
     async fn runs_by_sha(&self, sha: &Sha) -> StoreResult<Vec<RunLocation>> {
-        let items = self
-            .query_index(&self.tables.queues, SHA_INDEX, TEST_SHA, sha.as_str())
-            .await?;
-        Ok(items
+        let query = self.index_query(&self.tables.queues, SHA_INDEX, TEST_SHA, sha.as_str());
+        Ok(query_all(query)
+            .await?
             .iter()
             .filter_map(|i| {
                 let queue = get_s(i, PK)?;
@@ -233,13 +193,9 @@ impl QueueStore for DynamoStore {
         from: Timestamp,
         to: Timestamp,
     ) -> StoreResult<Vec<ConcludedEntry>> {
-        if to <= from {
-            return Ok(Vec::new());
-        }
         let (lo, hi) = done_range(from, to);
         let query = self.sort_range_query(&self.tables.pull_requests, id.as_str(), &lo, &hi);
-        let items = query_pages(projecting(query, &ConcludedEntry::FIELDS)).await?;
-        items.into_iter().map(from_item).collect()
+        read_window(from, to, projecting(query, &ConcludedEntry::FIELDS)).await
     }
 
     async fn runs_finished_between(
@@ -248,9 +204,6 @@ impl QueueStore for DynamoStore {
         from: Timestamp,
         to: Timestamp,
     ) -> StoreResult<Vec<FinishedRun>> {
-        if to <= from {
-            return Ok(Vec::new());
-        }
         let query = self
             .client
             .query()
@@ -263,8 +216,7 @@ impl QueueStore for DynamoStore {
             .expression_attribute_values(":pk", s(id.as_str()))
             .expression_attribute_values(":lo", n(from.millis()))
             .expression_attribute_values(":hi", n(to.millis() - 1));
-        let items = query_pages(projecting(query, &FinishedRun::FIELDS)).await?;
-        items.into_iter().map(from_item).collect()
+        read_window(from, to, projecting(query, &FinishedRun::FIELDS)).await
     }
 
     async fn restarts_between(
@@ -273,13 +225,9 @@ impl QueueStore for DynamoStore {
         from: Timestamp,
         to: Timestamp,
     ) -> StoreResult<Vec<Restart>> {
-        if to <= from {
-            return Ok(Vec::new());
-        }
         let (lo, hi) = restart_range(from, to);
         let query = self.sort_range_query(&self.tables.pull_requests, id.as_str(), &lo, &hi);
-        let items = query_pages(query).await?;
-        items.into_iter().map(from_item).collect()
+        read_window(from, to, query).await
     }
 
     async fn acquire_lease(
@@ -320,17 +268,9 @@ impl QueueStore for DynamoStore {
     }
 
     async fn release_lease(&self, id: &QueueId, owner: &str) -> StoreResult<()> {
-        let result = self
-            .client
-            .delete_item()
-            .table_name(&self.tables.queues)
-            .set_key(Some(key(id.as_str(), LEASE_SK)))
-            .condition_expression("#owner = :owner")
-            .expression_attribute_names("#owner", LEASE_OWNER)
-            .expression_attribute_values(":owner", s(owner))
-            .send()
-            .await;
-        match result.map_err(map_sdk_error) {
+        let lease = key(id.as_str(), LEASE_SK);
+        let released = self.delete_item_if(&self.tables.queues, lease, LEASE_OWNER, s(owner));
+        match released.await {
             Ok(_) | Err(StoreError::Conflict) => Ok(()),
             Err(e) => Err(e),
         }
@@ -343,18 +283,20 @@ impl DynamoStore {
         &self,
         commit: &Commit,
         changes: &LiveChanges,
-        history: Vec<TransactWriteItem>,
+        mut history: Vec<(String, Item)>,
     ) -> StoreResult<()> {
         let mut actions = vec![self.guarded_queue_put(commit, None)?];
         actions.extend(self.uploaded_targets_actions(commit)?);
         actions.extend(self.live_actions(commit.queue.id.as_str(), changes)?);
         let room = MAX_TRANSACTION_ITEMS - actions.len();
-        let (now, later) = history.split_at(history.len().min(room));
-        actions.extend(now.iter().cloned());
+        let later = history.split_off(history.len().min(room));
+        for (table, item) in history {
+            actions.push(put_action(&table, item)?);
+        }
         self.transact_guarded(&commit.queue.id, actions).await?;
         // History that did not fit is written after the commit: it never describes a change
         // that did not happen, and the writes are idempotent.
-        self.batch_put(later.to_vec()).await
+        self.batch_put(later).await
     }
 
     /// A commit too large for one transaction: see [`super::large_commit`].
@@ -362,7 +304,7 @@ impl DynamoStore {
         &self,
         commit: &Commit,
         changes: &LiveChanges,
-        history: Vec<TransactWriteItem>,
+        history: Vec<(String, Item)>,
     ) -> StoreResult<()> {
         let redo = serde_json::to_string(changes).map_err(StoreError::internal)?;
         let mut first = vec![self.guarded_queue_put(commit, Some(redo))?];
@@ -405,16 +347,8 @@ impl DynamoStore {
 
     /// Finishes a large commit whose redo is still attached to the queue item, if any.
     async fn finish_large_commit(&self, id: &QueueId) -> StoreResult<()> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.tables.queues)
-            .set_key(Some(key(id.as_str(), QUEUE_SK)))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(map_sdk_error)?;
-        match out.item {
+        let queue_key = key(id.as_str(), QUEUE_SK);
+        match self.get_item(&self.tables.queues, queue_key).await? {
             Some(item) => self.finish_redo_of(id, item).await,
             None => Ok(()),
         }
@@ -431,7 +365,7 @@ impl DynamoStore {
 
     /// A condition: the queue item is at `version` with its redo attached.
     fn redo_still_attached(&self, id: &str, version: u64) -> StoreResult<TransactWriteItem> {
-        let check = aws_sdk_dynamodb::types::ConditionCheck::builder()
+        let check = ConditionCheck::builder()
             .table_name(&self.tables.queues)
             .set_key(Some(key(id, QUEUE_SK)))
             .condition_expression("#v = :v AND attribute_exists(#redo)")
@@ -454,13 +388,13 @@ impl DynamoStore {
             )?);
         }
         for pr in &c.delete_entries {
-            live.push(self.delete_action(queues, id, &entry_sk(*pr))?);
+            live.push(delete_action(queues, key(id, &entry_sk(*pr)))?);
         }
         for r in &c.put_runs {
             live.push(put_action(queues, run_item(id, r)?)?);
         }
         for r in &c.delete_runs {
-            live.push(self.delete_action(queues, id, &run_sk(r))?);
+            live.push(delete_action(queues, key(id, &run_sk(r)))?);
         }
         for x in &c.put_effects {
             live.push(put_action(
@@ -469,12 +403,11 @@ impl DynamoStore {
             )?);
         }
         for x in &c.delete_effects {
-            live.push(self.delete_action(queues, id, &effect_sk(x))?);
+            live.push(delete_action(queues, key(id, &effect_sk(x)))?);
         }
         Ok(live)
     }
 
-    /// The history writes of a commit: concluded entries, finished runs, restarts.
     /// The uploaded impacted targets a commit records, in its (first) transaction.
     fn uploaded_targets_actions(&self, commit: &Commit) -> StoreResult<Vec<TransactWriteItem>> {
         let id = commit.queue.id.as_str();
@@ -490,25 +423,23 @@ impl DynamoStore {
             .collect()
     }
 
-    fn history_actions(&self, commit: &Commit) -> StoreResult<Vec<TransactWriteItem>> {
+    /// The history items of a commit, with their tables: concluded entries, finished runs,
+    /// restarts.
+    fn history_items(&self, commit: &Commit) -> StoreResult<Vec<(String, Item)>> {
         let id = commit.queue.id.as_str();
+        let (pull_requests, test_runs) = (&self.tables.pull_requests, &self.tables.test_runs);
         let mut history = Vec::new();
         for e in &commit.concluded {
             for item in concluded_items(id, e, commit.queue.updated_at)? {
-                history.push(put_action(&self.tables.pull_requests, item)?);
+                history.push((pull_requests.clone(), item));
             }
         }
         for r in &commit.finished_runs {
-            history.push(put_action(
-                &self.tables.test_runs,
-                finished_run_item(id, r, commit.queue.updated_at)?,
-            )?);
+            let item = finished_run_item(id, r, commit.queue.updated_at)?;
+            history.push((test_runs.clone(), item));
         }
         for r in &commit.restarts {
-            history.push(put_action(
-                &self.tables.pull_requests,
-                restart_item(id, r)?,
-            )?);
+            history.push((pull_requests.clone(), restart_item(id, r)?));
         }
         Ok(history)
     }
@@ -538,7 +469,7 @@ impl DynamoStore {
     }
 
     fn queue_exists_check(&self, id: &QueueId) -> StoreResult<TransactWriteItem> {
-        let check = aws_sdk_dynamodb::types::ConditionCheck::builder()
+        let check = ConditionCheck::builder()
             .table_name(&self.tables.queues)
             .set_key(Some(key(id.as_str(), QUEUE_SK)))
             .condition_expression("attribute_exists(#pk)")
@@ -546,15 +477,6 @@ impl DynamoStore {
             .build()
             .map_err(StoreError::internal)?;
         Ok(TransactWriteItem::builder().condition_check(check).build())
-    }
-
-    fn delete_action(&self, table: &str, pk: &str, sk: &str) -> StoreResult<TransactWriteItem> {
-        let delete = Delete::builder()
-            .table_name(table)
-            .set_key(Some(key(pk, sk)))
-            .build()
-            .map_err(StoreError::internal)?;
-        Ok(TransactWriteItem::builder().delete(delete).build())
     }
 
     /// A commit's transaction, whose first action is the guarded queue put. When it fails on
@@ -566,136 +488,16 @@ impl DynamoStore {
         id: &QueueId,
         actions: Vec<TransactWriteItem>,
     ) -> StoreResult<()> {
-        let result = self
-            .client
-            .transact_write_items()
-            .set_transact_items(Some(actions))
-            .send()
-            .await;
-        let Err(err) = result else {
+        let Err(TransactionFailed { error, reasons }) = self.transact_write(actions).await else {
             return Ok(());
         };
-        let Some(TransactWriteItemsError::TransactionCanceledException(e)) = err.as_service_error()
-        else {
-            return Err(map_sdk_error(err));
-        };
-        let reasons = e.cancellation_reasons();
-        let error = cancellation_error(reasons);
-        if error == StoreError::Conflict {
+        if let (StoreError::Conflict, Some(reasons)) = (&error, reasons) {
             match reasons.first().and_then(|r| r.item()) {
                 Some(item) => self.finish_redo_of(id, item.clone()).await?,
                 None => self.finish_large_commit(id).await?,
             }
         }
         Err(error)
-    }
-
-    async fn transact(&self, actions: Vec<TransactWriteItem>) -> StoreResult<()> {
-        let result = self
-            .client
-            .transact_write_items()
-            .set_transact_items(Some(actions))
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(()),
-            Err(err) => Err(match err.as_service_error() {
-                Some(TransactWriteItemsError::TransactionCanceledException(e)) => {
-                    cancellation_error(e.cancellation_reasons())
-                }
-                _ => map_sdk_error(err),
-            }),
-        }
-    }
-
-    /// Writes puts outside a transaction, 25 at a time, retrying unprocessed items.
-    async fn batch_put(&self, actions: Vec<TransactWriteItem>) -> StoreResult<()> {
-        let mut pending: Vec<(String, WriteRequest)> = actions
-            .into_iter()
-            .filter_map(|a| a.put)
-            .map(|p| {
-                let table = p.table_name;
-                let req = aws_sdk_dynamodb::types::PutRequest::builder()
-                    .set_item(Some(p.item))
-                    .build()
-                    .map(|put| WriteRequest::builder().put_request(put).build());
-                req.map(|r| (table, r))
-            })
-            .collect::<Result<_, _>>()
-            .map_err(StoreError::internal)?;
-        let mut attempts = 0;
-        while !pending.is_empty() {
-            let chunk: Vec<_> = pending
-                .drain(..pending.len().min(MAX_BATCH_WRITE))
-                .collect();
-            let mut by_table: HashMap<String, Vec<WriteRequest>> = HashMap::new();
-            for (table, req) in chunk {
-                by_table.entry(table).or_default().push(req);
-            }
-            let out = self
-                .client
-                .batch_write_item()
-                .set_request_items(Some(by_table))
-                .send()
-                .await
-                .map_err(map_sdk_error)?;
-            for (table, reqs) in out.unprocessed_items.unwrap_or_default() {
-                pending.extend(reqs.into_iter().map(|r| (table.clone(), r)));
-            }
-            attempts += 1;
-            if !pending.is_empty() {
-                backoff(attempts).await?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Reads several items of up to two tables in one request (more only for unprocessed keys).
-    async fn batch_get(&self, keys: Vec<(&String, Item)>) -> StoreResult<Vec<(String, Item)>> {
-        let mut request: HashMap<String, KeysAndAttributes> = HashMap::new();
-        for (table, k) in keys {
-            let entry = request.remove(table.as_str());
-            let mut keys = entry.map(|e| e.keys).unwrap_or_default();
-            keys.push(k);
-            let ka = KeysAndAttributes::builder()
-                .set_keys(Some(keys))
-                .consistent_read(true)
-                .build()
-                .map_err(StoreError::internal)?;
-            request.insert(table.clone(), ka);
-        }
-        let mut found = Vec::new();
-        let mut attempts = 0;
-        while !request.is_empty() {
-            let out = self
-                .client
-                .batch_get_item()
-                .set_request_items(Some(request))
-                .send()
-                .await
-                .map_err(map_sdk_error)?;
-            for (table, items) in out.responses.unwrap_or_default() {
-                found.extend(items.into_iter().map(|i| (table.clone(), i)));
-            }
-            request = out.unprocessed_keys.unwrap_or_default();
-            attempts += 1;
-            if !request.is_empty() {
-                backoff(attempts).await?;
-            }
-        }
-        Ok(found)
-    }
-
-    async fn query_partition(&self, table: &str, pk: &str) -> StoreResult<Vec<Item>> {
-        let query = self
-            .client
-            .query()
-            .table_name(table)
-            .consistent_read(true)
-            .key_condition_expression("#pk = :pk")
-            .expression_attribute_names("#pk", PK)
-            .expression_attribute_values(":pk", s(pk));
-        query_pages(query).await
     }
 
     /// The items of partition `pk` whose sort key is in `[lo, hi]`, in key order.
@@ -710,24 +512,6 @@ impl DynamoStore {
             .expression_attribute_values(":pk", s(pk))
             .expression_attribute_values(":lo", s(lo))
             .expression_attribute_values(":hi", s(hi))
-    }
-
-    async fn query_index(
-        &self,
-        table: &str,
-        index: &str,
-        attribute: &str,
-        value: &str,
-    ) -> StoreResult<Vec<Item>> {
-        let query = self
-            .client
-            .query()
-            .table_name(table)
-            .index_name(index)
-            .key_condition_expression("#k = :v")
-            .expression_attribute_names("#k", attribute)
-            .expression_attribute_values(":v", s(value));
-        query_pages(query).await
     }
 }
 
@@ -746,64 +530,17 @@ fn projecting(query: QueryFluentBuilder, fields: &[&str]) -> QueryFluentBuilder 
         .projection_expression(projected)
 }
 
-/// Runs a query to its last page.
-async fn query_pages(query: QueryFluentBuilder) -> StoreResult<Vec<Item>> {
-    let mut items = Vec::new();
-    let mut start: Option<Item> = None;
-    loop {
-        let out = query
-            .clone()
-            .set_exclusive_start_key(start.take())
-            .send()
-            .await
-            .map_err(map_sdk_error)?;
-        items.extend(out.items.unwrap_or_default());
-        match out.last_evaluated_key {
-            Some(k) if !k.is_empty() => start = Some(k),
-            _ => return Ok(items),
-        }
+/// The decoded items of a history query over `[from, to)`; nothing (and no request) when the
+/// window is empty.
+async fn read_window<T: DeserializeOwned>(
+    from: Timestamp,
+    to: Timestamp,
+    query: QueryFluentBuilder,
+) -> StoreResult<Vec<T>> {
+    if to <= from {
+        return Ok(Vec::new());
     }
-}
-
-async fn backoff(attempt: u32) -> StoreResult<()> {
-    if attempt > 8 {
-        return Err(StoreError::Unavailable {
-            message: "DynamoDB left items unprocessed".to_owned(),
-            retry_after: Some(Duration::from_secs(1)),
-        });
-    }
-    tokio::time::sleep(Duration::from_millis(25 << attempt.min(6))).await;
-    Ok(())
-}
-
-/// A failed transaction: a failed condition is a conflict; throttling is retryable.
-fn cancellation_error(reasons: &[aws_sdk_dynamodb::types::CancellationReason]) -> StoreError {
-    let codes: Vec<&str> = reasons.iter().filter_map(|r| r.code()).collect();
-    if codes
-        .iter()
-        .any(|c| *c == "ConditionalCheckFailed" || *c == "TransactionConflict")
-    {
-        StoreError::Conflict
-    } else if codes
-        .iter()
-        .any(|c| *c == "ThrottlingError" || *c == "ProvisionedThroughputExceeded")
-    {
-        StoreError::Unavailable {
-            message: "transaction throttled".to_owned(),
-            retry_after: Some(Duration::from_secs(1)),
-        }
-    } else {
-        StoreError::Internal(format!("transaction cancelled: {codes:?}"))
-    }
-}
-
-fn put_action(table: &str, item: Item) -> StoreResult<TransactWriteItem> {
-    let put = Put::builder()
-        .table_name(table)
-        .set_item(Some(item))
-        .build()
-        .map_err(StoreError::internal)?;
-    Ok(TransactWriteItem::builder().put(put).build())
+    from_items(query_all(query).await?)
 }
 
 fn queue_item(queue: &Queue, active_entries: u32, has_work: bool) -> StoreResult<Item> {
@@ -916,10 +653,6 @@ fn take(found: &mut Vec<(String, Item)>, table: &str, sk: &str) -> Option<Item> 
         .iter()
         .position(|(t, i)| t == table && get_s(i, SK) == Some(sk))?;
     Some(found.swap_remove(pos).1)
-}
-
-fn decode<T: serde::de::DeserializeOwned>(item: Option<Item>) -> StoreResult<Option<T>> {
-    item.map(from_item).transpose()
 }
 
 /// The item of the impacted targets last uploaded for a pull request of a queue.

@@ -11,6 +11,13 @@ use subtle::ConstantTimeEq;
 
 pub const TOKEN_HEADER: &str = "x-api-token";
 
+/// Who is calling, once authenticated.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub org: OrgId,
+    pub request_id: String,
+}
+
 /// Lowercase hex SHA-256 of a token: what the store keeps.
 pub fn hash_token(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))

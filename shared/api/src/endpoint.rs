@@ -1,13 +1,12 @@
 //! The frame around every handler: request id, log span, authentication, error rendering.
 
 use crate::app::App;
-use crate::auth::authenticate;
+use crate::auth::{Caller, authenticate};
 use crate::error::ApiError;
 use crate::idempotency;
 use lambda_http::http::HeaderValue;
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt, Response};
-use mq_core::ids::OrgId;
 use std::cell::Cell;
 use std::future::Future;
 use std::time::Instant;
@@ -15,13 +14,6 @@ use tracing::Instrument;
 
 /// The response header carrying the request id.
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
-
-/// Who is calling, once authenticated.
-#[derive(Debug, Clone)]
-pub struct Caller {
-    pub org: OrgId,
-    pub request_id: String,
-}
 
 /// Runs an authenticated handler: every response carries `X-Request-Id`, every error is
 /// rendered as JSON, and one log span covers the request (request id, route, organisation,
@@ -148,6 +140,7 @@ mod tests {
     use crate::app::{App, ManualClock};
     use crate::auth::record_for;
     use lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequestContext;
+    use mq_core::ids::OrgId;
     use mq_core::time::Timestamp;
     use mq_store::{MemoryStore, TokenStore};
     use std::sync::Arc;

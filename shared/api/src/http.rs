@@ -10,7 +10,12 @@ pub fn json<T: Serialize + ?Sized>(status: StatusCode, value: &T) -> Response<Bo
     let mut bytes = Vec::with_capacity(16 * 1024);
     match serde_json::to_writer(&mut bytes, value) {
         Ok(()) => with_content_type(status, Body::Binary(bytes), "application/json"),
-        Err(e) => crate::error::ApiError::internal(e).to_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "a response did not serialise");
+            let body = r#"{"error":{"code":"INTERNAL","message":"internal error"}}"#;
+            let internal = StatusCode::INTERNAL_SERVER_ERROR;
+            with_content_type(internal, Body::Text(body.to_owned()), "application/json")
+        }
     }
 }
 

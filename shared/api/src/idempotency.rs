@@ -10,7 +10,7 @@
 //! [`STALE_AFTER_MS`] (its function died) is taken over.
 
 use crate::app::App;
-use crate::endpoint::Caller;
+use crate::auth::Caller;
 use crate::error::ApiError;
 use lambda_http::http::{HeaderValue, StatusCode, header};
 use lambda_http::{Body, Request, Response};

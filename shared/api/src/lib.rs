@@ -21,5 +21,6 @@ pub mod multipart;
 pub mod uploads;
 
 pub use app::{App, Clock, ManualClock, SystemClock};
-pub use endpoint::{Caller, serve};
+pub use auth::Caller;
+pub use endpoint::serve;
 pub use error::ApiError;

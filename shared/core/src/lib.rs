@@ -4,6 +4,7 @@
 //! Nothing here reads a clock, draws random numbers or touches the network: time and ids are
 //! arguments, so every behaviour is reproducible in tests and simulations.
 
+pub mod effects;
 pub mod engine;
 pub mod entry;
 pub mod enums;

@@ -2,7 +2,7 @@
 
 mod entry_diff;
 
-use crate::engine::{PendingEffect, Transition};
+use crate::effects::PendingEffect;
 use crate::entry::{Entry, UploadedTargets};
 use crate::history::Restart;
 use crate::ids::{OrgId, PrNumber, QueueId, RepoRef, Sha};
@@ -179,6 +179,32 @@ impl QueueSnapshot {
     /// tested and not yet merged or failed.
     pub fn has_groups(&self) -> bool {
         !self.runs.is_empty()
+    }
+}
+
+/// What one event did to a queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transition {
+    /// The queue afterwards; its outbox holds every effect not yet executed.
+    pub snapshot: QueueSnapshot,
+    /// The effects this event emitted (also in `snapshot.outbox`), to execute now.
+    pub effects: Vec<PendingEffect>,
+    /// Entries that reached a terminal state in this event (they left `snapshot.entries`).
+    pub concluded: Vec<Entry>,
+    /// Runs that left `snapshot.runs` in this event (finished or cancelled, and no longer
+    /// needed by the line): kept as history.
+    pub finished_runs: Vec<TestRun>,
+}
+
+impl Transition {
+    /// A transition that changes nothing.
+    pub fn unchanged(snapshot: &QueueSnapshot) -> Self {
+        Self {
+            snapshot: snapshot.clone(),
+            effects: Vec::new(),
+            concluded: Vec::new(),
+            finished_runs: Vec::new(),
+        }
     }
 }
 

@@ -12,8 +12,6 @@ pub mod error;
 #[cfg(any(test, feature = "faults"))]
 pub mod faults;
 pub mod memory;
-mod memory_health;
-mod memory_idempotency;
 mod order;
 pub mod port;
 pub mod tables;

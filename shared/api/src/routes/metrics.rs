@@ -2,7 +2,7 @@
 //! `repo` (`owner/name`) with `repoHost` narrows them to one repository.
 
 use crate::app::App;
-use crate::endpoint::Caller;
+use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::http;
 use crate::service::metrics;

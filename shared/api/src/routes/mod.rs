@@ -11,7 +11,8 @@ mod test_health;
 mod webhook;
 
 use crate::app::App;
-use crate::endpoint::{Caller, serve, serve_unauthenticated};
+use crate::auth::Caller;
+use crate::endpoint::{serve, serve_unauthenticated};
 use crate::error::ApiError;
 use lambda_http::http::Method;
 use lambda_http::{Body, Request, Response};

@@ -2,8 +2,8 @@
 //! submission or a test run.
 
 use crate::app::App;
+use crate::auth::Caller;
 use crate::body::parse_json;
-use crate::endpoint::Caller;
 use crate::error::ApiError;
 use crate::http;
 use crate::service::pull_requests;

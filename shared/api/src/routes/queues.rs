@@ -1,8 +1,8 @@
 //! The queue endpoints: create, read, update and delete a queue.
 
 use crate::app::App;
+use crate::auth::Caller;
 use crate::body::parse_json;
-use crate::endpoint::Caller;
 use crate::error::ApiError;
 use crate::http;
 use crate::service::queues;

@@ -2,8 +2,8 @@
 //! unhealthy and quarantined tests, the quarantine check, settings and tickets.
 
 use crate::app::App;
+use crate::auth::Caller;
 use crate::body::parse_json;
-use crate::endpoint::Caller;
 use crate::error::ApiError;
 use crate::service::owners::check_repo;
 use crate::service::test_health::ingest::{Limits, from_form};

@@ -99,7 +99,6 @@
 
 mod bisect;
 mod config;
-mod effects;
 mod events;
 mod failure;
 mod intake;
@@ -113,43 +112,16 @@ mod testing;
 pub mod view;
 mod work;
 
-pub use effects::{BranchPr, Effect, PendingEffect};
+pub use crate::effects::{BranchPr, Effect, PendingEffect};
+pub use crate::snapshot::Transition;
 pub use events::{CancelReason, Ctx, EffectOutcome, Event, MergeRefusal};
 pub use outbox::{MAX_ATTEMPTS, backoff_ms};
 pub use results::{reason, required_verdict, run_verdict};
 pub use work::{EFFECT_LEASE_MS, TEST_BRANCH_PREFIX};
 
-use crate::entry::Entry;
 use crate::error::DomainError;
-use crate::run::TestRun;
 use crate::snapshot::QueueSnapshot;
 use work::Work;
-
-/// What one event did to a queue.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Transition {
-    /// The queue afterwards; its outbox holds every effect not yet executed.
-    pub snapshot: QueueSnapshot,
-    /// The effects this event emitted (also in `snapshot.outbox`), to execute now.
-    pub effects: Vec<PendingEffect>,
-    /// Entries that reached a terminal state in this event (they left `snapshot.entries`).
-    pub concluded: Vec<Entry>,
-    /// Runs that left `snapshot.runs` in this event (finished or cancelled, and no longer
-    /// needed by the line): kept as history.
-    pub finished_runs: Vec<TestRun>,
-}
-
-impl Transition {
-    /// A transition that changes nothing.
-    pub fn unchanged(snapshot: &QueueSnapshot) -> Self {
-        Self {
-            snapshot: snapshot.clone(),
-            effects: Vec::new(),
-            concluded: Vec::new(),
-            finished_runs: Vec::new(),
-        }
-    }
-}
 
 /// Applies one event to a queue. A refusal changes nothing.
 pub fn step(snapshot: &QueueSnapshot, event: &Event, ctx: Ctx) -> Result<Transition, DomainError> {

@@ -4,7 +4,7 @@
 //! token, kept until five minutes before it expires. An installation that no longer exists (the
 //! App was reinstalled) is looked up again.
 
-use super::client::{Call, JSON, Transport, escape, repo_path};
+use super::transport::{Call, JSON, Transport, escape, repo_path};
 use super::wire::{AccessToken, AppWire, Id};
 use crate::clock::unix_seconds;
 use crate::error::{HostError, HostResult};

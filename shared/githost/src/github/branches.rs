@@ -7,8 +7,9 @@
 //! written again from its first stamped pull request on, and the branch is pointed at the new
 //! tip once. Without stamps the branch keeps GitHub's merge commits.
 
+use super::client::identity;
 use super::client::{Client, escape, repo_path};
-use super::identity::{Identity, identity};
+use super::identity::Identity;
 use super::merge::git_commit;
 use super::pulls::branch_head;
 use super::wire::{MergeCommitWire, ShaOnly};

@@ -3,11 +3,7 @@
 //! login). The email is the account's no-reply address, `{id}+{login}@users.noreply.{host}`.
 //! Looked up on first use and kept for the life of the adapter.
 
-use super::auth::Auth;
-use super::client::{Client, escape};
 use super::wire::Account;
-use crate::error::HostResult;
-use mq_core::ids::RepoRef;
 use serde_json::{Value, json};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,7 +13,7 @@ pub(crate) struct Identity {
 }
 
 impl Identity {
-    fn of(account: &Account, name: &str, host: &str) -> Self {
+    pub fn of(account: &Account, name: &str, host: &str) -> Self {
         Self {
             name: name.to_owned(),
             email: format!(
@@ -36,30 +32,5 @@ impl Identity {
             signature["date"] = json!(date);
         }
         signature
-    }
-}
-
-/// The adapter's identity, looked up once.
-pub(crate) async fn identity(client: &Client, repo: &RepoRef) -> HostResult<Identity> {
-    client
-        .identity
-        .get_or_try_init(|| look_up(client, repo))
-        .await
-        .cloned()
-}
-
-async fn look_up(client: &Client, repo: &RepoRef) -> HostResult<Identity> {
-    match &client.auth {
-        Auth::Token(_) => {
-            let user: Account = client.get(repo, "/user").await?;
-            let name = user.name.clone().unwrap_or_else(|| user.login.clone());
-            Ok(Identity::of(&user, &name, &repo.host))
-        }
-        Auth::App(app) => {
-            let login = format!("{}[bot]", app.slug(&client.transport).await?);
-            let path = format!("/users/{}", escape(&login));
-            let bot: Account = client.get(repo, &path).await?;
-            Ok(Identity::of(&bot, &login, &repo.host))
-        }
     }
 }

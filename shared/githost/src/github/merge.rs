@@ -8,8 +8,8 @@
 //! API, guarded by the head sha. A refusal from a branch that requires signed commits says so
 //! (see `signing`).
 
+use super::client::identity;
 use super::client::{Client, escape, repo_path};
-use super::identity::identity;
 use super::pulls::{self, branch_head};
 use super::signing::{mentions_signatures, refusal_detail};
 use super::wire::{Compare, GitCommit, ShaOnly};

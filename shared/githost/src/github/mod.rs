@@ -14,10 +14,11 @@ mod identity;
 mod merge;
 mod pulls;
 mod signing;
+mod transport;
 pub(crate) mod wire;
 
 pub use auth::GitHubAuth;
-pub use client::RetryPolicy;
+pub use transport::RetryPolicy;
 
 use crate::error::{HostError, HostResult};
 use crate::port::{

@@ -3,6 +3,9 @@
 //! It keeps the same conflict semantics as the DynamoDB adapter: every commit checks the
 //! queue's version and applies all of its changes, or none.
 
+mod health;
+mod idempotency;
+
 use crate::error::StoreError;
 use crate::port::{
     OwnerLink, OwnerStore, QueueStore, RunLocation, StoreResult, TokenRecord, TokenStore,
@@ -23,8 +26,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 #[derive(Default)]
 pub struct MemoryStore {
     inner: Mutex<Inner>,
-    pub(crate) health: crate::memory_health::HealthTables,
-    pub(crate) idempotency: crate::memory_idempotency::IdempotencyKeys,
+    pub(crate) health: health::HealthTables,
+    pub(crate) idempotency: idempotency::IdempotencyKeys,
 }
 
 #[derive(Default)]

@@ -1,8 +1,8 @@
 //! Test health in memory, with the DynamoDB adapter's semantics: versioned writes, lists in
 //! test case id order.
 
+use super::MemoryStore;
 use crate::error::StoreError;
-use crate::memory::MemoryStore;
 use crate::port::{
     HealthScope, PageCursor, RawResult, StoreResult, TestHealthStore, TestList, UploadRecord,
 };

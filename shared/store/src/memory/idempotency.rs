@@ -1,7 +1,7 @@
 //! Idempotency keys in memory, with the DynamoDB adapter's conditions.
 
+use super::MemoryStore;
 use crate::error::StoreError;
-use crate::memory::MemoryStore;
 use crate::port::{Claim, IdempotencyRecord, IdempotencyStore, StoreResult, StoredResponse};
 use async_trait::async_trait;
 use mq_core::time::Timestamp;

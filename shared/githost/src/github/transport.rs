@@ -1,0 +1,343 @@
+//! Calls to GitHub's REST API over HTTP, before authentication: bounded retries on rate
+//! limits and server errors, typed errors, and the escaping of paths.
+
+use super::wire::Message;
+use crate::clock::unix_seconds;
+use crate::error::{HostError, HostResult};
+use mq_core::ids::RepoRef;
+use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
+use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, USER_AGENT};
+use reqwest::{Method, StatusCode};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::time::Duration;
+
+/// The media type of JSON answers.
+pub(crate) const JSON: &str = "application/vnd.github+json";
+/// The media type that returns a file's bytes from the contents API.
+pub(crate) const RAW: &str = "application/vnd.github.raw+json";
+const API_VERSION: &str = "2022-11-28";
+/// At most this many pages are followed for one listing.
+pub(crate) const MAX_PAGES: usize = 50;
+
+/// How long to keep trying when GitHub says "later".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Attempts in all, the first included.
+    pub attempts: u32,
+    /// A rate limit that resets later than this is not waited for: the call fails at once
+    /// with `HostError::Transient { retry_after }`.
+    pub max_wait: Duration,
+    /// The first wait after a server error or a failed connection; doubled each time.
+    pub backoff: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            attempts: 3,
+            max_wait: Duration::from_secs(10),
+            backoff: Duration::from_millis(500),
+        }
+    }
+}
+
+/// One HTTP request to send, with the bearer token to send it with.
+pub(crate) struct Call<'a> {
+    pub method: Method,
+    pub url: String,
+    pub body: Option<&'a Value>,
+    pub accept: &'a str,
+}
+
+/// An answer, whatever its status.
+#[derive(Debug)]
+pub(crate) struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+    /// `METHOD /path`, for error messages.
+    pub what: String,
+}
+
+impl Reply {
+    pub fn is_success(&self) -> bool {
+        self.status.is_success()
+    }
+
+    /// The body as `T`; an error typed by the status when the call did not succeed.
+    pub fn json<T: DeserializeOwned>(&self) -> HostResult<T> {
+        if !self.is_success() {
+            return Err(self.error());
+        }
+        serde_json::from_slice(&self.body).map_err(|e| {
+            HostError::Other(format!("{}: unexpected answer from GitHub: {e}", self.what))
+        })
+    }
+
+    /// Succeeds when the status does.
+    pub fn ok(&self) -> HostResult<()> {
+        if self.is_success() {
+            Ok(())
+        } else {
+            Err(self.error())
+        }
+    }
+
+    /// GitHub's message for a failed call.
+    pub fn message(&self) -> String {
+        let parsed: Option<Message> = serde_json::from_slice(&self.body).ok();
+        match parsed {
+            Some(m) if m.errors.is_empty() => m.message,
+            Some(m) => format!("{} ({})", m.message, join_errors(&m.errors)),
+            None => String::from_utf8_lossy(&self.body)
+                .chars()
+                .take(200)
+                .collect(),
+        }
+    }
+
+    /// The error a failed call means.
+    pub fn error(&self) -> HostError {
+        let text = format!("{}: {} {}", self.what, self.status.as_u16(), self.message());
+        match self.status.as_u16() {
+            401 | 403 => HostError::Forbidden(text),
+            404 => HostError::NotFound(text),
+            409 => HostError::Conflict(text),
+            422 => HostError::Invalid(text),
+            500..=599 => HostError::Transient {
+                message: text,
+                retry_after: None,
+            },
+            _ => HostError::Other(text),
+        }
+    }
+
+    /// The `rel="next"` address of the `Link` header.
+    pub fn next_page(&self) -> Option<String> {
+        let link = self.headers.get("link")?.to_str().ok()?;
+        link.split(',').find_map(|part| {
+            let (url, params) = part.split_once(';')?;
+            let is_next = params
+                .split(';')
+                .any(|p| p.trim().replace(' ', "") == "rel=\"next\"");
+            is_next.then(|| {
+                url.trim()
+                    .trim_start_matches('<')
+                    .trim_end_matches('>')
+                    .to_owned()
+            })
+        })
+    }
+}
+
+fn join_errors(errors: &[Value]) -> String {
+    errors
+        .iter()
+        .map(|e| match e {
+            Value::String(s) => s.clone(),
+            other => other
+                .get("message")
+                .or_else(|| other.get("code"))
+                .and_then(Value::as_str)
+                .map_or_else(|| other.to_string(), str::to_owned),
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Sends requests, retrying what GitHub asks to be retried.
+#[derive(Debug)]
+pub(crate) struct Transport {
+    http: reqwest::Client,
+    api: String,
+    retry: RetryPolicy,
+    user_agent: String,
+}
+
+impl Transport {
+    pub fn new(api: &str, retry: RetryPolicy, user_agent: &str) -> HostResult<Self> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|e| HostError::Other(format!("cannot build the HTTP client: {e}")))?;
+        Ok(Self {
+            http,
+            api: api.trim_end_matches('/').to_owned(),
+            retry,
+            user_agent: user_agent.to_owned(),
+        })
+    }
+
+    /// The address of an API path (`/repos/...`).
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.api)
+    }
+
+    pub fn is_api_url(&self, url: &str) -> bool {
+        url.starts_with(&format!("{}/", self.api))
+    }
+
+    /// Sends `call`, waiting out rate limits and server errors within the retry policy.
+    pub async fn send(&self, call: &Call<'_>, bearer: &str) -> HostResult<Reply> {
+        self.exchange(call, bearer, true).await?.reply()
+    }
+
+    /// Sends `call`, waiting out rate limits (GitHub did not act on the call). A server error
+    /// or a lost answer (the call may have taken effect) is sent again only when `repeat`,
+    /// within the retry policy; otherwise, and once the policy is spent, it is
+    /// `Sent::Unknown`.
+    pub async fn exchange(&self, call: &Call<'_>, bearer: &str, repeat: bool) -> HostResult<Sent> {
+        let what = format!("{} {}", call.method, call.url.trim_start_matches(&self.api));
+        let mut attempt = 1;
+        loop {
+            let (wait, problem, unknown) = match self.send_once(call, bearer, &what).await {
+                Ok(reply) => match retry_hint(&reply) {
+                    None => return Ok(Sent::Answered(reply)),
+                    Some(Hint::RateLimited(wait)) => {
+                        (wait, format!("rate limited: {}", reply.message()), false)
+                    }
+                    Some(Hint::ServerError(wait)) => (
+                        wait.unwrap_or_else(|| self.backoff(attempt)),
+                        format!("{} {}", reply.status.as_u16(), reply.message()),
+                        true,
+                    ),
+                },
+                Err(e) => (self.backoff(attempt), e, true),
+            };
+            let error = HostError::Transient {
+                message: format!("{what}: {problem}"),
+                retry_after: Some(wait),
+            };
+            let spent = attempt >= self.retry.attempts || wait > self.retry.max_wait;
+            if unknown && (spent || !repeat) {
+                return Ok(Sent::Unknown(error));
+            }
+            if spent {
+                return Err(error);
+            }
+            tracing::info!(%what, ?wait, attempt, %problem, "GitHub asks to retry later");
+            tokio::time::sleep(wait).await;
+            attempt += 1;
+        }
+    }
+
+    /// Attempts in all for one call, the first included.
+    pub fn attempts(&self) -> u32 {
+        self.retry.attempts
+    }
+
+    /// The wait after the `attempt`th attempt failed.
+    pub fn backoff(&self, attempt: u32) -> Duration {
+        self.retry.backoff * 2u32.saturating_pow(attempt.saturating_sub(1))
+    }
+
+    async fn send_once(&self, call: &Call<'_>, bearer: &str, what: &str) -> Result<Reply, String> {
+        let mut request = self
+            .http
+            .request(call.method.clone(), &call.url)
+            .header(ACCEPT, call.accept)
+            .header(USER_AGENT, &self.user_agent)
+            .header("X-GitHub-Api-Version", API_VERSION)
+            .header(AUTHORIZATION, format!("Bearer {bearer}"));
+        if let Some(body) = call.body {
+            request = request.json(body);
+        }
+        let response = request.send().await.map_err(|e| e.to_string())?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = response.bytes().await.map_err(|e| e.to_string())?;
+        Ok(Reply {
+            status,
+            headers,
+            body: body.to_vec(),
+            what: what.to_owned(),
+        })
+    }
+}
+
+/// What sending a call gave.
+#[derive(Debug)]
+pub(crate) enum Sent {
+    /// GitHub answered, with anything but a server error.
+    Answered(Reply),
+    /// A server error, or no answer: the call may or may not have taken effect.
+    Unknown(HostError),
+}
+
+impl Sent {
+    /// The answer; an unknown outcome is its error.
+    pub fn reply(self) -> HostResult<Reply> {
+        match self {
+            Sent::Answered(reply) => Ok(reply),
+            Sent::Unknown(error) => Err(error),
+        }
+    }
+}
+
+enum Hint {
+    RateLimited(Duration),
+    ServerError(Option<Duration>),
+}
+
+/// Whether an answer asks to retry, and after how long: primary rate limits (403/429 with no
+/// requests remaining: wait until `x-ratelimit-reset`), secondary ones (`retry-after`, else a
+/// minute, as GitHub documents), and server errors.
+fn retry_hint(reply: &Reply) -> Option<Hint> {
+    let header = |name: &str| {
+        reply
+            .headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    let retry_after = header("retry-after").map(Duration::from_secs);
+    match reply.status.as_u16() {
+        403 | 429 => {
+            if let Some(wait) = retry_after {
+                return Some(Hint::RateLimited(wait));
+            }
+            if header("x-ratelimit-remaining") == Some(0) {
+                let reset = header("x-ratelimit-reset").unwrap_or_else(|| unix_seconds() + 60);
+                return Some(Hint::RateLimited(Duration::from_secs(
+                    reset.saturating_sub(unix_seconds()),
+                )));
+            }
+            let secondary = reply.status == StatusCode::TOO_MANY_REQUESTS
+                || reply.message().to_ascii_lowercase().contains("rate limit");
+            secondary.then_some(Hint::RateLimited(Duration::from_secs(60)))
+        }
+        500 | 502 | 503 | 504 => Some(Hint::ServerError(retry_after)),
+        _ => None,
+    }
+}
+
+/// Characters escaped in a path segment; `/` is kept where a ref name spans segments.
+const SEGMENT: &AsciiSet = &CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'#')
+    .add(b'%')
+    .add(b'<')
+    .add(b'>')
+    .add(b'?')
+    .add(b'`')
+    .add(b'{')
+    .add(b'}')
+    .add(b'&')
+    .add(b'+');
+
+/// A value for a URL path, slashes kept (branch names).
+pub(crate) fn escape(value: &str) -> String {
+    utf8_percent_encode(value, SEGMENT).to_string()
+}
+
+/// `/repos/{owner}/{name}`.
+pub(crate) fn repo_path(repo: &RepoRef) -> String {
+    format!(
+        "/repos/{}/{}",
+        escape(&repo.owner).replace('/', "%2F"),
+        escape(&repo.name).replace('/', "%2F")
+    )
+}

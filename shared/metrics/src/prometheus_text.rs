@@ -22,7 +22,7 @@ use mq_core::metrics::{
 use mq_core::run::{RunKind, RunStatus};
 use mq_core::settings::QueueState;
 use prometheus::proto::{self, LabelPair, MetricFamily, MetricType};
-use prometheus::{Encoder, TextEncoder};
+use prometheus::TextEncoder;
 
 /// The response's content type.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -32,10 +32,7 @@ pub fn render(queues: &[QueueFigures]) -> prometheus::Result<String> {
     if queues.is_empty() {
         return Ok(String::new());
     }
-    let families = families(&groups(queues));
-    let mut text = Vec::new();
-    TextEncoder::new().encode(&families, &mut text)?;
-    String::from_utf8(text).map_err(|e| prometheus::Error::Msg(e.to_string()))
+    TextEncoder::new().encode_to_string(&families(&groups(queues)))
 }
 
 /// Every family, sorted by name.

@@ -21,8 +21,8 @@ use mq_core::metrics::{
 };
 use mq_core::run::{RunKind, RunStatus};
 use mq_core::settings::QueueState;
-use prometheus::proto::{self, LabelPair, MetricFamily, MetricType};
 use prometheus::TextEncoder;
+use prometheus::proto::{self, LabelPair, MetricFamily, MetricType};
 
 /// The response's content type.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";

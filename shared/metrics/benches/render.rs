@@ -1,5 +1,6 @@
 //! The Prometheus text of 50 queues with a busy hour (the figures the handlers bench's
 //! `getMergeQueueMetrics` reads), rendered on its own: `cargo bench -p mq-metrics --bench render`.
+//! The target is under 10 ms for the call (`BENCHMARKS.md`).
 
 use mq_core::metrics::{
     CI_RUNS_BUCKETS, CiRuns, DURATION_BUCKETS, Durations, LaneFigures, OutcomeFigures, QueueFigures,
@@ -31,41 +32,19 @@ fn main() {
         ),
         &mut times,
     );
-    let text = render(&figures).expect("text");
-    report(
-        "  lower bound: copying its finished lines into a string",
-        &mut copies(&text),
-    );
-}
-
-/// The time to copy `text`'s lines, one at a time, into a string of its size: what any
-/// writer of this text pays at least.
-fn copies(text: &str) -> Vec<Duration> {
-    let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    (0..CALLS)
-        .map(|_| {
-            let started = Instant::now();
-            let mut copy = String::with_capacity(text.len());
-            for line in black_box(&lines) {
-                copy.push_str(line);
-            }
-            black_box(&copy);
-            started.elapsed()
-        })
-        .collect()
 }
 
 fn report(what: &str, times: &mut [Duration]) {
     times.sort();
     println!(
-        "{what}: {CALLS} calls, median {:.1} µs, p90 {:.1} µs",
-        micros(times[CALLS / 2]),
-        micros(times[CALLS * 9 / 10]),
+        "{what}: {CALLS} calls, median {:.2} ms, p90 {:.2} ms",
+        millis(times[CALLS / 2]),
+        millis(times[CALLS * 9 / 10]),
     );
 }
 
-fn micros(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e6
+fn millis(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
 }
 
 /// Twelve pull requests merged in the hour, each tested once for three minutes after a

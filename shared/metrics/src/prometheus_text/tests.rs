@@ -346,16 +346,183 @@ fn labels_whose_values_run_together_alike_are_told_apart() {
     );
 }
 
-#[test]
-fn families_are_listed_by_name() {
-    let names: Vec<&str> = FAMILIES.iter().map(|f| f.metric.name).collect();
-    assert!(names.is_sorted(), "{names:?}");
+/// A sample line split up: its name, its labels (names and values as written) and its value.
+type Sample<'a> = (&'a str, Vec<(&'a str, &'a str)>, &'a str);
+
+fn parsed(line: &str) -> Sample<'_> {
+    let (series, value) = line.rsplit_once(' ').unwrap();
+    let Some((name, labels)) = series.split_once('{') else {
+        return (series, Vec::new(), value);
+    };
+    let labels = labels.strip_suffix("\"}").unwrap();
+    let labels = labels
+        .split("\",")
+        .map(|pair| pair.split_once("=\"").unwrap())
+        .collect();
+    (name, labels, value)
 }
 
+/// The sample lines of `text` (no label value of [`sample`] holds `",`).
+fn samples(text: &str) -> Vec<Sample<'_>> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(parsed)
+        .collect()
+}
+
+const ALL: [Metric; 15] = [
+    names::QUEUE_DEPTH,
+    names::AWAITING_MERGEABILITY,
+    names::TESTING_SLOTS_ACTIVE,
+    names::TEST_RUNS_ACTIVE,
+    names::TEST_RUNS_LIMIT,
+    names::TEST_RUNS_FINISHED,
+    names::CONCLUSIONS,
+    names::RESTARTS,
+    names::QUEUE_STATE,
+    names::EFFECTS_PENDING,
+    names::ENTRIES_STUCK,
+    names::WAIT_DURATION,
+    names::TEST_DURATION,
+    names::TIME_IN_QUEUE,
+    names::CI_RUNS,
+];
+
+/// Every metric is there, with its help text, its type and the labels of its series; the
+/// families are listed by name.
 #[test]
-fn labels_are_written_in_the_order_of_their_names() {
-    assert!([BRANCH, CONCLUSION, QUEUE_TYPE, REPO, STATE].is_sorted());
-    assert!(REPO < STATUS);
+fn every_metric_is_present_with_its_labels() {
+    let mut other = sample();
+    other.repo = "acme/probe".into();
+    let text = render(&[sample(), other]).unwrap();
+    let histograms = [
+        names::WAIT_DURATION,
+        names::TEST_DURATION,
+        names::TIME_IN_QUEUE,
+        names::CI_RUNS,
+    ];
+    let queue = [BRANCH, QUEUE_TYPE, REPO];
+    let outcome = [BRANCH, CONCLUSION, QUEUE_TYPE, REPO];
+    // Per metric: its labels, and its series per queue.
+    let expected = |m: Metric| -> (Vec<&str>, usize) {
+        match m.name {
+            "mq_queue_state" => ([&queue[..], &[STATE]].concat(), 4),
+            "mq_test_runs_finished_1h" => ([&queue[..], &[STATUS]].concat(), 2 * 3),
+            "mq_testing_slots_active"
+            | "mq_test_runs_active"
+            | "mq_test_runs_limit"
+            | "mq_pr_test_duration_1h_seconds" => (queue.to_vec(), 2),
+            "mq_pr_conclusions_1h_total"
+            | "mq_pr_time_in_queue_1h_seconds"
+            | "mq_pr_ci_runs_1h" => (outcome.to_vec(), 3),
+            _ => (queue.to_vec(), 1),
+        }
+    };
+    for metric in ALL {
+        let histogram = histograms.contains(&metric);
+        let kind = if histogram { "histogram" } else { "gauge" };
+        let help = format!("# HELP {} {}", metric.name, metric.help);
+        assert!(text.lines().any(|l| l == help), "{help}");
+        let type_line = format!("# TYPE {} {kind}", metric.name);
+        assert!(text.lines().any(|l| l == type_line), "{type_line}");
+        let count = if histogram {
+            format!("{}_count", metric.name)
+        } else {
+            metric.name.to_owned()
+        };
+        let series: Vec<_> = samples(&text)
+            .into_iter()
+            .filter(|(name, _, _)| *name == count)
+            .collect();
+        let (labels, per_queue) = expected(metric);
+        assert_eq!(series.len(), 2 * per_queue, "{}", metric.name);
+        for (_, pairs, _) in series {
+            let names: Vec<&str> = pairs.iter().map(|(n, _)| *n).collect();
+            assert_eq!(names, labels, "{}", metric.name);
+        }
+    }
+    let families: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .map(|l| l.split(' ').next().unwrap())
+        .collect();
+    assert_eq!(families.len(), ALL.len());
+    assert!(families.is_sorted(), "{families:?}");
+}
+
+/// Every histogram series: `_bucket` lines with increasing bounds and cumulative counts, the
+/// last `le="+Inf"` with every observation, then `_sum` and `_count`, with the series'
+/// labels.
+#[test]
+fn histograms_are_well_formed() {
+    let text = render(&varied()).unwrap();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    let mut checked = 0;
+    let mut i = 0;
+    while i < lines.len() {
+        let (name, labels, _) = parsed(lines[i]);
+        let Some(family) = name.strip_suffix("_bucket") else {
+            i += 1;
+            continue;
+        };
+        let mut bounds = Vec::new();
+        let mut counts = Vec::new();
+        while let Some(line) = lines.get(i).filter(|l| parsed(l).0 == name) {
+            let (_, mut these, count) = parsed(line);
+            let (le, bound) = these.pop().unwrap();
+            assert_eq!((le, these.as_slice()), ("le", &labels[..labels.len() - 1]));
+            bounds.push(bound);
+            counts.push(count.parse::<f64>().unwrap());
+            i += 1;
+        }
+        assert_eq!(bounds.last(), Some(&"+Inf"), "{family}");
+        let finite: Vec<f64> = bounds[..bounds.len() - 1]
+            .iter()
+            .map(|b| b.parse().unwrap())
+            .collect();
+        assert!(
+            finite.is_sorted() && finite.len() >= 6,
+            "{family}: {bounds:?}"
+        );
+        assert!(counts.is_sorted(), "{family}: {counts:?}");
+        let series = &labels[..labels.len() - 1];
+        let (sum, sum_labels, _) = parsed(lines[i]);
+        let (count, count_labels, total) = parsed(lines[i + 1]);
+        assert_eq!((sum, &sum_labels[..]), (&*format!("{family}_sum"), series));
+        assert_eq!(
+            (count, &count_labels[..]),
+            (&*format!("{family}_count"), series)
+        );
+        assert_eq!(total.parse::<f64>().unwrap(), *counts.last().unwrap());
+        checked += 1;
+        i += 2;
+    }
+    // Per repository and branch: a queue's waits, two lanes, three outcomes twice.
+    assert_eq!(checked, 5 * (1 + 2 + 3 + 3));
+}
+
+/// Label values have `\`, `"` and newline escaped by a backslash; help texts `\` and newline.
+#[test]
+fn label_values_are_escaped() {
+    let mut odd = sample();
+    odd.repo = "we\"ird\\org/na\nme".into();
+    odd.branch = "a \"b\"\\c\nd".into();
+    let text = render(&[odd]).unwrap();
+    let labels = r#"branch="a \"b\"\\c\nd",queue_type="main",repo="we\"ird\\org/na\nme""#;
+    assert!(
+        text.lines()
+            .any(|l| l == format!("mq_queue_depth_current{{{labels}}} 5")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l
+                == format!(r#"mq_pr_wait_duration_1h_seconds_bucket{{{labels},le="+Inf"}} 3"#))
+    );
+    assert_eq!(
+        text.lines().count(),
+        render(&[sample()]).unwrap().lines().count()
+    );
 }
 
 #[test]
@@ -363,66 +530,5 @@ fn bucket_bounds_increase() {
     for bounds in [&names::DURATION_BUCKETS[..], &names::CI_RUNS_BUCKETS] {
         assert!(bounds.iter().all(|b| b.is_finite()));
         assert!(bounds.windows(2).all(|w| w[0] < w[1]), "{bounds:?}");
-    }
-}
-
-#[test]
-fn the_text_fits_in_the_string_sized_for_it() {
-    let mut many = Vec::new();
-    for q in 0..50 {
-        let mut figures = sample();
-        figures.branch = format!("release/{q:02}");
-        figures.wait_seconds = durations(&[1.0 / 3.0; 20]);
-        many.push(figures);
-    }
-    for queues in [varied(), many] {
-        let sorted = sorted_by_labels(&queues);
-        let groups = groups(&sorted);
-        let estimate = estimated_len(&AllSeries::of(&groups));
-        let len = render(&queues).unwrap().len();
-        assert!(len <= estimate && estimate < 2 * len, "{len} of {estimate}");
-    }
-}
-
-#[test]
-fn numbers_are_written_as_rust_displays_an_f64() {
-    let exact = 1u64 << 53;
-    let counts = [
-        0,
-        1,
-        9,
-        10,
-        99,
-        100,
-        12_345,
-        exact - 1,
-        exact,
-        exact + 1,
-        u64::MAX,
-    ];
-    for count in counts {
-        let mut text = String::new();
-        push_count(&mut text, count);
-        assert_eq!(text, (count as f64).to_string());
-    }
-    let values = [
-        0.0,
-        -0.0,
-        0.5,
-        60.0,
-        4345.8,
-        -1.5,
-        1e-7,
-        1e15,
-        9e15,
-        1e16,
-        1e20,
-        f64::NAN,
-        f64::INFINITY,
-    ];
-    for value in values {
-        let mut text = String::new();
-        push_float(&mut text, value);
-        assert_eq!(text, value.to_string());
     }
 }

@@ -227,20 +227,9 @@ impl Work {
     /// Takes a pull request out of the bisection it is in (cancelled, closed, ...); a split
     /// testing it is cancelled and waits again without it.
     pub fn leave_bisection(&mut self, pr: PrNumber) {
-        let found = self
-            .s
-            .queue
-            .engine
-            .bisections
-            .iter()
-            .enumerate()
-            .find_map(|(b, bis)| {
-                bis.splits
-                    .iter()
-                    .position(|s| s.prs.contains(&pr))
-                    .map(|i| (b, i))
-            });
-        let Some((b, i)) = found else { return };
+        let Some((b, i)) = self.split_of(pr) else {
+            return;
+        };
         let split = &mut self.s.queue.engine.bisections[b].splits[i];
         split.prs.retain(|&p| p != pr);
         let run = split.run.take();
@@ -254,20 +243,9 @@ impl Work {
 
     /// Re-runs the split a pull request is in, when it is testing.
     pub fn restart_split(&mut self, pr: PrNumber) {
-        let found = self
-            .s
-            .queue
-            .engine
-            .bisections
-            .iter()
-            .enumerate()
-            .find_map(|(b, bis)| {
-                bis.splits
-                    .iter()
-                    .position(|s| s.prs.contains(&pr))
-                    .map(|i| (b, i))
-            });
-        let Some((b, i)) = found else { return };
+        let Some((b, i)) = self.split_of(pr) else {
+            return;
+        };
         if let Some(run) = self.s.queue.engine.bisections[b].splits[i].run.take() {
             self.close_run(&run, "restart");
         }
@@ -275,12 +253,16 @@ impl Work {
 
     /// Whether a pull request is in a bisection.
     pub fn in_bisection(&self, pr: PrNumber) -> bool {
-        self.s
-            .queue
-            .engine
-            .bisections
-            .iter()
-            .any(|b| b.splits.iter().any(|s| s.prs.contains(&pr)))
+        self.split_of(pr).is_some()
+    }
+
+    /// The bisection and the split within it that hold `pr`, as indexes.
+    fn split_of(&self, pr: PrNumber) -> Option<(usize, usize)> {
+        let mut bisections = self.s.queue.engine.bisections.iter().enumerate();
+        bisections.find_map(|(b, bisection)| {
+            let i = bisection.splits.iter().position(|s| s.prs.contains(&pr))?;
+            Some((b, i))
+        })
     }
 }
 

@@ -173,15 +173,9 @@ impl Work {
     }
 
     fn run_passed(&mut self, run_id: &str) {
-        let now = self.now;
-        let Some(run) = self.run_mut(run_id) else {
+        let Some((kind, prs)) = self.finish_run(run_id, RunStatus::Succeeded, None) else {
             return;
         };
-        run.status = RunStatus::Succeeded;
-        run.finished_at = Some(now);
-        let kind = run.kind;
-        let prs: Vec<PrNumber> = run.tested.iter().map(|t| t.pr).collect();
-        self.close_test_pull_request(run_id);
         match kind {
             RunKind::Main => {
                 for pr in prs {
@@ -195,16 +189,9 @@ impl Work {
     /// A run failed (a required status failed, the branch conflicted, no statuses are
     /// required, or it timed out): its group waits in `pending_failure`.
     pub fn run_failed(&mut self, run_id: &str, why: &str) {
-        let now = self.now;
-        let Some(run) = self.run_mut(run_id) else {
+        let Some((kind, prs)) = self.finish_run(run_id, RunStatus::Failed, Some(why)) else {
             return;
         };
-        run.status = RunStatus::Failed;
-        run.finished_at = Some(now);
-        run.reason = Some(why.to_owned());
-        let kind = run.kind;
-        let prs: Vec<PrNumber> = run.tested.iter().map(|t| t.pr).collect();
-        self.close_test_pull_request(run_id);
         match kind {
             RunKind::Main => {
                 for pr in prs {
@@ -213,6 +200,27 @@ impl Work {
             }
             RunKind::Bisection => self.split_failed(run_id),
         }
+    }
+
+    /// Records a run's result (its status, end and the reason of a failure) and closes its
+    /// draft pull request; the run's kind and the pull requests it tested, `None` when the
+    /// run is gone.
+    fn finish_run(
+        &mut self,
+        run_id: &str,
+        status: RunStatus,
+        why: Option<&str>,
+    ) -> Option<(RunKind, Vec<PrNumber>)> {
+        let now = self.now;
+        let run = self.run_mut(run_id)?;
+        run.status = status;
+        run.finished_at = Some(now);
+        if let Some(why) = why {
+            run.reason = Some(why.to_owned());
+        }
+        let finished = (run.kind, run.tested.iter().map(|t| t.pr).collect());
+        self.close_test_pull_request(run_id);
+        Some(finished)
     }
 
     /// Runs in progress for `testingTimeoutMinutes` are cancelled and count as failures.

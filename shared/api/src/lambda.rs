@@ -5,17 +5,24 @@ use crate::routes::{Needs, Route};
 use lambda_http::{Body, Request, Response};
 use std::convert::Infallible;
 use std::future::Future;
+use std::pin::Pin;
 
 /// Serves `route` (one of [`crate::routes::ROUTES`]): the function of that endpoint. The
-/// application has what the route needs besides the store.
-pub async fn run_route(route: &'static Route) -> Result<(), lambda_http::Error> {
+/// application has what the route needs besides the store. The choice is made where a
+/// function's `main` names its route (inlined there, the route a constant), so a function's
+/// binary links the Git host or the uploads bucket only when its route needs them.
+#[inline(always)]
+pub fn run_route(route: &'static Route) -> Pin<Box<dyn Future<Output = RunResult>>> {
     let handler = move |app: &'static App, req| route.serve(app, req);
     match route.needs {
-        Needs::Store => run_with(store_only, handler).await,
-        Needs::GitHost => run_with(github, handler).await,
-        Needs::Uploads => run_with(uploads, handler).await,
+        Needs::Store => Box::pin(run_with(store_only, handler)),
+        Needs::GitHost => Box::pin(run_with(github, handler)),
+        Needs::Uploads => Box::pin(run_with(uploads, handler)),
     }
 }
+
+/// How a function's runtime loop ends.
+pub type RunResult = Result<(), lambda_http::Error>;
 
 /// Runs `handler` for every invocation, over the store alone. The application (SDK clients
 /// included) is built once per execution environment and shared by all invocations.

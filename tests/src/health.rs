@@ -5,11 +5,10 @@ use serde_json::{Value, json};
 
 /// A JUnit file written by a real test runner (the fixtures of `shared/junit`).
 pub fn fixture(name: &str) -> Vec<u8> {
-    let path = format!(
-        "{}/../shared/junit/tests/fixtures/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    let path = mq_tables::moto::workspace_root()
+        .join("shared/junit/tests/fixtures")
+        .join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// A Surefire-style report of `n` test cases named `<prefix>N`: `outcome` `pass`, `fail` or

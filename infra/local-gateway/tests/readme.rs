@@ -10,12 +10,12 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, channel};
+use std::sync::mpsc::Receiver;
 use std::time::Duration;
-use support::{free_port, start};
+use support::{free_port, lines_of, start};
 
 /// The longest a step of the session may take (it includes waits for the example's CI).
 const STEP_TIMEOUT: Duration = Duration::from_secs(180);
@@ -117,13 +117,7 @@ impl Shell {
             .spawn()
             .expect("bash runs");
         let mut stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (lines, output) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let _ = lines.send(line);
-            }
-        });
+        let output = lines_of(child.stdout.take().unwrap());
         writeln!(stdin, "exec 2>&1\nset -e").unwrap();
         Self {
             child,

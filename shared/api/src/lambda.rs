@@ -24,18 +24,10 @@ pub fn run_route(route: &'static Route) -> Pin<Box<dyn Future<Output = RunResult
 /// How a function's runtime loop ends.
 pub type RunResult = Result<(), lambda_http::Error>;
 
-/// Runs `handler` for every invocation, over the store alone. The application (SDK clients
-/// included) is built once per execution environment and shared by all invocations.
-pub async fn run<H, Fut>(handler: H) -> Result<(), lambda_http::Error>
-where
-    H: Fn(&'static App, Request) -> Fut + Sync,
-    Fut: Future<Output = Response<Body>> + Send,
-{
-    run_with(store_only, handler).await
-}
-
-/// [`run`], over the application `parts` builds from the store-only one (adding the Git host
-/// or the uploads bucket: see [`App::attach_github`], [`App::attach_uploads`]).
+/// Runs `handler` for every invocation, over the application `parts` builds from the
+/// store-only one (adding the Git host or the uploads bucket: see [`App::attach_github`],
+/// [`App::attach_uploads`]). The application (SDK clients included) is built once per
+/// execution environment and shared by all invocations.
 pub async fn run_with<P, PFut, H, Fut>(parts: P, handler: H) -> Result<(), lambda_http::Error>
 where
     P: FnOnce(App, aws_config::SdkConfig) -> PFut,

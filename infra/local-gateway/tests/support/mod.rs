@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -51,14 +51,8 @@ pub fn start(dir: &Path, port: u16, args: &[&str]) -> Gateway {
         .stderr(Stdio::null())
         .spawn()
         .expect("the gateway starts");
-    let stdout = child.stdout.take().unwrap();
     // Its output is read to the end, as a terminal would.
-    let (lines, printed) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = lines.send(line);
-        }
-    });
+    let printed = lines_of(child.stdout.take().unwrap());
     let gateway = Gateway { child, printed };
     let mut seen = String::new();
     while let Ok(line) = gateway.printed.recv_timeout(Duration::from_secs(60)) {
@@ -69,4 +63,15 @@ pub fn start(dir: &Path, port: u16, args: &[&str]) -> Gateway {
         seen.push('\n');
     }
     panic!("the gateway did not start listening:\n{seen}");
+}
+
+/// The lines `output` prints, read on a thread of their own until it closes.
+pub fn lines_of(output: impl Read + Send + 'static) -> Receiver<String> {
+    let (lines, printed) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(output).lines().map_while(Result::ok) {
+            let _ = lines.send(line);
+        }
+    });
+    printed
 }

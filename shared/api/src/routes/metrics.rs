@@ -1,6 +1,7 @@
 //! `getMergeQueueMetrics`: the figures of the caller's queues in the Prometheus text format;
 //! `repo` (`owner/name`) with `repoHost` narrows them to one repository.
 
+use super::Answered;
 use crate::app::App;
 use crate::auth::Caller;
 use crate::error::ApiError;
@@ -8,10 +9,10 @@ use crate::http;
 use crate::service::metrics;
 use crate::wire::metrics::MetricsQuery;
 use lambda_http::http::StatusCode;
-use lambda_http::{Body, Request, RequestExt, Response};
+use lambda_http::{Body, Request, RequestExt};
 use mq_metrics::prometheus_text;
 
-pub async fn get(app: &App, caller: Caller, req: Request) -> Result<Response<Body>, ApiError> {
+pub async fn get(app: &App, caller: Caller, req: Request) -> Answered {
     let query = MetricsQuery::parse(&req.query_string_parameters())?;
     let figures = metrics::figures_of(app, &caller.org, query.repo.as_ref()).await?;
     let text = prometheus_text::render(&figures).map_err(ApiError::internal)?;

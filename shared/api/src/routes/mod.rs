@@ -20,7 +20,10 @@ use std::future::Future;
 use std::pin::Pin;
 
 /// What a handler answers: the response, or the error the frame renders.
-pub type Answer<'a> = Pin<Box<dyn Future<Output = Result<Response<Body>, ApiError>> + Send + 'a>>;
+pub type Answered = Result<Response<Body>, ApiError>;
+
+/// A handler's answer to come.
+pub type Answer<'a> = Pin<Box<dyn Future<Output = Answered> + Send + 'a>>;
 
 /// How an endpoint's requests are authenticated, and the handler that takes them.
 #[derive(Clone, Copy)]

@@ -1,20 +1,18 @@
 //! The pull request endpoints: submit, cancel, restart, impacted targets, and reading a
 //! submission or a test run.
 
+use super::Answered;
 use crate::app::App;
 use crate::auth::Caller;
 use crate::body::parse_json;
-use crate::error::ApiError;
 use crate::http;
 use crate::service::pull_requests;
 use crate::wire::{ImpactedTargetsRequest, PrRequest, SubmitRequest, TestingDetailsRequest};
-use lambda_http::{Body, Request, Response};
-
-type Answer = Result<Response<Body>, ApiError>;
+use lambda_http::Request;
 
 /// `submitPullRequest`: submits a pull request to a queue (or updates the priority of its
 /// active entry).
-pub async fn submit(app: &App, caller: Caller, req: Request) -> Answer {
+pub async fn submit(app: &App, caller: Caller, req: Request) -> Answered {
     let body: SubmitRequest = parse_json(&req)?;
     let submission = body.submission()?;
     pull_requests::submit(app, &caller.org, &submission).await?;
@@ -22,7 +20,7 @@ pub async fn submit(app: &App, caller: Caller, req: Request) -> Answer {
 }
 
 /// `cancelPullRequest`: removes a pull request from a queue.
-pub async fn cancel(app: &App, caller: Caller, req: Request) -> Answer {
+pub async fn cancel(app: &App, caller: Caller, req: Request) -> Answered {
     let body: PrRequest = parse_json(&req)?;
     let (target, pr) = body.target()?;
     pull_requests::cancel(app, &caller.org, &target.id(), pr).await?;
@@ -30,7 +28,7 @@ pub async fn cancel(app: &App, caller: Caller, req: Request) -> Answer {
 }
 
 /// `restartTestsOnPullRequest`: re-runs the tests of a pull request's group in place.
-pub async fn restart(app: &App, caller: Caller, req: Request) -> Answer {
+pub async fn restart(app: &App, caller: Caller, req: Request) -> Answered {
     let body: PrRequest = parse_json(&req)?;
     let (target, pr) = body.target()?;
     pull_requests::restart(app, &caller.org, &target.id(), pr).await?;
@@ -38,7 +36,7 @@ pub async fn restart(app: &App, caller: Caller, req: Request) -> Answer {
 }
 
 /// `getSubmittedPullRequest`: the state of a pull request's latest submission.
-pub async fn submitted(app: &App, caller: Caller, req: Request) -> Answer {
+pub async fn submitted(app: &App, caller: Caller, req: Request) -> Answered {
     let body: PrRequest = parse_json(&req)?;
     let (target, pr) = body.target()?;
     let view = pull_requests::submitted(app, &caller.org, &target.id(), pr).await?;
@@ -46,7 +44,7 @@ pub async fn submitted(app: &App, caller: Caller, req: Request) -> Answer {
 }
 
 /// `setImpactedTargets`: the targets a pull request's head impacts (parallel queues).
-pub async fn set_impacted_targets(app: &App, caller: Caller, req: Request) -> Answer {
+pub async fn set_impacted_targets(app: &App, caller: Caller, req: Request) -> Answered {
     let body: ImpactedTargetsRequest = parse_json(&req)?;
     let upload = body.upload()?;
     pull_requests::set_impacted_targets(app, &caller.org, &upload).await?;
@@ -54,7 +52,7 @@ pub async fn set_impacted_targets(app: &App, caller: Caller, req: Request) -> An
 }
 
 /// `getMergeQueueTestingDetails`: a test run of a queue, in progress or finished.
-pub async fn testing_details(app: &App, caller: Caller, req: Request) -> Answer {
+pub async fn testing_details(app: &App, caller: Caller, req: Request) -> Answered {
     let body: TestingDetailsRequest = parse_json(&req)?;
     let (target, run_id) = body.target()?;
     let details = pull_requests::testing_details(app, &caller.org, &target, &run_id).await?;

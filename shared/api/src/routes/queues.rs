@@ -1,18 +1,16 @@
 //! The queue endpoints: create, read, update and delete a queue.
 
+use super::Answered;
 use crate::app::App;
 use crate::auth::Caller;
 use crate::body::parse_json;
-use crate::error::ApiError;
 use crate::http;
 use crate::service::queues;
 use crate::wire::{QueueRequest, QueueSettingsRequest, QueueView};
-use lambda_http::{Body, Request, Response};
-
-type Answer = Result<Response<Body>, ApiError>;
+use lambda_http::Request;
 
 /// `createQueue`: a queue for a branch of a repository, with optional settings.
-pub async fn create(app: &App, caller: Caller, req: Request) -> Answer {
+pub async fn create(app: &App, caller: Caller, req: Request) -> Answered {
     let body: QueueSettingsRequest = parse_json(&req)?;
     let target = body.target()?;
     let patch = body.patch()?;
@@ -21,14 +19,14 @@ pub async fn create(app: &App, caller: Caller, req: Request) -> Answer {
 }
 
 /// `getQueue`: the queue's state, configuration and enqueued pull requests, in queue order.
-pub async fn get(app: &App, caller: Caller, req: Request) -> Answer {
+pub async fn get(app: &App, caller: Caller, req: Request) -> Answered {
     let body: QueueRequest = parse_json(&req)?;
     let snapshot = queues::get(app, &caller.org, &body.target()?.id()).await?;
     Ok(http::ok(&queues::view_with_entries(&snapshot, app.now())))
 }
 
 /// `updateQueue`: a partial update of the queue's settings, state and mode.
-pub async fn update(app: &App, caller: Caller, req: Request) -> Answer {
+pub async fn update(app: &App, caller: Caller, req: Request) -> Answered {
     let body: QueueSettingsRequest = parse_json(&req)?;
     let id = body.target()?.id();
     let patch = body.patch()?;
@@ -37,7 +35,7 @@ pub async fn update(app: &App, caller: Caller, req: Request) -> Answer {
 }
 
 /// `deleteQueue`: deletes a queue that has no active pull requests.
-pub async fn delete(app: &App, caller: Caller, req: Request) -> Answer {
+pub async fn delete(app: &App, caller: Caller, req: Request) -> Answered {
     let body: QueueRequest = parse_json(&req)?;
     queues::delete(app, &caller.org, &body.target()?.id()).await?;
     Ok(http::empty_ok())

@@ -2,16 +2,17 @@
 //! of the raw body with the webhook secret) authenticates them, checked before the body is
 //! read; a bad one gets 401 and changes nothing.
 
+use super::Answered;
 use crate::app::App;
 use crate::body::MAX_BODY_BYTES;
 use crate::error::ApiError;
 use crate::http;
 use crate::service::webhook;
+use lambda_http::Request;
 use lambda_http::http::StatusCode;
-use lambda_http::{Body, Request, Response};
 use mq_githost::webhook::{EVENT_HEADER, SIGNATURE_HEADER, WebhookError};
 
-pub async fn github(app: &App, req: Request) -> Result<Response<Body>, ApiError> {
+pub async fn github(app: &App, req: Request) -> Answered {
     let receiver = app.webhook.as_ref().ok_or_else(not_configured)?;
     let body = req.body().as_ref();
     if body.len() > MAX_BODY_BYTES {

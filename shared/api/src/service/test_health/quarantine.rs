@@ -235,11 +235,15 @@ pub async fn check(
         let found = app.store.get_test_cases(&scope, &ids).await?;
         known.extend(found.into_iter().map(|c| (c.id, c)));
     }
+    let mut in_variants: HashMap<usize, Vec<Uuid>> = HashMap::new();
+    for (i, id) in others {
+        in_variants.entry(i).or_default().push(id);
+    }
     let tests: Vec<CheckedTest> = asked
         .into_iter()
         .enumerate()
         .map(|(i, a)| {
-            let candidates = others.iter().filter(|(at, _)| *at == i).map(|(_, id)| id);
+            let candidates = in_variants.get(&i).into_iter().flatten();
             let matches: Vec<&TestCase> = candidates.filter_map(|id| known.get(id)).collect();
             checked(a, known.get(&ids[i]), &matches, &settings, &req.variant)
         })

@@ -13,9 +13,6 @@ use e2e::requests::{get, post};
 use e2e::timeline::{Event::*, Timeline};
 use e2e::{TestClock, register_organisations};
 use lambda_http::{Body, Request, Response};
-use mq_api::App;
-use mq_api::routes::route;
-use mq_api::service::metrics::figures_of;
 use mq_core::git::{PrFacts, RequiredStatuses};
 use mq_core::ids::{PrNumber, Sha};
 use mq_core::ids::{QueueId, RepoRef};
@@ -25,7 +22,10 @@ use mq_githost::{
     CommitChecks, GitHost, HostResult, MergeOutcome, MergeRequest, StatusUpdate, TestBranchOutcome,
     TestBranchRequest, TestPullRequest,
 };
+use mq_http::routes::route;
 use mq_metrics::prometheus_text::render;
+use mq_service::App;
+use mq_service::metrics::figures_of;
 use mq_store::{MemoryStore, Store};
 use serde_json::{Value, json};
 use std::collections::HashMap;

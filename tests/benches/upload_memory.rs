@@ -14,7 +14,7 @@
 use e2e::health::{form, sha};
 use e2e::{ACME, Backend, new_store};
 use lambda_http::Body;
-use mq_api::{App, SystemClock};
+use mq_service::{App, SystemClock};
 use std::io::Write;
 use std::sync::Arc;
 use std::time::Instant;
@@ -146,7 +146,7 @@ async fn measure(file_count: usize) {
     let before = status_bytes("VmRSS");
     reset_peak();
     let started = Instant::now();
-    let response = mq_api::routes::route("flaky-tests/upload")
+    let response = mq_http::routes::route("flaky-tests/upload")
         .expect("route")
         .serve(&app, request)
         .await;

@@ -4,8 +4,8 @@
 use crate::git_repo::GitRepo;
 use crate::live::Run;
 use crate::{Reply, TestEnv};
-use mq_api::{Clock, SystemClock};
 use mq_githost::webhook::sign;
+use mq_service::{Clock, SystemClock};
 use serde_json::{Value, json};
 
 /// Signs `payload` with `secret` and delivers it as GitHub does.

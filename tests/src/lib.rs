@@ -19,10 +19,10 @@ pub mod timeline;
 
 use local_gateway::Gateway;
 use local_gateway::server::Timeouts;
-use mq_api::auth::record_for;
-use mq_api::{App, Clock, SystemClock};
 use mq_core::ids::{OrgId, OwnerRef};
 use mq_core::time::Timestamp;
+use mq_http::auth::record_for;
+use mq_service::{App, Clock, SystemClock};
 use mq_store::{DynamoStore, MemoryStore, OwnerLink, Store, TableNames};
 use serde_json::{Value, json};
 use std::sync::Arc;

@@ -25,7 +25,7 @@ impl Contract {
     /// The document the gateway serves.
     pub fn load() -> Self {
         let doc =
-            serde_json::from_str(mq_api::openapi::OPENAPI_JSON).expect("the document is JSON");
+            serde_json::from_str(mq_http::openapi::OPENAPI_JSON).expect("the document is JSON");
         Self {
             doc,
             checked: Mutex::new(BTreeMap::new()),

@@ -14,12 +14,12 @@ use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_dynamodb::error::BoxError;
 use lambda_http::http::header::CONTENT_TYPE;
 use lambda_http::{Body, Request, RequestExt};
-use mq_api::routes::route;
-use mq_api::service::tick;
-use mq_api::uploads::UploadBucket;
-use mq_api::{App, Clock, SystemClock};
 use mq_githost::local::LocalGitHost;
 use mq_githost::webhook::{SIGNATURE_HEADER, WebhookReceiver, sign};
+use mq_http::routes::route;
+use mq_lambda::s3::UploadBucket;
+use mq_service::tick;
+use mq_service::{App, Clock, SystemClock};
 use mq_store::{DynamoStore, TableNames};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -266,7 +266,7 @@ impl Bench {
                 WEBHOOK_SECRET.as_bytes().to_vec(),
                 "github.com",
             ))
-            .with_uploads(bucket);
+            .with_uploads(std::sync::Arc::new(bucket));
         log.take();
         Self {
             app,

@@ -8,8 +8,8 @@ use e2e::git_repo::{GitRepo, PrSpec};
 use e2e::health::health_body;
 use e2e::live::{LiveEnv, body};
 use e2e::{ACME, Backend, TestEnv};
-use mq_api::service::test_health::objects::ingest_object;
-use mq_api::uploads::UploadBucket;
+use mq_lambda::s3::UploadBucket;
+use mq_service::test_health::objects::ingest_object;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -926,7 +926,10 @@ async fn uploads_above_the_direct_limit_go_through_upload_urls() {
     let name = format!("mq-cli-uploads-{}", std::process::id());
     let bucket = UploadBucket::local(&endpoint, &name).await;
     bucket.create().await.expect("bucket created on moto");
-    let env = TestEnv::start_with(Backend::Memory, |app| app.with_uploads(bucket)).await;
+    let env = TestEnv::start_with(Backend::Memory, |app| {
+        app.with_uploads(std::sync::Arc::new(bucket))
+    })
+    .await;
     let mq = Mq::new(&env.gateway.base_url(), ACME).var("MQ_REPO", "acme/rocket");
     let reports = [
         fixture("nextest-noretry-run1.xml"),

@@ -1,4 +1,4 @@
-//! The functions' HTTPS client (`mq_api::https::client_trusting`) against a real TLS server:
+//! The functions' HTTPS client (`mq_lambda::https::client_trusting`) against a real TLS server:
 //! moto on 127.0.0.1, behind a certificate signed by a test authority. DynamoDB answers when
 //! the bundle holds that authority (among entries the client leaves out), and the handshake
 //! is refused when the bundle holds only another authority.
@@ -114,12 +114,12 @@ async fn the_https_client_trusts_the_authorities_of_its_bundle_on_moto() {
         "trusted.pem",
         &[NOT_A_CERTIFICATE, "other.pem", "authority.pem"],
     );
-    let client = mq_api::https::client_trusting(&trusted).expect("a client");
+    let client = mq_lambda::https::client_trusting(&trusted).expect("a client");
     let listed = dynamodb(&moto.endpoint, client).list_tables().send().await;
     assert!(listed.is_ok(), "DynamoDB over TLS: {listed:?}");
 
     let untrusted = bundle(dir.path(), "untrusted.pem", &["other.pem"]);
-    let client = mq_api::https::client_trusting(&untrusted).expect("a client");
+    let client = mq_lambda::https::client_trusting(&untrusted).expect("a client");
     let refused = dynamodb(&moto.endpoint, client).list_tables().send().await;
     let error = refused.expect_err("a server signed by an authority not in the bundle");
     assert!(
@@ -129,7 +129,7 @@ async fn the_https_client_trusts_the_authorities_of_its_bundle_on_moto() {
 
     let nothing = bundle(dir.path(), "nothing.pem", &[NOT_A_CERTIFICATE]);
     assert!(
-        mq_api::https::client_trusting(&nothing).is_err(),
+        mq_lambda::https::client_trusting(&nothing).is_err(),
         "a bundle without a certificate is refused, and the SDK's default is kept"
     );
 }

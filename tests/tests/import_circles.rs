@@ -11,13 +11,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The crates whose files are checked.
-const CRATES: [&str; 13] = [
+const CRATES: [&str; 16] = [
     "shared/core",
     "shared/junit",
     "shared/store",
     "shared/githost",
     "shared/metrics",
-    "shared/api",
+    "shared/wire",
+    "shared/service",
+    "shared/http",
+    "shared/lambda",
     "infra/local-gateway",
     "infra/cli",
     "infra/admin",

@@ -12,10 +12,10 @@ use e2e::git_repo::GitRepo;
 use e2e::health::{Run, fixture, form, health_body, sha, upload};
 use e2e::live::{LiveEnv, body, repo_ref};
 use e2e::{ACME, Auth, Backend, REVOKED, UMBRELLA, live_on_both_stores};
-use mq_api::Clock;
 use mq_core::ids::OrgId;
 use mq_core::settings::{QueueConfig, QueueState};
 use mq_core::snapshot::Queue;
+use mq_service::Clock;
 use serde_json::{Value, json};
 
 live_on_both_stores!(every_endpoint_answers_only_for_the_owners_repositories);

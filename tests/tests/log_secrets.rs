@@ -47,9 +47,9 @@ impl Captured {
         LOGS.get_or_init(|| {
             let logs = Captured::default();
             let writer = logs.clone();
-            let subscriber = mq_api::logging::json_logs(
+            let subscriber = mq_lambda::logging::json_logs(
                 move || writer.clone(),
-                mq_api::logging::levels("debug"),
+                mq_lambda::logging::levels("debug"),
             );
             tracing::subscriber::set_global_default(subscriber).expect("the only logger");
             logs
@@ -170,7 +170,7 @@ async fn no_token_secret_or_body_content_is_logged(backend: Backend) {
     assert!(text.contains("request finished"), "the run was logged");
     let hashes: Vec<String> = [ACME, UMBRELLA, REVOKED]
         .iter()
-        .map(|t| mq_api::auth::hash_token(t))
+        .map(|t| mq_http::auth::hash_token(t))
         .collect();
     let mut secrets: Vec<&str> = vec![ACME, UMBRELLA, REVOKED, SECRET, "forged-secret"];
     secrets.extend(hashes.iter().map(String::as_str));

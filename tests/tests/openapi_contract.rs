@@ -9,8 +9,8 @@ use e2e::health::{fixture, form, sha};
 use e2e::live::{LiveEnv, body, pr_body};
 use e2e::openapi::Contract;
 use e2e::{ACME, Backend, TestEnv, UMBRELLA};
-use mq_api::uploads::UploadBucket;
 use mq_githost::webhook::{WebhookReceiver, sign};
+use mq_lambda::s3::UploadBucket;
 use serde_json::{Value, json};
 
 const WEBHOOK_SECRET: &str = "contract-secret";
@@ -143,7 +143,7 @@ async fn with_hooks_and_bucket(backend: Backend) -> TestEnv {
     bucket.create().await.expect("bucket created on moto");
     TestEnv::start_with(backend, |app| {
         app.with_webhook(WebhookReceiver::new(WEBHOOK_SECRET, "github.com"))
-            .with_uploads(bucket)
+            .with_uploads(std::sync::Arc::new(bucket))
     })
     .await
 }
@@ -399,7 +399,7 @@ async fn refusals(api: &Checked<'_>) {
         )
         .await;
     assert_eq!(text.status, 415);
-    let big = vec![b' '; mq_api::body::MAX_BODY_BYTES + 1];
+    let big = vec![b' '; mq_http::body::MAX_BODY_BYTES + 1];
     let too_large = api
         .send(
             "POST",

@@ -29,8 +29,10 @@ impl Captured {
         LOGS.get_or_init(|| {
             let logs = Captured::default();
             let writer = logs.clone();
-            let subscriber =
-                mq_api::logging::json_logs(move || writer.clone(), mq_api::logging::levels("info"));
+            let subscriber = mq_lambda::logging::json_logs(
+                move || writer.clone(),
+                mq_lambda::logging::levels("info"),
+            );
             tracing::subscriber::set_global_default(subscriber).expect("the only logger");
             logs
         })

@@ -1,4 +1,4 @@
-//! One route table (`mq_api::routes`), and the places that must agree with it: the SAM
+//! One route table (`mq_http::routes`), and the places that must agree with it: the SAM
 //! template's HTTP API events and the OpenAPI document name the same (method, path) pairs as the
 //! table (which the local gateway serves), every function the template builds is a binary of
 //! the workspace, and each HTTP function serves the row of its event.
@@ -49,7 +49,7 @@ fn template_endpoints() -> Endpoints {
 }
 
 fn gateway_endpoints() -> Endpoints {
-    mq_api::routes::ROUTES
+    mq_http::routes::ROUTES
         .iter()
         .map(|r| (r.method.to_string(), r.path()))
         .collect()
@@ -72,7 +72,11 @@ fn openapi_endpoints() -> Endpoints {
 #[test]
 fn the_template_the_gateway_and_the_openapi_document_name_the_same_endpoints() {
     let template = template_endpoints();
-    assert_eq!(template.len(), mq_api::routes::ROUTES.len(), "{template:?}");
+    assert_eq!(
+        template.len(),
+        mq_http::routes::ROUTES.len(),
+        "{template:?}"
+    );
     assert_eq!(gateway_endpoints(), template, "route table vs template");
     assert_eq!(openapi_endpoints(), template, "openapi.json vs template");
 }
@@ -138,7 +142,7 @@ fn every_function_is_built_from_its_own_package_directory() {
     }
 }
 
-/// The `static` of `mq_api::routes` a route is declared as: its name in upper snake case.
+/// The `static` of `mq_http::routes` a route is declared as: its name in upper snake case.
 fn static_name(name: &str) -> String {
     let mut out = String::new();
     let mut previous_lower = false;
@@ -168,12 +172,12 @@ fn every_http_function_serves_the_route_of_its_event() {
         for (_, event) in events.iter().filter(|(_, e)| e["Type"] == "HttpApi") {
             let path = event["Properties"]["Path"].as_str().unwrap();
             let name = path.strip_prefix("/v1/").unwrap();
-            let route = mq_api::routes::route(name).unwrap_or_else(|| panic!("{id}: no {path}"));
+            let route = mq_http::routes::route(name).unwrap_or_else(|| panic!("{id}: no {path}"));
             let method = event["Properties"]["Method"].as_str().unwrap();
             assert_eq!(route.method.as_str(), method.to_uppercase(), "{id}");
             let code_uri = f["Properties"]["CodeUri"].as_str().unwrap();
             let main = std::fs::read_to_string(root().join(code_uri).join("src/main.rs")).unwrap();
-            let serves = format!("run_route(&mq_api::routes::{})", static_name(name));
+            let serves = format!("run_route(&mq_http::routes::{})", static_name(name));
             assert!(
                 main.contains(&serves),
                 "{id} ({code_uri}) does not call {serves}"
@@ -181,5 +185,5 @@ fn every_http_function_serves_the_route_of_its_event() {
             served += 1;
         }
     }
-    assert_eq!(served, mq_api::routes::ROUTES.len());
+    assert_eq!(served, mq_http::routes::ROUTES.len());
 }

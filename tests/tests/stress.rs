@@ -23,10 +23,10 @@ use e2e::git_repo::GitRepo;
 use e2e::live::{LiveEnv, body, pr_body, repo_ref};
 use e2e::tally::Tally;
 use e2e::{ACME, Backend, TestEnv};
-use mq_api::App;
-use mq_api::service::tick;
 use mq_core::engine::invariants;
 use mq_core::ids::QueueId;
+use mq_service::App;
+use mq_service::tick;
 use mq_store::FaultyStore;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -312,8 +312,9 @@ async fn run_tick(world: &World, app: &App, owner: &str) {
             }
         }
         Err(e) => {
-            world.ledger.tally.count("tick", e.status.as_u16());
-            if e.status.as_u16() != 503 {
+            let status = mq_http::ApiError::from(e.clone()).status.as_u16();
+            world.ledger.tally.count("tick", status);
+            if status != 503 {
                 world.ledger.tally.unexpected(format!("tick: {e}"));
             }
         }

@@ -1,7 +1,7 @@
 //! The functions' permissions in `template.yaml`: the idempotency table is open to exactly the
 //! endpoints that honour `Idempotency-Key`, and no statement grants every resource.
 
-use mq_api::routes::ROUTES;
+use mq_http::routes::ROUTES;
 use mq_tables::schema::TEMPLATE;
 
 /// Each function's block of the template: (route from its description, text).
@@ -38,7 +38,7 @@ fn only_idempotent_endpoints_may_use_the_idempotency_table() {
     assert!(functions.len() >= 20, "{} functions", functions.len());
     for (route, block) in &functions {
         let granted = block.contains("IdempotencyKeysTable");
-        let honours = mq_api::routes::route(route).is_some_and(|r| r.mutating);
+        let honours = mq_http::routes::route(route).is_some_and(|r| r.mutating);
         assert_eq!(granted, honours, "function of {route:?}");
     }
     let granted = functions

@@ -5,10 +5,10 @@ use e2e::health::{
     Run, fixture, form, generated_report, health_body, names, sha, unhealthy, upload,
 };
 use e2e::{ACME, Backend, TestEnv, UMBRELLA, on_both_stores};
-use mq_api::service::test_health::recover;
-use mq_api::uploads::UploadBucket;
-use mq_api::{App, SystemClock};
 use mq_core::time::Timestamp;
+use mq_lambda::s3::UploadBucket;
+use mq_service::test_health::recover;
+use mq_service::{App, SystemClock};
 use serde_json::{Value, json};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -812,7 +812,7 @@ async fn with_bucket(backend: Backend) -> TestEnv {
     let name = format!("mq-uploads-{}-{n}", std::process::id());
     let bucket = UploadBucket::local(&mq_tables::moto::endpoint(), &name).await;
     bucket.create().await.expect("bucket created on moto");
-    TestEnv::start_with(backend, |app| app.with_uploads(bucket)).await
+    TestEnv::start_with(backend, |app| app.with_uploads(std::sync::Arc::new(bucket))).await
 }
 
 async fn large_reports_go_through_s3(env: TestEnv) {

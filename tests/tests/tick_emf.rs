@@ -5,7 +5,7 @@
 
 use e2e::live::LiveEnv;
 use e2e::{Backend, live_on_both_stores};
-use mq_api::service::tick;
+use mq_service::tick;
 use serde_json::{Value, json};
 
 live_on_both_stores!(the_tick_emits_the_gauges_the_alarm_reads);

@@ -1,6 +1,6 @@
-//! The `createQueue` Lambda function: it serves its row of the route table (`mq_api::routes`).
+//! The `createQueue` Lambda function: it serves its row of the route table (`mq_http::routes`).
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    mq_api::lambda::run_route(&mq_api::routes::CREATE_QUEUE).await
+    mq_lambda::run_route(&mq_http::routes::CREATE_QUEUE).await
 }

@@ -2,12 +2,15 @@
 //! with a URL from `flaky-tests/upload-url`; it is ingested like a multipart upload.
 
 use aws_lambda_events::event::s3::S3Event;
-use mq_api::App;
-use mq_api::service::test_health::objects::{ObjectOutcome, ingest_object};
+use mq_service::App;
+use mq_service::test_health::objects::{ObjectOutcome, ingest_object};
 
 /// Ingests every object of the event. A store or S3 failure fails the invocation (Lambda
 /// retries it); a refused report is recorded on its upload and does not.
-pub async fn handle(app: &App, event: S3Event) -> Result<Vec<ObjectOutcome>, mq_api::ApiError> {
+pub async fn handle(
+    app: &App,
+    event: S3Event,
+) -> Result<Vec<ObjectOutcome>, mq_service::ServiceError> {
     let mut outcomes = Vec::new();
     for record in event.records {
         let Some(key) = record.s3.object.key else {

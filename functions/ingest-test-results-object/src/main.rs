@@ -2,12 +2,12 @@
 
 use aws_lambda_events::event::s3::S3Event;
 use lambda_runtime::{LambdaEvent, service_fn};
-use mq_api::App;
+use mq_service::App;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    mq_api::logging::init_json();
-    let app: &'static App = mq_api::lambda::deployed_app(mq_api::lambda::uploads).await;
+    mq_lambda::logging::init_json();
+    let app: &'static App = mq_lambda::lambda::deployed_app(mq_lambda::lambda::uploads).await;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<S3Event>| async move {
         let outcomes = ingest_test_results_object::handle(app, event.payload)
             .await

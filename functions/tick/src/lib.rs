@@ -1,9 +1,9 @@
 //! What the tick function prints after each tick: every worked queue's gauges in CloudWatch
 //! Embedded Metric Format.
 
-use mq_api::App;
-use mq_api::service::metrics;
 use mq_core::ids::QueueId;
+use mq_service::App;
+use mq_service::metrics;
 
 /// The EMF lines (`mq_metrics::emf`) of the queues `ids` at the app's `now`, one JSON object
 /// each. A queue that is gone has none; one that cannot be read is logged and left out (the

@@ -3,14 +3,14 @@
 //! on standard output), for CloudWatch alarms and dashboards.
 
 use lambda_runtime::{Error, LambdaEvent, service_fn};
-use mq_api::App;
-use mq_api::service::tick::{TickReport, run as run_tick};
+use mq_service::App;
+use mq_service::tick::{TickReport, run as run_tick};
 use serde_json::{Value, json};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    mq_api::logging::init_json();
-    let app: &'static App = mq_api::lambda::deployed_app(mq_api::lambda::github).await;
+    mq_lambda::logging::init_json();
+    let app: &'static App = mq_lambda::lambda::deployed_app(mq_lambda::lambda::github).await;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
         let owner = format!("tick-{}", event.context.request_id);
         let report = run_tick(app, &owner).await?;

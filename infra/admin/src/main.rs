@@ -135,12 +135,12 @@ async fn run(cli: Cli) -> Result<(), String> {
 }
 
 async fn tokens(store: &DynamoStore, command: TokenCommand) -> Result<(), String> {
-    let now = mq_api::Clock::now(&mq_api::SystemClock);
+    let now = mq_service::Clock::now(&mq_service::SystemClock);
     match command {
         TokenCommand::Create { org, label } => {
             let org = OrgId::parse(&org).map_err(|e| format!("--org {org:?}: {e}"))?;
             let (token, record) =
-                mq_api::auth::new_token(org, &label, now).map_err(|e| e.to_string())?;
+                mq_http::auth::new_token(org, &label, now).map_err(|e| e.to_string())?;
             store.put_token(&record).await.map_err(describe)?;
             println!("id:    {}", record.id);
             println!("org:   {}", record.org);

@@ -47,7 +47,7 @@ pub async fn link(
     let link = OwnerLink {
         owner: owner.clone(),
         org: org.clone(),
-        linked_at: mq_api::Clock::now(&mq_api::SystemClock),
+        linked_at: mq_service::Clock::now(&mq_service::SystemClock),
     };
     match store.link_owner(&link).await {
         Ok(()) => {
@@ -113,7 +113,7 @@ async fn github_app(args: &AppArgs) -> Result<Option<GitHubHost>, String> {
             .map_err(|e| format!("--github-private-key {path}: {e}"))?,
         (None, Some(arn)) => {
             let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-            mq_api::secrets::Secrets::new(&config).read(arn).await?
+            mq_lambda::secrets::Secrets::new(&config).read(arn).await?
         }
         (None, None) => {
             return Err(
@@ -127,7 +127,7 @@ async fn github_app(args: &AppArgs) -> Result<Option<GitHubHost>, String> {
         private_key_pem,
     });
     if let Some(url) = &args.github_api_url {
-        config = config.with_api(url.clone(), mq_api::secrets::api_host(url));
+        config = config.with_api(url.clone(), mq_lambda::secrets::api_host(url));
     }
     GitHubHost::new(config).map(Some).map_err(|e| e.to_string())
 }

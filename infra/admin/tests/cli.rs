@@ -5,7 +5,7 @@
 //! listed and unlinked; and the errors an operator can make.
 
 use lambda_http::Request;
-use mq_api::auth::authenticate;
+use mq_http::auth::authenticate;
 use mq_store::{DynamoStore, TableNames};
 use std::process::{Command, Output};
 

@@ -1,10 +1,10 @@
 //! What the deployment's schedule and webhooks do, done in process: the tick every few
 //! seconds, and the local CI's statuses delivered as they are recorded.
 
-use mq_api::App;
-use mq_api::service::{tick, webhook};
 use mq_core::engine::Event;
 use mq_githost::local::StatusRecorded;
+use mq_service::App;
+use mq_service::{tick, webhook};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::broadcast;

@@ -6,13 +6,14 @@
 //! adds a file named `FAIL`, which the example CI command (`test ! -e FAIL`) fails.
 
 use crate::owners::Ownership;
-use mq_api::App;
-use mq_api::service::queues;
-use mq_api::wire::QueueTarget;
+use mq_core::ErrorCode;
 use mq_core::ids::{OrgId, RepoRef};
 use mq_core::settings::SettingsPatch;
 use mq_core::time::Timestamp;
+use mq_service::App;
+use mq_service::queues;
 use mq_store::OwnerStore;
+use mq_wire::QueueTarget;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -110,7 +111,7 @@ pub async fn create_example_queue(app: &App, org: &OrgId) -> Result<(), String> 
     };
     match queues::create(app, org, target, &SettingsPatch::default()).await {
         Ok(_) => Ok(()),
-        Err(e) if e.status.as_u16() == 409 => Ok(()),
+        Err(e) if e.is(ErrorCode::QueueAlreadyExists) => Ok(()),
         Err(e) => Err(e.to_string()),
     }
 }

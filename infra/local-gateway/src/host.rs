@@ -69,7 +69,7 @@ pub fn open_host(args: &HostArgs) -> Result<OpenedHost, String> {
     let api_host = args
         .github_api_url
         .as_deref()
-        .map_or_else(|| "github.com".to_owned(), mq_api::secrets::api_host);
+        .map_or_else(|| "github.com".to_owned(), mq_lambda::secrets::api_host);
     if let Some(url) = &args.github_api_url {
         config = config.with_api(url.clone(), api_host.clone());
     }

@@ -20,8 +20,8 @@ use local_gateway::host::{HostArgs, open_host};
 use local_gateway::owners::Ownership;
 use local_gateway::server::Timeouts;
 use local_gateway::tokens::{LOCAL_ORG, parse_token_list, register};
-use mq_api::{App, Clock, SystemClock};
 use mq_core::ids::OrgId;
+use mq_service::{App, Clock, SystemClock};
 use mq_store::{DynamoStore, MemoryStore, Store, TableNames};
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -81,7 +81,7 @@ fn parse_interval(s: &str) -> Result<f64, String> {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    mq_api::logging::init_text();
+    mq_lambda::logging::init_text();
     match run(Args::parse()).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {

@@ -16,10 +16,11 @@ use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use lambda_http::http::StatusCode;
 use lambda_http::{RequestExt, aws_lambda_events::query_map::QueryMap};
-use mq_api::body::MAX_BODY_BYTES;
-use mq_api::endpoint::unrouted;
-use mq_api::routes::{ROUTES, Route};
-use mq_api::{ApiError, App};
+use mq_http::ApiError;
+use mq_http::body::MAX_BODY_BYTES;
+use mq_http::endpoint::unrouted;
+use mq_http::routes::{ROUTES, Route};
+use mq_service::App;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -59,8 +60,8 @@ pub fn router_with(app: Arc<App>, timeouts: Timeouts) -> Router {
         router = router.route(&path, method_router(app.clone(), route, timeouts.body));
     }
     router = router.route(
-        mq_api::openapi::OPENAPI_PATH,
-        axum::routing::get(|| async { to_http(mq_api::openapi::response()) }),
+        mq_http::openapi::OPENAPI_PATH,
+        axum::routing::get(|| async { to_http(mq_http::openapi::response()) }),
     );
     router.fallback(|| async {
         to_http(unrouted(&ApiError::not_found(

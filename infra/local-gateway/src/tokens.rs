@@ -1,9 +1,9 @@
 //! The tokens the gateway accepts: `--api-token` (organisation `local`), `MQ_API_TOKENS`
 //! (`org1:token1,org2:token2`), or a random one printed at start.
 
-use mq_api::auth::{new_token, record_for};
 use mq_core::ids::OrgId;
 use mq_core::time::Timestamp;
+use mq_http::auth::{new_token, record_for};
 use mq_store::{StoreError, TokenRecord, TokenStore};
 
 /// The organisation of tokens given without one.

@@ -25,6 +25,13 @@ pub enum ErrorCode {
     ShaMismatch,
     PullRequestNotOpen,
     WrongBaseBranch,
+    /// A report upload through a URL, on a deployment without an uploads bucket.
+    UploadsNotConfigured,
+    /// A report upload whose id was already received.
+    UploadAlreadyReceived,
+    /// A test-health request's `org_url_slug` names no organisation the caller belongs to.
+    OrganizationNotFound,
+    TestCaseNotFound,
 }
 
 impl ErrorCode {
@@ -45,6 +52,10 @@ impl ErrorCode {
             ErrorCode::ShaMismatch => "SHA_MISMATCH",
             ErrorCode::PullRequestNotOpen => "PULL_REQUEST_NOT_OPEN",
             ErrorCode::WrongBaseBranch => "WRONG_BASE_BRANCH",
+            ErrorCode::UploadsNotConfigured => "UPLOADS_NOT_CONFIGURED",
+            ErrorCode::UploadAlreadyReceived => "UPLOAD_ALREADY_RECEIVED",
+            ErrorCode::OrganizationNotFound => "ORGANIZATION_NOT_FOUND",
+            ErrorCode::TestCaseNotFound => "TEST_CASE_NOT_FOUND",
         }
     }
 }

@@ -7,6 +7,8 @@ pub(crate) fn now() -> Timestamp {
     Timestamp::from_millis(i64::try_from(since_epoch().as_millis()).unwrap_or(i64::MAX))
 }
 
+/// Seconds since the epoch: what GitHub's tokens and rate limits count in.
+#[cfg(feature = "github")]
 pub(crate) fn unix_seconds() -> u64 {
     since_epoch().as_secs()
 }

@@ -1,12 +1,13 @@
 //! The storage port and its two adapters.
 //!
 //! [`port`] declares what the application needs; [`memory::MemoryStore`] keeps it in process
-//! (the local gateway's default, fast tests), [`dynamo::DynamoStore`] in DynamoDB. Both pass the
+//! (the local gateway's default, fast tests), `dynamo::DynamoStore` (feature `dynamodb`) in DynamoDB. Both pass the
 //! same contract suite (`tests/contract`). `faults::FaultyStore` (feature `faults`, for tests
 //! only) wraps either and injects the errors DynamoDB gives under load, for tests of how the
 //! service copes.
 
 pub mod codeowners;
+#[cfg(feature = "dynamodb")]
 pub mod dynamo;
 pub mod error;
 #[cfg(any(test, feature = "faults"))]
@@ -16,6 +17,7 @@ mod order;
 pub mod port;
 pub mod tables;
 
+#[cfg(feature = "dynamodb")]
 pub use dynamo::DynamoStore;
 pub use error::StoreError;
 #[cfg(any(test, feature = "faults"))]

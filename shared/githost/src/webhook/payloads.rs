@@ -4,7 +4,7 @@ use super::WebhookError;
 use super::command::parse_command;
 use super::facts::{HostFact, PrChange};
 use crate::comment::is_marked;
-use crate::github::wire::{CheckRunWire, PullWire, StatusWire, User};
+use crate::github_wire::{CheckRunWire, PullWire, StatusWire, User};
 use mq_core::git::PrFacts;
 use mq_core::ids::{PrNumber, RepoRef, Sha};
 use serde::Deserialize;

@@ -1,0 +1,160 @@
+//! The one driver of a queue: load it, step the engine, commit, then execute the effects the
+//! engine asked for and report their outcomes back, round after round. Every use of the
+//! service that reads or changes a queue goes through one of its entry points:
+//!
+//! - [`read`]: a caller reads its queue;
+//! - [`apply`]: events (a caller's request, or facts: the tick, a webhook delivery) are
+//!   applied in one commit, and their effects executed;
+//! - [`apply_step`]: the same for a step the use builds itself (a submission, which checks
+//!   that what it read from the Git host still holds).
+//!
+//! The commit loop (turns, retries on conflicts, ownership) is in [`crate::shell`]. A request
+//! executes the effects it caused (a bounded number of rounds); whatever is left, or failed,
+//! stays in the queue's outbox and the tick executes it later.
+
+use super::effects;
+pub use super::shell::{Actor, Applied, Start};
+use super::shell::{commit_step, load_for};
+use crate::app::App;
+use crate::error::ServiceError;
+use mq_core::DomainError;
+use mq_core::engine::{Ctx, Event, Transition, step};
+use mq_core::ids::{OrgId, QueueId};
+use mq_core::snapshot::{Queue, QueueSnapshot};
+use mq_core::time::Timestamp;
+use tokio::time::Instant;
+
+/// Rounds of "execute effects, report outcomes" one request performs before leaving the rest
+/// to the tick.
+pub const EFFECT_ROUNDS: usize = 8;
+
+/// The queue, if `org` owns its repository (else 404 `REPOSITORY_NOT_FOUND`) and the queue
+/// exists and belongs to `org` (else 404 `QUEUE_NOT_FOUND`); never revealing which.
+pub async fn read(app: &App, org: &OrgId, id: &QueueId) -> Result<QueueSnapshot, ServiceError> {
+    load_for(app, Actor::Org(org), id).await
+}
+
+/// Applies `events` in order, in one commit, and executes the resulting effects for up to
+/// [`EFFECT_ROUNDS`] rounds. For an API caller ([`Actor::Org`]) the first event is what it
+/// asked for, and a refusal of it is the caller's error. Every other event is a fact (an
+/// effect outcome, a CI result, a webhook) that the engine may find stale, which changes
+/// nothing. Returns the queue as the commit left it (what the request did).
+pub async fn apply(
+    app: &App,
+    actor: Actor<'_>,
+    id: &QueueId,
+    events: &[Event],
+    start: Start,
+) -> Result<Queue, ServiceError> {
+    let applied = commit_events(app, actor, id, events, start).await?;
+    let queue = applied.transition.snapshot.queue.clone();
+    run_effects(app, id, applied.transition, applied.deadline).await;
+    Ok(queue)
+}
+
+/// Commits what `step` makes of the queue (retried on the queue as it is now when another
+/// writer committed first) and executes the resulting effects, as [`apply`] does.
+pub async fn apply_step<F>(
+    app: &App,
+    actor: Actor<'_>,
+    id: &QueueId,
+    step: F,
+    start: Start,
+) -> Result<(), ServiceError>
+where
+    F: FnMut(&QueueSnapshot, Timestamp) -> Result<Transition, DomainError>,
+{
+    let applied = commit_step(app, actor, id, step, start).await?;
+    run_effects(app, id, applied.transition, applied.deadline).await;
+    Ok(())
+}
+
+/// Applies `events` in one commit; strict (see [`apply_in_order`]) for an API caller.
+async fn commit_events(
+    app: &App,
+    actor: Actor<'_>,
+    id: &QueueId,
+    events: &[Event],
+    start: Start,
+) -> Result<Applied, ServiceError> {
+    let strict = matches!(actor, Actor::Org(_));
+    let step = |snapshot: &QueueSnapshot, now| apply_in_order(snapshot, events, now, strict);
+    commit_step(app, actor, id, step, start).await
+}
+
+/// Steps through `events`, merging their transitions into one; with `strict`, a refusal of the
+/// first event is returned.
+pub fn apply_in_order(
+    snapshot: &QueueSnapshot,
+    events: &[Event],
+    now: Timestamp,
+    strict: bool,
+) -> Result<Transition, DomainError> {
+    let mut total: Option<Transition> = None;
+    for (i, event) in events.iter().enumerate() {
+        let ctx = Ctx { now, seed: seed() };
+        let from = total.as_ref().map_or(snapshot, |t| &t.snapshot);
+        match (step(from, event, ctx), &mut total) {
+            (Ok(t), Some(sum)) => merge(sum, t),
+            (Ok(t), None) => total = Some(t),
+            (Err(e), _) if strict && i == 0 => return Err(e),
+            (Err(e), _) => tracing::debug!(error = %e, "stale fact ignored"),
+        }
+    }
+    Ok(total.unwrap_or_else(|| Transition::unchanged(snapshot)))
+}
+
+fn merge(total: &mut Transition, next: Transition) {
+    total.snapshot = next.snapshot;
+    total.effects.extend(next.effects);
+    total.concluded.extend(next.concluded);
+    total.finished_runs.extend(next.finished_runs);
+}
+
+/// A seed for the ids an event creates.
+fn seed() -> u64 {
+    uuid::Uuid::new_v4().as_u64_pair().0
+}
+
+/// Executes the effects a committed step emitted and reports their outcomes, round after
+/// round, each round starting from the snapshot the previous one committed, until `deadline`
+/// (the request's): no round starts after it, and a round's commit retries conflicts until
+/// it. What is left, or failed to report, is logged: the effects stay in the outbox and the
+/// tick executes them. An effect is only executed within its lease: once that ran out, the
+/// tick may have handed it out again (or a newer notification in its place), and it is left
+/// to the tick.
+async fn run_effects(app: &App, id: &QueueId, committed: Transition, deadline: Instant) {
+    let Ok(host) = app.host() else {
+        return;
+    };
+    let mut effects = committed.effects;
+    let mut current = committed.snapshot;
+    for _ in 0..EFFECT_ROUNDS {
+        if effects.is_empty() {
+            return;
+        }
+        if Instant::now() >= deadline {
+            tracing::warn!("effects left to the tick: the request's time is up");
+            return;
+        }
+        let mut outcomes = Vec::with_capacity(effects.len());
+        for effect in &effects {
+            if app.now() >= effect.next_attempt_at {
+                tracing::debug!(effect = %effect.id, "lease over; left to the tick");
+                continue;
+            }
+            outcomes.push(effects::execute(host, &current.queue, effect).await);
+        }
+        let start = Start::from(current).until(deadline);
+        match commit_events(app, Actor::Service, id, &outcomes, start).await {
+            Ok(next) => {
+                effects = next.transition.effects;
+                current = next.transition.snapshot;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "effect outcomes not recorded; the tick retries");
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,145 @@
+//! Metrics: each queue's figures, from its snapshot and the last hour of its history.
+//!
+//! The store reads an organisation's queues' facts ([`QueueStore::metrics_facts`]: on
+//! DynamoDB, four `Query`s per queue, several queues at once), and the figures are computed
+//! from them.
+
+use crate::app::App;
+use crate::error::ServiceError;
+use mq_core::DomainError;
+use mq_core::error::ErrorCode;
+use mq_core::ids::{OrgId, RepoRef};
+use mq_core::metrics::{QueueFacts, QueueFigures, Window, figures};
+use mq_core::snapshot::QueueSnapshot;
+use mq_core::time::Timestamp;
+use mq_store::{QueueStore, StoreError};
+use std::sync::Arc;
+
+/// The figures of a queue whose snapshot the caller already holds (as the tick does).
+pub async fn figures_of_snapshot(
+    store: &dyn QueueStore,
+    snapshot: QueueSnapshot,
+    now: Timestamp,
+) -> Result<QueueFigures, StoreError> {
+    let window = Window::last_hour(&snapshot.queue, now);
+    let history = store.history(&snapshot.queue.id, window).await?;
+    let snapshot = Arc::new(snapshot);
+    Ok(figures(&QueueFacts { snapshot, history }, now))
+}
+
+/// The figures of the organisation's queues, or of its queues on `repo`, ordered by
+/// repository and branch. Only the organisation's queues are ever read. When `repo` is given:
+/// 404 `REPOSITORY_NOT_FOUND` unless the organisation owns it, `QUEUE_NOT_FOUND` when it has
+/// no queue on it.
+pub async fn figures_of(
+    app: &App,
+    org: &OrgId,
+    repo: Option<&RepoRef>,
+) -> Result<Vec<QueueFigures>, ServiceError> {
+    let now = app.now();
+    let key = repo.map(RepoRef::key);
+    let owned = async {
+        match repo {
+            Some(repo) => super::owners::check_repo(app, org, repo).await,
+            None => Ok(()),
+        }
+    };
+    let (owned, facts) = tokio::join!(owned, app.store.metrics_facts(org, key.as_deref(), now));
+    owned?;
+    let mut facts = facts?;
+    if let Some(repo) = repo.filter(|_| facts.is_empty()) {
+        return Err(DomainError::not_found(
+            ErrorCode::QueueNotFound,
+            format!("no queue of your organisation on repository {repo}"),
+        )
+        .into());
+    }
+    facts.sort_by(|a, b| {
+        let (a, b) = (&a.snapshot.queue, &b.snapshot.queue);
+        a.repo
+            .cmp_key(&b.repo)
+            .then_with(|| a.branch.cmp(&b.branch))
+    });
+    Ok(facts.iter().map(|facts| figures(facts, now)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::ManualClock;
+    use mq_core::ErrorCode;
+    use mq_core::settings::{QueueConfig, QueueState};
+    use mq_core::snapshot::Queue;
+    use mq_store::{MemoryStore, OwnerStore};
+
+    const NOW: Timestamp = Timestamp(1_795_000_000_000);
+
+    async fn app_with(queues: &[(&str, &str, &str)]) -> App {
+        let store = Arc::new(MemoryStore::new());
+        for (org, repo, branch) in queues {
+            let queue = Queue::new(
+                OrgId::parse(org).unwrap(),
+                RepoRef::new("github.com", "acme", repo).unwrap(),
+                (*branch).to_owned(),
+                QueueConfig::default(),
+                QueueState::Running,
+                Timestamp(0),
+            );
+            store.create_queue(&queue).await.unwrap();
+        }
+        let acme = mq_store::OwnerLink {
+            owner: mq_core::ids::OwnerRef::parse("owner", "github.com/acme").unwrap(),
+            org: OrgId::parse("acme").unwrap(),
+            linked_at: Timestamp(0),
+        };
+        store.link_owner(&acme).await.unwrap();
+        App::new(store, Arc::new(ManualClock::new(NOW)))
+    }
+
+    fn labels(figures: &[QueueFigures]) -> Vec<(String, String)> {
+        figures
+            .iter()
+            .map(|f| (f.repo.clone(), f.branch.clone()))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn an_organisation_sees_its_own_queues_in_order() {
+        let app = app_with(&[
+            ("acme", "rocket", "main"),
+            ("umbrella", "rocket", "release"),
+            ("acme", "probe", "main"),
+            ("acme", "rocket", "dev"),
+        ])
+        .await;
+        let acme = OrgId::parse("acme").unwrap();
+        let all = figures_of(&app, &acme, None).await.unwrap();
+        let expected = [("probe", "main"), ("rocket", "dev"), ("rocket", "main")]
+            .map(|(r, b)| (format!("acme/{r}"), b.to_owned()));
+        assert_eq!(labels(&all), expected);
+
+        let rocket = RepoRef::new("github.com", "ACME", "Rocket").unwrap();
+        let one = figures_of(&app, &acme, Some(&rocket)).await.unwrap();
+        assert_eq!(
+            labels(&one),
+            expected[1..],
+            "umbrella's release queue is not acme's"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_repository_without_queues_of_the_organisation_is_not_found() {
+        let app = app_with(&[("umbrella", "hive", "main")]).await;
+        let acme = OrgId::parse("acme").unwrap();
+        let hive = RepoRef::new("github.com", "acme", "hive").unwrap();
+        let err = figures_of(&app, &acme, Some(&hive)).await.unwrap_err();
+        assert!(err.is(ErrorCode::QueueNotFound), "{err}");
+        assert!(figures_of(&app, &acme, None).await.unwrap().is_empty());
+        let umbrella = OrgId::parse("umbrella").unwrap();
+        let err = figures_of(&app, &umbrella, Some(&hive)).await.unwrap_err();
+        assert!(
+            err.is(ErrorCode::RepositoryNotFound),
+            "umbrella's own queue on a repository acme owns is not umbrella's to read: {err}"
+        );
+    }
+}

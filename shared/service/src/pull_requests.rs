@@ -1,0 +1,428 @@
+//! The pull request endpoints: submit, cancel, restart, read, impacted targets, test runs.
+
+use super::drive::{self, Actor, Start, apply_in_order};
+use super::shell::contention_deadline;
+use crate::app::App;
+use crate::error::ServiceError;
+use mq_core::engine::{CancelReason, Event, view};
+use mq_core::entry::{Entry, UploadedTargets};
+use mq_core::error::{DomainError, ErrorCode};
+use mq_core::git::{PrFacts, Verdict};
+use mq_core::ids::{OrgId, PrNumber, QueueId, Sha};
+use mq_core::settings::{DirectMergeMode, QueueMode};
+use mq_core::snapshot::{Queue, QueueSnapshot};
+use mq_githost::{CommitChecks, GitHost, HostError};
+use mq_wire::testing::TestingDetails;
+use mq_wire::{QueueTarget, Submission, SubmittedPullRequest, TargetsUpload};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Submits a pull request (or updates the priority of its active entry).
+pub async fn submit(app: &App, org: &OrgId, s: &Submission) -> Result<(), ServiceError> {
+    let id = s.target.id();
+    let events_for =
+        move |queue: Queue| -> EventsFuture<'_> { Box::pin(submission_events(app, queue, s)) };
+    submit_with(app, org, &id, s.pr, events_for).await
+}
+
+/// The events of a submission, built from the queue as it is.
+pub type EventsFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<Vec<Event>, ServiceError>> + Send + 'a>>;
+
+/// Applies the submission events `events_for` builds from what the Git host says now, and
+/// executes their effects. The Git host is asked first, against the queue's settings and the
+/// pull request's latest entry (one small read); then the commit loop reads the snapshot,
+/// steps and commits, with no Git host call in between, and retries with the same events
+/// while they still hold (see [`SubmissionBasis`]). When they may not, the pull request is
+/// read anew.
+pub async fn submit_with<'a>(
+    app: &'a App,
+    org: &OrgId,
+    id: &QueueId,
+    pr: PrNumber,
+    events_for: impl Fn(Queue) -> EventsFuture<'a> + Send + Sync,
+) -> Result<(), ServiceError> {
+    let deadline = contention_deadline();
+    loop {
+        let (queue, latest) = queue_and_entry(app, org, id, pr).await?;
+        let seen = SubmissionBasis::of(&queue, latest.as_ref());
+        let events = events_for(queue).await?;
+        let stale = AtomicBool::new(false);
+        let step = |now: &QueueSnapshot, at| {
+            if !seen.holds_in(now, pr) {
+                stale.store(true, Ordering::Relaxed);
+                return Err(basis_changed());
+            }
+            apply_in_order(now, &events, at, true)
+        };
+        // Ownership was checked with the queue item just above.
+        let owner = Actor::ServiceFor(org);
+        match drive::apply_step(app, owner, id, step, Start::fresh().until(deadline)).await {
+            Ok(()) => return Ok(()),
+            Err(_) if stale.load(Ordering::Relaxed) && Instant::now() < deadline => {}
+            Err(_) if stale.load(Ordering::Relaxed) => {
+                return Err(ServiceError::Unavailable {
+                    retry_after: Duration::from_secs(1),
+                });
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The caller's queue item and the latest entry of `pr` in it, active or concluded; 404 when
+/// the queue does not exist or belongs to someone else, or its repository is not the
+/// caller's (checked before any Git host call is made for it).
+async fn queue_and_entry(
+    app: &App,
+    org: &OrgId,
+    id: &QueueId,
+    pr: PrNumber,
+) -> Result<(Queue, Option<Entry>), ServiceError> {
+    crate::request_log::record_queue(id);
+    let (owned, loaded) = tokio::join!(
+        super::owners::check_queue(app, org, id),
+        app.store.load_entry(id, pr)
+    );
+    owned?;
+    match loaded? {
+        Some((queue, entry)) if &queue.org == org => Ok((queue, entry)),
+        _ => Err(DomainError::queue_not_found().into()),
+    }
+}
+
+fn basis_changed() -> DomainError {
+    DomainError::conflict(
+        ErrorCode::PullRequestNotActive,
+        "the pull request changed while it was being submitted",
+    )
+}
+
+/// What a submission's events were built on: the pull request's active entry, or (with none)
+/// the entries submitted since, and the settings that decide what is read from the Git host
+/// and the store. When they changed before the commit, the pull request may have been merged,
+/// closed or submitted meanwhile, and its facts are read again (a submission racing with the
+/// merge of the same pull request must not enqueue it again). Other pull requests submitted
+/// meanwhile and still in the queue change nothing.
+#[derive(Debug, PartialEq, Eq)]
+struct SubmissionBasis {
+    entry: EntryBasis,
+    settings: (QueueMode, DirectMergeMode, Vec<String>),
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum EntryBasis {
+    Active(String),
+    Inactive { next_seq: u64 },
+}
+
+impl SubmissionBasis {
+    /// The basis of events built from `queue` and the pull request's `latest` entry.
+    fn of(queue: &Queue, latest: Option<&Entry>) -> Self {
+        let entry = match latest {
+            Some(entry) if entry.state.is_active() => EntryBasis::Active(entry.id.clone()),
+            _ => EntryBasis::Inactive {
+                next_seq: queue.engine.next_seq,
+            },
+        };
+        Self {
+            entry,
+            settings: settings_read(queue),
+        }
+    }
+
+    /// Whether the events built on this basis still hold in `now`: the same active entry; or
+    /// still none, and every entry submitted since is still active (none of them can be one
+    /// of `pr` that concluded meanwhile); and the same settings.
+    fn holds_in(&self, now: &QueueSnapshot, pr: PrNumber) -> bool {
+        let entry_holds = match (&self.entry, now.entry_for_pr(pr)) {
+            (EntryBasis::Active(id), Some(entry)) => &entry.id == id,
+            (EntryBasis::Inactive { next_seq }, None) => {
+                let still_active = now.entries.iter().filter(|e| e.seq >= *next_seq).count();
+                let submitted = now.queue.engine.next_seq.checked_sub(*next_seq);
+                submitted == Some(still_active as u64)
+            }
+            _ => false,
+        };
+        entry_holds && settings_read(&now.queue) == self.settings
+    }
+}
+
+/// The settings that decide what a submission reads: uploaded targets in parallel mode, the
+/// head's checks with direct merges, against the queue's own required statuses if any.
+fn settings_read(queue: &Queue) -> (QueueMode, DirectMergeMode, Vec<String>) {
+    let config = &queue.config;
+    (
+        config.mode,
+        config.direct_merge_mode,
+        config.required_statuses.clone(),
+    )
+}
+
+/// The events of a submission: the pull request as the Git host describes it now, and the
+/// impacted targets uploaded for its head.
+async fn submission_events(
+    app: &App,
+    queue: Queue,
+    s: &Submission,
+) -> Result<Vec<Event>, ServiceError> {
+    let id = &queue.id;
+    let host = app.host()?;
+    let facts = pr_facts(host, &queue, s.pr).await?;
+    let mut events = vec![Event::Submit {
+        head_checks_passed: head_checks_passed(host, &queue, &facts).await?,
+        pr: facts.clone(),
+        priority: s.priority,
+        no_batch: s.no_batch,
+        force: false,
+    }];
+    if queue.config.mode == QueueMode::Parallel {
+        events.extend(uploaded_targets_events(app, id, &[facts]).await?);
+    }
+    Ok(events)
+}
+
+/// The impacted targets uploaded before submission for the heads of `prs`, as events. Only
+/// parallel mode uses them: a single-mode queue reads them when it switches to parallel.
+pub async fn uploaded_targets_events(
+    app: &App,
+    id: &QueueId,
+    prs: &[PrFacts],
+) -> Result<Vec<Event>, ServiceError> {
+    let mut events = Vec::new();
+    for pr in prs {
+        if let Some(uploaded) = app.store.uploaded_targets(id, pr.number).await?
+            && uploaded.head_sha == pr.head_sha
+        {
+            events.push(Event::SetImpactedTargets {
+                pr: pr.number,
+                head_sha: uploaded.head_sha,
+                targets: uploaded.targets,
+            });
+        }
+    }
+    Ok(events)
+}
+
+/// Removes a pull request from the queue; 409 when it is not active, 404 when it was never
+/// submitted.
+pub async fn cancel(
+    app: &App,
+    org: &OrgId,
+    id: &QueueId,
+    pr: PrNumber,
+) -> Result<(), ServiceError> {
+    let event = Event::Cancel {
+        pr,
+        reason: CancelReason::Api,
+    };
+    let applied = drive::apply(app, Actor::Org(org), id, &[event], Start::fresh()).await;
+    not_found_if_never_submitted(app, id, pr, applied).await
+}
+
+/// Re-runs the tests of a pull request's group in place; 409 when it is not testing, 404 when
+/// it was never submitted.
+pub async fn restart(
+    app: &App,
+    org: &OrgId,
+    id: &QueueId,
+    pr: PrNumber,
+) -> Result<(), ServiceError> {
+    let restart = [Event::Restart { pr }];
+    let applied = drive::apply(app, Actor::Org(org), id, &restart, Start::fresh()).await;
+    not_found_if_never_submitted(app, id, pr, applied).await
+}
+
+/// The engine refuses a pull request without an active entry with 409; one that has no entry
+/// at all, not even a concluded one, was never submitted: 404 (docs/queue-semantics.md §1).
+async fn not_found_if_never_submitted(
+    app: &App,
+    id: &QueueId,
+    pr: PrNumber,
+    applied: Result<Queue, ServiceError>,
+) -> Result<(), ServiceError> {
+    match applied {
+        Ok(_) => Ok(()),
+        Err(e) if e.is(ErrorCode::PullRequestNotActive) => {
+            match app.store.load_entry(id, pr).await? {
+                Some((_, None)) => Err(never_submitted(pr)),
+                _ => Err(e),
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The latest entry of a pull request in the queue, active or concluded.
+pub async fn submitted(
+    app: &App,
+    org: &OrgId,
+    id: &QueueId,
+    pr: PrNumber,
+) -> Result<SubmittedPullRequest, ServiceError> {
+    crate::request_log::record_queue(id);
+    let (owned, loaded) = tokio::join!(
+        super::owners::check_queue(app, org, id),
+        app.store.load_entry(id, pr)
+    );
+    owned?;
+    let (queue, entry) = match loaded? {
+        Some((queue, entry)) if &queue.org == org => (queue, entry),
+        _ => return Err(DomainError::queue_not_found().into()),
+    };
+    let entry = entry.ok_or_else(|| never_submitted(pr))?;
+    Ok(view::pull_request(&queue, &entry).into())
+}
+
+/// Records impacted targets for a pull request's head. An active entry takes them at once
+/// (409 when `sha` is not the head it is queued with); otherwise `sha` must be the head the
+/// Git host reports, and the targets wait for the submission.
+pub async fn set_impacted_targets(
+    app: &App,
+    org: &OrgId,
+    upload: &TargetsUpload,
+) -> Result<(), ServiceError> {
+    let id = upload.target.id();
+    let snapshot = drive::read(app, org, &id).await?;
+    let active_head = snapshot
+        .entry_for_pr(upload.pr)
+        .map(|e| e.pr_facts.head_sha.clone());
+    let head_sha = match (&upload.head_sha, active_head) {
+        (Some(given), Some(_)) => given.clone(),
+        (None, Some(head)) => head,
+        (given, None) => {
+            let facts = pr_facts(app.host()?, &snapshot.queue, upload.pr).await?;
+            match given {
+                Some(given) if *given != facts.head_sha => {
+                    return Err(sha_mismatch(upload.pr, given, &facts).into());
+                }
+                _ => facts.head_sha,
+            }
+        }
+    };
+    let event = Event::SetImpactedTargets {
+        pr: upload.pr,
+        head_sha: head_sha.clone(),
+        targets: upload.targets.clone(),
+    };
+    let uploaded = UploadedTargets {
+        head_sha,
+        targets: upload.targets.clone(),
+        uploaded_at: app.now(),
+    };
+    if snapshot.entry_for_pr(upload.pr).is_some() {
+        // The entry and the record change together, or neither does.
+        let start = Start::from(snapshot).recording(vec![(upload.pr, uploaded)]);
+        drive::apply(app, Actor::Org(org), &id, &[event], start).await?;
+    } else {
+        app.store
+            .put_uploaded_targets(&id, upload.pr, &uploaded)
+            .await?;
+    }
+    Ok(())
+}
+
+/// A test run of the queue, active or finished.
+pub async fn testing_details(
+    app: &App,
+    org: &OrgId,
+    target: &QueueTarget,
+    run_id: &str,
+) -> Result<TestingDetails, ServiceError> {
+    let id = target.id();
+    crate::request_log::record_queue(&id);
+    let (owned, loaded) = tokio::join!(
+        super::owners::check_queue(app, org, &id),
+        app.store.load_run(&id, run_id)
+    );
+    owned?;
+    let (queue, run) = match loaded? {
+        Some((queue, run)) if &queue.org == org => (queue, run),
+        _ => return Err(DomainError::queue_not_found().into()),
+    };
+    let run = run.ok_or_else(|| {
+        DomainError::not_found(
+            ErrorCode::TestRunNotFound,
+            format!("test run {run_id} not found in this queue"),
+        )
+    })?;
+    Ok(view::test_run(&queue, &run).into())
+}
+
+/// Whether every required status passed on the pull request's own head; read only where
+/// direct merge may use it (`directMergeMode: always`).
+pub async fn head_checks_passed(
+    host: &dyn GitHost,
+    queue: &Queue,
+    pr: &PrFacts,
+) -> Result<bool, ServiceError> {
+    if queue.config.direct_merge_mode != DirectMergeMode::Always {
+        return Ok(false);
+    }
+    let required = if queue.config.required_statuses.is_empty() {
+        host.required_statuses(&queue.repo, &queue.branch)
+            .await?
+            .contexts
+    } else {
+        queue.config.required_statuses.clone()
+    };
+    let checks = host.commit_checks(&queue.repo, &pr.head_sha).await?;
+    Ok(!required.is_empty() && required.iter().all(|name| passed(&checks, name)))
+}
+
+/// Whether the latest status and the latest check run named `name` (whichever exist) passed.
+fn passed(checks: &CommitChecks, name: &str) -> bool {
+    let status = checks
+        .statuses
+        .iter()
+        .filter(|s| s.context == name)
+        .max_by_key(|s| s.updated_at)
+        .map(|s| s.state.verdict());
+    let check = checks
+        .check_runs
+        .iter()
+        .filter(|c| c.name == name)
+        .max_by_key(|c| (c.updated_at, c.id))
+        .map(|c| c.verdict());
+    let verdicts: Vec<Verdict> = status.into_iter().chain(check).collect();
+    !verdicts.is_empty() && verdicts.iter().all(|v| *v == Verdict::Passed)
+}
+
+/// What the Git host says about a pull request now; 404 when it has no such pull request.
+pub async fn pr_facts(
+    host: &dyn GitHost,
+    queue: &Queue,
+    pr: PrNumber,
+) -> Result<PrFacts, ServiceError> {
+    match host.pull_request(&queue.repo, pr, &queue.branch).await {
+        Ok(facts) => Ok(facts),
+        Err(HostError::NotFound(_)) => Err(DomainError::not_found(
+            ErrorCode::PullRequestNotFound,
+            format!("pull request #{pr} not found in {}", queue.repo),
+        )
+        .into()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn never_submitted(pr: PrNumber) -> ServiceError {
+    DomainError::not_found(
+        ErrorCode::PullRequestNotFound,
+        format!("pull request #{pr} was never submitted to this queue"),
+    )
+    .into()
+}
+
+fn sha_mismatch(pr: PrNumber, given: &Sha, facts: &PrFacts) -> DomainError {
+    DomainError::conflict(
+        ErrorCode::ShaMismatch,
+        format!(
+            "pr.sha {} is not the head of pull request #{pr} ({})",
+            given.short(),
+            facts.head_sha.short()
+        ),
+    )
+}

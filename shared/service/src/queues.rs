@@ -1,0 +1,137 @@
+//! Queue administration: create, read, update, delete.
+
+use super::drive::{self, Actor, Start};
+use super::pull_requests::uploaded_targets_events;
+use super::shell::{Retry, contention_deadline};
+use crate::app::App;
+use crate::error::ServiceError;
+use mq_core::engine::{Event, view};
+use mq_core::error::{DomainError, ErrorCode};
+use mq_core::git::PrFacts;
+use mq_core::ids::{OrgId, QueueId};
+use mq_core::settings::{QueueMode, SettingsPatch};
+use mq_core::snapshot::{Queue, QueueSnapshot};
+use mq_core::time::Timestamp;
+use mq_store::StoreError;
+use mq_wire::{EnqueuedPullRequest, QueueTarget, QueueView, QueueWithEntries};
+use tokio::time::Instant;
+
+/// Creates a queue for the caller's organisation, which must own the repository (404
+/// otherwise); 409 when one exists for the branch.
+pub async fn create(
+    app: &App,
+    org: &OrgId,
+    target: QueueTarget,
+    patch: &SettingsPatch,
+) -> Result<Queue, ServiceError> {
+    let (config, state) = patch.initial_config()?;
+    super::owners::check_repo(app, org, &target.repo).await?;
+    let queue = Queue::new(
+        org.clone(),
+        target.repo,
+        target.branch,
+        config,
+        state,
+        app.now(),
+    );
+    crate::request_log::record_queue(&queue.id);
+    match app.store.create_queue(&queue).await {
+        Ok(()) => Ok(queue),
+        Err(StoreError::AlreadyExists) => Err(DomainError::conflict(
+            ErrorCode::QueueAlreadyExists,
+            format!(
+                "a queue already exists for branch {} of {}",
+                queue.branch, queue.repo
+            ),
+        )
+        .into()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The queue with its live entries.
+pub async fn get(app: &App, org: &OrgId, id: &QueueId) -> Result<QueueSnapshot, ServiceError> {
+    drive::read(app, org, id).await
+}
+
+/// Applies a partial update: settings, requested state, mode (docs/queue-semantics.md §8), through
+/// the engine, which starts or stops testing as the new settings say.
+pub async fn update(
+    app: &App,
+    org: &OrgId,
+    id: &QueueId,
+    patch: &SettingsPatch,
+) -> Result<Queue, ServiceError> {
+    let snapshot = drive::read(app, org, id).await?;
+    let mut events = vec![Event::UpdateSettings {
+        patch: patch.clone(),
+    }];
+    let to_parallel = patch.mode == Some(QueueMode::Parallel)
+        && snapshot.queue.config.mode != QueueMode::Parallel;
+    if to_parallel {
+        // Targets uploaded before submission were not needed until now.
+        let waiting: Vec<PrFacts> = snapshot
+            .entries
+            .iter()
+            .filter(|e| !e.has_impacted_targets())
+            .map(|e| e.pr_facts.clone())
+            .collect();
+        events.extend(uploaded_targets_events(app, id, &waiting).await?);
+    }
+    let start = Start::from(snapshot);
+    drive::apply(app, Actor::Org(org), id, &events, start).await
+}
+
+/// Deletes a queue with no active entries; 409 while any is active.
+pub async fn delete(app: &App, org: &OrgId, id: &QueueId) -> Result<(), ServiceError> {
+    let mut retry = Retry::until(contention_deadline());
+    loop {
+        let attempt = Instant::now();
+        let snapshot = drive::read(app, org, id).await?;
+        match app.store.delete_queue(&snapshot).await {
+            Ok(()) => return Ok(()),
+            Err(StoreError::NotEmpty) => return Err(not_empty(&snapshot)),
+            Err(StoreError::Conflict) if retry.wait(attempt.elapsed()).await => {}
+            Err(StoreError::NotFound) => return Err(DomainError::queue_not_found().into()),
+            Err(e @ StoreError::Unavailable { .. }) => return gone_after(app, id, e).await,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// After a delete the store did not answer (it may have happened): the queue is deleted if
+/// it is gone now, and the answer is unknown (503) otherwise.
+async fn gone_after(app: &App, id: &QueueId, error: StoreError) -> Result<(), ServiceError> {
+    match app.store.load(id).await {
+        Ok(None) => {
+            tracing::warn!(%error, "the delete's answer was lost; the queue is gone");
+            Ok(())
+        }
+        _ => Err(error.into()),
+    }
+}
+
+fn not_empty(snapshot: &QueueSnapshot) -> ServiceError {
+    let n = snapshot.entries.len().max(1);
+    DomainError::conflict(
+        ErrorCode::QueueNotEmpty,
+        format!("the queue still has {n} pull request(s) enqueued; cancel or merge them first"),
+    )
+    .into()
+}
+
+/// The `getQueue` response: the queue and its non-terminal entries in queue order, those that
+/// are stuck at `now` marked.
+pub fn view_with_entries(snapshot: &QueueSnapshot, now: Timestamp) -> QueueWithEntries<'_> {
+    let stuck = view::stuck_entries(snapshot, now);
+    QueueWithEntries {
+        queue: QueueView::from(&snapshot.queue),
+        enqueued_pull_requests: view::queue_order(snapshot)
+            .into_iter()
+            .map(|e| EnqueuedPullRequest {
+                stuck: stuck.contains(&e.pr),
+                ..EnqueuedPullRequest::from(view::pull_request(&snapshot.queue, e))
+            })
+            .collect(),
+    }
+}

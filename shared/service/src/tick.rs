@@ -1,0 +1,189 @@
+//! The tick: what the schedule does every minute (and the local gateway every few seconds).
+//!
+//! For every queue with work (a `Query` on the work index, never a `Scan`), under a lease so
+//! two ticks never work one queue at once: read what CI reported on the test branches in
+//! flight, reconcile the queue with the Git host, advance timeouts and batching waits
+//! (`Event::Tick`), and execute the effects that are due, including those whose earlier
+//! execution failed. Then flaky tests without new evidence for the recovery period recover
+//! (test health).
+//!
+//! Reconciling heals what a lost or late answer left behind, without waiting for an
+//! effect's lease to run out: a run whose branch now points at another commit (built again by
+//! a later execution) follows it, a run whose branch is gone has it built again, and a merge
+//! already on the target is recorded as done. Entries that should have moved and did not
+//! (`view::stuck_entries`) are logged as warnings.
+
+use super::drive::{self, Actor, Start};
+use super::effects;
+use crate::app::App;
+use crate::error::ServiceError;
+use mq_core::engine::{Event, view};
+use mq_core::ids::QueueId;
+use mq_core::run::RunStatus;
+use mq_core::snapshot::QueueSnapshot;
+use mq_core::time::Timestamp;
+use mq_githost::GitHost;
+
+/// How long a tick may hold a queue before another tick may take it over.
+pub const LEASE_MILLIS: i64 = 60_000;
+
+/// What one tick did, for its log line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TickReport {
+    /// Queues with work.
+    pub queues: usize,
+    /// Queues this tick worked on (the others were leased by another tick).
+    pub worked: usize,
+    /// The queues it worked on.
+    pub worked_queues: Vec<QueueId>,
+    /// Queues whose work failed (they are retried by the next tick).
+    pub failed: usize,
+    /// Flaky tests that recovered (no new evidence for the recovery period).
+    pub recovered_tests: usize,
+}
+
+/// Runs one tick over every queue with work; `owner` names this tick in the leases.
+pub async fn run(app: &App, owner: &str) -> Result<TickReport, ServiceError> {
+    let ids = app.store.queues_with_work().await?;
+    let mut report = TickReport {
+        queues: ids.len(),
+        ..TickReport::default()
+    };
+    for id in ids {
+        match tick_queue(app, &id, owner).await {
+            Ok(true) => {
+                report.worked += 1;
+                report.worked_queues.push(id);
+            }
+            Ok(false) => {}
+            Err(e) => {
+                report.failed += 1;
+                tracing::warn!(queue = %id, error = %e, "tick failed for a queue");
+            }
+        }
+    }
+    match super::test_health::recover(app, app.now()).await {
+        Ok(n) => report.recovered_tests = n,
+        Err(e) => tracing::warn!(error = %e, "test health recovery failed; the next tick retries"),
+    }
+    Ok(report)
+}
+
+/// Ticks one queue if its lease is free; returns whether it did.
+pub async fn tick_queue(app: &App, id: &QueueId, owner: &str) -> Result<bool, ServiceError> {
+    let now = app.now();
+    let until = now.plus_millis(LEASE_MILLIS);
+    match app.store.acquire_lease(id, owner, now, until).await {
+        Ok(true) => {}
+        Ok(false) | Err(mq_store::StoreError::NotFound) => return Ok(false),
+        Err(e) => return Err(e.into()),
+    }
+    let result = advance(app, id).await;
+    if let Err(e) = app.store.release_lease(id, owner).await {
+        tracing::warn!(queue = %id, error = %e, "lease not released; it expires");
+    }
+    result.map(|()| true)
+}
+
+async fn advance(app: &App, id: &QueueId) -> Result<(), ServiceError> {
+    let Some(snapshot) = app.store.load(id).await? else {
+        return Ok(());
+    };
+    warn_stuck(&snapshot, app.now());
+    let mut events = match app.githost.as_deref() {
+        Some(host) => {
+            let mut events = ci_reports(host, &snapshot).await;
+            events.extend(reconcile(host, &snapshot).await);
+            events
+        }
+        None => Vec::new(),
+    };
+    events.push(Event::Tick);
+    drive::apply(app, Actor::Service, id, &events, Start::from(snapshot)).await?;
+    Ok(())
+}
+
+/// Logs a warning for each entry that should have moved and did not.
+fn warn_stuck(snapshot: &QueueSnapshot, now: Timestamp) {
+    for pr in view::stuck_entries(snapshot, now) {
+        let Some(entry) = snapshot.entry_for_pr(pr) else {
+            continue;
+        };
+        tracing::warn!(
+            queue = %snapshot.queue.id,
+            pr,
+            state = %entry.state,
+            since = %entry.state_changed_at.to_rfc3339(),
+            "pull request stuck: no change for longer than the testing timeout, nothing in flight"
+        );
+    }
+}
+
+/// The Git host's state where the queue may have missed it, as events: the branches of runs in
+/// progress, and merges already on the target. What cannot be read now is read next tick.
+async fn reconcile(host: &dyn GitHost, snapshot: &QueueSnapshot) -> Vec<Event> {
+    let repo = &snapshot.queue.repo;
+    let mut events = Vec::new();
+    let testing = snapshot
+        .runs
+        .iter()
+        .filter(|r| r.status == RunStatus::InProgress && r.sha.is_some());
+    for run in testing {
+        match host.branch_head(repo, &run.branch).await {
+            Ok(sha) if sha != run.sha => events.push(Event::BranchObserved {
+                run_id: run.id.clone(),
+                sha,
+            }),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(run = %run.id, error = %e, "test branch not readable"),
+        }
+    }
+    for pending in snapshot.outbox.iter().filter(|x| !x.held) {
+        match effects::landed(host, &snapshot.queue, &pending.effect).await {
+            Ok(Some(outcome)) => events.push(Event::EffectSucceeded {
+                effect_id: pending.id.clone(),
+                outcome,
+            }),
+            Ok(None) => {}
+            Err(e) => tracing::warn!(effect = %pending.id, error = %e, "merge not checkable"),
+        }
+    }
+    events
+}
+
+/// What CI reported on the test branches in flight, as events (the engine ignores what it
+/// already knows). A run whose checks cannot be read now is read again next tick.
+async fn ci_reports(host: &dyn GitHost, snapshot: &QueueSnapshot) -> Vec<Event> {
+    let mut events = Vec::new();
+    let in_flight = snapshot
+        .runs
+        .iter()
+        .filter(|r| r.status == RunStatus::InProgress);
+    for run in in_flight {
+        let Some(sha) = &run.sha else { continue };
+        match host.commit_checks(&snapshot.queue.repo, sha).await {
+            Ok(checks) => {
+                events.extend(
+                    checks
+                        .statuses
+                        .into_iter()
+                        .map(|status| Event::StatusReported {
+                            sha: sha.clone(),
+                            status,
+                        }),
+                );
+                events.extend(
+                    checks
+                        .check_runs
+                        .into_iter()
+                        .map(|check| Event::CheckRunReported {
+                            sha: sha.clone(),
+                            check,
+                        }),
+                );
+            }
+            Err(e) => tracing::warn!(run = %run.id, error = %e, "checks not readable"),
+        }
+    }
+    events
+}

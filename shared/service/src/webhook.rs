@@ -1,0 +1,286 @@
+//! Git host deliveries turned into engine events for the queues they concern.
+//!
+//! - a status or check run on a commit completes the test runs whose branch tip it is;
+//! - a pull request change updates (or cancels) its active entries;
+//! - a push to a queue's target branch that the queue did not make restarts its testing;
+//! - a `/service merge` or `/service cancel` comment submits or cancels, where the queue
+//!   accepts commands and the commenter may write to the repository.
+//!
+//! A delivery only reaches queues of the organisation that owns its repository (see
+//! [`super::owners`]), on that repository; a delivery for an owner linked to no organisation
+//! reaches none.
+
+use super::drive::{self, Actor, Start};
+use super::pull_requests::{EventsFuture, pr_facts, submit_with};
+use crate::app::App;
+use crate::error::ServiceError;
+use mq_core::engine::{CancelReason, Event};
+use mq_core::error::ErrorCode;
+use mq_core::ids::{OrgId, PrNumber, QueueId, RepoRef};
+use mq_core::priority::Priority;
+use mq_core::snapshot::Queue;
+use mq_githost::webhook::{CommentCommand, HostFact, InvalidCommand, PrChange};
+
+/// Commenters whose `/service` commands are followed: those who may write to the repository.
+pub const TRUSTED_ASSOCIATIONS: [&str; 3] = ["OWNER", "MEMBER", "COLLABORATOR"];
+
+/// What a delivery did: the queues it reached.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Delivered {
+    pub queues: Vec<QueueId>,
+}
+
+/// Applies a verified delivery to the queues it concerns.
+pub async fn deliver(app: &App, fact: HostFact) -> Result<Delivered, ServiceError> {
+    let Some(repo) = fact.repo() else {
+        return Ok(Delivered::default());
+    };
+    let Some(org) = super::owners::organisation_of(app, &repo.owner_ref().key()).await? else {
+        return Ok(Delivered::default());
+    };
+    let to = Owned { org: &org, repo };
+    match &fact {
+        HostFact::Status { sha, status, .. } => {
+            let event = Event::StatusReported {
+                sha: sha.clone(),
+                status: status.clone(),
+            };
+            to_owned_runs_of(app, to, sha, event).await
+        }
+        HostFact::CheckRun { sha, check, .. } => {
+            let event = Event::CheckRunReported {
+                sha: sha.clone(),
+                check: check.clone(),
+            };
+            to_owned_runs_of(app, to, sha, event).await
+        }
+        HostFact::PullRequest { change, pr, .. } => {
+            pull_request(app, to, change.clone(), pr.clone()).await
+        }
+        HostFact::Push {
+            branch,
+            after,
+            deleted: false,
+            ..
+        } => {
+            let queues = queues_on(app, to, |q| &q.branch == branch).await?;
+            let moved = Event::TargetMoved { sha: after.clone() };
+            send(app, queues, moved).await
+        }
+        HostFact::Command {
+            pr,
+            author_association,
+            command,
+            ..
+        } => comment_command(app, to, *pr, author_association, command.clone()).await,
+        HostFact::Push { .. }
+        | HostFact::Ping { .. }
+        | HostFact::CheckSuiteCompleted { .. }
+        | HostFact::Ignored { .. } => Ok(Delivered::default()),
+    }
+}
+
+/// Where a delivery may go: the queues of `org`, the owner of `repo`, on `repo`.
+#[derive(Debug, Clone, Copy)]
+struct Owned<'a> {
+    org: &'a OrgId,
+    repo: &'a RepoRef,
+}
+
+/// Sends a CI result (a status or check run event) to every queue with a run on that commit:
+/// for the statuses the service's own local CI records.
+pub async fn to_runs_of(
+    app: &App,
+    sha: &mq_core::ids::Sha,
+    event: Event,
+) -> Result<Delivered, ServiceError> {
+    let queues = queues_with_runs_on(app, sha).await?;
+    send(app, queues, event).await
+}
+
+/// Sends a delivered CI result to the queues of the delivery's owner, on its repository,
+/// with a run on that commit.
+async fn to_owned_runs_of(
+    app: &App,
+    to: Owned<'_>,
+    sha: &mq_core::ids::Sha,
+    event: Event,
+) -> Result<Delivered, ServiceError> {
+    let mut queues = queues_with_runs_on(app, sha).await?;
+    let on_repo = format!("{}#", to.repo.key());
+    queues.retain(|q| q.as_str().starts_with(&on_repo));
+    let mut reached = Delivered::default();
+    for id in queues {
+        let fact = std::slice::from_ref(&event);
+        let applied = drive::apply(app, Actor::ServiceFor(to.org), &id, fact, Start::fresh());
+        match applied.await {
+            Ok(_) => reached.queues.push(id),
+            Err(e) if e.is(ErrorCode::QueueNotFound) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(reached)
+}
+
+async fn queues_with_runs_on(
+    app: &App,
+    sha: &mq_core::ids::Sha,
+) -> Result<Vec<QueueId>, ServiceError> {
+    let mut queues: Vec<QueueId> = app
+        .store
+        .runs_by_sha(sha)
+        .await?
+        .into_iter()
+        .map(|l| l.queue)
+        .collect();
+    queues.dedup();
+    Ok(queues)
+}
+
+/// A pull request changed: every queue with an active entry for it hears of it. The
+/// delivery's view of mergeability is provisional, so an open pull request is read anew.
+async fn pull_request(
+    app: &App,
+    to: Owned<'_>,
+    change: PrChange,
+    pr: mq_core::git::PrFacts,
+) -> Result<Delivered, ServiceError> {
+    let number = pr.number;
+    let mut reached = Delivered::default();
+    for queue in queues_on(app, to, |_| true).await? {
+        let Some(snapshot) = app.store.load(&queue).await? else {
+            continue;
+        };
+        if snapshot.entry_for_pr(number).is_none() {
+            continue;
+        }
+        let facts = match (&change, app.githost.as_deref()) {
+            (PrChange::Closed, _) | (_, None) => pr.clone(),
+            (_, Some(host)) => pr_facts(host, &snapshot.queue, number).await?,
+        };
+        let update = [Event::PrUpdated { pr: facts }];
+        drive::apply(app, Actor::Service, &queue, &update, Start::from(snapshot)).await?;
+        reached.queues.push(queue);
+    }
+    Ok(reached)
+}
+
+/// A `/service` comment: followed when the commenter may write to the repository and the
+/// queue of the pull request's base branch accepts commands; otherwise answered in a comment.
+async fn comment_command(
+    app: &App,
+    to: Owned<'_>,
+    pr: PrNumber,
+    association: &str,
+    command: Result<CommentCommand, InvalidCommand>,
+) -> Result<Delivered, ServiceError> {
+    let host = app.host()?;
+    let repo = to.repo;
+    let Some(queue) = queue_of_pull_request(app, to, pr).await? else {
+        return Ok(Delivered::default());
+    };
+    if !queue.config.commands_enabled {
+        return Ok(Delivered::default());
+    }
+    let reply = |text: String| async move {
+        if queue.config.comments_enabled
+            && let Err(e) = host.upsert_comment(repo, pr, &text).await
+        {
+            tracing::warn!(error = %e, "command reply not posted");
+        }
+    };
+    if !TRUSTED_ASSOCIATIONS.contains(&association) {
+        reply(
+            "Only people who can write to this repository may use `/service` commands.".to_owned(),
+        )
+        .await;
+        return Ok(Delivered::default());
+    }
+    let done = match command {
+        Ok(CommentCommand::Merge { priority, no_batch }) => {
+            let submission = move |now: Queue| -> EventsFuture<'_> {
+                Box::pin(async move {
+                    Ok(vec![Event::Submit {
+                        pr: pr_facts(host, &now, pr).await?,
+                        priority: priority.unwrap_or(Priority::default_priority()),
+                        no_batch: no_batch.then_some(true),
+                        force: false,
+                        head_checks_passed: false,
+                    }])
+                })
+            };
+            submit_with(app, &queue.org, &queue.id, pr, submission).await
+        }
+        Ok(CommentCommand::Cancel) => {
+            let cancel = Event::Cancel {
+                pr,
+                reason: CancelReason::Comment,
+            };
+            drive::apply(
+                app,
+                Actor::Org(&queue.org),
+                &queue.id,
+                &[cancel],
+                Start::fresh(),
+            )
+            .await
+            .map(|_| ())
+        }
+        Err(InvalidCommand(message)) => {
+            reply(message).await;
+            return Ok(Delivered::default());
+        }
+    };
+    match done {
+        Ok(()) => Ok(Delivered {
+            queues: vec![queue.id],
+        }),
+        Err(e) if e.refusal().is_some() => {
+            let why = e.refusal().unwrap_or_default();
+            reply(format!("The merge queue could not do that: {why}")).await;
+            Ok(Delivered::default())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The owner's queue on the pull request's base branch, if there is one.
+async fn queue_of_pull_request(
+    app: &App,
+    to: Owned<'_>,
+    pr: PrNumber,
+) -> Result<Option<Queue>, ServiceError> {
+    let host = app.host()?;
+    let queues = owned_queues(app, to).await?;
+    let Some(any) = queues.first() else {
+        return Ok(None);
+    };
+    let facts = pr_facts(host, any, pr).await?;
+    Ok(queues.into_iter().find(|q| q.branch == facts.base_branch))
+}
+
+/// The owner's queues on the repository that `keep` selects.
+async fn queues_on(
+    app: &App,
+    to: Owned<'_>,
+    keep: impl Fn(&Queue) -> bool,
+) -> Result<Vec<QueueId>, ServiceError> {
+    let queues = owned_queues(app, to).await?;
+    Ok(queues.into_iter().filter(keep).map(|q| q.id).collect())
+}
+
+/// The owner's queues on the repository.
+async fn owned_queues(app: &App, to: Owned<'_>) -> Result<Vec<Queue>, ServiceError> {
+    let mut queues = app.store.queues_of_repo(&to.repo.key()).await?;
+    queues.retain(|q| &q.org == to.org);
+    Ok(queues)
+}
+
+/// Applies a fact to each queue and executes what follows.
+async fn send(app: &App, queues: Vec<QueueId>, event: Event) -> Result<Delivered, ServiceError> {
+    for id in &queues {
+        let fact = std::slice::from_ref(&event);
+        drive::apply(app, Actor::Service, id, fact, Start::fresh()).await?;
+    }
+    Ok(Delivered { queues })
+}

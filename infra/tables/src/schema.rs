@@ -23,7 +23,6 @@ pub struct TableProperties {
     pub global_secondary_indexes: Vec<IndexDef>,
     #[serde(default)]
     pub local_secondary_indexes: Vec<IndexDef>,
-    #[serde(default)]
     pub time_to_live_specification: Option<TimeToLive>,
 }
 

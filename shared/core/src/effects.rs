@@ -87,7 +87,6 @@ pub struct PendingEffect {
     pub attempts: u32,
     /// The tick executes the effect again from this time on.
     pub next_attempt_at: Timestamp,
-    #[serde(default)]
     pub last_error: Option<String>,
     /// A notification waiting for an earlier one of the same pull request and kind to
     /// finish (see [`Effect::notice_key`]); the tick does not execute it.

@@ -108,10 +108,8 @@ pub struct Entry {
     /// The pull request as the Git host last described it.
     pub pr_facts: PrFacts,
     /// Impacted targets for the current head sha (parallel mode); cleared by a new head.
-    #[serde(default)]
     pub impacted: Option<UploadedTargets>,
     /// The test run currently testing this entry, if any.
-    #[serde(default)]
     pub current_run: Option<String>,
     /// The test run that tested this entry last: the current one, or the last one that did
     /// (kept once the entry concludes).
@@ -121,13 +119,10 @@ pub struct Entry {
     #[serde(default)]
     pub dependent_prs: Vec<PrNumber>,
     /// When the entry first became ready (left `not_ready`).
-    #[serde(default)]
     pub ready_at: Option<Timestamp>,
     /// When the entry's first test run started.
-    #[serde(default)]
     pub first_tested_at: Option<Timestamp>,
     /// When the entry reached `merged`, `failed` or `cancelled`.
-    #[serde(default)]
     pub concluded_at: Option<Timestamp>,
     /// Test runs that included this entry.
     #[serde(default)]
@@ -135,7 +130,6 @@ pub struct Entry {
     /// Times this entry's testing restarted.
     #[serde(default)]
     pub restarts: u32,
-    #[serde(default)]
     pub conclusion: Option<Conclusion>,
     /// Why the entry is to be cancelled (`pr_closed`, `new_commits`, `base_changed`) when the
     /// Git host said so while its merge was under way: the merge decides, and only if it

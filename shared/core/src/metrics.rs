@@ -102,11 +102,8 @@ pub struct ConcludedEntry {
     pub seq: u64,
     pub state: EntryState,
     pub submitted_at: Timestamp,
-    #[serde(default)]
     pub ready_at: Option<Timestamp>,
-    #[serde(default)]
     pub first_tested_at: Option<Timestamp>,
-    #[serde(default)]
     pub concluded_at: Option<Timestamp>,
     #[serde(default)]
     pub ci_runs: u32,
@@ -143,9 +140,7 @@ pub struct FinishedRun {
     pub kind: RunKind,
     pub status: RunStatus,
     pub created_at: Timestamp,
-    #[serde(default)]
     pub started_at: Option<Timestamp>,
-    #[serde(default)]
     pub finished_at: Option<Timestamp>,
     /// How many pull requests the run tested.
     #[serde(rename = "tested", deserialize_with = "count_of")]

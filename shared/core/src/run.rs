@@ -50,7 +50,6 @@ pub struct BranchPr {
     pub title: String,
     /// `None` for a direct merge, and in effects stored before stamps existed: the host then
     /// writes the merge commit with its own date.
-    #[serde(default)]
     pub stamp: Option<MergeStamp>,
 }
 
@@ -106,31 +105,23 @@ pub struct TestRun {
     #[serde(default)]
     pub chain: Vec<BranchPr>,
     /// The target commit the branch starts from, once known.
-    #[serde(default)]
     pub base_sha: Option<Sha>,
     /// The tip of the test branch, once created.
-    #[serde(default)]
     pub sha: Option<Sha>,
     /// Resolved when the branch is created (or from the queue's own list).
-    #[serde(default)]
     pub required: Option<RequiredStatuses>,
     #[serde(default)]
     pub statuses: Vec<StatusReport>,
     #[serde(default)]
     pub check_runs: Vec<CheckRunReport>,
     /// Union of impacted targets over every PR in the branch, dependents included.
-    #[serde(default)]
     pub impacted_targets: Option<Vec<String>>,
     /// Impacted targets of the tested PRs only.
-    #[serde(default)]
     pub impacted_targets_for_tested_prs: Option<Vec<String>>,
     /// When testing started (branch created) and finished.
-    #[serde(default)]
     pub started_at: Option<Timestamp>,
-    #[serde(default)]
     pub finished_at: Option<Timestamp>,
     /// Why the run failed or was cancelled: `tests_failed`, `timeout`, `restart`, ...
-    #[serde(default)]
     pub reason: Option<String>,
     /// The group's place in the line (main runs), or the failed group's (bisection runs).
     #[serde(default)]
@@ -147,7 +138,6 @@ pub struct TestRun {
     #[serde(default)]
     pub test_pull_request: bool,
     /// For a bisection run: the id of the failed run whose batch it splits.
-    #[serde(default)]
     pub bisection_of: Option<String>,
 }
 
@@ -176,7 +166,6 @@ pub struct Split {
     /// The other half of the same failed set.
     pub sibling: Vec<PrNumber>,
     /// The bisection run testing it; `None` while it waits for a bisection slot.
-    #[serde(default)]
     pub run: Option<String>,
 }
 

@@ -43,9 +43,7 @@ pub struct Queue {
     pub config: QueueConfig,
     pub state: QueueState,
     /// While `switching_modes`: the mode being switched to, and the state to return to.
-    #[serde(default)]
     pub pending_mode: Option<QueueMode>,
-    #[serde(default)]
     pub resume_state: Option<QueueState>,
     /// Incremented by every commit; commits are conditional on it.
     pub version: u64,

@@ -37,7 +37,6 @@ pub(crate) struct PullWire {
     pub merged: bool,
     #[serde(default)]
     pub draft: bool,
-    #[serde(default)]
     pub mergeable: Option<bool>,
 }
 
@@ -66,11 +65,8 @@ impl PullWire {
 pub(crate) struct StatusWire {
     pub context: String,
     pub state: String,
-    #[serde(default)]
     pub target_url: Option<String>,
-    #[serde(default)]
     pub description: Option<String>,
-    #[serde(default)]
     pub updated_at: Option<String>,
 }
 
@@ -98,17 +94,11 @@ pub(crate) struct CheckRunWire {
     pub name: String,
     pub head_sha: String,
     pub status: String,
-    #[serde(default)]
     pub conclusion: Option<String>,
-    #[serde(default)]
     pub html_url: Option<String>,
-    #[serde(default)]
     pub details_url: Option<String>,
-    #[serde(default)]
     pub check_suite: Option<Id>,
-    #[serde(default)]
     pub started_at: Option<String>,
-    #[serde(default)]
     pub completed_at: Option<String>,
 }
 

@@ -19,6 +19,7 @@ pub mod webhook;
 
 mod clock;
 mod github_wire;
+mod landed;
 mod tested_chain;
 mod validate;
 

@@ -11,7 +11,6 @@ pub const CONFIG_FILE: &str = ".merge-queue.yaml";
 
 #[derive(Debug, Deserialize)]
 struct ConfigFile {
-    #[serde(default)]
     required_statuses: Option<Vec<String>>,
 }
 

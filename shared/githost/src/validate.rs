@@ -1,6 +1,7 @@
 //! Checks on what callers pass in, before any of it reaches git or a URL.
 
 use crate::error::{HostError, HostResult};
+use crate::port::TestBranchRequest;
 use mq_core::ids::{Sha, check_branch};
 
 /// A branch name git accepts (`git check-ref-format --branch` rules).
@@ -18,6 +19,23 @@ pub(crate) fn sha(field: &str, sha: &Sha) -> HostResult<()> {
             "{field} must be a commit id (4 to 64 hex digits), got {s:?}"
         )))
     }
+}
+
+/// A test branch request: valid branch names, a test branch that is not the target, and
+/// commit ids for the pull requests' heads.
+pub(crate) fn test_branch_request(request: &TestBranchRequest) -> HostResult<()> {
+    branch("branch", &request.branch)?;
+    branch("target", &request.target)?;
+    if request.branch == request.target {
+        return Err(HostError::Invalid(format!(
+            "the test branch cannot be the target branch {}",
+            request.target
+        )));
+    }
+    for pr in &request.prs {
+        sha("head_sha", &pr.head_sha)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -19,7 +19,6 @@ pub const MAX_TARGET_LEN: usize = 1024;
 #[derive(Debug, Clone, Deserialize)]
 pub struct PrBody {
     pub number: Int,
-    #[serde(default)]
     pub sha: Option<String>,
 }
 
@@ -95,9 +94,7 @@ pub struct SubmitRequest {
     pub repo: RepoBody,
     pub target_branch: String,
     pub pr: PrBody,
-    #[serde(default)]
     pub priority: Option<PriorityBody>,
-    #[serde(default)]
     pub no_batch: Option<bool>,
 }
 

@@ -41,17 +41,7 @@ pub(crate) async fn create(
     repo: &RepoRef,
     request: &TestBranchRequest,
 ) -> HostResult<TestBranchOutcome> {
-    validate::branch("branch", &request.branch)?;
-    validate::branch("target", &request.target)?;
-    if request.branch == request.target {
-        return Err(HostError::Invalid(format!(
-            "the test branch cannot be the target branch {}",
-            request.target
-        )));
-    }
-    for pr in &request.prs {
-        validate::sha("head_sha", &pr.head_sha)?;
-    }
+    validate::test_branch_request(request)?;
     let base = base_of(client, repo, request).await?;
     point_branch_at(client, repo, &request.branch, &base).await?;
     let built = build(client, repo, request, &base).await;

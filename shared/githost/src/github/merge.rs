@@ -14,12 +14,13 @@ use super::pulls::{self, branch_head};
 use super::signing::{mentions_signatures, refusal_detail};
 use super::wire::{Compare, GitCommit, ShaOnly};
 use crate::error::{HostError, HostResult};
+use crate::landed::{MergeSource, already_merged, landed_at};
 use crate::port::{MergeOutcome, MergeRequest};
 use crate::tested_chain::{CommitInfo, CommitSource, Step, read_chain, squash_message};
 use crate::validate;
 use mq_core::engine::BranchPr;
 use mq_core::git::PrState;
-use mq_core::ids::{RepoRef, Sha};
+use mq_core::ids::{PrNumber, RepoRef, Sha};
 use mq_core::settings::MergeMethod;
 use reqwest::{Method, StatusCode};
 use serde_json::json;
@@ -37,7 +38,8 @@ pub(crate) async fn merge(
     if let Some(expected) = &request.expected_target_sha {
         validate::sha("expected_target_sha", expected)?;
         if *expected != actual {
-            if already_merged(client, repo, expected, &actual, request.tested_sha.as_ref()).await? {
+            let commits = Commits { client, repo };
+            if already_merged(&commits, expected, &actual, request.tested_sha.as_ref()).await? {
                 return Ok(MergeOutcome::Merged { target_sha: actual });
             }
             return Ok(MergeOutcome::TargetMoved { actual });
@@ -226,8 +228,6 @@ async fn direct_merge(
     }
 }
 
-/// Whether this merge was already done (a repeat of a merge whose answer was lost): the target
-/// moved on from the expected commit to one with exactly the tested tree.
 /// The target's commit if this merge already happened (see `GitHost::merge_landed`).
 pub(crate) async fn landed(
     client: &Client,
@@ -245,43 +245,7 @@ pub(crate) async fn landed(
     if *expected == actual {
         return Ok(None);
     }
-    let done = match &request.tested_sha {
-        Some(tested) => already_merged(client, repo, expected, &actual, Some(tested)).await?,
-        None => all_merged(client, repo, &request.prs).await?,
-    };
-    Ok(done.then_some(actual))
-}
-
-async fn all_merged(client: &Client, repo: &RepoRef, prs: &[BranchPr]) -> HostResult<bool> {
-    for pr in prs {
-        if pulls::pull(client, repo, pr.pr).await?.pr_state() != PrState::Merged {
-            return Ok(false);
-        }
-    }
-    Ok(!prs.is_empty())
-}
-
-async fn already_merged(
-    client: &Client,
-    repo: &RepoRef,
-    expected: &Sha,
-    actual: &Sha,
-    tested: Option<&Sha>,
-) -> HostResult<bool> {
-    let Some(tested) = tested else {
-        return Ok(false);
-    };
-    let tested_tree = git_commit(client, repo, tested).await?.tree.sha;
-    let actual_tree = git_commit(client, repo, actual).await?.tree.sha;
-    if tested_tree != actual_tree {
-        return Ok(false);
-    }
-    let path = format!(
-        "{}/compare/{expected}...{actual}?per_page=1",
-        repo_path(repo)
-    );
-    let compare: Option<Compare> = client.get_optional(repo, &path).await?;
-    Ok(compare.is_some_and(|c| c.behind_by == 0))
+    landed_at(&Commits { client, repo }, request, expected, actual).await
 }
 
 pub(crate) async fn git_commit(
@@ -309,6 +273,28 @@ impl CommitSource for Commits<'_> {
                 tree: wire.tree.sha,
                 parents: wire.parents.into_iter().map(|p| Sha::new(p.sha)).collect(),
             })
+        }
+    }
+}
+
+impl MergeSource for Commits<'_> {
+    async fn pr_state(&self, pr: PrNumber) -> HostResult<PrState> {
+        Ok(pulls::pull(self.client, self.repo, pr).await?.pr_state())
+    }
+
+    /// The target moved forward from `expected`: comparing the two, `actual` is not behind.
+    fn contains(
+        &self,
+        expected: &Sha,
+        actual: &Sha,
+    ) -> impl Future<Output = HostResult<bool>> + Send {
+        let path = format!(
+            "{}/compare/{expected}...{actual}?per_page=1",
+            repo_path(self.repo)
+        );
+        async move {
+            let compare: Option<Compare> = self.client.get_optional(self.repo, &path).await?;
+            Ok(compare.is_some_and(|c| c.behind_by == 0))
         }
     }
 }

@@ -32,7 +32,6 @@ pub(crate) struct RefWire {
 pub(crate) struct Account {
     pub login: String,
     pub id: u64,
-    #[serde(default)]
     pub name: Option<String>,
 }
 
@@ -80,7 +79,6 @@ pub(crate) struct MergeCommitBody {
 #[derive(Debug, Deserialize)]
 pub(crate) struct IssueComment {
     pub id: u64,
-    #[serde(default)]
     pub body: Option<String>,
 }
 
@@ -105,13 +103,11 @@ pub(crate) struct CheckContext {
 
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct Protection {
-    #[serde(default)]
     pub required_status_checks: Option<RequiredChecks>,
 }
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct BranchWire {
-    #[serde(default)]
     pub protection: Option<Protection>,
 }
 
@@ -119,7 +115,6 @@ pub(crate) struct BranchWire {
 pub(crate) struct Rule {
     #[serde(rename = "type")]
     pub kind: String,
-    #[serde(default)]
     pub parameters: Option<RuleParameters>,
 }
 

@@ -54,14 +54,7 @@ pub(crate) async fn create(
     git: &Git,
     request: &TestBranchRequest,
 ) -> HostResult<TestBranchOutcome> {
-    validate::branch("branch", &request.branch)?;
-    validate::branch("target", &request.target)?;
-    if request.branch == request.target {
-        return Err(HostError::Invalid(format!(
-            "the test branch cannot be the target branch {}",
-            request.target
-        )));
-    }
+    validate::test_branch_request(request)?;
     let base = match &request.base {
         Some(base) => commit(git, "base", base).await?,
         None => head(git, &request.target).await?,

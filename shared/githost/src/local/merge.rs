@@ -9,12 +9,13 @@ use super::branches::{self, Chain, merge_chain};
 use super::git::{Authorship, Git, RefUpdate};
 use super::pulls::{self, branch_ref};
 use crate::error::HostResult;
+use crate::landed::{MergeSource, already_merged, landed_at};
 use crate::port::{MergeOutcome, MergeRequest};
 use crate::tested_chain::{CommitInfo, CommitSource, Step, read_chain, squash_message};
 use crate::validate;
 use mq_core::engine::BranchPr;
 use mq_core::git::PrState;
-use mq_core::ids::Sha;
+use mq_core::ids::{PrNumber, Sha};
 use mq_core::settings::MergeMethod;
 use std::future::Future;
 
@@ -50,36 +51,7 @@ pub(crate) async fn landed(git: &Git, request: &MergeRequest) -> HostResult<Opti
     if *expected == actual {
         return Ok(None);
     }
-    let done = match &request.tested_sha {
-        Some(_) => already_merged(git, expected, &actual, request.tested_sha.as_ref()).await?,
-        None => all_merged(git, &request.prs).await?,
-    };
-    Ok(done.then_some(actual))
-}
-
-async fn all_merged(git: &Git, prs: &[BranchPr]) -> HostResult<bool> {
-    for pr in prs {
-        if pulls::state_of(git, pr.pr).await? != PrState::Merged {
-            return Ok(false);
-        }
-    }
-    Ok(!prs.is_empty())
-}
-
-/// Whether this merge was already done (a repeat of a merge whose answer was lost): the target
-/// moved on from the expected commit to one with exactly the tested tree.
-async fn already_merged(
-    git: &Git,
-    expected: &Sha,
-    actual: &Sha,
-    tested: Option<&Sha>,
-) -> HostResult<bool> {
-    let Some(tested) = tested else {
-        return Ok(false);
-    };
-    let tested_tree = git.commit_info(tested).await?.tree;
-    let actual_tree = git.commit_info(actual).await?.tree;
-    Ok(tested_tree == actual_tree && git.is_ancestor(expected, actual).await?)
+    landed_at(git, request, expected, actual).await
 }
 
 /// The commit the target should point at once the pull requests are in.
@@ -251,5 +223,19 @@ async fn publish(
 impl CommitSource for Git {
     fn commit(&self, sha: &Sha) -> impl Future<Output = HostResult<CommitInfo>> + Send {
         self.commit_info(sha)
+    }
+}
+
+impl MergeSource for Git {
+    fn pr_state(&self, pr: PrNumber) -> impl Future<Output = HostResult<PrState>> + Send {
+        pulls::state_of(self, pr)
+    }
+
+    fn contains(
+        &self,
+        expected: &Sha,
+        actual: &Sha,
+    ) -> impl Future<Output = HostResult<bool>> + Send {
+        self.is_ancestor(expected, actual)
     }
 }

@@ -25,9 +25,7 @@ struct Repository {
 struct Ping {
     #[serde(default)]
     zen: String,
-    #[serde(default)]
     hook_id: Option<u64>,
-    #[serde(default)]
     repository: Option<Repository>,
 }
 
@@ -57,9 +55,7 @@ struct CheckRun {
 struct Suite {
     id: u64,
     head_sha: String,
-    #[serde(default)]
     head_branch: Option<String>,
-    #[serde(default)]
     conclusion: Option<String>,
 }
 
@@ -83,7 +79,6 @@ struct BaseChange {
 
 #[derive(Deserialize, Default)]
 struct Changes {
-    #[serde(default)]
     base: Option<BaseChange>,
 }
 
@@ -91,7 +86,6 @@ struct Changes {
 struct PullRequest {
     action: String,
     pull_request: PullWire,
-    #[serde(default)]
     changes: Option<Changes>,
     repository: Repository,
 }
@@ -99,7 +93,6 @@ struct PullRequest {
 #[derive(Deserialize)]
 struct Issue {
     number: u64,
-    #[serde(default)]
     pull_request: Option<serde_json::Value>,
 }
 

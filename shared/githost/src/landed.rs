@@ -1,0 +1,67 @@
+//! Whether a merge already happened: a repeat of a merge whose answer was lost must not merge
+//! twice, and the tick asks after merges it did not hear back from (`GitHost::merge_landed`).
+//! Both adapters answer the same way, from what they read of the repository.
+
+use crate::error::HostResult;
+use crate::port::MergeRequest;
+use crate::tested_chain::CommitSource;
+use mq_core::engine::BranchPr;
+use mq_core::git::PrState;
+use mq_core::ids::{PrNumber, Sha};
+use std::future::Future;
+
+/// What the answer needs of a repository besides its commits.
+pub(crate) trait MergeSource: CommitSource {
+    /// The pull request's state now.
+    fn pr_state(&self, pr: PrNumber) -> impl Future<Output = HostResult<PrState>> + Send;
+
+    /// Whether `actual` contains `expected` (the target only moved forward from it).
+    fn contains(
+        &self,
+        expected: &Sha,
+        actual: &Sha,
+    ) -> impl Future<Output = HostResult<bool>> + Send;
+}
+
+/// Given that the target moved from the request's expected commit to `actual`: `actual` if
+/// the merge is what moved it, else `None`. With a tested commit, the target must have moved
+/// forward to a commit with exactly the tested tree ([`already_merged`]); without one (a
+/// direct merge), every pull request must be merged ([`all_merged`]).
+pub(crate) async fn landed_at<S: MergeSource>(
+    source: &S,
+    request: &MergeRequest,
+    expected: &Sha,
+    actual: Sha,
+) -> HostResult<Option<Sha>> {
+    let done = match &request.tested_sha {
+        Some(tested) => already_merged(source, expected, &actual, Some(tested)).await?,
+        None => all_merged(source, &request.prs).await?,
+    };
+    Ok(done.then_some(actual))
+}
+
+/// Whether this merge was already done (a repeat of a merge whose answer was lost): the target
+/// moved on from the expected commit to one with exactly the tested tree.
+pub(crate) async fn already_merged<S: MergeSource>(
+    source: &S,
+    expected: &Sha,
+    actual: &Sha,
+    tested: Option<&Sha>,
+) -> HostResult<bool> {
+    let Some(tested) = tested else {
+        return Ok(false);
+    };
+    let tested_tree = source.commit(tested).await?.tree;
+    let actual_tree = source.commit(actual).await?.tree;
+    Ok(tested_tree == actual_tree && source.contains(expected, actual).await?)
+}
+
+/// Whether every pull request of a direct merge is merged (`false` for none).
+pub(crate) async fn all_merged<S: MergeSource>(source: &S, prs: &[BranchPr]) -> HostResult<bool> {
+    for pr in prs {
+        if source.pr_state(pr.pr).await? != PrState::Merged {
+            return Ok(false);
+        }
+    }
+    Ok(!prs.is_empty())
+}

@@ -4,7 +4,8 @@
 
 use crate::clock::now;
 use mq_core::Timestamp;
-use mq_core::git::{CheckRunReport, Mergeability, PrState, StatusReport};
+use mq_core::git::{CheckRunReport, Mergeability, PrFacts, PrState, StatusReport};
+use mq_core::ids::{PrNumber, Sha};
 use serde::Deserialize;
 
 #[derive(Debug, Deserialize)]
@@ -56,6 +57,23 @@ impl PullWire {
             (PrState::Open, Some(true)) => Mergeability::Mergeable,
             (PrState::Open, Some(false)) => Mergeability::NotMergeable,
             _ => Mergeability::Unspecified,
+        }
+    }
+
+    /// The pull request `number` in the domain's words; whether its head contains the
+    /// target's head is for the caller to say.
+    pub fn facts(self, number: PrNumber, based_on_target_head: bool) -> PrFacts {
+        let (state, mergeability) = (self.pr_state(), self.mergeability());
+        PrFacts {
+            number,
+            title: self.title,
+            author: self.user.login,
+            head_sha: Sha::new(self.head.sha),
+            base_branch: self.base.name,
+            state,
+            mergeability,
+            based_on_target_head,
+            draft: self.draft,
         }
     }
 }

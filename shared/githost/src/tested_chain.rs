@@ -6,6 +6,7 @@
 //! target must have once it is in: the trees of the commits a squash or rebase writes.
 
 use crate::error::HostResult;
+use crate::port::MergeOutcome;
 use mq_core::engine::BranchPr;
 use mq_core::ids::Sha;
 use std::future::Future;
@@ -38,6 +39,30 @@ pub(crate) struct TestedChain {
     /// The commit the first pull request was merged onto.
     pub base: CommitInfo,
     pub steps: Vec<Step>,
+}
+
+/// The chain of `tested` (see [`read_chain`]), checked to have been built on the content of
+/// `actual` (the target now); a refusal of the merge otherwise.
+pub(crate) async fn read_chain_onto<S: CommitSource>(
+    source: &S,
+    actual: &Sha,
+    tested: &Sha,
+    prs: &[BranchPr],
+) -> HostResult<Result<TestedChain, MergeOutcome>> {
+    let chain = match read_chain(source, tested, prs).await? {
+        Ok(chain) => chain,
+        Err(detail) => return Ok(Err(MergeOutcome::Rejected { pr: None, detail })),
+    };
+    if chain.base.tree != source.commit(actual).await?.tree {
+        return Ok(Err(MergeOutcome::Rejected {
+            pr: None,
+            detail: format!(
+                "the tested commit {} was built on content other than the target's",
+                tested.short()
+            ),
+        }));
+    }
+    Ok(Ok(chain))
 }
 
 /// Walks `tested` back through one merge commit per pull request of `prs` (last first).

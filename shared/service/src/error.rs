@@ -37,6 +37,19 @@ impl ServiceError {
         Self::Internal
     }
 
+    /// Unavailable for now: logged as `what` with `message`; the caller retries after
+    /// `retry_after`, or `default_secs` when the cause did not say.
+    fn unavailable(
+        what: &str,
+        message: &str,
+        retry_after: Option<Duration>,
+        default_secs: u64,
+    ) -> Self {
+        tracing::warn!(%message, "{what}");
+        let retry_after = retry_after.unwrap_or(Duration::from_secs(default_secs));
+        Self::Unavailable { retry_after }
+    }
+
     /// Refused because `code` does not exist (or is not the caller's).
     pub fn not_found(code: ErrorCode, message: impl Into<String>) -> Self {
         Self::Refused(DomainError::not_found(code, message))
@@ -102,16 +115,10 @@ impl From<StoreError> for ServiceError {
             StoreError::Unavailable {
                 retry_after,
                 message,
-            } => {
-                tracing::warn!(%message, "store unavailable");
-                let retry_after = retry_after.unwrap_or(Duration::from_secs(1));
-                Self::Unavailable { retry_after }
-            }
+            } => Self::unavailable("store unavailable", &message, retry_after, 1),
             StoreError::Conflict => {
-                tracing::warn!("store contention: version conflicts did not settle");
-                Self::Unavailable {
-                    retry_after: Duration::from_secs(1),
-                }
+                let message = "version conflicts did not settle";
+                Self::unavailable("store contention", message, None, 1)
             }
             other => Self::internal(other),
         }
@@ -126,11 +133,7 @@ impl From<HostError> for ServiceError {
             HostError::Transient {
                 retry_after,
                 message,
-            } => {
-                tracing::warn!(%message, "Git host unavailable");
-                let retry_after = retry_after.unwrap_or(Duration::from_secs(5));
-                Self::Unavailable { retry_after }
-            }
+            } => Self::unavailable("Git host unavailable", &message, retry_after, 5),
             other => {
                 tracing::error!(error = %other, "Git host refused");
                 Self::HostRefused

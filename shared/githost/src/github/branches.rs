@@ -10,9 +10,9 @@
 use super::client::identity;
 use super::client::{Client, escape, repo_path};
 use super::identity::Identity;
-use super::merge::git_commit;
+use super::merge::{create_commit, git_commit};
 use super::pulls::branch_head;
-use super::wire::{MergeCommitWire, ShaOnly};
+use super::wire::MergeCommitWire;
 use crate::error::{HostError, HostResult};
 use crate::port::{TestBranchOutcome, TestBranchRequest};
 use crate::tested_chain::merge_message;
@@ -216,12 +216,7 @@ async fn write_merge(
         payload["author"] = identity.signature(Some(&date));
         payload["committer"] = identity.signature(Some(&date));
     }
-    let path = format!("{}/git/commits", repo_path(repo));
-    let created: ShaOnly = client
-        .send(repo, Method::POST, &path, Some(&payload))
-        .await?
-        .json()?;
-    Ok(Sha::new(created.sha))
+    create_commit(client, repo, &payload).await
 }
 
 /// A time as the git data API takes it, in whole seconds as git keeps them:

@@ -16,7 +16,7 @@ use super::wire::{Compare, GitCommit, ShaOnly};
 use crate::error::{HostError, HostResult};
 use crate::landed::{MergeSource, already_merged, landed_at};
 use crate::port::{MergeOutcome, MergeRequest};
-use crate::tested_chain::{CommitInfo, CommitSource, Step, read_chain, squash_message};
+use crate::tested_chain::{CommitInfo, CommitSource, Step, read_chain_onto, squash_message};
 use crate::validate;
 use mq_core::engine::BranchPr;
 use mq_core::git::PrState;
@@ -135,19 +135,10 @@ async fn rewrite(
     request: &MergeRequest,
 ) -> HostResult<Result<Sha, MergeOutcome>> {
     let commits = Commits { client, repo };
-    let chain = match read_chain(&commits, tested, &request.prs).await? {
+    let chain = match read_chain_onto(&commits, actual, tested, &request.prs).await? {
         Ok(chain) => chain,
-        Err(detail) => return Ok(Err(MergeOutcome::Rejected { pr: None, detail })),
+        Err(refused) => return Ok(Err(refused)),
     };
-    if chain.base.tree != commits.commit(actual).await?.tree {
-        return Ok(Err(MergeOutcome::Rejected {
-            pr: None,
-            detail: format!(
-                "the tested commit {} was built on content other than the target's",
-                tested.short()
-            ),
-        }));
-    }
     let mut tip = actual.clone();
     for step in &chain.steps {
         tip = write_commit(client, repo, &tip, step, request.method).await?;
@@ -178,12 +169,7 @@ async fn write_commit(
         "author": { "name": head.author.name, "email": head.author.email, "date": head.author.date },
         "committer": committer.signature(None),
     });
-    let path = format!("{}/git/commits", repo_path(repo));
-    let created: ShaOnly = client
-        .send(repo, Method::POST, &path, Some(&payload))
-        .await?
-        .json()?;
-    Ok(Sha::new(created.sha))
+    create_commit(client, repo, &payload).await
 }
 
 /// Merges each pull request with GitHub's merge button API, in order.
@@ -246,6 +232,21 @@ pub(crate) async fn landed(
         return Ok(None);
     }
     landed_at(&Commits { client, repo }, request, expected, actual).await
+}
+
+/// Creates a commit (git data API) from `payload`: message, tree, parents, and optionally
+/// author and committer. Returns its id.
+pub(crate) async fn create_commit(
+    client: &Client,
+    repo: &RepoRef,
+    payload: &serde_json::Value,
+) -> HostResult<Sha> {
+    let path = format!("{}/git/commits", repo_path(repo));
+    let created: ShaOnly = client
+        .send(repo, Method::POST, &path, Some(payload))
+        .await?
+        .json()?;
+    Ok(Sha::new(created.sha))
 }
 
 pub(crate) async fn git_commit(

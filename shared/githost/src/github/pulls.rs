@@ -26,21 +26,9 @@ pub(crate) async fn facts(
     target: &str,
 ) -> HostResult<PrFacts> {
     let wire = pull(client, repo, pr).await?;
-    let state = wire.pr_state();
-    let mergeability = wire.mergeability();
-    let based_on_target_head =
-        state == PrState::Open && contains_branch(client, repo, target, &wire.head.sha).await?;
-    Ok(PrFacts {
-        number: pr,
-        title: wire.title,
-        author: wire.user.login,
-        head_sha: Sha::new(wire.head.sha),
-        base_branch: wire.base.name,
-        state,
-        mergeability,
-        based_on_target_head,
-        draft: wire.draft,
-    })
+    let based_on_target_head = wire.pr_state() == PrState::Open
+        && contains_branch(client, repo, target, &wire.head.sha).await?;
+    Ok(wire.facts(pr, based_on_target_head))
 }
 
 /// Whether `head` contains the head of `branch` (the compare API: nothing behind).

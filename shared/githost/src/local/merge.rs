@@ -11,7 +11,7 @@ use super::pulls::{self, branch_ref};
 use crate::error::HostResult;
 use crate::landed::{MergeSource, already_merged, landed_at};
 use crate::port::{MergeOutcome, MergeRequest};
-use crate::tested_chain::{CommitInfo, CommitSource, Step, read_chain, squash_message};
+use crate::tested_chain::{CommitInfo, CommitSource, Step, read_chain_onto, squash_message};
 use crate::validate;
 use mq_core::engine::BranchPr;
 use mq_core::git::PrState;
@@ -124,19 +124,10 @@ async fn rewrite(
     prs: &[BranchPr],
     method: MergeMethod,
 ) -> HostResult<Result<Sha, Refused>> {
-    let chain = match read_chain(git, tested, prs).await? {
+    let chain = match read_chain_onto(git, actual, tested, prs).await? {
         Ok(chain) => chain,
-        Err(detail) => return Ok(Err(MergeOutcome::Rejected { pr: None, detail })),
+        Err(refused) => return Ok(Err(refused)),
     };
-    if chain.base.tree != git.commit_info(actual).await?.tree {
-        return Ok(Err(MergeOutcome::Rejected {
-            pr: None,
-            detail: format!(
-                "the tested commit {} was built on content other than the target's",
-                tested.short()
-            ),
-        }));
-    }
     let mut tip = actual.clone();
     for step in &chain.steps {
         tip = match method {

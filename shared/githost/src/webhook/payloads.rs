@@ -268,18 +268,8 @@ fn pr_change(delivery: &PullRequest) -> Option<PrChange> {
 }
 
 fn pr_facts(wire: PullWire) -> Result<PrFacts, WebhookError> {
-    let (state, mergeability) = (wire.pr_state(), wire.mergeability());
-    Ok(PrFacts {
-        number: pr_number(wire.number)?,
-        title: wire.title,
-        author: wire.user.login,
-        head_sha: Sha::new(wire.head.sha),
-        base_branch: wire.base.name,
-        state,
-        mergeability,
-        based_on_target_head: false,
-        draft: wire.draft,
-    })
+    let number = pr_number(wire.number)?;
+    Ok(wire.facts(number, false))
 }
 
 fn pr_number(number: u64) -> Result<PrNumber, WebhookError> {

@@ -3,6 +3,7 @@
 //! HTTP client. [`live`] adds a local Git host on real repositories ([`git_repo`]), CI, the
 //! tick and a clock the test moves.
 
+pub mod browser;
 pub mod cli;
 pub mod deliveries;
 pub mod fixtures;

@@ -174,6 +174,21 @@ fn cases(head: &str, test_case: &str) -> Vec<Case> {
         ),
         case(Call::Metrics, OK, NO_REPO),
         case(
+            Call::Json("listQueues", json!({"repo": queue(json!({}))["repo"]})),
+            OK,
+            NO_REPO,
+        ),
+        case(
+            Call::Json("getQueueActivity", queue(json!({}))),
+            OK,
+            NO_REPO,
+        ),
+        case(
+            Call::Json("getPullRequestHistory", pr(json!({}))),
+            OK,
+            NO_REPO,
+        ),
+        case(
             Call::Json(
                 "flaky-tests/list-unhealthy-tests",
                 health_body(json!({"status": "FLAKY", "page_query": {"page_size": 5}})),
@@ -315,6 +330,27 @@ async fn every_endpoint_answers_only_for_the_owners_repositories(backend: Backen
         view(&env, &acme, ACME).await,
         view(&env, &theirs, UMBRELLA).await,
     );
+    for (token, expected) in [(ACME, "acme/rocket"), (UMBRELLA, "umbrella/rocket")] {
+        let listed = env.post("listQueues", Some(token), &json!({})).await;
+        assert_eq!(listed.status, 200, "{:?}", listed.body);
+        let names: Vec<String> = listed.body["queues"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|q| {
+                format!(
+                    "{}/{}",
+                    q["repo"]["owner"].as_str().unwrap(),
+                    q["repo"]["name"].as_str().unwrap()
+                )
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [expected],
+            "listQueues as {token}: only its own repositories' queues"
+        );
+    }
     let test_case = before.0[2]["tests"][0]["id"]
         .as_str()
         .unwrap_or_else(|| panic!("no flaky test in {}", before.0[2]))

@@ -196,6 +196,7 @@ async fn queue_flow(live: &LiveEnv, api: &Checked<'_>) {
         .ok("getSubmittedPullRequest", &pr_body(&repo, 1, json!({})))
         .await;
     assert_eq!(merged["state"], "merged");
+    dashboard_reads(api, &repo).await;
     api.ok(
         "getMergeQueueTestingDetails",
         &body(&repo, json!({"testRunId": run})),
@@ -217,6 +218,38 @@ async fn queue_flow(live: &LiveEnv, api: &Checked<'_>) {
     let doc = api.send("GET", "openapi.json", None, "", vec![], &[]).await;
     assert_eq!(doc.body["openapi"], "3.1.0");
     api.ok("deleteQueue", &body(&repo, json!({}))).await;
+}
+
+/// The dashboard's read-only operations, once #1 merged and #3 failed.
+async fn dashboard_reads(api: &Checked<'_>, repo: &GitRepo) {
+    let all = api.ok("listQueues", &json!({})).await;
+    assert_eq!(all["organisation"], "acme");
+    let one = api
+        .ok(
+            "listQueues",
+            &json!({"repo": body(repo, json!({}))["repo"]}),
+        )
+        .await;
+    assert_eq!(one["queues"].as_array().map(Vec::len), Some(1), "{one}");
+    let activity = api.ok("getQueueActivity", &body(repo, json!({}))).await;
+    let failed = activity["conclusions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["prNumber"] == 3))
+        .unwrap_or_else(|| panic!("#3 among the conclusions: {activity}"));
+    assert_eq!(failed["reason"], "tests_failed");
+    let history = api
+        .ok("getPullRequestHistory", &pr_body(repo, 3, json!({})))
+        .await;
+    assert_eq!(history["conclusion"]["reason"], "tests_failed");
+    let never = api
+        .post(
+            "getPullRequestHistory",
+            Some(ACME),
+            &pr_body(repo, 99, json!({})),
+        )
+        .await;
+    assert_eq!(never.status, 404);
+    assert_eq!(never.body["error"]["code"], "PULL_REQUEST_NOT_FOUND");
 }
 
 /// Restart a testing pull request, cancel it, and the refusals of both once it is gone.

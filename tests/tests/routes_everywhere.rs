@@ -1,7 +1,9 @@
 //! One route table (`mq_http::routes`), and the places that must agree with it: the SAM
 //! template's HTTP API events and the OpenAPI document name the same (method, path) pairs as the
 //! table (which the local gateway serves), every function the template builds is a binary of
-//! the workspace, and each HTTP function serves the row of its event.
+//! the workspace, and each HTTP function serves the row of its event. The dashboard's page
+//! routes (`mq_http::pages::PAGE_ROUTES`) are in the template and the gateway but not in the
+//! API document, and their function serves the pages.
 
 use serde_json::Value as Json;
 use serde_norway::Value as Yaml;
@@ -55,6 +57,14 @@ fn gateway_endpoints() -> Endpoints {
         .collect()
 }
 
+/// The dashboard's page routes, as the template names them.
+fn page_endpoints() -> Endpoints {
+    mq_http::pages::PAGE_ROUTES
+        .iter()
+        .map(|p| (p.method.to_string(), p.path.to_owned()))
+        .collect()
+}
+
 /// The document's operations, except the document itself (served by the gateway only).
 fn openapi_endpoints() -> Endpoints {
     let text = std::fs::read_to_string(root().join("openapi/openapi.json")).unwrap();
@@ -71,12 +81,19 @@ fn openapi_endpoints() -> Endpoints {
 
 #[test]
 fn the_template_the_gateway_and_the_openapi_document_name_the_same_endpoints() {
-    let template = template_endpoints();
+    let mut template = template_endpoints();
+    let pages = page_endpoints();
     assert_eq!(
         template.len(),
-        mq_http::routes::ROUTES.len(),
+        mq_http::routes::ROUTES.len() + pages.len(),
         "{template:?}"
     );
+    for page in &pages {
+        assert!(
+            template.remove(page),
+            "the template has no event for {page:?}"
+        );
+    }
     assert_eq!(gateway_endpoints(), template, "route table vs template");
     assert_eq!(openapi_endpoints(), template, "openapi.json vs template");
 }
@@ -165,18 +182,28 @@ fn static_name(name: &str) -> String {
 #[test]
 fn every_http_function_serves_the_route_of_its_event() {
     let mut served = 0;
+    let mut pages = 0;
     for (id, f) in functions(&template()) {
         let Some(events) = f["Properties"]["Events"].as_mapping() else {
             continue;
         };
         for (_, event) in events.iter().filter(|(_, e)| e["Type"] == "HttpApi") {
             let path = event["Properties"]["Path"].as_str().unwrap();
-            let name = path.strip_prefix("/v1/").unwrap();
-            let route = mq_http::routes::route(name).unwrap_or_else(|| panic!("{id}: no {path}"));
             let method = event["Properties"]["Method"].as_str().unwrap();
-            assert_eq!(route.method.as_str(), method.to_uppercase(), "{id}");
             let code_uri = f["Properties"]["CodeUri"].as_str().unwrap();
             let main = std::fs::read_to_string(root().join(code_uri).join("src/main.rs")).unwrap();
+            if let Some(page) = mq_http::pages::PAGE_ROUTES.iter().find(|p| p.path == path) {
+                assert_eq!(page.method.as_str(), method.to_uppercase(), "{id}");
+                assert!(
+                    main.contains("mq_lambda::run_pages()"),
+                    "{id} ({code_uri}) serves {path} but does not call run_pages"
+                );
+                pages += 1;
+                continue;
+            }
+            let name = path.strip_prefix("/v1/").unwrap();
+            let route = mq_http::routes::route(name).unwrap_or_else(|| panic!("{id}: no {path}"));
+            assert_eq!(route.method.as_str(), method.to_uppercase(), "{id}");
             let serves = format!("run_route(&mq_http::routes::{})", static_name(name));
             assert!(
                 main.contains(&serves),
@@ -186,4 +213,5 @@ fn every_http_function_serves_the_route_of_its_event() {
         }
     }
     assert_eq!(served, mq_http::routes::ROUTES.len());
+    assert_eq!(pages, mq_http::pages::PAGE_ROUTES.len());
 }

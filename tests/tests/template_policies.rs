@@ -1,5 +1,6 @@
 //! The functions' permissions in `template.yaml`: the idempotency table is open to exactly the
-//! endpoints that honour `Idempotency-Key`, and no statement grants every resource.
+//! endpoints that honour `Idempotency-Key`, no statement grants every resource, the dashboard's
+//! operations only read, and the function of the pages has no permission at all.
 
 use mq_http::routes::ROUTES;
 use mq_tables::schema::TEMPLATE;
@@ -58,4 +59,50 @@ fn no_statement_grants_every_resource_or_action() {
         );
         assert!(!(t.starts_with("Action:") && t.contains('*')), "{t}");
     }
+}
+
+/// The read-only operations of the dashboard may read tables, never write them.
+#[test]
+fn the_dashboards_operations_only_read() {
+    let functions = functions();
+    for name in ["listQueues", "getQueueActivity", "getPullRequestHistory"] {
+        let (_, block) = functions
+            .iter()
+            .find(|(route, _)| route == name)
+            .unwrap_or_else(|| panic!("no function for {name}"));
+        let actions: Vec<&str> = block
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("Action:"))
+            .collect();
+        assert!(!actions.is_empty(), "{name} has no statement");
+        for action in actions {
+            for verb in action
+                .trim_matches(|c| c == ' ' || c == '[' || c == ']')
+                .split(',')
+            {
+                let verb = verb.trim();
+                assert!(
+                    [
+                        "dynamodb:GetItem",
+                        "dynamodb:BatchGetItem",
+                        "dynamodb:Query"
+                    ]
+                    .contains(&verb),
+                    "{name} may {verb}"
+                );
+            }
+        }
+    }
+}
+
+/// The pages are files built into the function: it needs no table, no secret, no policy.
+#[test]
+fn the_pages_function_has_no_permission() {
+    let functions = functions();
+    let (_, block) = functions
+        .iter()
+        .find(|(_, b)| b.contains("CodeUri: functions/dashboard"))
+        .expect("the dashboard function");
+    assert!(!block.contains("Policies:"), "{block}");
+    assert!(!block.contains("Table"), "{block}");
 }

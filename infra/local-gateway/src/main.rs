@@ -132,6 +132,7 @@ async fn run(mut args: Args) -> Result<(), String> {
         .statuses
         .map(|rx| spawn_status_listener(app.clone(), rx));
     say(format_args!("merge queue API on {}", gateway.base_url()));
+    say(format_args!("dashboard on http://{}/", gateway.addr));
     say(format_args!("{}", opened.description));
     if let Some(token) = generated {
         say(format_args!(

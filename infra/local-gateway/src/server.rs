@@ -63,6 +63,10 @@ pub fn router_with(app: Arc<App>, timeouts: Timeouts) -> Router {
         mq_http::openapi::OPENAPI_PATH,
         axum::routing::get(|| async { to_http(mq_http::openapi::response()) }),
     );
+    // The dashboard's pages, as the `dashboard` function serves them.
+    router = router
+        .route("/", axum::routing::any(page))
+        .route("/ui/{*file}", axum::routing::any(page));
     router.fallback(|| async {
         to_http(unrouted(&ApiError::not_found(
             "NOT_FOUND",
@@ -112,6 +116,13 @@ async fn dispatch(
     let request = lambda_http::Request::from_parts(parts, lambda_http::Body::Binary(bytes))
         .with_query_string_parameters(query);
     to_http(route.serve(&app, request).await)
+}
+
+/// A page of the dashboard or one of its files (`mq_http::pages`); the body is not read.
+async fn page(req: HttpRequest) -> HttpResponse {
+    let (parts, _) = req.into_parts();
+    let request = lambda_http::Request::from_parts(parts, lambda_http::Body::Empty);
+    to_http(mq_http::pages::serve(&request))
 }
 
 /// Reads at most `cap` bytes: a larger body reaches the handler cut at `cap`, which is still

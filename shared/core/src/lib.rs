@@ -9,6 +9,7 @@ pub mod engine;
 pub mod entry;
 pub mod enums;
 pub mod error;
+pub mod estimate;
 pub mod git;
 pub mod health;
 pub mod history;
@@ -19,6 +20,7 @@ pub mod run;
 pub mod settings;
 pub mod snapshot;
 pub mod time;
+pub mod timeline;
 
 pub use error::{DomainError, ErrorCode, ErrorKind};
 pub use time::Timestamp;

@@ -11,6 +11,7 @@ pub mod http;
 pub mod idempotency;
 pub mod multipart;
 pub mod openapi;
+pub mod pages;
 pub mod routes;
 
 pub use auth::Caller;

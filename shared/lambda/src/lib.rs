@@ -6,7 +6,9 @@ pub mod deployed;
 pub mod https;
 pub mod lambda;
 pub mod logging;
+pub mod pages;
 pub mod s3;
 pub mod secrets;
 
 pub use lambda::run_route;
+pub use pages::run_pages;

@@ -5,6 +5,7 @@
 //! docs/architecture.md draws the crates around it.
 
 pub mod app;
+pub mod dashboard;
 pub mod drive;
 pub mod effects;
 pub mod error;

@@ -15,6 +15,8 @@
 //! With a rate of zero (the default) nothing is injected and the wrapper only counts: calls,
 //! and the version conflicts the wrapped store answered to commits (contention).
 
+mod activity;
+
 use crate::error::StoreError;
 use crate::port::{
     Claim, HealthScope, IdempotencyRecord, IdempotencyStore, OwnerLink, OwnerStore, PageCursor,

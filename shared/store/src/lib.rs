@@ -6,6 +6,7 @@
 //! only) wraps either and injects the errors DynamoDB gives under load, for tests of how the
 //! service copes.
 
+pub mod activity;
 pub mod codeowners;
 #[cfg(feature = "dynamodb")]
 pub mod dynamo;
@@ -17,6 +18,7 @@ mod order;
 pub mod port;
 pub mod tables;
 
+pub use activity::ActivityStore;
 #[cfg(feature = "dynamodb")]
 pub use dynamo::DynamoStore;
 pub use error::StoreError;

@@ -14,6 +14,7 @@
 //! - `Conflict` means the item changed since it was read (a condition failed): read again and
 //!   retry. `Unavailable` means the store was throttled or did not answer: retry later.
 
+use crate::activity::ActivityStore;
 use crate::error::StoreError;
 use async_trait::async_trait;
 use futures_util::{StreamExt, TryStreamExt, stream};
@@ -305,9 +306,15 @@ pub trait OwnerStore: Send + Sync {
 }
 
 /// Everything the application stores.
-pub trait Store: QueueStore + TokenStore + OwnerStore + TestHealthStore + IdempotencyStore {}
+pub trait Store:
+    QueueStore + TokenStore + OwnerStore + TestHealthStore + IdempotencyStore + ActivityStore
+{
+}
 
-impl<T: QueueStore + TokenStore + OwnerStore + TestHealthStore + IdempotencyStore> Store for T {}
+impl<T: QueueStore + TokenStore + OwnerStore + TestHealthStore + IdempotencyStore + ActivityStore>
+    Store for T
+{
+}
 
 // ---------------------------------------------------------------------------------------------
 // Idempotency keys

@@ -1,6 +1,7 @@
 //! The wire format: request bodies and response shapes, with the spec's exact field names.
 
 pub mod common;
+pub mod dashboard;
 pub mod metrics;
 pub mod pull_request;
 pub mod queue;

@@ -3,6 +3,7 @@
 //! ticket endpoints that feed them.
 
 use super::common::{Int, RepoBody};
+use mq_core::health::upload::UploadSummary;
 use serde::{Deserialize, Serialize};
 
 /// `page_query` (`PageQuery`).
@@ -69,6 +70,8 @@ pub struct UnhealthyTest {
     pub classname: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ticket: Option<HtmlUrl>,
+    /// Its kept results, oldest first.
+    pub recent_results: Vec<crate::dashboard::RecentResult>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -89,6 +92,10 @@ pub struct QuarantinedTest {
     pub status_last_updated_at: String,
     pub test_case_id: String,
     pub variant: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ticket: Option<HtmlUrl>,
+    /// Its kept results, oldest first.
+    pub recent_results: Vec<crate::dashboard::RecentResult>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -101,18 +108,13 @@ pub struct QuarantinedTestsPage {
 #[derive(Debug, Clone, Deserialize, Default)]
 pub struct UploadFields {
     pub repo: Option<RepoBody>,
-    #[serde(default)]
     pub org_url_slug: Option<String>,
     pub commit_sha: Option<String>,
     pub branch: Option<String>,
-    #[serde(default)]
     pub pr_number: Option<Int>,
-    #[serde(default)]
     pub variant: Option<String>,
-    #[serde(default)]
     pub job_url: Option<String>,
     pub upload_id: Option<String>,
-    #[serde(default)]
     pub codeowners: Option<String>,
 }
 
@@ -120,15 +122,10 @@ pub struct UploadFields {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct UploadResponse {
     pub upload_id: String,
-    pub files: u32,
-    pub test_cases: u32,
-    pub passed: u32,
-    pub failed: u32,
-    pub skipped: u32,
-    pub retries: u32,
-    pub passed_on_retry: u32,
-    /// Most tests failed: kept, but not evidence about the tests.
-    pub infrastructure_failure: bool,
+    /// What the upload held (its counts, and whether most tests failed: then it is kept,
+    /// but not evidence about the tests).
+    #[serde(flatten)]
+    pub summary: UploadSummary,
     /// The upload id was already ingested: nothing changed.
     pub duplicate: bool,
 }
@@ -176,7 +173,6 @@ pub struct UpdateSettingsRequest {
     pub org_url_slug: String,
     pub quarantining: Option<bool>,
     pub auto_quarantine: Option<bool>,
-    #[serde(default)]
     pub thresholds: Option<ThresholdsPatch>,
     #[serde(default)]
     pub test_overrides: Vec<TestOverride>,
@@ -199,7 +195,6 @@ pub struct SettingsResponse {
 /// A failed test as CI names it (from its JUnit report), or by id.
 #[derive(Debug, Clone, Deserialize, Default)]
 pub struct FailedTest {
-    #[serde(default)]
     pub test_case_id: Option<String>,
     #[serde(default)]
     pub name: String,

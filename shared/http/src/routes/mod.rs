@@ -4,6 +4,7 @@
 //! ([`crate::lambda::run_route`]), and the tests check `template.yaml` and
 //! `openapi/openapi.json` against it. Adding an endpoint: docs/architecture.md.
 
+mod dashboard;
 mod metrics;
 mod pull_requests;
 mod queues;
@@ -157,6 +158,12 @@ routes! {
         mutating: false, needs: Store, token!(test_health::check_quarantined);
     FLAKY_TESTS_LINK_TICKET: POST "flaky-tests/link-ticket",
         mutating: true, needs: Store, token!(test_health::link_ticket);
+    LIST_QUEUES: POST "listQueues",
+        mutating: false, needs: Store, token!(dashboard::list_queues);
+    GET_QUEUE_ACTIVITY: POST "getQueueActivity",
+        mutating: false, needs: Store, token!(dashboard::queue_activity);
+    GET_PULL_REQUEST_HISTORY: POST "getPullRequestHistory",
+        mutating: false, needs: Store, token!(dashboard::pull_request_history);
 }
 
 #[cfg(test)]

@@ -363,14 +363,7 @@ pub fn escaped_variant(variant: &str) -> String {
 fn response(upload_id: &str, s: &UploadSummary, duplicate: bool) -> UploadResponse {
     UploadResponse {
         upload_id: upload_id.to_owned(),
-        files: s.files,
-        test_cases: s.test_cases,
-        passed: s.passed,
-        failed: s.failed,
-        skipped: s.skipped,
-        retries: s.retries,
-        passed_on_retry: s.passed_on_retry,
-        infrastructure_failure: s.infrastructure_failure,
+        summary: s.clone(),
         duplicate,
     }
 }

@@ -132,6 +132,7 @@ pub fn unhealthy_view(
         parent: case.identity.parent.clone(),
         classname: case.identity.classname.clone(),
         ticket: case.ticket_url.clone().map(|html_url| HtmlUrl { html_url }),
+        recent_results: mq_wire::dashboard::recent_results(&case.history),
     }
 }
 
@@ -150,5 +151,7 @@ pub fn quarantined_view(case: &TestCase) -> QuarantinedTest {
         status_last_updated_at: case.status.since.to_rfc3339(),
         test_case_id: case.id.to_string(),
         variant: case.identity.variant.clone(),
+        ticket: case.ticket_url.clone().map(|html_url| HtmlUrl { html_url }),
+        recent_results: mq_wire::dashboard::recent_results(&case.history),
     }
 }

@@ -125,7 +125,7 @@ pub async fn ingest_object(app: &App, key: &str) -> Result<ObjectOutcome, Servic
     };
     match ingest(app, &org, incoming, &limits).await {
         Ok(r) => Ok(ObjectOutcome::Ingested {
-            test_cases: r.test_cases,
+            test_cases: r.summary.test_cases,
         }),
         Err(e) if e.is_invalid_input() => {
             let why = e.refusal().unwrap_or_default().to_owned();

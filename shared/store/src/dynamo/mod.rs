@@ -1,5 +1,6 @@
 //! The DynamoDB adapter. The layout is described in [`keys`].
 
+mod activity;
 mod codec;
 mod health;
 mod idempotency;

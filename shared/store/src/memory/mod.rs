@@ -3,6 +3,7 @@
 //! It keeps the same conflict semantics as the DynamoDB adapter: every commit checks the
 //! queue's version and applies all of its changes, or none.
 
+mod activity;
 mod health;
 mod idempotency;
 
@@ -38,6 +39,8 @@ struct Inner {
     finished_runs: HashMap<(QueueId, String), TestRun>,
     /// Per queue, what the metrics read of its past, by time.
     history: HashMap<QueueId, QueueHistory>,
+    /// Per queue, the entries concluded, whole, by conclusion time and entry id.
+    conclusions: HashMap<QueueId, BTreeMap<(Timestamp, String), Entry>>,
     uploaded_targets: HashMap<(QueueId, PrNumber), UploadedTargets>,
     tokens: BTreeMap<String, TokenRecord>,
     /// By owner key.
@@ -201,6 +204,8 @@ impl Inner {
             history
                 .concluded
                 .insert((at, e.id.clone()), ConcludedEntry::of(e));
+            let log = self.conclusions.entry(id.clone()).or_default();
+            log.insert((at, e.id.clone()), e.clone());
         }
         for r in &commit.finished_runs {
             self.record_finished_run(&id, r);

@@ -1,10 +1,12 @@
 //! The store contract: scenarios every adapter must pass. Each adapter's test file provides a
 //! fresh, empty store per scenario and instantiates them with `contract_tests!`.
 
+pub mod activity;
 pub mod fixtures;
 pub mod health;
 pub mod idempotency;
 
+pub use activity::*;
 pub use health::*;
 pub use idempotency::*;
 
@@ -77,6 +79,8 @@ macro_rules! all_contract_tests {
             idempotency_keys_are_claimed_once_and_keep_the_response,
             idempotency_claims_are_released_or_taken_over_when_stale,
             concurrent_idempotency_claims_have_one_winner,
+            conclusions_are_read_whole_newest_first,
+            finished_runs_are_read_whole_newest_first,
         );
     };
 }

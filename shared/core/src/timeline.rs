@@ -1,0 +1,271 @@
+//! A submission's state history, as far as the stored facts tell it (docs/queue-semantics.md
+//! §12). The queue keeps no log of state changes: an entry records when it was submitted,
+//! became ready, first tested and concluded, and each run records when it started and
+//! finished, with its result. The history is rebuilt from those: changes that leave no trace
+//! (readiness lost and regained, a restart whose run was never built) are not in it.
+
+use crate::entry::{Entry, EntryState};
+use crate::history::Restart;
+use crate::run::{RunKind, RunStatus, TestRun};
+use crate::time::Timestamp;
+
+/// One change of state, rebuilt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateChange {
+    pub at: Timestamp,
+    pub state: EntryState,
+    /// The run the change came from, when one did.
+    pub run: Option<String>,
+    /// Why: a run's or a conclusion's reason (`tests_failed`, `restart`, `cancelled_by_api`).
+    pub reason: Option<String>,
+}
+
+impl StateChange {
+    fn new(at: Timestamp, state: EntryState) -> Self {
+        Self {
+            at,
+            state,
+            run: None,
+            reason: None,
+        }
+    }
+}
+
+/// Whether `run` tested the submission `entry` (its tested pull requests name the entry).
+pub fn tested(run: &TestRun, entry: &Entry) -> bool {
+    run.tested.iter().any(|t| t.entry_id == entry.id)
+}
+
+/// The state history of `entry`, oldest first, from its timestamps, the main runs among
+/// `runs` that tested it (others are ignored) and its `restarts`:
+///
+/// - submitted: `not_ready`; ready: `pending`;
+/// - each main run that tested it: `testing` when it started (or was created), then when it
+///   finished `tests_passed` (passed), `pending_failure` (failed, with its reason) or
+///   `pending` (cancelled, with its reason, as a restart does);
+/// - each recorded restart: `pending` (reason `restart`);
+/// - the conclusion (`merged`, `failed` or `cancelled`, with its reason), or, for an active
+///   entry, its current state since it last changed.
+///
+/// Changes at the same time keep that order; a change to the state already reached is left
+/// out.
+pub fn state_history(entry: &Entry, runs: &[TestRun], restarts: &[Restart]) -> Vec<StateChange> {
+    let mut changes = vec![StateChange::new(entry.submitted_at, EntryState::NotReady)];
+    if let Some(ready) = entry.ready_at {
+        changes.push(StateChange::new(ready, EntryState::Pending));
+    }
+    let mut own: Vec<&TestRun> = runs
+        .iter()
+        .filter(|r| r.kind == RunKind::Main && tested(r, entry))
+        .collect();
+    own.sort_by_key(|r| (r.started_at.unwrap_or(r.created_at), r.id.clone()));
+    for run in own {
+        changes.push(StateChange {
+            run: Some(run.id.clone()),
+            ..StateChange::new(
+                run.started_at.unwrap_or(run.created_at),
+                EntryState::Testing,
+            )
+        });
+        let after = match run.status {
+            RunStatus::InProgress => None,
+            RunStatus::Succeeded => Some(EntryState::TestsPassed),
+            RunStatus::Failed => Some(EntryState::PendingFailure),
+            RunStatus::Cancelled => Some(EntryState::Pending),
+        };
+        if let (Some(state), Some(at)) = (after, run.finished_at) {
+            changes.push(StateChange {
+                at,
+                state,
+                run: Some(run.id.clone()),
+                reason: run.reason.clone(),
+            });
+        }
+    }
+    for restart in restarts.iter().filter(|r| r.entry_id == entry.id) {
+        changes.push(StateChange {
+            reason: Some("restart".to_owned()),
+            ..StateChange::new(restart.at, EntryState::Pending)
+        });
+    }
+    let last = match (entry.state.is_terminal(), entry.concluded_at) {
+        (true, Some(at)) => StateChange {
+            reason: entry.conclusion.as_ref().map(|c| c.reason.clone()),
+            run: entry.last_run.clone(),
+            ..StateChange::new(at, entry.state)
+        },
+        _ => StateChange {
+            run: entry.current_run.clone(),
+            ..StateChange::new(entry.state_changed_at, entry.state)
+        },
+    };
+    // Nothing rebuilt comes after the last change the entry itself records.
+    changes.retain(|c| c.at <= last.at);
+    changes.push(last);
+    changes.sort_by_key(|c| c.at);
+    changes.dedup_by(|later, earlier| later.state == earlier.state);
+    changes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::entry::Conclusion;
+    use crate::run::{LinePlace, TestedPr};
+
+    fn run(id: &str, entry: &Entry, status: RunStatus, from: i64, to: Option<i64>) -> TestRun {
+        TestRun {
+            id: id.to_owned(),
+            kind: RunKind::Main,
+            branch: format!("mq-test/main/{id}"),
+            status,
+            created_at: Timestamp(from - 1),
+            tested: vec![TestedPr {
+                entry_id: entry.id.clone(),
+                pr: entry.pr,
+                title: entry.pr_facts.title.clone(),
+                head_sha: entry.pr_facts.head_sha.clone(),
+            }],
+            dependent_prs: Vec::new(),
+            chain: Vec::new(),
+            base_sha: None,
+            sha: None,
+            required: None,
+            statuses: Vec::new(),
+            check_runs: Vec::new(),
+            impacted_targets: None,
+            impacted_targets_for_tested_prs: None,
+            started_at: Some(Timestamp(from)),
+            finished_at: to.map(Timestamp),
+            reason: (status == RunStatus::Failed).then(|| "tests_failed".to_owned()),
+            place: LinePlace::default(),
+            held: false,
+            diverged: false,
+            test_pull_request: false,
+            bisection_of: None,
+        }
+    }
+
+    fn states(changes: &[StateChange]) -> Vec<(i64, EntryState)> {
+        changes.iter().map(|c| (c.at.0, c.state)).collect()
+    }
+
+    fn merged_after_one_run() -> Entry {
+        let mut entry = Entry::sample(1);
+        entry.submitted_at = Timestamp(100);
+        entry.ready_at = Some(Timestamp(150));
+        entry.state = EntryState::Merged;
+        entry.state_changed_at = Timestamp(900);
+        entry.concluded_at = Some(Timestamp(900));
+        entry.last_run = Some("r1".to_owned());
+        entry
+    }
+
+    #[test]
+    fn a_merged_pull_request_went_through_every_state_once() {
+        let entry = merged_after_one_run();
+        let runs = [run("r1", &entry, RunStatus::Succeeded, 200, Some(800))];
+        let history = state_history(&entry, &runs, &[]);
+        assert_eq!(
+            states(&history),
+            [
+                (100, EntryState::NotReady),
+                (150, EntryState::Pending),
+                (200, EntryState::Testing),
+                (800, EntryState::TestsPassed),
+                (900, EntryState::Merged),
+            ]
+        );
+        assert_eq!(history[2].run.as_deref(), Some("r1"));
+        assert_eq!(
+            history[4].run.as_deref(),
+            Some("r1"),
+            "merged by its last run"
+        );
+    }
+
+    #[test]
+    fn a_failed_pull_request_shows_its_restart_and_the_reasons() {
+        let mut entry = merged_after_one_run();
+        entry.state = EntryState::Failed;
+        entry.conclusion = Some(Conclusion {
+            reason: "tests_failed".to_owned(),
+            detail: "local-ci failed".to_owned(),
+        });
+        let runs = [
+            run("r1", &entry, RunStatus::Cancelled, 200, Some(300)),
+            run("r2", &entry, RunStatus::Failed, 400, Some(850)),
+            // Another submission's run is not its history.
+            run(
+                "r9",
+                &Entry::sample(2),
+                RunStatus::Succeeded,
+                500,
+                Some(600),
+            ),
+        ];
+        let mut cancelled = runs[0].clone();
+        cancelled.reason = Some("restart".to_owned());
+        // A bisection run testing it does not change its state: it stays `pending_failure`.
+        let mut split = run("r2-bisection", &entry, RunStatus::Succeeded, 860, Some(870));
+        split.kind = RunKind::Bisection;
+        let runs = [cancelled, runs[1].clone(), runs[2].clone(), split];
+        let restarts = [Restart {
+            entry_id: entry.id.clone(),
+            pr: entry.pr,
+            at: Timestamp(300),
+            count: 1,
+            total: 1,
+        }];
+        let history = state_history(&entry, &runs, &restarts);
+        assert_eq!(
+            states(&history),
+            [
+                (100, EntryState::NotReady),
+                (150, EntryState::Pending),
+                (200, EntryState::Testing),
+                (300, EntryState::Pending),
+                (400, EntryState::Testing),
+                (850, EntryState::PendingFailure),
+                (900, EntryState::Failed),
+            ]
+        );
+        assert_eq!(history[3].reason.as_deref(), Some("restart"));
+        assert_eq!(history[5].reason.as_deref(), Some("tests_failed"));
+        assert_eq!(history[6].reason.as_deref(), Some("tests_failed"));
+    }
+
+    #[test]
+    fn an_active_entry_ends_in_its_current_state() {
+        let mut entry = Entry::sample(3);
+        entry.submitted_at = Timestamp(10);
+        entry.ready_at = Some(Timestamp(10));
+        entry.state = EntryState::Testing;
+        entry.state_changed_at = Timestamp(50);
+        entry.current_run = Some("r4".to_owned());
+        let runs = [run("r4", &entry, RunStatus::InProgress, 50, None)];
+        let history = state_history(&entry, &runs, &[]);
+        assert_eq!(
+            states(&history),
+            [
+                (10, EntryState::NotReady),
+                (10, EntryState::Pending),
+                (50, EntryState::Testing),
+            ]
+        );
+        assert_eq!(history[2].run.as_deref(), Some("r4"));
+    }
+
+    #[test]
+    fn a_pull_request_still_waiting_for_readiness_has_one_state() {
+        let mut entry = Entry::sample(4);
+        entry.state = EntryState::NotReady;
+        entry.ready_at = None;
+        entry.submitted_at = Timestamp(7);
+        entry.state_changed_at = Timestamp(7);
+        assert_eq!(
+            states(&state_history(&entry, &[], &[])),
+            [(7, EntryState::NotReady)]
+        );
+    }
+}

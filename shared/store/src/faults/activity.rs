@@ -1,0 +1,36 @@
+//! The fault-injecting wrapper's [`ActivityStore`]: reads, which may be throttled or time out
+//! like every other read.
+
+use super::{Call, FaultyStore};
+use crate::activity::ActivityStore;
+use crate::port::StoreResult;
+use async_trait::async_trait;
+use mq_core::entry::Entry;
+use mq_core::ids::QueueId;
+use mq_core::run::TestRun;
+use mq_core::time::Timestamp;
+
+#[async_trait]
+impl ActivityStore for FaultyStore {
+    async fn conclusions_between(
+        &self,
+        id: &QueueId,
+        from: Timestamp,
+        to: Timestamp,
+        limit: usize,
+    ) -> StoreResult<Vec<Entry>> {
+        self.inject(Call::Read).await?;
+        self.inner.conclusions_between(id, from, to, limit).await
+    }
+
+    async fn finished_runs_between(
+        &self,
+        id: &QueueId,
+        from: Timestamp,
+        to: Timestamp,
+        limit: usize,
+    ) -> StoreResult<Vec<TestRun>> {
+        self.inject(Call::Read).await?;
+        self.inner.finished_runs_between(id, from, to, limit).await
+    }
+}

@@ -43,34 +43,7 @@ pub async fn list_queues(
     repo: Option<&RepoRef>,
 ) -> Result<QueueList, ServiceError> {
     let now = app.now();
-    let key = repo.map(RepoRef::key);
-    let owned = async {
-        match repo {
-            Some(repo) => super::owners::check_repo(app, org, repo).await,
-            None => Ok(()),
-        }
-    };
-    let (owned, facts) = tokio::join!(owned, app.store.metrics_facts(org, key.as_deref(), now));
-    owned?;
-    let mut facts = facts?;
-    // A queue the organisation recorded on an owner it no longer owns is not shown: its page
-    // would answer 404, as every endpoint does for that repository.
-    let mut owners: HashMap<String, bool> = HashMap::new();
-    for f in &facts {
-        let owner = f.snapshot.queue.repo.owner_ref().key();
-        if let std::collections::hash_map::Entry::Vacant(slot) = owners.entry(owner) {
-            let owner = slot.key();
-            let owns = super::owners::organisation_of(app, owner).await?.as_ref() == Some(org);
-            slot.insert(owns);
-        }
-    }
-    facts.retain(|f| owners[&f.snapshot.queue.repo.owner_ref().key()]);
-    facts.sort_by(|a, b| {
-        let (a, b) = (&a.snapshot.queue, &b.snapshot.queue);
-        a.repo
-            .cmp_key(&b.repo)
-            .then_with(|| a.branch.cmp(&b.branch))
-    });
+    let facts = super::metrics::owned_queue_facts(app, org, repo, now).await?;
     let queues = facts.iter().map(|f| summary(f, &figures(f, now))).collect();
     Ok(QueueList {
         organisation: org.as_str().to_owned(),

@@ -13,6 +13,7 @@ use mq_core::metrics::{QueueFacts, QueueFigures, Window, figures};
 use mq_core::snapshot::QueueSnapshot;
 use mq_core::time::Timestamp;
 use mq_store::{QueueStore, StoreError};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// The figures of a queue whose snapshot the caller already holds (as the tick does).
@@ -28,15 +29,36 @@ pub async fn figures_of_snapshot(
 }
 
 /// The figures of the organisation's queues, or of its queues on `repo`, ordered by
-/// repository and branch. Only the organisation's queues are ever read. When `repo` is given:
-/// 404 `REPOSITORY_NOT_FOUND` unless the organisation owns it, `QUEUE_NOT_FOUND` when it has
-/// no queue on it.
+/// repository and branch ([`owned_queue_facts`]). When `repo` is given: 404
+/// `REPOSITORY_NOT_FOUND` unless the organisation owns it, `QUEUE_NOT_FOUND` when it has no
+/// queue on it.
 pub async fn figures_of(
     app: &App,
     org: &OrgId,
     repo: Option<&RepoRef>,
 ) -> Result<Vec<QueueFigures>, ServiceError> {
     let now = app.now();
+    let facts = owned_queue_facts(app, org, repo, now).await?;
+    if let Some(repo) = repo.filter(|_| facts.is_empty()) {
+        return Err(DomainError::not_found(
+            ErrorCode::QueueNotFound,
+            format!("no queue of your organisation on repository {repo}"),
+        )
+        .into());
+    }
+    Ok(facts.iter().map(|facts| figures(facts, now)).collect())
+}
+
+/// The facts of the organisation's queues (or of its queues on `repo`, 404
+/// `REPOSITORY_NOT_FOUND` unless it owns `repo`), ordered by repository and branch. Only the
+/// organisation's queues are read, and a queue it recorded on an owner it no longer owns is
+/// left out: every endpoint answers 404 for that repository.
+pub async fn owned_queue_facts(
+    app: &App,
+    org: &OrgId,
+    repo: Option<&RepoRef>,
+    now: Timestamp,
+) -> Result<Vec<QueueFacts>, ServiceError> {
     let key = repo.map(RepoRef::key);
     let owned = async {
         match repo {
@@ -47,20 +69,25 @@ pub async fn figures_of(
     let (owned, facts) = tokio::join!(owned, app.store.metrics_facts(org, key.as_deref(), now));
     owned?;
     let mut facts = facts?;
-    if let Some(repo) = repo.filter(|_| facts.is_empty()) {
-        return Err(DomainError::not_found(
-            ErrorCode::QueueNotFound,
-            format!("no queue of your organisation on repository {repo}"),
-        )
-        .into());
+    let mut owners: HashMap<String, bool> = HashMap::new();
+    for f in &facts {
+        let owner = f.snapshot.queue.repo.owner_ref().key();
+        if let std::collections::hash_map::Entry::Vacant(slot) = owners.entry(owner) {
+            let owns = super::owners::organisation_of(app, slot.key())
+                .await?
+                .as_ref()
+                == Some(org);
+            slot.insert(owns);
+        }
     }
+    facts.retain(|f| owners[&f.snapshot.queue.repo.owner_ref().key()]);
     facts.sort_by(|a, b| {
         let (a, b) = (&a.snapshot.queue, &b.snapshot.queue);
         a.repo
             .cmp_key(&b.repo)
             .then_with(|| a.branch.cmp(&b.branch))
     });
-    Ok(facts.iter().map(|facts| figures(facts, now)).collect())
+    Ok(facts)
 }
 
 #[cfg(test)]

@@ -3,8 +3,8 @@
 //! each read backwards from the end of the window, every attribute.
 
 use super::DynamoStore;
-use super::codec::{from_items, n, s};
-use super::keys::{FINISHED_INDEX, FINISHED_MS, PK, SK, done_range};
+use super::codec::{from_items, s};
+use super::keys::{PK, SK, done_range};
 use super::requests::query_up_to;
 use crate::activity::ActivityStore;
 use crate::port::StoreResult;
@@ -52,19 +52,9 @@ impl ActivityStore for DynamoStore {
         if to <= from || limit == 0 {
             return Ok(Vec::new());
         }
-        let query = self
-            .client
-            .query()
-            .table_name(&self.tables.test_runs)
-            .index_name(FINISHED_INDEX)
-            .consistent_read(true)
-            .scan_index_forward(false)
-            .key_condition_expression("#pk = :pk AND #f BETWEEN :lo AND :hi")
-            .expression_attribute_names("#pk", PK)
-            .expression_attribute_names("#f", FINISHED_MS)
-            .expression_attribute_values(":pk", s(id.as_str()))
-            .expression_attribute_values(":lo", n(from.millis()))
-            .expression_attribute_values(":hi", n(to.millis() - 1));
-        from_items(query_up_to(query, limit).await?)
+        let newest_first = self
+            .finished_runs_query(id, from, to)
+            .scan_index_forward(false);
+        from_items(query_up_to(newest_first, limit).await?)
     }
 }

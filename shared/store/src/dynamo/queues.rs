@@ -204,18 +204,7 @@ impl QueueStore for DynamoStore {
         from: Timestamp,
         to: Timestamp,
     ) -> StoreResult<Vec<FinishedRun>> {
-        let query = self
-            .client
-            .query()
-            .table_name(&self.tables.test_runs)
-            .index_name(FINISHED_INDEX)
-            .consistent_read(true)
-            .key_condition_expression("#pk = :pk AND #f BETWEEN :lo AND :hi")
-            .expression_attribute_names("#pk", PK)
-            .expression_attribute_names("#f", FINISHED_MS)
-            .expression_attribute_values(":pk", s(id.as_str()))
-            .expression_attribute_values(":lo", n(from.millis()))
-            .expression_attribute_values(":hi", n(to.millis() - 1));
+        let query = self.finished_runs_query(id, from, to);
         read_window(from, to, projecting(query, &FinishedRun::FIELDS)).await
     }
 
@@ -498,6 +487,27 @@ impl DynamoStore {
             }
         }
         Err(error)
+    }
+
+    /// The runs of queue `id` that finished in `[from, to)` (the finished-runs index), oldest
+    /// first.
+    pub(super) fn finished_runs_query(
+        &self,
+        id: &QueueId,
+        from: Timestamp,
+        to: Timestamp,
+    ) -> QueryFluentBuilder {
+        self.client
+            .query()
+            .table_name(&self.tables.test_runs)
+            .index_name(FINISHED_INDEX)
+            .consistent_read(true)
+            .key_condition_expression("#pk = :pk AND #f BETWEEN :lo AND :hi")
+            .expression_attribute_names("#pk", PK)
+            .expression_attribute_names("#f", FINISHED_MS)
+            .expression_attribute_values(":pk", s(id.as_str()))
+            .expression_attribute_values(":lo", n(from.millis()))
+            .expression_attribute_values(":hi", n(to.millis() - 1))
     }
 
     /// The items of partition `pk` whose sort key is in `[lo, hi]`, in key order.

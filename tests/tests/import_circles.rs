@@ -18,11 +18,11 @@ const CRATES: [&str; 13] = [
     "shared/githost",
     "shared/metrics",
     "shared/api",
+    "shared/simulation",
     "infra/local-gateway",
     "infra/cli",
     "infra/admin",
     "infra/tables",
-    "infra/simulate",
     "infra/health-eval",
     "tests",
 ];

@@ -9,9 +9,9 @@
 //! ```
 
 use clap::Parser;
-use mq_simulate::scenarios::describe;
-use mq_simulate::workload::Arrivals;
-use mq_simulate::{Bound, Figures, Scenario, presets, run};
+use mq_simulation::scenarios::describe;
+use mq_simulation::workload::Arrivals;
+use mq_simulation::{Bound, Figures, Scenario, presets, run};
 use std::process::ExitCode;
 
 #[derive(Debug, Parser)]

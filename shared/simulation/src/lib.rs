@@ -6,6 +6,9 @@
 //! Every merge is checked: the target must move to a state that passed CI (single mode:
 //! exactly, or a prefix of a passing chain; parallel mode: the merged pull requests end a
 //! passing branch), and no broken pull request may merge. Anything else is a violation.
+//!
+//! The `simulate` binary (`infra/simulate`) prints the preset scenarios; the advisor
+//! (`mq-advisor`) projects candidate settings with it.
 
 pub mod baselines;
 pub mod host;

@@ -2,8 +2,8 @@
 //! scenario.
 
 use mq_core::ids::Sha;
-use mq_simulate::host::Host;
-use mq_simulate::{Bound, presets, run};
+use mq_simulation::host::Host;
+use mq_simulation::{Bound, presets, run};
 
 #[test]
 fn the_bound_is_the_expected_place_of_the_first_failure() {

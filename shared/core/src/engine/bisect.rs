@@ -219,6 +219,7 @@ impl Work {
             "{} (found by bisecting its batch)",
             super::failure::failure_detail(&why)
         );
+        self.remember_failed_heads(prs, &why);
         for &pr in prs {
             self.conclude(pr, EntryState::Failed, &why, &detail);
         }

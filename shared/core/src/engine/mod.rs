@@ -74,6 +74,11 @@
 //! - Pending failure: the window is the first `pendingFailureDepth` groups behind that contain
 //!   the failed group; it also closes when all of it finished and no group can start behind
 //!   it now (otherwise the line would stall).
+//! - Adaptive pending failure (`adaptivePendingFailure`): with no flake observed for seven
+//!   days, the window is skipped (a failed group whose groups ahead all passed fails at
+//!   once). A flake is what the engine can see for itself: a failed group cleared by a pass
+//!   behind it, or a head that failed its tests passing a main run once submitted again. The
+//!   queue item keeps the time of the last one and the last few failed heads.
 //! - Bisection splits are tested on what was ahead of the failed batch; they are diagnostic
 //!   (a passing split is tested again in line), so a push outside the queue does not restart
 //!   them.

@@ -719,6 +719,26 @@ fn adaptive_pending_failure_fails_at_once_while_no_flake_was_seen() {
 }
 
 #[test]
+fn a_group_that_fails_at_once_gets_no_new_group_built_on_it() {
+    let mut h = adaptive(2, 1);
+    for pr in 1..=3 {
+        h.submit(pr);
+    }
+    let failed = h.fail_pr(1);
+    assert_eq!(h.state(1), Failed);
+    let built: Vec<Vec<u32>> = failed
+        .effects
+        .iter()
+        .filter_map(|x| match &x.effect {
+            Effect::CreateTestBranch { prs, .. } => Some(prs.iter().map(|p| p.pr).collect()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(built, vec![vec![2], vec![2, 3]], "nothing on top of 1");
+    h.assert_clean();
+}
+
+#[test]
 fn a_failed_head_that_passes_when_submitted_again_is_a_flake_and_brings_the_window_back() {
     let mut h = adaptive(3, 1);
     h.submit(1);

@@ -35,10 +35,33 @@ enum Decision {
     Fail,
 }
 
+/// When the rules run in a round of settling.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Before new groups start: only a failure decided without a window (adaptive pending
+    /// failure) applies, so that no new group is built on a group about to fail.
+    BeforeFill,
+    /// After new groups started: every rule.
+    AfterFill,
+}
+
 impl Work {
+    /// Fails the failed groups that adaptive pending failure fails at once, front first;
+    /// stops at the first change. Settling runs it before new groups start.
+    pub fn fail_without_window(&mut self) -> bool {
+        if !self.cfg().adaptive_pending_failure || self.flake_seen_lately() {
+            return false;
+        }
+        self.resolve(Phase::BeforeFill)
+    }
+
     /// Applies the pending-failure rules to failed groups, front first; stops at the first
     /// change (settling calls it again).
     pub fn resolve_failures(&mut self) -> bool {
+        self.resolve(Phase::AfterFill)
+    }
+
+    fn resolve(&mut self, phase: Phase) -> bool {
         let line = line_positions(&self.s);
         for &at in &line {
             if self.s.runs[at].status != RunStatus::Failed {
@@ -49,6 +72,9 @@ impl Work {
                 .iter()
                 .all(|&pr| self.state_of(pr) == Some(EntryState::TestsPassed));
             if cleared {
+                if phase == Phase::BeforeFill {
+                    continue;
+                }
                 if self.lost_clearance(&line, at, &prs) {
                     for &pr in &prs {
                         self.set_state(pr, EntryState::PendingFailure);
@@ -57,7 +83,7 @@ impl Work {
                 }
                 continue;
             }
-            match self.decide(&line, at) {
+            match self.decide(&line, at, phase) {
                 Decision::Wait => {}
                 Decision::Clear => {
                     self.flake_observed();
@@ -76,7 +102,7 @@ impl Work {
         false
     }
 
-    fn decide(&self, line: &[usize], at: usize) -> Decision {
+    fn decide(&self, line: &[usize], at: usize, phase: Phase) -> Decision {
         let ahead_passed = self
             .deps_in(line, at)
             .iter()
@@ -86,6 +112,9 @@ impl Work {
         }
         if self.cfg().adaptive_pending_failure && !self.flake_seen_lately() {
             return Decision::Fail;
+        }
+        if phase == Phase::BeforeFill {
+            return Decision::Wait;
         }
         let depth = self.cfg().pending_failure_depth.max(1) as usize;
         let window: Vec<&TestRun> = self

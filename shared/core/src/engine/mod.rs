@@ -213,6 +213,7 @@ impl Work {
             }
             changed |= self.enforce_concurrency();
             changed |= self.start_held();
+            changed |= self.fail_without_window();
             changed |= self.fill();
             changed |= self.resolve_failures();
             changed |= self.run_bisections();

@@ -64,7 +64,7 @@ impl<'a> Line<'a> {
 
     /// Starts a test of `pr` on a branch holding `ahead` and `pr`.
     fn test(&mut self, pr: u32, ahead: &[u32]) -> Test {
-        self.tally.ci_runs += 1;
+        self.tally.run_started(self.now);
         let broken = self.bad.contains(&pr) || ahead.iter().any(|p| self.bad.contains(p));
         let pass = !broken && !self.w.flakes(&mut self.rng);
         Test {

@@ -17,8 +17,9 @@ pub mod scenarios;
 pub mod tally;
 pub mod workload;
 
+pub use queue::{CiAnswer, Options, Simulated, Trace, simulate};
 pub use scenarios::{Policy, Scenario, presets};
-pub use tally::{Bound, Figures};
+pub use tally::{Bound, Figures, Steady, Tally};
 
 /// Runs every policy of a scenario, then the two baselines.
 pub fn run(scenario: &Scenario) -> Vec<Figures> {

@@ -57,3 +57,92 @@ fn every_scenario_runs_clean_and_the_queue_beats_one_at_a_time() {
         }
     }
 }
+
+#[test]
+fn conflicting_heads_fail_and_merge_once_fixed_and_the_trace_says_what_happened() {
+    use mq_core::entry::EntryState;
+    use mq_simulation::workload::{Arrivals, Workload};
+    use mq_simulation::{Options, simulate};
+    let workload = Workload {
+        prs: 150,
+        arrivals: Arrivals::PerHour(12.0),
+        ci_minutes: 20.0,
+        ci_jitter: 0.1,
+        failure_rate: 0.05,
+        flake_rate: 0.05,
+        conflict_rate: 0.1,
+        ci_quantiles: None,
+        targets: 50,
+        seed: 3,
+    };
+    let settings = mq_simulation::scenarios::adaptive(4, 1).settings;
+    let options = Options {
+        trace: true,
+        until_fed: false,
+    };
+    let run = simulate(&workload, &settings, options);
+    let trace = run.trace.expect("a trace");
+    assert_eq!(run.tally.violations, 0);
+    assert_eq!(run.tally.done(), 150);
+    let conflicted: Vec<u32> = trace
+        .concluded
+        .iter()
+        .filter(|e| {
+            e.conclusion
+                .as_ref()
+                .is_some_and(|c| c.reason == "merge_conflict")
+        })
+        .map(|e| e.pr)
+        .collect();
+    assert!(!trace.conflicting.is_empty());
+    for pr in &trace.conflicting {
+        assert!(conflicted.contains(pr), "#{pr} conflicted once");
+        let merged = trace
+            .concluded
+            .iter()
+            .find(|e| e.pr == *pr && e.state == EntryState::Merged);
+        let bad = trace.bad.contains(pr);
+        assert_eq!(
+            merged.is_some(),
+            !bad,
+            "#{pr}: merged with its fixed head unless broken"
+        );
+        if let Some(e) = merged {
+            assert_eq!(e.pr_facts.head_sha.as_str(), format!("h{pr}f"));
+        }
+    }
+    let answered = trace.ci_answers.len() as u32;
+    assert!(
+        answered <= run.tally.ci_runs && answered + 4 >= run.tally.ci_runs,
+        "every run answered but those still testing at the end"
+    );
+    assert!(trace.ci_answers.iter().any(|a| a.flaked));
+    assert!(!trace.restarts.is_empty());
+    assert!(trace.active.is_empty(), "every pull request left the queue");
+}
+
+#[test]
+fn the_steady_figures_leave_out_the_queue_filling_up_and_draining() {
+    use mq_simulation::{Options, simulate};
+    let mut scenario = presets().remove(0);
+    scenario.workload.prs = 400;
+    let settings = &scenario.policies[0].settings;
+    let whole = simulate(&scenario.workload, settings, Options::default());
+    let fed = simulate(
+        &scenario.workload,
+        settings,
+        Options {
+            trace: false,
+            until_fed: true,
+        },
+    );
+    let steady = whole.tally.steady(0.1).expect("a steady part");
+    assert_eq!(
+        fed.tally.steady(0.1),
+        Some(steady),
+        "the drain is not needed"
+    );
+    let overall = whole.tally.figures("", None);
+    assert!(steady.merges_per_hour > overall.merges_per_hour);
+    assert!(fed.tally.done() < whole.tally.done());
+}

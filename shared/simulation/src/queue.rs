@@ -13,7 +13,7 @@
 use crate::host::Host;
 use crate::tally::{Bound, Figures, Tally};
 use crate::workload::{Feed, Workload};
-use mq_core::engine::{Ctx, Effect, EffectOutcome, Event, MergeRefusal, step};
+use mq_core::engine::{Ctx, Effect, EffectOutcome, Event, MergeRefusal, step_owned};
 use mq_core::entry::{Entry, EntryState, ImpactedTargets};
 use mq_core::git::{
     Mergeability, PrFacts, PrState, RequiredStatuses, RequiredStatusesSource, StatusReport,
@@ -126,6 +126,8 @@ pub fn simulate(workload: &Workload, patch: &SettingsPatch, options: Options) ->
 struct QueueSim<'a> {
     w: &'a Workload,
     snap: QueueSnapshot,
+    /// Stands in for `snap` while the engine steps it.
+    spare: Option<QueueSnapshot>,
     now: i64,
     seed: u64,
     rng: fastrand::Rng,
@@ -161,10 +163,12 @@ impl<'a> QueueSim<'a> {
             QueueState::Running,
             Timestamp(0),
         );
+        let spare = Some(QueueSnapshot::new(queue.clone()));
         let mut snap = QueueSnapshot::new(queue);
         let host = Host::default();
         snap.queue.engine.target_head = Some(host.target_sha());
         Self {
+            spare,
             w,
             snap,
             now: 0,
@@ -313,11 +317,21 @@ impl<'a> QueueSim<'a> {
                 now: Timestamp(self.now),
                 seed: self.seed,
             };
-            let Ok(t) = step(&self.snap, &event, ctx) else {
-                continue;
+            let before = self.trace.as_ref().map(|_| self.snap.clone());
+            // The engine takes the snapshot (no copy); an empty one stands in meanwhile.
+            let stand_in = self.spare.take().expect("a spare snapshot");
+            let snapshot = std::mem::replace(&mut self.snap, stand_in);
+            let t = match step_owned(snapshot, &event, ctx) {
+                Ok(t) => t,
+                Err((snapshot, _)) => {
+                    self.spare = Some(std::mem::replace(&mut self.snap, *snapshot));
+                    continue;
+                }
             };
-            self.record(&t);
-            self.snap = t.snapshot;
+            if let Some(before) = before {
+                self.record(&before, &t);
+            }
+            self.spare = Some(std::mem::replace(&mut self.snap, t.snapshot));
             for entry in &t.concluded {
                 self.concluded(entry);
             }
@@ -332,11 +346,11 @@ impl<'a> QueueSim<'a> {
     }
 
     /// Keeps what a commit of `t` would store as history.
-    fn record(&mut self, t: &Transition) {
+    fn record(&mut self, before: &QueueSnapshot, t: &Transition) {
         let Some(trace) = &mut self.trace else {
             return;
         };
-        let commit = Commit::between(&self.snap, t, Timestamp(self.now));
+        let commit = Commit::between(before, t, Timestamp(self.now));
         trace.restarts.extend(commit.restarts);
         trace.concluded.extend(t.concluded.iter().cloned());
         trace.finished_runs.extend(t.finished_runs.iter().cloned());

@@ -1,6 +1,7 @@
 //! The queue engine: a pure state machine `(snapshot, event, context) -> transition`.
 //!
-//! [`step`] is the only entry point. It never reads a clock, draws random numbers or does
+//! [`step`] is the only entry point ([`step_owned`] is the same on a snapshot the caller
+//! gives up, without copying it). It never reads a clock, draws random numbers or does
 //! I/O: time and the seed for new ids come in [`Ctx`], so the same snapshot, event and
 //! context always give the same transition.
 //!
@@ -130,8 +131,21 @@ use work::Work;
 
 /// Applies one event to a queue. A refusal changes nothing.
 pub fn step(snapshot: &QueueSnapshot, event: &Event, ctx: Ctx) -> Result<Transition, DomainError> {
+    step_owned(snapshot.clone(), event, ctx).map_err(|(_, e)| e)
+}
+
+/// [`step`] on a snapshot the caller gives up, which saves copying it (the simulator steps
+/// millions of times). A refusal hands the snapshot back unchanged: every refusal is decided
+/// before anything changes.
+pub fn step_owned(
+    snapshot: QueueSnapshot,
+    event: &Event,
+    ctx: Ctx,
+) -> Result<Transition, (Box<QueueSnapshot>, DomainError)> {
     let mut work = Work::new(snapshot, ctx);
-    work.apply(event)?;
+    if let Err(e) = work.apply(event) {
+        return Err((Box::new(work.s), e));
+    }
     work.settle();
     Ok(work.finish())
 }

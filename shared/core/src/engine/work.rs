@@ -35,9 +35,9 @@ pub(super) struct Work {
 }
 
 impl Work {
-    pub fn new(snapshot: &QueueSnapshot, ctx: Ctx) -> Self {
+    pub fn new(snapshot: QueueSnapshot, ctx: Ctx) -> Self {
         Self {
-            s: snapshot.clone(),
+            s: snapshot,
             now: ctx.now,
             salt: mix(ctx.seed),
             effects: Vec::new(),

@@ -865,6 +865,25 @@ fn a_test_branch_that_conflicts_fails_the_pull_request() {
 }
 
 #[test]
+fn a_group_whose_branch_conflicted_keeps_its_slot_until_it_fails() {
+    let mut h = queue(2);
+    h.host.conflicts.insert(2);
+    for pr in 1..=5 {
+        h.submit(pr);
+    }
+    // 2's branch conflicted while 1 tests: nothing new is built on it meanwhile.
+    assert_eq!(h.state(2), PendingFailure);
+    assert_eq!(h.state(3), Pending, "no group is started on top of 2");
+    assert_eq!(h.testing_runs().len(), 1);
+    h.pass_pr(1);
+    assert_eq!(h.state(2), Failed);
+    assert_eq!(h.conclusion(2), "merge_conflict");
+    assert_eq!(h.content_of(&h.run_of(3)), vec![1, 3]);
+    assert_eq!(h.content_of(&h.run_of(4)), vec![1, 3, 4]);
+    h.assert_clean();
+}
+
+#[test]
 fn statuses_and_check_runs_are_folded_per_required_name() {
     use mq_core::git::{CheckConclusion, CheckRunReport, CheckStatus, StatusReport, StatusState};
     let mut h = queue(1);

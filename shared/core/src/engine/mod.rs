@@ -72,6 +72,9 @@
 //!   batch still forming does not hold back `noBatch` (or urgent) entries behind it.
 //!   Entries coming back from a restart or a bisection do not wait again (their wait counts
 //!   from when they first became ready).
+//! - A group whose branch conflicted keeps its testing slot while its failure waits for the
+//!   groups ahead: every group started on top of it would conflict at once and free its slot
+//!   again, pulling the whole waiting line into groups that cannot pass.
 //! - Pending failure: the window is the first `pendingFailureDepth` groups behind that contain
 //!   the failed group; it also closes when all of it finished and no group can start behind
 //!   it now (otherwise the line would stall).

@@ -61,6 +61,9 @@ pub struct Options {
     /// Stop once every pull request of the workload was submitted, instead of when every one
     /// left the queue: enough for [`Tally::steady`], which does not count the drain.
     pub until_fed: bool,
+    /// Stop once more than this many pull requests wait: the queue cannot keep up with its
+    /// arrivals, and simulating a line that only grows costs more and more per event.
+    pub max_waiting: Option<usize>,
 }
 
 /// What a simulated run measured, and its trace when asked for.
@@ -68,6 +71,8 @@ pub struct Options {
 pub struct Simulated {
     pub tally: Tally,
     pub trace: Option<Trace>,
+    /// The run stopped because more than `max_waiting` pull requests waited.
+    pub overloaded: bool,
 }
 
 /// The history of a simulated run as a store keeps it, and the truth behind it.
@@ -112,6 +117,7 @@ pub fn simulate(workload: &Workload, patch: &SettingsPatch, options: Options) ->
         });
     }
     sim.until_fed = options.until_fed;
+    sim.max_waiting = options.max_waiting;
     sim.run();
     if let Some(trace) = &mut sim.trace {
         trace.active = sim.snap.entries.iter().map(|e| (**e).clone()).collect();
@@ -120,6 +126,7 @@ pub fn simulate(workload: &Workload, patch: &SettingsPatch, options: Options) ->
     Simulated {
         tally: sim.tally,
         trace: sim.trace,
+        overloaded: sim.overloaded,
     }
 }
 
@@ -145,6 +152,8 @@ struct QueueSim<'a> {
     tally: Tally,
     trace: Option<Trace>,
     until_fed: bool,
+    max_waiting: Option<usize>,
+    overloaded: bool,
 }
 
 impl<'a> QueueSim<'a> {
@@ -185,6 +194,8 @@ impl<'a> QueueSim<'a> {
             tally: Tally::default(),
             trace: None,
             until_fed: false,
+            max_waiting: None,
+            overloaded: false,
         }
     }
 
@@ -198,6 +209,10 @@ impl<'a> QueueSim<'a> {
         while self.tally.done() < self.w.prs && self.now < MAX_SIM_MS {
             self.arrivals();
             if self.until_fed && self.feed.exhausted() {
+                break;
+            }
+            if self.max_waiting.is_some_and(|cap| self.waiting() > cap) {
+                self.overloaded = true;
                 break;
             }
             let next_due = self.due.peek().map(|Reverse((t, _, _))| *t);

@@ -58,18 +58,21 @@ impl Tally {
     }
 
     /// The figures of the steady part of a run: from the moment a share `warm_up` (0 to 1) of
-    /// the pull requests submitted left the queue to the last first submission, when the
+    /// the pull requests submitted left the queue (or the first did, if that is later) to the last first submission, when the
     /// workload is exhausted and the queue starts to drain. Neither the queue filling up nor
     /// its draining count, so a short run measures what a long one would. `None` when that
     /// span is empty or holds no merge.
     pub fn steady(&self, warm_up: f64) -> Option<Steady> {
         let submitted = self.first_arrival.len() as f64;
-        let k = ((submitted * warm_up) as usize).min(self.done_at.len());
-        let from = if k == 0 { 0 } else { self.done_at[k - 1] };
+        let k = (submitted * warm_up) as usize;
         let to = self.first_arrival.values().copied().max()?;
-        if to <= from {
-            return None;
-        }
+        // A queue that falls far behind may not get that many out before the last
+        // submission: its span then starts at the first one out.
+        let from = match k {
+            0 => 0,
+            _ if k < self.done_at.len() && self.done_at[k - 1] < to => self.done_at[k - 1],
+            _ => *self.done_at.first().filter(|t| **t < to)?,
+        };
         let within = |t: i64| from < t && t <= to;
         let mut minutes: Vec<f64> = self
             .merged_at
@@ -80,6 +83,14 @@ impl Tally {
         if minutes.is_empty() {
             return None;
         }
+        // Merges come in time order: compare the last third's wait with the first third's.
+        let third = minutes.len() / 3;
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+        let drift = if third == 0 {
+            1.0
+        } else {
+            mean(&minutes[minutes.len() - third..]) / mean(&minutes[..third]).max(f64::MIN_POSITIVE)
+        };
         minutes.sort_by(f64::total_cmp);
         let merges = minutes.len() as f64;
         let runs = self.run_started_at.iter().filter(|t| within(**t)).count() as f64;
@@ -93,6 +104,7 @@ impl Tally {
             ci_runs_per_hour: runs / hours,
             merges: minutes.len() as u32,
             hours,
+            drift,
         })
     }
 
@@ -144,6 +156,9 @@ pub struct Steady {
     pub ci_runs_per_hour: f64,
     pub merges: u32,
     pub hours: f64,
+    /// The mean time to merge of the last third of the merges over that of the first third:
+    /// well above 1 when the queue falls behind (pull requests wait longer and longer).
+    pub drift: f64,
 }
 
 /// The throughput bound of predictive testing: `(1-(1-p)^W)/p` pull requests through the

@@ -32,6 +32,11 @@ pub struct Workload {
     /// CI durations as a quantile function, in minutes at evenly spaced probabilities from 0
     /// to 1 (at least two), drawn from instead of `ci_minutes` and `ci_jitter` when given.
     pub ci_quantiles: Option<Vec<f64>>,
+    /// Exactly `failure_rate` (and `conflict_rate`) of the pull requests are broken
+    /// (conflict), rounded, at random places, instead of each one by chance: two runs on
+    /// different seeds then differ in where those pull requests are, not in how many there
+    /// are, which a short run would otherwise feel more than the settings it compares.
+    pub exact_shares: bool,
     /// Distinct impacted targets (parallel mode): each pull request impacts one.
     pub targets: u32,
     pub seed: u64,
@@ -58,7 +63,7 @@ impl Workload {
         // Conflicts are drawn apart, so that a workload without them is the one it always was.
         let mut conflicts = fastrand::Rng::with_seed(self.seed ^ 0xc0_f1_1c_75);
         let mut at = 0.0f64;
-        (1..=self.prs)
+        let mut specs: Vec<PrSpec> = (1..=self.prs)
             .map(|number| {
                 if let Arrivals::PerHour(rate) = self.arrivals {
                     let gap_hours = -(1.0 - rng.f64()).ln() / rate;
@@ -72,7 +77,23 @@ impl Workload {
                     conflicts: self.conflict_rate > 0.0 && conflicts.f64() < self.conflict_rate,
                 }
             })
-            .collect()
+            .collect();
+        if self.exact_shares {
+            let mut places = fastrand::Rng::with_seed(self.seed ^ 0x5ba7_e5a1);
+            let mut exactly = |share: f64| -> BTreeSet<usize> {
+                let mut order: Vec<usize> = (0..specs.len()).collect();
+                places.shuffle(&mut order);
+                let n = (share * specs.len() as f64).round() as usize;
+                order.into_iter().take(n).collect()
+            };
+            let bad = exactly(self.failure_rate);
+            let conflicting = exactly(self.conflict_rate);
+            for (i, spec) in specs.iter_mut().enumerate() {
+                spec.bad = bad.contains(&i);
+                spec.conflicts = conflicting.contains(&i);
+            }
+        }
+        specs
     }
 
     /// The broken pull requests.

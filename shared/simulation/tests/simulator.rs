@@ -72,13 +72,14 @@ fn conflicting_heads_fail_and_merge_once_fixed_and_the_trace_says_what_happened(
         flake_rate: 0.05,
         conflict_rate: 0.1,
         ci_quantiles: None,
+        exact_shares: false,
         targets: 50,
         seed: 3,
     };
     let settings = mq_simulation::scenarios::adaptive(4, 1).settings;
     let options = Options {
         trace: true,
-        until_fed: false,
+        ..Options::default()
     };
     let run = simulate(&workload, &settings, options);
     let trace = run.trace.expect("a trace");
@@ -132,8 +133,8 @@ fn the_steady_figures_leave_out_the_queue_filling_up_and_draining() {
         &scenario.workload,
         settings,
         Options {
-            trace: false,
             until_fed: true,
+            ..Options::default()
         },
     );
     let steady = whole.tally.steady(0.1).expect("a steady part");
@@ -145,4 +146,61 @@ fn the_steady_figures_leave_out_the_queue_filling_up_and_draining() {
     let overall = whole.tally.figures("", None);
     assert!(steady.merges_per_hour > overall.merges_per_hour);
     assert!(fed.tally.done() < whole.tally.done());
+}
+
+#[test]
+fn exact_shares_break_and_conflict_exactly_that_many() {
+    use mq_simulation::workload::{Arrivals, Workload};
+    let workload = Workload {
+        prs: 400,
+        arrivals: Arrivals::PerHour(10.0),
+        ci_minutes: 30.0,
+        ci_jitter: 0.1,
+        failure_rate: 0.07,
+        flake_rate: 0.0,
+        conflict_rate: 0.03,
+        ci_quantiles: None,
+        exact_shares: true,
+        targets: 50,
+        seed: 9,
+    };
+    for seed in 1..=5 {
+        let w = Workload {
+            seed,
+            ..workload.clone()
+        };
+        assert_eq!(w.bad().len(), 28);
+        assert_eq!(w.conflicting().len(), 12);
+    }
+}
+
+#[test]
+fn a_queue_that_cannot_keep_up_stops_once_too_many_wait() {
+    use mq_simulation::workload::{Arrivals, Workload};
+    use mq_simulation::{Options, simulate};
+    let workload = Workload {
+        prs: 600,
+        arrivals: Arrivals::PerHour(10.0),
+        ci_minutes: 30.0,
+        ci_jitter: 0.1,
+        failure_rate: 0.05,
+        flake_rate: 0.0,
+        conflict_rate: 0.0,
+        ci_quantiles: None,
+        exact_shares: false,
+        targets: 50,
+        seed: 2,
+    };
+    let one_at_a_time = mq_simulation::scenarios::predictive(1, 1).settings;
+    let options = Options {
+        until_fed: true,
+        max_waiting: Some(50),
+        ..Options::default()
+    };
+    let run = simulate(&workload, &one_at_a_time, options);
+    assert!(run.overloaded);
+    let steady = run.tally.steady(0.1).expect("merges before it stopped");
+    assert!(steady.merges_per_hour < 2.5, "{steady:?}");
+    let eight = mq_simulation::scenarios::predictive(8, 1).settings;
+    assert!(!simulate(&workload, &eight, options).overloaded);
 }

@@ -21,11 +21,11 @@ const CRATES: [&str; 16] = [
     "shared/service",
     "shared/http",
     "shared/lambda",
+    "shared/simulation",
     "infra/local-gateway",
     "infra/cli",
     "infra/admin",
     "infra/tables",
-    "infra/simulate",
     "infra/health-eval",
     "tests",
 ];

@@ -9,9 +9,9 @@
 //! ```
 
 use clap::Parser;
-use mq_simulate::scenarios::describe;
-use mq_simulate::workload::Arrivals;
-use mq_simulate::{Bound, Figures, Scenario, presets, run};
+use mq_simulation::scenarios::describe;
+use mq_simulation::workload::Arrivals;
+use mq_simulation::{Bound, Figures, Scenario, presets, run};
 use std::process::ExitCode;
 
 #[derive(Debug, Parser)]
@@ -44,6 +44,9 @@ struct Args {
     /// Chance that a CI run fails with nothing broken.
     #[arg(long)]
     flake_rate: Option<f64>,
+    /// Share of pull requests whose first head conflicts in a test branch.
+    #[arg(long)]
+    conflict_rate: Option<f64>,
     /// Poisson arrivals per hour (instead of the scenario's arrivals).
     #[arg(long, conflicts_with = "saturated")]
     arrivals_per_hour: Option<f64>,
@@ -67,6 +70,7 @@ impl Args {
         w.ci_jitter = self.ci_jitter.unwrap_or(w.ci_jitter);
         w.failure_rate = self.failure_rate.unwrap_or(w.failure_rate);
         w.flake_rate = self.flake_rate.unwrap_or(w.flake_rate);
+        w.conflict_rate = self.conflict_rate.unwrap_or(w.conflict_rate);
         if let Some(rate) = self.arrivals_per_hour {
             w.arrivals = Arrivals::PerHour(rate);
         }
@@ -133,12 +137,13 @@ fn print_table(s: &Scenario, figures: &[Figures]) {
     };
     println!("== {}: {}", s.name, s.about);
     println!(
-        "   {} PRs, arrivals {arrivals}, CI {} min ±{:.0}%, {:.1}% broken, {:.1}% flaky, seed {}",
+        "   {} PRs, arrivals {arrivals}, CI {} min ±{:.0}%, {:.1}% broken, {:.1}% flaky, {:.1}% conflicting, seed {}",
         w.prs,
         w.ci_minutes,
         w.ci_jitter * 100.0,
         w.failure_rate * 100.0,
         w.flake_rate * 100.0,
+        w.conflict_rate * 100.0,
         w.seed
     );
     println!(

@@ -149,7 +149,9 @@ pub struct Bisection {
     pub run_id: String,
     /// The batch's place in the line: splits are tested on what was ahead of it.
     pub place: LinePlace,
-    /// Why the batch failed (`tests_failed`, `timeout`, ...): the culprits fail for it.
+    /// Why the batch failed (`tests_failed`, `timeout`, ...): a culprit whose failure is
+    /// implied, without a run of its own, fails for it; one whose split failed fails for
+    /// that split's reason.
     pub reason: String,
     /// Splits still to test or testing.
     pub splits: Vec<Split>,

@@ -63,6 +63,11 @@ wire_enum! {
     }
 }
 
+/// How long an observed flake keeps the pending-failure window open under
+/// `adaptive_pending_failure` (docs/queue-semantics.md §5): seven days, the advisor's default
+/// window of history.
+pub const FLAKE_MEMORY_MS: i64 = 7 * 24 * 3_600_000;
+
 /// Lowest and highest value of every integer queue setting.
 pub const SETTING_MIN: u64 = 1;
 pub const SETTING_MAX: u64 = 4_294_967_295;
@@ -93,6 +98,10 @@ pub struct QueueConfig {
     pub mode: QueueMode,
     pub can_optimistically_merge: bool,
     pub pending_failure_depth: u32,
+    /// Pending failure adapts to the queue's flakes (docs/queue-semantics.md §5): while no
+    /// flake was observed within [`FLAKE_MEMORY_MS`], a failed group whose groups ahead all
+    /// passed fails at once instead of waiting for the `pendingFailureDepth` window.
+    pub adaptive_pending_failure: bool,
     pub batch: bool,
     pub batching_max_wait_time_minutes: u32,
     pub batching_min_size: u32,
@@ -110,9 +119,10 @@ pub struct QueueConfig {
 
 impl Default for QueueConfig {
     /// docs/queue-semantics.md §8: running, single, concurrency 1, timeout 60, optimistic merge
-    /// off, pending failure depth 1, batching off (max wait 5, min size 4), bisection concurrency =
-    /// concurrency, direct merge off, optimization off, squash, comments/commands/status check
-    /// on, createPrsForTestingBranches off, no own required statuses.
+    /// off, pending failure depth 1, adaptive pending failure off, batching off (max wait 5, min
+    /// size 4), bisection concurrency = concurrency, direct merge off, optimization off, squash,
+    /// comments/commands/status check on, createPrsForTestingBranches off, no own required
+    /// statuses.
     fn default() -> Self {
         Self {
             concurrency: 1,
@@ -120,6 +130,7 @@ impl Default for QueueConfig {
             mode: QueueMode::Single,
             can_optimistically_merge: false,
             pending_failure_depth: 1,
+            adaptive_pending_failure: false,
             batch: false,
             batching_max_wait_time_minutes: 5,
             batching_min_size: 4,
@@ -146,6 +157,7 @@ pub struct SettingsPatch {
     pub bisection_concurrency: Option<u32>,
     pub testing_timeout_minutes: Option<u32>,
     pub pending_failure_depth: Option<u32>,
+    pub adaptive_pending_failure: Option<bool>,
     pub can_optimistically_merge: Option<bool>,
     pub batch: Option<bool>,
     pub batching_max_wait_time_minutes: Option<u32>,
@@ -208,6 +220,7 @@ impl SettingsPatch {
             bisection_concurrency,
             testing_timeout_minutes,
             pending_failure_depth,
+            adaptive_pending_failure,
             can_optimistically_merge,
             batch,
             batching_max_wait_time_minutes,

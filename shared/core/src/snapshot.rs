@@ -31,6 +31,28 @@ pub struct EngineState {
     pub next_place: u64,
     /// Failed batches being bisected.
     pub bisections: Vec<Bisection>,
+    /// When the queue last observed a flake (docs/queue-semantics.md §5): a failed group
+    /// cleared by a pass behind it (optimistic merge), or a pull request whose tests failed
+    /// passing when submitted again with the same head.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_flake_at: Option<Timestamp>,
+    /// The heads of pull requests whose tests failed lately, oldest first: at most
+    /// [`MAX_FAILED_HEADS`], none older than [`FLAKE_MEMORY_MS`](crate::settings::FLAKE_MEMORY_MS). A later pass of the same head
+    /// is a flake.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub failed_heads: Vec<FailedHead>,
+}
+
+/// Failed heads a queue remembers to recognise a flake.
+pub const MAX_FAILED_HEADS: usize = 32;
+
+/// A pull request's head whose tests failed in the queue (it left the queue `failed`, for
+/// `tests_failed` or `timeout`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailedHead {
+    pub pr: PrNumber,
+    pub head_sha: Sha,
+    pub at: Timestamp,
 }
 
 /// A queue: one target branch of one repository, owned by one organisation.

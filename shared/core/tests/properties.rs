@@ -166,9 +166,10 @@ fn settings() -> impl Strategy<Value = SettingsPatch> {
         1..=3u32,
         any::<bool>(),
         merge_method(),
+        any::<bool>(),
     )
         .prop_map(
-            |(mode, direct, c, batch, min, optimistic, depth, bisect, skip, method)| {
+            |(mode, direct, c, batch, min, optimistic, depth, bisect, skip, method, adaptive)| {
                 SettingsPatch {
                     mode: Some(mode),
                     merge_method: Some(method),
@@ -183,6 +184,7 @@ fn settings() -> impl Strategy<Value = SettingsPatch> {
                     batching_max_wait_time_minutes: Some(3),
                     can_optimistically_merge: Some(optimistic),
                     pending_failure_depth: Some(depth),
+                    adaptive_pending_failure: Some(adaptive),
                     bisection_concurrency: Some(bisect),
                     optimization_mode: Some(if skip {
                         OptimizationMode::BisectionSkipRedundantTests

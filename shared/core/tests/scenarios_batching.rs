@@ -107,6 +107,27 @@ fn a_failed_batch_is_bisected_and_only_the_culprit_fails() {
 }
 
 #[test]
+fn a_culprit_fails_for_the_reason_its_own_split_failed() {
+    let mut h = batching(4, 1);
+    h.host.conflicts.insert(4);
+    for pr in 1..=4 {
+        h.submit(pr);
+    }
+    // The batch's branch conflicts on 4; bisection also finds 2 broken.
+    for _ in 0..10 {
+        h.answer_all(|c| !c.contains(&2));
+        h.advance_minutes(5);
+        h.tick();
+    }
+    assert_eq!(h.conclusion(4), "merge_conflict");
+    assert_eq!(h.conclusion(2), "tests_failed", "not the batch's conflict");
+    let mut merged = h.merged_prs();
+    merged.sort_unstable();
+    assert_eq!(merged, vec![1, 3]);
+    h.assert_clean();
+}
+
+#[test]
 fn bisection_runs_respect_bisection_concurrency() {
     let mut h = Harness::with(SettingsPatch {
         batch: Some(true),

@@ -690,6 +690,138 @@ fn without_optimistic_merge_a_pass_behind_does_not_clear_the_failure() {
     assert_eq!(h.content_of(&h.run_of(2)), vec![2]);
 }
 
+fn adaptive(concurrency: u32, depth: u32) -> Harness {
+    Harness::with(SettingsPatch {
+        concurrency: Some(concurrency),
+        can_optimistically_merge: Some(true),
+        pending_failure_depth: Some(depth),
+        adaptive_pending_failure: Some(true),
+        ..Default::default()
+    })
+}
+
+#[test]
+fn adaptive_pending_failure_fails_at_once_while_no_flake_was_seen() {
+    let mut h = adaptive(4, 2);
+    for pr in 1..=4 {
+        h.submit(pr);
+    }
+    h.fail_pr(2);
+    assert_eq!(h.state(2), PendingFailure, "1 is still testing");
+    h.pass_pr(1);
+    assert_eq!(h.state(2), Failed, "everything ahead passed: no window");
+    for pr in [3, 4] {
+        assert_eq!(h.state(pr), Testing, "PR {pr} restarts without 2");
+        assert!(!h.content_of(&h.run_of(pr)).contains(&2));
+    }
+    assert_eq!(h.snap.queue.engine.last_flake_at, None);
+    h.assert_clean();
+}
+
+#[test]
+fn a_group_that_fails_at_once_gets_no_new_group_built_on_it() {
+    let mut h = adaptive(2, 1);
+    for pr in 1..=3 {
+        h.submit(pr);
+    }
+    let failed = h.fail_pr(1);
+    assert_eq!(h.state(1), Failed);
+    let built: Vec<Vec<u32>> = failed
+        .effects
+        .iter()
+        .filter_map(|x| match &x.effect {
+            Effect::CreateTestBranch { prs, .. } => Some(prs.iter().map(|p| p.pr).collect()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(built, vec![vec![2], vec![2, 3]], "nothing on top of 1");
+    h.assert_clean();
+}
+
+#[test]
+fn a_failed_head_that_passes_when_submitted_again_is_a_flake_and_brings_the_window_back() {
+    let mut h = adaptive(3, 1);
+    h.submit(1);
+    h.fail_pr(1); // a flake
+    assert_eq!(h.state(1), Failed, "no flake seen yet: it fails at once");
+    assert_eq!(h.snap.queue.engine.failed_heads.len(), 1);
+    h.advance_minutes(5);
+    h.submit(1); // submitted again, unchanged
+    let flake_at = h.now;
+    h.pass_pr(1);
+    assert_eq!(h.merged_prs(), vec![1]);
+    assert_eq!(h.snap.queue.engine.last_flake_at, Some(flake_at));
+    assert!(h.snap.queue.engine.failed_heads.is_empty(), "used up");
+
+    // The window is back: a failure waits for the group behind, whose pass clears it.
+    h.submit(2);
+    h.submit(3);
+    h.fail_pr(2);
+    assert_eq!(h.state(2), PendingFailure, "the window waits for 3");
+    h.pass_pr(3);
+    assert_eq!(h.merged_prs(), vec![1, 2, 3]);
+
+    // Seven days without a flake close it again.
+    h.advance_minutes(7 * 24 * 60);
+    h.submit(4);
+    h.submit(5);
+    h.fail_pr(4);
+    assert_eq!(h.state(4), Failed);
+    assert_eq!(h.state(5), Testing);
+    assert_eq!(h.content_of(&h.run_of(5)), vec![1, 2, 3, 5], "without 4");
+    h.assert_clean();
+}
+
+#[test]
+fn a_head_that_failed_and_passes_after_new_commits_is_no_flake() {
+    let mut h = adaptive(2, 1);
+    h.submit(1);
+    h.fail_pr(1);
+    h.push_to_pr(1); // the fix
+    h.submit(1);
+    h.pass_pr(1);
+    assert_eq!(h.merged_prs(), vec![1]);
+    assert_eq!(h.snap.queue.engine.last_flake_at, None);
+    assert_eq!(
+        h.snap.queue.engine.failed_heads.len(),
+        1,
+        "kept for a while"
+    );
+}
+
+#[test]
+fn a_failure_cleared_by_a_pass_behind_is_a_flake_with_or_without_adaptation() {
+    let mut h = Harness::with(SettingsPatch {
+        concurrency: Some(2),
+        can_optimistically_merge: Some(true),
+        ..Default::default()
+    });
+    h.submit(1);
+    h.submit(2);
+    h.fail_pr(1);
+    let at = h.now;
+    h.pass_pr(2);
+    assert_eq!(h.merged_prs(), vec![1, 2]);
+    assert_eq!(h.snap.queue.engine.last_flake_at, Some(at));
+}
+
+#[test]
+fn a_queue_remembers_a_bounded_number_of_failed_heads() {
+    let mut h = adaptive(1, 1);
+    for pr in 1..=40 {
+        h.submit(pr);
+        h.fail_pr(pr);
+        assert_eq!(h.state(pr), Failed);
+    }
+    let heads = &h.snap.queue.engine.failed_heads;
+    assert_eq!(heads.len(), mq_core::snapshot::MAX_FAILED_HEADS);
+    assert_eq!(
+        heads.first().map(|f| f.pr),
+        Some(9),
+        "the oldest are forgotten"
+    );
+}
+
 #[test]
 fn a_push_outside_the_queue_restarts_every_testing_group_on_the_new_head() {
     let mut h = queue(2);
@@ -730,6 +862,25 @@ fn a_test_branch_that_conflicts_fails_the_pull_request() {
     h.submit(1);
     assert_eq!(h.state(1), Failed);
     assert_eq!(h.conclusion(1), "merge_conflict");
+}
+
+#[test]
+fn a_group_whose_branch_conflicted_keeps_its_slot_until_it_fails() {
+    let mut h = queue(2);
+    h.host.conflicts.insert(2);
+    for pr in 1..=5 {
+        h.submit(pr);
+    }
+    // 2's branch conflicted while 1 tests: nothing new is built on it meanwhile.
+    assert_eq!(h.state(2), PendingFailure);
+    assert_eq!(h.state(3), Pending, "no group is started on top of 2");
+    assert_eq!(h.testing_runs().len(), 1);
+    h.pass_pr(1);
+    assert_eq!(h.state(2), Failed);
+    assert_eq!(h.conclusion(2), "merge_conflict");
+    assert_eq!(h.content_of(&h.run_of(3)), vec![1, 3]);
+    assert_eq!(h.content_of(&h.run_of(4)), vec![1, 3, 4]);
+    h.assert_clean();
 }
 
 #[test]

@@ -54,6 +54,8 @@ impl QueueSettingsRequest {
             bisection_concurrency: int("bisectionConcurrency", self.bisection_concurrency)?,
             testing_timeout_minutes: int("testingTimeoutMinutes", self.testing_timeout_minutes)?,
             pending_failure_depth: int("pendingFailureDepth", self.pending_failure_depth)?,
+            // Not on the wire yet: `adaptivePendingFailure` keeps its value.
+            adaptive_pending_failure: None,
             can_optimistically_merge: self.can_optimistically_merge,
             batch: self.batch,
             batching_max_wait_time_minutes: int(

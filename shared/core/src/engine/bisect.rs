@@ -82,7 +82,7 @@ impl Work {
             let known_failed = bisection.failed_sets.contains(&sorted(&split.prs));
             if self.skip_redundant() && known_failed {
                 let split = self.s.queue.engine.bisections[b].splits.remove(i);
-                self.split_settled_failed(b, split);
+                self.split_settled_failed(b, split, None);
                 changed = true;
                 continue;
             }
@@ -168,7 +168,7 @@ impl Work {
             if let Some(run) = &culprit.run {
                 self.close_run(run, "bisection");
             }
-            self.fail_culprits(b, &culprit.prs);
+            self.fail_culprits(b, &culprit.prs, None);
         } else if split.run.is_none() {
             let known = sorted(sibling);
             let bisection = &mut self.s.queue.engine.bisections[b];
@@ -184,19 +184,21 @@ impl Work {
             self.close_run(run_id, "bisection");
             return;
         };
+        let why = self.run(run_id).and_then(|r| r.reason.clone());
         let split = self.s.queue.engine.bisections[b].splits.remove(i);
         self.close_run(run_id, "bisection");
-        self.split_settled_failed(b, split);
+        self.split_settled_failed(b, split, why.as_deref());
     }
 
-    fn split_settled_failed(&mut self, b: usize, split: Split) {
+    /// A split failed (`why`: its own run's reason, when it ran).
+    fn split_settled_failed(&mut self, b: usize, split: Split, why: Option<&str>) {
         let known = sorted(&split.prs);
         let bisection = &mut self.s.queue.engine.bisections[b];
         if !bisection.failed_sets.contains(&known) {
             bisection.failed_sets.push(known);
         }
         if split.prs.len() <= 1 {
-            self.fail_culprits(b, &split.prs);
+            self.fail_culprits(b, &split.prs, why);
             return;
         }
         let (left, right) = halves(&split.prs);
@@ -213,12 +215,18 @@ impl Work {
         });
     }
 
-    fn fail_culprits(&mut self, b: usize, prs: &[PrNumber]) {
-        let why = self.s.queue.engine.bisections[b].reason.clone();
+    /// Culprits fail for the reason their own split failed (`why`), or, when their failure
+    /// is implied without a run of their own, the batch's.
+    fn fail_culprits(&mut self, b: usize, prs: &[PrNumber], why: Option<&str>) {
+        let why = why.map_or_else(
+            || self.s.queue.engine.bisections[b].reason.clone(),
+            str::to_owned,
+        );
         let detail = format!(
             "{} (found by bisecting its batch)",
             super::failure::failure_detail(&why)
         );
+        self.remember_failed_heads(prs, &why);
         for &pr in prs {
             self.conclude(pr, EntryState::Failed, &why, &detail);
         }

@@ -8,13 +8,24 @@
 //! contained it restarts without it. The window also closes when every group in it finished
 //! and no further group could start behind it now (no slot, nothing ready, a batch still
 //! forming, or the queue not running): waiting would stall the line.
+//!
+//! With `adaptivePendingFailure`, the window is only kept while the queue has reason to
+//! expect flakes: when no flake was observed within [`FLAKE_MEMORY_MS`], a failed group whose
+//! groups ahead all passed fails at once (a pass behind could only have cleared a flake). The
+//! queue observes a flake when a failed group is cleared by a pass behind it, and when a pull
+//! request whose tests failed (it left the queue `failed`, for `tests_failed` or `timeout`)
+//! passes a main run with the same head after it was submitted again; it remembers the last
+//! [`MAX_FAILED_HEADS`] such heads for as long as [`FLAKE_MEMORY_MS`]. A batch whose splits all
+//! pass is not counted: an interaction between its halves looks the same.
 
 use super::line::line_positions;
 use super::work::Work;
 use crate::entry::EntryState;
 use crate::git::Verdict;
-use crate::ids::PrNumber;
+use crate::ids::{PrNumber, Sha};
 use crate::run::{RunStatus, TestRun};
+use crate::settings::FLAKE_MEMORY_MS;
+use crate::snapshot::{FailedHead, MAX_FAILED_HEADS};
 use std::collections::BTreeSet;
 
 /// What the pending-failure rules decide for a failed group.
@@ -24,10 +35,33 @@ enum Decision {
     Fail,
 }
 
+/// When the rules run in a round of settling.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Before new groups start: only a failure decided without a window (adaptive pending
+    /// failure) applies, so that no new group is built on a group about to fail.
+    BeforeFill,
+    /// After new groups started: every rule.
+    AfterFill,
+}
+
 impl Work {
+    /// Fails the failed groups that adaptive pending failure fails at once, front first;
+    /// stops at the first change. Settling runs it before new groups start.
+    pub fn fail_without_window(&mut self) -> bool {
+        if !self.cfg().adaptive_pending_failure || self.flake_seen_lately() {
+            return false;
+        }
+        self.resolve(Phase::BeforeFill)
+    }
+
     /// Applies the pending-failure rules to failed groups, front first; stops at the first
     /// change (settling calls it again).
     pub fn resolve_failures(&mut self) -> bool {
+        self.resolve(Phase::AfterFill)
+    }
+
+    fn resolve(&mut self, phase: Phase) -> bool {
         let line = line_positions(&self.s);
         for &at in &line {
             if self.s.runs[at].status != RunStatus::Failed {
@@ -38,6 +72,9 @@ impl Work {
                 .iter()
                 .all(|&pr| self.state_of(pr) == Some(EntryState::TestsPassed));
             if cleared {
+                if phase == Phase::BeforeFill {
+                    continue;
+                }
                 if self.lost_clearance(&line, at, &prs) {
                     for &pr in &prs {
                         self.set_state(pr, EntryState::PendingFailure);
@@ -46,9 +83,10 @@ impl Work {
                 }
                 continue;
             }
-            match self.decide(&line, at) {
+            match self.decide(&line, at, phase) {
                 Decision::Wait => {}
                 Decision::Clear => {
+                    self.flake_observed();
                     for &pr in &prs {
                         self.set_state(pr, EntryState::TestsPassed);
                     }
@@ -64,12 +102,18 @@ impl Work {
         false
     }
 
-    fn decide(&self, line: &[usize], at: usize) -> Decision {
+    fn decide(&self, line: &[usize], at: usize, phase: Phase) -> Decision {
         let ahead_passed = self
             .deps_in(line, at)
             .iter()
             .all(|&d| self.group_passed(&self.s.runs[d]));
         if !ahead_passed {
+            return Decision::Wait;
+        }
+        if self.cfg().adaptive_pending_failure && !self.flake_seen_lately() {
+            return Decision::Fail;
+        }
+        if phase == Phase::BeforeFill {
             return Decision::Wait;
         }
         let depth = self.cfg().pending_failure_depth.max(1) as usize;
@@ -120,12 +164,75 @@ impl Work {
             self.start_bisection(run, &prs, &why);
         } else {
             let detail = run_failure_detail(run, &why);
+            self.remember_failed_heads(&prs, &why);
             for &pr in &prs {
                 self.conclude(pr, EntryState::Failed, &why, &detail);
             }
         }
         let removed: BTreeSet<PrNumber> = prs.into_iter().collect();
         self.reshuffle(Vec::new(), removed, "restart");
+    }
+}
+
+impl Work {
+    /// Whether a flake was observed within [`FLAKE_MEMORY_MS`].
+    fn flake_seen_lately(&self) -> bool {
+        let last = self.s.queue.engine.last_flake_at;
+        last.is_some_and(|t| self.now.millis_since(t) < FLAKE_MEMORY_MS)
+    }
+
+    fn flake_observed(&mut self) {
+        self.s.queue.engine.last_flake_at = Some(self.now);
+    }
+
+    /// Remembers the heads of pull requests about to fail for `why`, when it is their tests
+    /// (`tests_failed`, `timeout`): a pass of the same head later shows a flake. Call it while
+    /// their entries are still active.
+    pub fn remember_failed_heads(&mut self, prs: &[PrNumber], why: &str) {
+        use super::results::reason::{TESTS_FAILED, TIMEOUT};
+        if why != TESTS_FAILED && why != TIMEOUT {
+            return;
+        }
+        let now = self.now;
+        let failed: Vec<FailedHead> = prs
+            .iter()
+            .filter_map(|&pr| self.entry(pr))
+            .map(|e| FailedHead {
+                pr: e.pr,
+                head_sha: e.pr_facts.head_sha.clone(),
+                at: now,
+            })
+            .collect();
+        let heads = &mut self.s.queue.engine.failed_heads;
+        heads.retain(|h| now.millis_since(h.at) < FLAKE_MEMORY_MS);
+        heads.retain(|h| !failed.iter().any(|f| f.pr == h.pr));
+        heads.extend(failed);
+        let excess = heads.len().saturating_sub(MAX_FAILED_HEADS);
+        heads.drain(..excess);
+    }
+
+    /// A main run passed: a pull request in it whose same head failed its tests before was
+    /// failed by a flake.
+    pub fn note_passed_heads(&mut self, run_id: &str) {
+        if self.s.queue.engine.failed_heads.is_empty() {
+            return;
+        }
+        let Some(run) = self.run(run_id) else { return };
+        let tested: Vec<(PrNumber, Sha)> = run
+            .tested
+            .iter()
+            .map(|t| (t.pr, t.head_sha.clone()))
+            .collect();
+        let heads = &mut self.s.queue.engine.failed_heads;
+        let before = heads.len();
+        heads.retain(|h| {
+            !tested
+                .iter()
+                .any(|(pr, sha)| h.pr == *pr && h.head_sha == *sha)
+        });
+        if heads.len() < before {
+            self.flake_observed();
+        }
     }
 }
 

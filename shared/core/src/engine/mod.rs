@@ -1,6 +1,7 @@
 //! The queue engine: a pure state machine `(snapshot, event, context) -> transition`.
 //!
-//! [`step`] is the only entry point. It never reads a clock, draws random numbers or does
+//! [`step`] is the only entry point ([`step_owned`] is the same on a snapshot the caller
+//! gives up, without copying it). It never reads a clock, draws random numbers or does
 //! I/O: time and the seed for new ids come in [`Ctx`], so the same snapshot, event and
 //! context always give the same transition.
 //!
@@ -71,9 +72,17 @@
 //!   batch still forming does not hold back `noBatch` (or urgent) entries behind it.
 //!   Entries coming back from a restart or a bisection do not wait again (their wait counts
 //!   from when they first became ready).
+//! - A group whose branch conflicted keeps its testing slot while its failure waits for the
+//!   groups ahead: every group started on top of it would conflict at once and free its slot
+//!   again, pulling the whole waiting line into groups that cannot pass.
 //! - Pending failure: the window is the first `pendingFailureDepth` groups behind that contain
 //!   the failed group; it also closes when all of it finished and no group can start behind
 //!   it now (otherwise the line would stall).
+//! - Adaptive pending failure (`adaptivePendingFailure`): with no flake observed for seven
+//!   days, the window is skipped (a failed group whose groups ahead all passed fails at
+//!   once). A flake is what the engine can see for itself: a failed group cleared by a pass
+//!   behind it, or a head that failed its tests passing a main run once submitted again. The
+//!   queue item keeps the time of the last one and the last few failed heads.
 //! - Bisection splits are tested on what was ahead of the failed batch; they are diagnostic
 //!   (a passing split is tested again in line), so a push outside the queue does not restart
 //!   them.
@@ -125,8 +134,21 @@ use work::Work;
 
 /// Applies one event to a queue. A refusal changes nothing.
 pub fn step(snapshot: &QueueSnapshot, event: &Event, ctx: Ctx) -> Result<Transition, DomainError> {
+    step_owned(snapshot.clone(), event, ctx).map_err(|(_, e)| e)
+}
+
+/// [`step`] on a snapshot the caller gives up, which saves copying it (the simulator steps
+/// millions of times). A refusal hands the snapshot back unchanged: every refusal is decided
+/// before anything changes.
+pub fn step_owned(
+    snapshot: QueueSnapshot,
+    event: &Event,
+    ctx: Ctx,
+) -> Result<Transition, (Box<QueueSnapshot>, DomainError)> {
     let mut work = Work::new(snapshot, ctx);
-    work.apply(event)?;
+    if let Err(e) = work.apply(event) {
+        return Err((Box::new(work.s), e));
+    }
     work.settle();
     Ok(work.finish())
 }
@@ -208,6 +230,7 @@ impl Work {
             }
             changed |= self.enforce_concurrency();
             changed |= self.start_held();
+            changed |= self.fail_without_window();
             changed |= self.fill();
             changed |= self.resolve_failures();
             changed |= self.run_bisections();

@@ -178,6 +178,7 @@ impl Work {
         };
         match kind {
             RunKind::Main => {
+                self.note_passed_heads(run_id);
                 for pr in prs {
                     self.set_state(pr, EntryState::TestsPassed);
                 }

@@ -34,9 +34,10 @@ impl Work {
             .map(|e| e.pr)
     }
 
-    /// Starts groups while the queue runs and slots are free. An urgent entry at the front
-    /// starts even when every slot is busy: groups behind it restart on top of it, and those
-    /// beyond the concurrency limit drop back to `pending`.
+    /// Starts groups while the queue runs and slots are free (a group whose branch conflicted
+    /// keeps its slot until its failure is decided). An urgent entry at the front starts
+    /// even when every slot is busy: groups behind it restart on top of it, and those beyond
+    /// the concurrency limit drop back to `pending`.
     pub fn fill(&mut self) -> bool {
         let mut started = false;
         while self.can_start() {
@@ -44,7 +45,8 @@ impl Work {
                 break;
             };
             let urgent = self.entry(head).is_some_and(|e| e.priority.is_urgent());
-            let slot = self.main_in_flight() < self.cfg().concurrency as usize;
+            let busy = self.main_in_flight() + self.conflicted_waiting();
+            let slot = busy < self.cfg().concurrency as usize;
             let preempts = urgent && self.can_preempt();
             if !slot && !preempts {
                 break;

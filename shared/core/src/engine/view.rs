@@ -1,4 +1,4 @@
-//! What the API shows of a queue, as plain data (the JSON shape belongs to `shared/api`):
+//! What the API shows of a queue, as plain data (the JSON shape belongs to `shared/wire`):
 //! the order of `enqueuedPullRequests`, a submitted pull request with its readiness
 //! (`SubmittedPullRequest` in `openapi/openapi.json`) and a test run as
 //! `getMergeQueueTestingDetails` describes it (`TestingDetails` in `openapi/openapi.json`).

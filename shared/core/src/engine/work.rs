@@ -35,9 +35,9 @@ pub(super) struct Work {
 }
 
 impl Work {
-    pub fn new(snapshot: &QueueSnapshot, ctx: Ctx) -> Self {
+    pub fn new(snapshot: QueueSnapshot, ctx: Ctx) -> Self {
         Self {
-            s: snapshot.clone(),
+            s: snapshot,
             now: ctx.now,
             salt: mix(ctx.seed),
             effects: Vec::new(),
@@ -134,6 +134,20 @@ impl Work {
             .runs
             .iter()
             .filter(|r| r.kind == RunKind::Main && r.status == RunStatus::InProgress && !r.held)
+            .count()
+    }
+
+    /// Main runs whose branch conflicted and whose failure is not decided yet: each keeps its
+    /// testing slot, as a group built on top of it would only conflict again.
+    pub fn conflicted_waiting(&self) -> usize {
+        self.s
+            .runs
+            .iter()
+            .filter(|r| {
+                r.kind == RunKind::Main
+                    && r.status == RunStatus::Failed
+                    && r.reason.as_deref() == Some(super::results::reason::MERGE_CONFLICT)
+            })
             .count()
     }
 

@@ -19,7 +19,7 @@
 
 use mq_core::engine::{
     BranchPr, Ctx, Effect, EffectOutcome, Event, MergeRefusal, PendingEffect, Transition,
-    invariants, step,
+    invariants, step, step_owned,
 };
 use mq_core::entry::{Entry, EntryState, ImpactedTargets};
 use mq_core::git::{
@@ -241,7 +241,17 @@ impl Harness {
             seed: self.seed,
         };
         let before_state = self.snap.queue.state;
-        let t = step(&self.snap, &event, ctx)?;
+        let t = step(&self.snap, &event, ctx);
+        // The owned step agrees, and hands a refused snapshot back as it was.
+        match (&t, step_owned(self.snap.clone(), &event, ctx)) {
+            (Ok(a), Ok(b)) => assert_eq!(a, &b, "step_owned agrees with step"),
+            (Err(a), Err((s, b))) => {
+                assert_eq!(a, &b);
+                assert_eq!(*s, self.snap, "a refusal changes nothing");
+            }
+            (a, b) => panic!("step and step_owned disagree: {a:?} / {b:?}"),
+        }
+        let t = t?;
         self.check_step(&t, before_state);
         self.snap = if self.persist {
             let json = serde_json::to_string(&t.snapshot).unwrap();

@@ -26,6 +26,17 @@ pub struct Workload {
     pub failure_rate: f64,
     /// Chance that a test run fails although nothing in it is broken.
     pub flake_rate: f64,
+    /// Share of pull requests whose head conflicts when merged into a test branch: their
+    /// run fails at once (`merge_conflict`) and the author pushes a fixed head.
+    pub conflict_rate: f64,
+    /// CI durations as a quantile function, in minutes at evenly spaced probabilities from 0
+    /// to 1 (at least two), drawn from instead of `ci_minutes` and `ci_jitter` when given.
+    pub ci_quantiles: Option<Vec<f64>>,
+    /// Exactly `failure_rate` (and `conflict_rate`) of the pull requests are broken
+    /// (conflict), rounded, at random places, instead of each one by chance: two runs on
+    /// different seeds then differ in where those pull requests are, not in how many there
+    /// are, which a short run would otherwise feel more than the settings it compares.
+    pub exact_shares: bool,
     /// Distinct impacted targets (parallel mode): each pull request impacts one.
     pub targets: u32,
     pub seed: u64,
@@ -41,14 +52,18 @@ pub struct PrSpec {
     pub bad: bool,
     /// Its impacted target (parallel mode).
     pub target: u32,
+    /// Its first head conflicts in a test branch.
+    pub conflicts: bool,
 }
 
 impl Workload {
     /// Every pull request, in arrival order.
     pub fn specs(&self) -> Vec<PrSpec> {
         let mut rng = fastrand::Rng::with_seed(self.seed);
+        // Conflicts are drawn apart, so that a workload without them is the one it always was.
+        let mut conflicts = fastrand::Rng::with_seed(self.seed ^ 0xc0_f1_1c_75);
         let mut at = 0.0f64;
-        (1..=self.prs)
+        let mut specs: Vec<PrSpec> = (1..=self.prs)
             .map(|number| {
                 if let Arrivals::PerHour(rate) = self.arrivals {
                     let gap_hours = -(1.0 - rng.f64()).ln() / rate;
@@ -59,9 +74,26 @@ impl Workload {
                     arrival_ms: at as i64,
                     bad: rng.f64() < self.failure_rate,
                     target: rng.u32(0..self.targets.max(1)),
+                    conflicts: self.conflict_rate > 0.0 && conflicts.f64() < self.conflict_rate,
                 }
             })
-            .collect()
+            .collect();
+        if self.exact_shares {
+            let mut places = fastrand::Rng::with_seed(self.seed ^ 0x5ba7_e5a1);
+            let mut exactly = |share: f64| -> BTreeSet<usize> {
+                let mut order: Vec<usize> = (0..specs.len()).collect();
+                places.shuffle(&mut order);
+                let n = (share * specs.len() as f64).round() as usize;
+                order.into_iter().take(n).collect()
+            };
+            let bad = exactly(self.failure_rate);
+            let conflicting = exactly(self.conflict_rate);
+            for (i, spec) in specs.iter_mut().enumerate() {
+                spec.bad = bad.contains(&i);
+                spec.conflicts = conflicting.contains(&i);
+            }
+        }
+        specs
     }
 
     /// The broken pull requests.
@@ -73,10 +105,29 @@ impl Workload {
             .collect()
     }
 
+    /// The pull requests whose first head conflicts.
+    pub fn conflicting(&self) -> BTreeSet<u32> {
+        self.specs()
+            .iter()
+            .filter(|s| s.conflicts)
+            .map(|s| s.number)
+            .collect()
+    }
+
     /// A CI duration drawn from the workload's distribution, in milliseconds.
     pub fn ci_duration_ms(&self, rng: &mut fastrand::Rng) -> i64 {
-        let spread = (rng.f64() * 2.0 - 1.0) * self.ci_jitter;
-        (self.ci_minutes * (1.0 + spread) * 60_000.0).max(1.0) as i64
+        let minutes = match self.ci_quantiles.as_deref() {
+            Some(q) if q.len() >= 2 => {
+                let x = rng.f64() * (q.len() - 1) as f64;
+                let i = (x.floor() as usize).min(q.len() - 2);
+                q[i] + (q[i + 1] - q[i]) * (x - i as f64)
+            }
+            _ => {
+                let spread = (rng.f64() * 2.0 - 1.0) * self.ci_jitter;
+                self.ci_minutes * (1.0 + spread)
+            }
+        };
+        (minutes * 60_000.0).max(1.0) as i64
     }
 
     /// Whether a test run flakes.
@@ -132,5 +183,10 @@ impl Feed {
 
     pub fn spec(&self, number: u32) -> PrSpec {
         self.specs[(number - 1) as usize]
+    }
+
+    /// Whether every pull request was handed out.
+    pub fn exhausted(&self) -> bool {
+        self.next >= self.specs.len()
     }
 }

@@ -2,24 +2,32 @@
 //! answers effects at once, CI answers each test branch after its duration, the tick runs
 //! every minute. A pull request that fails without being broken (a flake the policy could
 //! not absorb) is submitted again by its author; time to merge counts from the first
-//! submission.
+//! submission. A pull request whose head conflicts (`Workload::conflict_rate`) fails with
+//! `merge_conflict` when a test branch holding it is built, and its author submits a fixed
+//! head at once.
+//!
+//! [`simulate`] can also keep a [`Trace`]: what the store would hold of the run (concluded
+//! entries, finished runs, restarts) and what the workload drew (every CI answer), so that an
+//! estimate made from the history can be checked against the truth.
 
 use crate::host::Host;
 use crate::tally::{Bound, Figures, Tally};
 use crate::workload::{Feed, Workload};
-use mq_core::engine::{Ctx, Effect, EffectOutcome, Event, MergeRefusal, step};
+use mq_core::engine::{Ctx, Effect, EffectOutcome, Event, MergeRefusal, step_owned};
 use mq_core::entry::{Entry, EntryState, ImpactedTargets};
 use mq_core::git::{
     Mergeability, PrFacts, PrState, RequiredStatuses, RequiredStatusesSource, StatusReport,
     StatusState,
 };
+use mq_core::history::Restart;
 use mq_core::ids::{OrgId, RepoRef, Sha};
 use mq_core::priority::Priority;
+use mq_core::run::TestRun;
 use mq_core::settings::{QueueMode, QueueState, SettingsPatch};
-use mq_core::snapshot::{Queue, QueueSnapshot};
+use mq_core::snapshot::{Commit, Queue, QueueSnapshot, Transition};
 use mq_core::time::Timestamp;
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
 
 const TICK_MS: i64 = 60_000;
 /// A run stops here even if pull requests remain (a stuck policy).
@@ -40,23 +48,112 @@ pub fn run(
     patch: &SettingsPatch,
     bound: Option<Bound>,
 ) -> Figures {
+    simulate(workload, patch, Options::default())
+        .tally
+        .figures(policy, bound)
+}
+
+/// How [`simulate`] runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Keep a [`Trace`] of the run.
+    pub trace: bool,
+    /// Stop once every pull request of the workload was submitted, instead of when every one
+    /// left the queue: enough for [`Tally::steady`], which does not count the drain.
+    pub until_fed: bool,
+    /// Stop once more than this many pull requests wait: the queue cannot keep up with its
+    /// arrivals, and simulating a line that only grows costs more and more per event.
+    pub max_waiting: Option<usize>,
+}
+
+/// What a simulated run measured, and its trace when asked for.
+#[derive(Debug, Clone)]
+pub struct Simulated {
+    pub tally: Tally,
+    pub trace: Option<Trace>,
+    /// The run stopped because more than `max_waiting` pull requests waited.
+    pub overloaded: bool,
+}
+
+/// The history of a simulated run as a store keeps it, and the truth behind it.
+#[derive(Debug, Clone, Default)]
+pub struct Trace {
+    /// Entries that left the queue, in order.
+    pub concluded: Vec<Entry>,
+    /// Entries still active when the run stopped.
+    pub active: Vec<Entry>,
+    /// Runs that left the line, in order.
+    pub finished_runs: Vec<TestRun>,
+    /// Restarts, as commits record them.
+    pub restarts: Vec<Restart>,
+    /// Every answer CI gave, in order.
+    pub ci_answers: Vec<CiAnswer>,
+    /// The broken pull requests and those whose first head conflicts.
+    pub bad: BTreeSet<u32>,
+    pub conflicting: BTreeSet<u32>,
+    /// When the run stopped.
+    pub end_ms: i64,
+}
+
+/// One answer of CI on a test branch, as the workload drew it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CiAnswer {
+    pub started_ms: i64,
+    pub finished_ms: i64,
+    /// The branch held a broken pull request.
+    pub broken: bool,
+    /// Nothing was broken and the run failed.
+    pub flaked: bool,
+}
+
+/// Runs one engine policy over the workload.
+pub fn simulate(workload: &Workload, patch: &SettingsPatch, options: Options) -> Simulated {
     let mut sim = QueueSim::new(workload, patch);
+    if options.trace {
+        sim.trace = Some(Trace {
+            bad: sim.bad.clone(),
+            conflicting: sim.conflicting.clone(),
+            ..Trace::default()
+        });
+    }
+    sim.until_fed = options.until_fed;
+    sim.max_waiting = options.max_waiting;
     sim.run();
-    sim.tally.figures(policy, bound)
+    if let Some(trace) = &mut sim.trace {
+        trace.active = sim.snap.entries.iter().map(|e| (**e).clone()).collect();
+        trace.end_ms = sim.now;
+    }
+    Simulated {
+        tally: sim.tally,
+        trace: sim.trace,
+        overloaded: sim.overloaded,
+    }
 }
 
 struct QueueSim<'a> {
     w: &'a Workload,
     snap: QueueSnapshot,
+    /// Stands in for `snap` while the engine steps it.
+    spare: Option<QueueSnapshot>,
     now: i64,
     seed: u64,
     rng: fastrand::Rng,
     host: Host,
     bad: BTreeSet<u32>,
+    /// Pull requests whose current head conflicts.
+    conflicting: BTreeSet<u32>,
+    /// Heads pushed after a conflict, per pull request.
+    fixes: BTreeMap<u32, u32>,
+    /// When CI started on each test branch.
+    ci_started: BTreeMap<Sha, i64>,
     feed: Feed,
     due: BinaryHeap<Reverse<(i64, u64, Due)>>,
     order: u64,
     tally: Tally,
+    trace: Option<Trace>,
+    until_fed: bool,
+    max_waiting: Option<usize>,
+    overloaded: bool,
 }
 
 impl<'a> QueueSim<'a> {
@@ -75,10 +172,12 @@ impl<'a> QueueSim<'a> {
             QueueState::Running,
             Timestamp(0),
         );
+        let spare = Some(QueueSnapshot::new(queue.clone()));
         let mut snap = QueueSnapshot::new(queue);
         let host = Host::default();
         snap.queue.engine.target_head = Some(host.target_sha());
         Self {
+            spare,
             w,
             snap,
             now: 0,
@@ -86,10 +185,17 @@ impl<'a> QueueSim<'a> {
             rng: fastrand::Rng::with_seed(w.seed ^ 0x5eed),
             host,
             bad: w.bad(),
+            conflicting: w.conflicting(),
+            fixes: BTreeMap::new(),
+            ci_started: BTreeMap::new(),
             feed: Feed::new(w),
             due: BinaryHeap::new(),
             order: 0,
             tally: Tally::default(),
+            trace: None,
+            until_fed: false,
+            max_waiting: None,
+            overloaded: false,
         }
     }
 
@@ -102,6 +208,13 @@ impl<'a> QueueSim<'a> {
         self.at(0, Due::Tick);
         while self.tally.done() < self.w.prs && self.now < MAX_SIM_MS {
             self.arrivals();
+            if self.until_fed && self.feed.exhausted() {
+                break;
+            }
+            if self.max_waiting.is_some_and(|cap| self.waiting() > cap) {
+                self.overloaded = true;
+                break;
+            }
             let next_due = self.due.peek().map(|Reverse((t, _, _))| *t);
             let next = match (next_due, self.feed.next_arrival()) {
                 (Some(a), Some(b)) => a.min(b),
@@ -138,12 +251,18 @@ impl<'a> QueueSim<'a> {
         }
     }
 
+    /// The pull request's current head: `h<pr>`, then one more `f` per fix.
+    fn head(&self, pr: u32) -> Sha {
+        let fixes = self.fixes.get(&pr).copied().unwrap_or(0) as usize;
+        Sha::new(format!("h{pr}{}", "f".repeat(fixes)))
+    }
+
     fn submit(&mut self, pr: u32) {
         let facts = PrFacts {
             number: pr,
             title: format!("Change {pr}"),
             author: "dev".into(),
-            head_sha: Sha::new(format!("h{pr}")),
+            head_sha: self.head(pr),
             base_branch: "main".into(),
             state: PrState::Open,
             mergeability: Mergeability::Mergeable,
@@ -161,7 +280,7 @@ impl<'a> QueueSim<'a> {
             let target = self.feed.spec(pr).target;
             self.drive(Event::SetImpactedTargets {
                 pr,
-                head_sha: Sha::new(format!("h{pr}")),
+                head_sha: self.head(pr),
                 targets: ImpactedTargets::List([format!("//t{target}")].into()),
             });
         }
@@ -179,6 +298,14 @@ impl<'a> QueueSim<'a> {
                 let pass = !broken && !self.w.flakes(&mut self.rng);
                 if pass {
                     self.host.passed.insert(sha.clone());
+                }
+                if let Some(trace) = &mut self.trace {
+                    trace.ci_answers.push(CiAnswer {
+                        started_ms: self.ci_started.get(&sha).copied().unwrap_or(self.now),
+                        finished_ms: self.now,
+                        broken,
+                        flaked: !broken && !pass,
+                    });
                 }
                 let status = StatusReport {
                     context: "ci".into(),
@@ -205,10 +332,21 @@ impl<'a> QueueSim<'a> {
                 now: Timestamp(self.now),
                 seed: self.seed,
             };
-            let Ok(t) = step(&self.snap, &event, ctx) else {
-                continue;
+            let before = self.trace.as_ref().map(|_| self.snap.clone());
+            // The engine takes the snapshot (no copy); an empty one stands in meanwhile.
+            let stand_in = self.spare.take().expect("a spare snapshot");
+            let snapshot = std::mem::replace(&mut self.snap, stand_in);
+            let t = match step_owned(snapshot, &event, ctx) {
+                Ok(t) => t,
+                Err((snapshot, _)) => {
+                    self.spare = Some(std::mem::replace(&mut self.snap, *snapshot));
+                    continue;
+                }
             };
-            self.snap = t.snapshot;
+            if let Some(before) = before {
+                self.record(&before, &t);
+            }
+            self.spare = Some(std::mem::replace(&mut self.snap, t.snapshot));
             for entry in &t.concluded {
                 self.concluded(entry);
             }
@@ -222,9 +360,30 @@ impl<'a> QueueSim<'a> {
         }
     }
 
+    /// Keeps what a commit of `t` would store as history.
+    fn record(&mut self, before: &QueueSnapshot, t: &Transition) {
+        let Some(trace) = &mut self.trace else {
+            return;
+        };
+        let commit = Commit::between(before, t, Timestamp(self.now));
+        trace.restarts.extend(commit.restarts);
+        trace.concluded.extend(t.concluded.iter().cloned());
+        trace.finished_runs.extend(t.finished_runs.iter().cloned());
+    }
+
     fn concluded(&mut self, entry: &Entry) {
+        let conflicted = entry
+            .conclusion
+            .as_ref()
+            .is_some_and(|c| c.reason == mq_core::engine::reason::MERGE_CONFLICT);
         match entry.state {
             EntryState::Merged => self.tally.merged(entry.pr, self.now),
+            EntryState::Failed if conflicted => {
+                // The author resolves the conflict and pushes a new head.
+                self.conflicting.remove(&entry.pr);
+                *self.fixes.entry(entry.pr).or_default() += 1;
+                self.at(self.now, Due::Resubmit(entry.pr));
+            }
             _ if self.bad.contains(&entry.pr) => self.tally.rejected(self.now),
             _ => self.at(self.now, Due::Resubmit(entry.pr)),
         }
@@ -234,10 +393,17 @@ impl<'a> QueueSim<'a> {
     fn execute(&mut self, effect: &Effect) -> EffectOutcome {
         match effect {
             Effect::CreateTestBranch { base, prs, .. } => {
+                let conflict = prs.iter().find(|p| self.conflicting.contains(&p.pr));
+                if let Some(p) = conflict {
+                    return EffectOutcome::BranchConflict { pr: p.pr };
+                }
                 let numbers = prs.iter().map(|p| p.pr).collect();
                 let (sha, base_sha) = self.host.create_branch(base.as_ref(), numbers);
-                self.tally.ci_runs += 1;
+                self.tally.run_started(self.now);
                 let done = self.now + self.w.ci_duration_ms(&mut self.rng);
+                if self.trace.is_some() {
+                    self.ci_started.insert(sha.clone(), self.now);
+                }
                 self.at(done, Due::Ci(sha.clone()));
                 EffectOutcome::BranchCreated {
                     sha,

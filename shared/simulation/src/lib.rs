@@ -6,6 +6,9 @@
 //! Every merge is checked: the target must move to a state that passed CI (single mode:
 //! exactly, or a prefix of a passing chain; parallel mode: the merged pull requests end a
 //! passing branch), and no broken pull request may merge. Anything else is a violation.
+//!
+//! The `simulate` binary (`infra/simulate`) prints the preset scenarios; the advisor
+//! (`mq-advisor`) projects candidate settings with it.
 
 pub mod baselines;
 pub mod host;
@@ -14,8 +17,9 @@ pub mod scenarios;
 pub mod tally;
 pub mod workload;
 
+pub use queue::{CiAnswer, Options, Simulated, Trace, simulate};
 pub use scenarios::{Policy, Scenario, presets};
-pub use tally::{Bound, Figures};
+pub use tally::{Bound, Figures, Steady, Tally};
 
 /// Runs every policy of a scenario, then the two baselines.
 pub fn run(scenario: &Scenario) -> Vec<Figures> {

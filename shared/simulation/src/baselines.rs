@@ -8,6 +8,8 @@
 //!   batching, no bisection, no optimistic merge).
 //!
 //! As for the engine, a pull request that failed without being broken is submitted again.
+//! A saturated workload keeps its backlog full once tests started, as the engine's simulation
+//! does: the pull requests a test takes are replaced at once, not at the next CI answer.
 
 use crate::tally::{Bound, Figures, Tally};
 use crate::workload::{Feed, Workload};
@@ -62,7 +64,7 @@ impl<'a> Line<'a> {
 
     /// Starts a test of `pr` on a branch holding `ahead` and `pr`.
     fn test(&mut self, pr: u32, ahead: &[u32]) -> Test {
-        self.tally.ci_runs += 1;
+        self.tally.run_started(self.now);
         let broken = self.bad.contains(&pr) || ahead.iter().any(|p| self.bad.contains(p));
         let pass = !broken && !self.w.flakes(&mut self.rng);
         Test {
@@ -104,6 +106,7 @@ pub fn bors(w: &Workload, bound: Option<Bound>) -> Figures {
             let t = line.test(pr, &[]);
             testing.push(t);
         }
+        line.arrivals();
         let Some(next) = line.next_time(&testing) else {
             break;
         };
@@ -135,6 +138,7 @@ pub fn github(w: &Workload, concurrency: u32, bound: Option<Bound>) -> Figures {
             let t = line.test(pr, &ahead);
             tests.push(t);
         }
+        line.arrivals();
         let Some(next) = line.next_time(&tests) else {
             break;
         };

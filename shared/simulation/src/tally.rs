@@ -9,6 +9,12 @@ pub struct Tally {
     /// First submission of each pull request (resubmissions keep it).
     first_arrival: BTreeMap<u32, i64>,
     minutes_to_merge: Vec<f64>,
+    /// When each merge happened, with its minutes to merge.
+    merged_at: Vec<(i64, f64)>,
+    /// When each test run started.
+    run_started_at: Vec<i64>,
+    /// When each pull request left the queue for good (merged or rejected), in order.
+    done_at: Vec<i64>,
     pub merges: u32,
     /// Broken pull requests the queue rejected.
     pub rejected: u32,
@@ -27,13 +33,79 @@ impl Tally {
     pub fn merged(&mut self, pr: u32, at: i64) {
         self.merges += 1;
         let since = self.first_arrival.get(&pr).copied().unwrap_or(at);
-        self.minutes_to_merge.push((at - since) as f64 / 60_000.0);
+        let minutes = (at - since) as f64 / 60_000.0;
+        self.minutes_to_merge.push(minutes);
+        self.merged_at.push((at, minutes));
+        self.done_at.push(at);
         self.end_ms = self.end_ms.max(at);
     }
 
     pub fn rejected(&mut self, at: i64) {
         self.rejected += 1;
+        self.done_at.push(at);
         self.end_ms = self.end_ms.max(at);
+    }
+
+    /// A test run started (it costs a CI run, finished or not).
+    pub fn run_started(&mut self, at: i64) {
+        self.ci_runs += 1;
+        self.run_started_at.push(at);
+    }
+
+    /// When each pull request was first submitted.
+    pub fn first_arrivals(&self) -> &BTreeMap<u32, i64> {
+        &self.first_arrival
+    }
+
+    /// The figures of the steady part of a run: from the moment a share `warm_up` (0 to 1) of
+    /// the pull requests submitted left the queue (or the first did, if that is later) to the last first submission, when the
+    /// workload is exhausted and the queue starts to drain. Neither the queue filling up nor
+    /// its draining count, so a short run measures what a long one would. `None` when that
+    /// span is empty or holds no merge.
+    pub fn steady(&self, warm_up: f64) -> Option<Steady> {
+        let submitted = self.first_arrival.len() as f64;
+        let k = (submitted * warm_up) as usize;
+        let to = self.first_arrival.values().copied().max()?;
+        // A queue that falls far behind may not get that many out before the last
+        // submission: its span then starts at the first one out.
+        let from = match k {
+            0 => 0,
+            _ if k < self.done_at.len() && self.done_at[k - 1] < to => self.done_at[k - 1],
+            _ => *self.done_at.first().filter(|t| **t < to)?,
+        };
+        let within = |t: i64| from < t && t <= to;
+        let mut minutes: Vec<f64> = self
+            .merged_at
+            .iter()
+            .filter(|(t, _)| within(*t))
+            .map(|(_, m)| *m)
+            .collect();
+        if minutes.is_empty() {
+            return None;
+        }
+        // Merges come in time order: compare the last third's wait with the first third's.
+        let third = minutes.len() / 3;
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+        let drift = if third == 0 {
+            1.0
+        } else {
+            mean(&minutes[minutes.len() - third..]) / mean(&minutes[..third]).max(f64::MIN_POSITIVE)
+        };
+        minutes.sort_by(f64::total_cmp);
+        let merges = minutes.len() as f64;
+        let runs = self.run_started_at.iter().filter(|t| within(**t)).count() as f64;
+        let hours = (to - from) as f64 / 3_600_000.0;
+        let p95 = minutes[((merges * 0.95).ceil() as usize).saturating_sub(1)];
+        Some(Steady {
+            merges_per_hour: merges / hours,
+            mean_minutes_to_merge: minutes.iter().sum::<f64>() / merges,
+            p95_minutes_to_merge: p95,
+            ci_runs_per_merge: runs / merges,
+            ci_runs_per_hour: runs / hours,
+            merges: minutes.len() as u32,
+            hours,
+            drift,
+        })
     }
 
     /// Pull requests that left the queue for good.
@@ -72,6 +144,21 @@ impl Tally {
             merge_ratio_to_bound: bound.map(|b| round(per_hour * b.cycle_hours / b.per_cycle, 3)),
         }
     }
+}
+
+/// What a run measured in its steady part ([`Tally::steady`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Steady {
+    pub merges_per_hour: f64,
+    pub mean_minutes_to_merge: f64,
+    pub p95_minutes_to_merge: f64,
+    pub ci_runs_per_merge: f64,
+    pub ci_runs_per_hour: f64,
+    pub merges: u32,
+    pub hours: f64,
+    /// The mean time to merge of the last third of the merges over that of the first third:
+    /// well above 1 when the queue falls behind (pull requests wait longer and longer).
+    pub drift: f64,
 }
 
 /// The throughput bound of predictive testing: `(1-(1-p)^W)/p` pull requests through the

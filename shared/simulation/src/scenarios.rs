@@ -35,6 +35,9 @@ pub fn describe(s: &SettingsPatch) -> String {
     if let Some(d) = s.pending_failure_depth.filter(|&d| d > 1) {
         parts.push(format!("depth {d}"));
     }
+    if s.adaptive_pending_failure == Some(true) {
+        parts.push("adaptive pending failure".into());
+    }
     if s.batch == Some(true) {
         parts.push(format!("batches of {}", s.batching_min_size.unwrap_or(4)));
     }
@@ -62,6 +65,14 @@ pub fn predictive(concurrency: u32, depth: u32) -> Policy {
         can_optimistically_merge: Some(true),
         pending_failure_depth: Some(depth),
         ..Default::default()
+    })
+}
+
+/// Predictive testing whose pending-failure window adapts to the flakes the queue observes.
+pub fn adaptive(concurrency: u32, depth: u32) -> Policy {
+    Policy::named(SettingsPatch {
+        adaptive_pending_failure: Some(true),
+        ..predictive(concurrency, depth).settings
     })
 }
 
@@ -102,11 +113,14 @@ pub fn presets() -> Vec<Scenario> {
                 ci_jitter: 0.1,
                 failure_rate: 0.10,
                 flake_rate: 0.0,
+                conflict_rate: 0.0,
+                ci_quantiles: None,
+                exact_shares: false,
                 targets: 50,
                 seed: 7,
             },
             concurrency: 8,
-            policies: vec![predictive(8, 1), batching(8, 4)],
+            policies: vec![predictive(8, 1), adaptive(8, 1), batching(8, 4)],
         },
         Scenario {
             name: "batching",
@@ -118,11 +132,14 @@ pub fn presets() -> Vec<Scenario> {
                 ci_jitter: 0.1,
                 failure_rate: 0.02,
                 flake_rate: 0.0,
+                conflict_rate: 0.0,
+                ci_quantiles: None,
+                exact_shares: false,
                 targets: 50,
                 seed: 11,
             },
             concurrency: 4,
-            policies: vec![predictive(4, 1), batching(2, 12)],
+            policies: vec![predictive(4, 1), adaptive(4, 1), batching(2, 12)],
         },
         Scenario {
             name: "flaky",
@@ -134,11 +151,19 @@ pub fn presets() -> Vec<Scenario> {
                 ci_jitter: 0.2,
                 failure_rate: 0.03,
                 flake_rate: 0.05,
+                conflict_rate: 0.0,
+                ci_quantiles: None,
+                exact_shares: false,
                 targets: 50,
                 seed: 13,
             },
             concurrency: 8,
-            policies: vec![predictive(8, 2), batching(4, 4), parallel(8)],
+            policies: vec![
+                predictive(8, 2),
+                adaptive(8, 2),
+                batching(4, 4),
+                parallel(8),
+            ],
         },
     ]
 }

@@ -26,7 +26,7 @@ on_both_stores!(
 );
 
 /// The fields every queue response carries (`Queue` in `openapi/openapi.json`).
-const QUEUE_FIELDS: [&str; 19] = [
+const QUEUE_FIELDS: [&str; 20] = [
     "state",
     "branch",
     "concurrency",
@@ -34,6 +34,7 @@ const QUEUE_FIELDS: [&str; 19] = [
     "mode",
     "canOptimisticallyMerge",
     "pendingFailureDepth",
+    "adaptivePendingFailure",
     "batch",
     "batchingMaxWaitTimeMinutes",
     "batchingMinSize",
@@ -64,7 +65,7 @@ async fn create_returns_every_setting_with_defaults(env: TestEnv) {
         json!({
             "state": "running", "branch": "main", "concurrency": 1, "testingTimeoutMinutes": 60,
             "mode": "single", "canOptimisticallyMerge": false, "pendingFailureDepth": 1,
-            "batch": false, "batchingMaxWaitTimeMinutes": 5, "batchingMinSize": 4,
+            "adaptivePendingFailure": false, "batch": false, "batchingMaxWaitTimeMinutes": 5, "batchingMinSize": 4,
             "createPrsForTestingBranches": false, "commentsEnabled": true, "commandsEnabled": true,
             "statusCheckEnabled": true, "bisectionConcurrency": 1, "requiredStatuses": [],
             "directMergeMode": "off", "optimizationMode": "off", "mergeMethod": "squash"
@@ -519,7 +520,7 @@ async fn non_json_bodies_get_415(env: TestEnv) {
     );
 }
 
-/// Eight clients each set a different setting of one queue at the same time: all land.
+/// Nine clients each set a different setting of one queue at the same time: all land.
 async fn concurrent_updates_lose_nothing(env: TestEnv) {
     env.ok("createQueue", &queue_body("rocket", json!({})))
         .await;
@@ -531,6 +532,7 @@ async fn concurrent_updates_lose_nothing(env: TestEnv) {
         ("batchingMaxWaitTimeMinutes", json!(9)),
         ("batchingMinSize", json!(6)),
         ("canOptimisticallyMerge", json!(true)),
+        ("adaptivePendingFailure", json!(true)),
         ("batch", json!(true)),
     ];
     let env = std::sync::Arc::new(env);

@@ -250,6 +250,9 @@ pub struct SettingsArgs {
     /// Pull requests behind a failure that are tested before it is failed
     #[arg(long, value_name = "N")]
     pub pending_failure_depth: Option<u32>,
+    /// Fail a failed group at once while the queue has seen no flake lately
+    #[arg(long, value_name = "BOOL")]
+    pub adaptive_pending_failure: Option<bool>,
     /// Merge a group that failed when a group behind it passes
     #[arg(long, value_name = "BOOL")]
     pub can_optimistically_merge: Option<bool>,

@@ -52,7 +52,8 @@ pub async fn figures_of(
 /// The facts of the organisation's queues (or of its queues on `repo`, 404
 /// `REPOSITORY_NOT_FOUND` unless it owns `repo`), ordered by repository and branch. Only the
 /// organisation's queues are read, and a queue it recorded on an owner it no longer owns is
-/// left out: every endpoint answers 404 for that repository.
+/// left out (one owner lookup per owner; with `repo`, the one check of `repo`): every
+/// endpoint answers 404 for that repository.
 pub async fn owned_queue_facts(
     app: &App,
     org: &OrgId,
@@ -69,8 +70,26 @@ pub async fn owned_queue_facts(
     let (owned, facts) = tokio::join!(owned, app.store.metrics_facts(org, key.as_deref(), now));
     owned?;
     let mut facts = facts?;
+    if repo.is_none() {
+        keep_owned(app, org, &mut facts).await?;
+    }
+    facts.sort_by(|a, b| {
+        let (a, b) = (&a.snapshot.queue, &b.snapshot.queue);
+        a.repo
+            .cmp_key(&b.repo)
+            .then_with(|| a.branch.cmp(&b.branch))
+    });
+    Ok(facts)
+}
+
+/// Leaves out the queues on owners `org` does not own: one owner lookup per owner.
+async fn keep_owned(
+    app: &App,
+    org: &OrgId,
+    facts: &mut Vec<QueueFacts>,
+) -> Result<(), ServiceError> {
     let mut owners: HashMap<String, bool> = HashMap::new();
-    for f in &facts {
+    for f in facts.iter() {
         let owner = f.snapshot.queue.repo.owner_ref().key();
         if let std::collections::hash_map::Entry::Vacant(slot) = owners.entry(owner) {
             let owns = super::owners::organisation_of(app, slot.key())
@@ -81,13 +100,7 @@ pub async fn owned_queue_facts(
         }
     }
     facts.retain(|f| owners[&f.snapshot.queue.repo.owner_ref().key()]);
-    facts.sort_by(|a, b| {
-        let (a, b) = (&a.snapshot.queue, &b.snapshot.queue);
-        a.repo
-            .cmp_key(&b.repo)
-            .then_with(|| a.branch.cmp(&b.branch))
-    });
-    Ok(facts)
+    Ok(())
 }
 
 #[cfg(test)]

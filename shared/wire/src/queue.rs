@@ -24,6 +24,7 @@ pub struct QueueSettingsRequest {
     pub bisection_concurrency: Option<Int>,
     pub testing_timeout_minutes: Option<Int>,
     pub pending_failure_depth: Option<Int>,
+    pub adaptive_pending_failure: Option<bool>,
     pub can_optimistically_merge: Option<bool>,
     pub batch: Option<bool>,
     pub batching_max_wait_time_minutes: Option<Int>,
@@ -54,8 +55,7 @@ impl QueueSettingsRequest {
             bisection_concurrency: int("bisectionConcurrency", self.bisection_concurrency)?,
             testing_timeout_minutes: int("testingTimeoutMinutes", self.testing_timeout_minutes)?,
             pending_failure_depth: int("pendingFailureDepth", self.pending_failure_depth)?,
-            // Not on the wire yet: `adaptivePendingFailure` keeps its value.
-            adaptive_pending_failure: None,
+            adaptive_pending_failure: self.adaptive_pending_failure,
             can_optimistically_merge: self.can_optimistically_merge,
             batch: self.batch,
             batching_max_wait_time_minutes: int(
@@ -91,6 +91,7 @@ pub struct QueueView {
     pub mode: QueueMode,
     pub can_optimistically_merge: bool,
     pub pending_failure_depth: u32,
+    pub adaptive_pending_failure: bool,
     pub batch: bool,
     pub batching_max_wait_time_minutes: u32,
     pub batching_min_size: u32,
@@ -116,6 +117,7 @@ impl From<&Queue> for QueueView {
             mode: c.mode,
             can_optimistically_merge: c.can_optimistically_merge,
             pending_failure_depth: c.pending_failure_depth,
+            adaptive_pending_failure: c.adaptive_pending_failure,
             batch: c.batch,
             batching_max_wait_time_minutes: c.batching_max_wait_time_minutes,
             batching_min_size: c.batching_min_size,

@@ -233,6 +233,10 @@ fn settings_patch(a: &SettingsArgs) -> serde_json::Map<String, Value> {
             a.pending_failure_depth.map(Value::from),
         ),
         (
+            "adaptivePendingFailure",
+            a.adaptive_pending_failure.map(Value::from),
+        ),
+        (
             "canOptimisticallyMerge",
             a.can_optimistically_merge.map(Value::from),
         ),

@@ -158,7 +158,7 @@ impl Work {
         let why = run
             .reason
             .clone()
-            .unwrap_or_else(|| super::results::reason::TESTS_FAILED.to_owned());
+            .unwrap_or_else(|| super::reason::TESTS_FAILED.to_owned());
         self.close_run(&run.id, &why);
         if prs.len() > 1 {
             self.start_bisection(run, &prs, &why);
@@ -189,7 +189,7 @@ impl Work {
     /// (`tests_failed`, `timeout`): a pass of the same head later shows a flake. Call it while
     /// their entries are still active.
     pub fn remember_failed_heads(&mut self, prs: &[PrNumber], why: &str) {
-        use super::results::reason::{TESTS_FAILED, TIMEOUT};
+        use super::reason::{TESTS_FAILED, TIMEOUT};
         if why != TESTS_FAILED && why != TIMEOUT {
             return;
         }
@@ -239,7 +239,7 @@ impl Work {
 /// The sentence for a failed run: when its tests failed, it names the required statuses
 /// that failed.
 pub fn run_failure_detail(run: &TestRun, reason: &str) -> String {
-    if reason != super::results::reason::TESTS_FAILED {
+    if reason != super::reason::TESTS_FAILED {
         return failure_detail(reason);
     }
     let failed: Vec<String> = run

@@ -103,7 +103,7 @@ impl Work {
                     .run(&run_id)
                     .is_some_and(|r| r.status == RunStatus::InProgress);
                 if live {
-                    self.run_failed(&run_id, super::results::reason::BRANCH_ERROR);
+                    self.run_failed(&run_id, super::reason::BRANCH_ERROR);
                 }
             }
             Effect::Merge { prs, .. } => self.merge_failed(&prs),

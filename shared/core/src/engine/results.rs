@@ -2,20 +2,12 @@
 //! from (docs/queue-semantics.md §8), statuses and check runs folded into pass, fail or pending,
 //! timeouts.
 
+use super::reason;
 use super::work::Work;
 use crate::entry::EntryState;
 use crate::git::{CheckRunReport, RequiredStatuses, RequiredStatusesSource, StatusReport, Verdict};
 use crate::ids::{PrNumber, Sha};
 use crate::run::{RunKind, RunStatus, TestRun};
-
-/// Failure reasons of runs, given to the entries that fail because of them.
-pub mod reason {
-    pub const TESTS_FAILED: &str = "tests_failed";
-    pub const TIMEOUT: &str = "timeout";
-    pub const NO_REQUIRED_STATUSES: &str = "no_required_statuses";
-    pub const MERGE_CONFLICT: &str = "merge_conflict";
-    pub const BRANCH_ERROR: &str = "test_branch_error";
-}
 
 impl Work {
     /// The test branch exists: record its tip and resolve the required statuses.

@@ -146,7 +146,7 @@ impl Work {
             .filter(|r| {
                 r.kind == RunKind::Main
                     && r.status == RunStatus::Failed
-                    && r.reason.as_deref() == Some(super::results::reason::MERGE_CONFLICT)
+                    && r.reason.as_deref() == Some(super::reason::MERGE_CONFLICT)
             })
             .count()
     }

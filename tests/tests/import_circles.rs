@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The crates whose files are checked.
-const CRATES: [&str; 13] = [
+const CRATES: [&str; 15] = [
     "shared/core",
     "shared/junit",
     "shared/store",
@@ -19,11 +19,13 @@ const CRATES: [&str; 13] = [
     "shared/metrics",
     "shared/api",
     "shared/simulation",
+    "shared/advisor",
     "infra/local-gateway",
     "infra/cli",
     "infra/admin",
     "infra/tables",
     "infra/health-eval",
+    "infra/advice-eval",
     "tests",
 ];
 

@@ -130,9 +130,6 @@ impl Settings {
 
     /// The whole configuration the simulator runs: `current` with these settings, in single
     /// mode, as a patch of the defaults.
-    pub fn patch_for_test(&self, current: &QueueConfig) -> SettingsPatch {
-        self.simulated(current)
-    }
     pub fn simulated(&self, current: &QueueConfig) -> SettingsPatch {
         let c = self.applied_to(current);
         SettingsPatch {

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The crates whose files are checked.
-const CRATES: [&str; 16] = [
+const CRATES: [&str; 18] = [
     "shared/core",
     "shared/junit",
     "shared/store",
@@ -22,11 +22,13 @@ const CRATES: [&str; 16] = [
     "shared/http",
     "shared/lambda",
     "shared/simulation",
+    "shared/advisor",
     "infra/local-gateway",
     "infra/cli",
     "infra/admin",
     "infra/tables",
     "infra/health-eval",
+    "infra/advice-eval",
     "tests",
 ];
 

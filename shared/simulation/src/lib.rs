@@ -17,7 +17,7 @@ pub mod scenarios;
 pub mod tally;
 pub mod workload;
 
-pub use queue::{CiAnswer, Options, Simulated, Trace, simulate};
+pub use queue::{CiAnswer, Options, STEP_WORK, Simulated, Trace, simulate};
 pub use scenarios::{Policy, Scenario, presets};
 pub use tally::{Bound, Figures, Steady, Tally};
 

@@ -175,7 +175,7 @@ fn exact_shares_break_and_conflict_exactly_that_many() {
 }
 
 #[test]
-fn a_queue_that_cannot_keep_up_stops_once_too_many_wait() {
+fn a_queue_that_cannot_keep_up_stops_once_too_many_are_in_it() {
     use mq_simulation::workload::{Arrivals, Workload};
     use mq_simulation::{Options, simulate};
     let workload = Workload {
@@ -194,7 +194,7 @@ fn a_queue_that_cannot_keep_up_stops_once_too_many_wait() {
     let one_at_a_time = mq_simulation::scenarios::predictive(1, 1).settings;
     let options = Options {
         until_fed: true,
-        max_waiting: Some(50),
+        max_active: Some(50),
         ..Options::default()
     };
     let run = simulate(&workload, &one_at_a_time, options);
@@ -202,5 +202,10 @@ fn a_queue_that_cannot_keep_up_stops_once_too_many_wait() {
     let steady = run.tally.steady(0.1).expect("merges before it stopped");
     assert!(steady.merges_per_hour < 2.5, "{steady:?}");
     let eight = mq_simulation::scenarios::predictive(8, 1).settings;
-    assert!(!simulate(&workload, &eight, options).overloaded);
+    let eight = simulate(&workload, &eight, options);
+    assert!(!eight.overloaded);
+    assert!(
+        eight.active_at_end < eight.active_early * 2 + 10,
+        "it keeps up"
+    );
 }

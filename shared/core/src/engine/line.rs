@@ -162,7 +162,8 @@ impl Work {
 
     /// Positions (in `s.runs`) of the groups in `line` that the run at `at` contains.
     pub fn deps_in(&self, line: &[usize], at: usize) -> Vec<usize> {
-        let run = &self.s.runs[at];
+        // Sorted once: a long line asks this of every group, each holding many pull requests.
+        let deps = sorted(&self.s.runs[at].dependent_prs);
         line.iter()
             .copied()
             .filter(|&j| {
@@ -170,14 +171,15 @@ impl Work {
                     && self.s.runs[j]
                         .tested
                         .iter()
-                        .any(|t| run.dependent_prs.contains(&t.pr))
+                        .any(|t| deps.binary_search(&t.pr).is_ok())
             })
             .collect()
     }
 
     /// Positions of the groups in `line` whose branches contain the run at `at`.
     pub fn dependents_in(&self, line: &[usize], at: usize) -> Vec<usize> {
-        let tested = &self.s.runs[at].tested;
+        let tested: Vec<PrNumber> = self.s.runs[at].tested.iter().map(|t| t.pr).collect();
+        let tested = sorted(&tested);
         line.iter()
             .copied()
             .filter(|&j| {
@@ -185,7 +187,7 @@ impl Work {
                     && self.s.runs[j]
                         .dependent_prs
                         .iter()
-                        .any(|p| tested.iter().any(|t| t.pr == *p))
+                        .any(|p| tested.binary_search(p).is_ok())
             })
             .collect()
     }
@@ -306,6 +308,12 @@ impl Work {
         self.reshuffle(Vec::new(), removed, "restart");
         true
     }
+}
+
+fn sorted(prs: &[PrNumber]) -> Vec<PrNumber> {
+    let mut v = prs.to_vec();
+    v.sort_unstable();
+    v
 }
 
 fn first_pr(run: &TestRun) -> PrNumber {

@@ -10,6 +10,20 @@ use crate::ids::{PrNumber, Sha};
 use crate::run::{RunKind, RunStatus, TestRun};
 
 impl Work {
+    /// Main runs whose branch conflicted and whose failure is not decided yet: each keeps its
+    /// testing slot, as a group built on top of it would only conflict again.
+    pub fn conflicted_waiting(&self) -> usize {
+        self.s
+            .runs
+            .iter()
+            .filter(|r| {
+                r.kind == RunKind::Main
+                    && r.status == RunStatus::Failed
+                    && r.reason.as_deref() == Some(reason::MERGE_CONFLICT)
+            })
+            .count()
+    }
+
     /// The test branch exists: record its tip and resolve the required statuses.
     pub fn branch_created(
         &mut self,

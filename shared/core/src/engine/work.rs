@@ -137,20 +137,6 @@ impl Work {
             .count()
     }
 
-    /// Main runs whose branch conflicted and whose failure is not decided yet: each keeps its
-    /// testing slot, as a group built on top of it would only conflict again.
-    pub fn conflicted_waiting(&self) -> usize {
-        self.s
-            .runs
-            .iter()
-            .filter(|r| {
-                r.kind == RunKind::Main
-                    && r.status == RunStatus::Failed
-                    && r.reason.as_deref() == Some(super::reason::MERGE_CONFLICT)
-            })
-            .count()
-    }
-
     /// Bisection runs in progress.
     pub fn bisection_in_flight(&self) -> usize {
         self.s

@@ -188,6 +188,7 @@ fn cases(head: &str, test_case: &str) -> Vec<Case> {
             OK,
             NO_REPO,
         ),
+        case(Call::Json("getQueueAdvice", queue(json!({}))), OK, NO_REPO),
         case(
             Call::Json(
                 "flaky-tests/list-unhealthy-tests",

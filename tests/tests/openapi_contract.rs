@@ -241,6 +241,14 @@ async fn dashboard_reads(api: &Checked<'_>, repo: &GitRepo) {
         .ok("getPullRequestHistory", &pr_body(repo, 3, json!({})))
         .await;
     assert_eq!(history["conclusion"]["reason"], "tests_failed");
+    let advice = api.ok("getQueueAdvice", &body(repo, json!({}))).await;
+    assert_eq!(
+        advice["noAdvice"]["reason"], "not_enough_history",
+        "{advice}"
+    );
+    let budget = json!({"goal": "fastestWithinBudget", "ciRunsPerHour": 4.5});
+    let advice = api.ok("getQueueAdvice", &body(repo, budget)).await;
+    assert_eq!(advice["ciRunsPerHour"], 4.5, "{advice}");
     let never = api
         .post(
             "getPullRequestHistory",

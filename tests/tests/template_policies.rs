@@ -61,11 +61,16 @@ fn no_statement_grants_every_resource_or_action() {
     }
 }
 
-/// The read-only operations of the dashboard may read tables, never write them.
+/// The read-only operations of the dashboard, and the advice, may read tables, never write them.
 #[test]
 fn the_dashboards_operations_only_read() {
     let functions = functions();
-    for name in ["listQueues", "getQueueActivity", "getPullRequestHistory"] {
+    for name in [
+        "listQueues",
+        "getQueueActivity",
+        "getPullRequestHistory",
+        "getQueueAdvice",
+    ] {
         let (_, block) = functions
             .iter()
             .find(|(route, _)| route == name)

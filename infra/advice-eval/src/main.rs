@@ -27,7 +27,7 @@ mod generate;
 
 use generate::{Case, Generated, Truth, generate};
 use mq_advisor::search::{DECIDE, rank, within};
-use mq_advisor::{Budget, Candidate, Estimates, Goal, Model, Settings, advise, estimate};
+use mq_advisor::{Budget, Candidate, Estimates, Goal, Model, Settings, Space, advise, estimate};
 use mq_core::settings::{OptimizationMode, SettingsPatch};
 use mq_simulation::workload::{Arrivals, Workload};
 use std::time::Instant;

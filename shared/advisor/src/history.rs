@@ -6,7 +6,7 @@ use mq_core::snapshot::{Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
 
 /// The advisor's default window: the last seven days.
-pub const DEFAULT_WINDOW_MS: i64 = 7 * 24 * 3_600_000;
+pub const DEFAULT_WINDOW_MS: i64 = mq_core::tuning::WINDOW_MS;
 
 /// A queue's history over a window, as a store can load it.
 ///

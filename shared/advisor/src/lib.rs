@@ -26,12 +26,14 @@ pub mod history;
 pub mod project;
 pub mod search;
 pub mod settings;
+pub mod tune;
 
 pub use estimate::{Estimate, Estimates, Observed, estimate};
 pub use history::{DEFAULT_WINDOW_MS, History, window};
 pub use project::{Model, Projection};
 pub use search::{Budget, Candidate, Goal};
-pub use settings::Settings;
+pub use settings::{Settings, Space};
+pub use tune::worth_changing;
 
 use mq_core::settings::{QueueConfig, QueueMode};
 use serde::Serialize;

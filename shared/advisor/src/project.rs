@@ -2,6 +2,7 @@
 
 use crate::estimate::Estimates;
 use crate::settings::Settings;
+use crate::settings::Space;
 use mq_core::settings::QueueConfig;
 use mq_simulation::workload::{Arrivals, Workload};
 use mq_simulation::{Options, simulate};

@@ -17,7 +17,7 @@
 //!    phase is passed over.
 
 use crate::project::{Model, Projection};
-use crate::settings::{FAILURE, Failure, Settings};
+use crate::settings::{FAILURE, Failure, Settings, Space};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

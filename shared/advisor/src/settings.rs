@@ -1,20 +1,9 @@
 //! The settings the advisor tunes, and the values it tries.
 
 use mq_core::settings::{QueueConfig, QueueMode, SettingsPatch};
-use serde::{Deserialize, Serialize};
 
-/// The queue settings the advice is about; every other setting stays as the queue has it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Settings {
-    pub concurrency: u32,
-    pub batch: bool,
-    pub batching_min_size: u32,
-    pub bisection_concurrency: u32,
-    pub pending_failure_depth: u32,
-    pub can_optimistically_merge: bool,
-    pub adaptive_pending_failure: bool,
-}
+/// The queue settings the advice is about (the settings auto-tuning changes).
+pub use mq_core::tuning::TunedSettings as Settings;
 
 /// Concurrencies the search tries.
 pub const CONCURRENCY: [u32; 8] = [1, 2, 3, 4, 6, 8, 12, 16];
@@ -93,44 +82,25 @@ pub const FAILURE: [Failure; 7] = [
     },
 ];
 
-impl Settings {
-    /// The tuned settings of a queue's configuration.
-    pub fn of(config: &QueueConfig) -> Self {
-        Self {
-            concurrency: config.concurrency,
-            batch: config.batch,
-            batching_min_size: config.batching_min_size,
-            bisection_concurrency: config.bisection_concurrency,
-            pending_failure_depth: config.pending_failure_depth,
-            can_optimistically_merge: config.can_optimistically_merge,
-            adaptive_pending_failure: config.adaptive_pending_failure,
-        }
-    }
+/// The search space around a setting, and the configuration the simulator runs for it.
+pub trait Space: Sized {
+    fn simulated(&self, current: &QueueConfig) -> SettingsPatch;
+    fn failure(&self) -> Failure;
+    fn with_failure(self, f: Failure) -> Self;
+    fn candidate(
+        base: &Self,
+        concurrency: u32,
+        batch: Option<(u32, u32)>,
+        failure: Failure,
+    ) -> Self;
+    fn space(base: &Self) -> Vec<Self>;
+    fn neighbours(&self, base: &Self) -> Vec<Self>;
+}
 
-    /// The update that sets these settings (`Event::UpdateSettings`), and nothing else.
-    pub fn patch(&self) -> SettingsPatch {
-        SettingsPatch {
-            concurrency: Some(self.concurrency),
-            batch: Some(self.batch),
-            batching_min_size: Some(self.batching_min_size),
-            bisection_concurrency: Some(self.bisection_concurrency),
-            pending_failure_depth: Some(self.pending_failure_depth),
-            can_optimistically_merge: Some(self.can_optimistically_merge),
-            adaptive_pending_failure: Some(self.adaptive_pending_failure),
-            ..SettingsPatch::default()
-        }
-    }
-
-    /// `config` with these settings.
-    pub fn applied_to(&self, config: &QueueConfig) -> QueueConfig {
-        let mut config = config.clone();
-        self.patch().apply_fields(&mut config);
-        config
-    }
-
+impl Space for Settings {
     /// The whole configuration the simulator runs: `current` with these settings, in single
     /// mode, as a patch of the defaults.
-    pub fn simulated(&self, current: &QueueConfig) -> SettingsPatch {
+    fn simulated(&self, current: &QueueConfig) -> SettingsPatch {
         let c = self.applied_to(current);
         SettingsPatch {
             mode: Some(QueueMode::Single),
@@ -149,7 +119,7 @@ impl Settings {
         }
     }
 
-    pub fn failure(&self) -> Failure {
+    fn failure(&self) -> Failure {
         Failure {
             optimistic: self.can_optimistically_merge,
             depth: self.pending_failure_depth,
@@ -169,7 +139,7 @@ impl Settings {
     /// A setting of the search space: `batch` is a batch size and a divisor of [`BISECTION`];
     /// batching's size and bisection concurrency are those of `base` when batching is off
     /// (they change nothing then).
-    pub fn candidate(
+    fn candidate(
         base: &Settings,
         concurrency: u32,
         batch: Option<(u32, u32)>,
@@ -190,7 +160,7 @@ impl Settings {
     }
 
     /// Every setting of the search space (with `base`'s values where they change nothing).
-    pub fn space(base: &Settings) -> Vec<Settings> {
+    fn space(base: &Settings) -> Vec<Settings> {
         let mut batches: Vec<Option<(u32, u32)>> = vec![None];
         for size in BATCH_SIZES {
             for bisection in BISECTION {
@@ -213,7 +183,7 @@ impl Settings {
 
     /// The settings of the space one step away from this one in one dimension, or in
     /// concurrency and batch size together.
-    pub fn neighbours(&self, base: &Settings) -> Vec<Settings> {
+    fn neighbours(&self, base: &Settings) -> Vec<Settings> {
         let divisor = divisor_of(self.concurrency, self.bisection_concurrency);
         let batch = self.batch.then_some((self.batching_min_size, divisor));
         let mut out = Vec::new();
@@ -260,27 +230,6 @@ impl Settings {
             }
         }
         out
-    }
-
-    /// `queue: concurrency 8, batches of 4 (bisection 2), optimistic merge, depth 2, adaptive`.
-    pub fn describe(&self) -> String {
-        let mut parts = vec![format!("concurrency {}", self.concurrency)];
-        if self.batch {
-            parts.push(format!(
-                "batches of {} (bisection {})",
-                self.batching_min_size, self.bisection_concurrency
-            ));
-        }
-        if self.can_optimistically_merge {
-            parts.push("optimistic merge".into());
-        }
-        if self.pending_failure_depth > 1 {
-            parts.push(format!("depth {}", self.pending_failure_depth));
-        }
-        if self.adaptive_pending_failure {
-            parts.push("adaptive".into());
-        }
-        parts.join(", ")
     }
 }
 

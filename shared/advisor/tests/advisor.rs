@@ -2,7 +2,9 @@
 //! ranking, the search's budget and determinism, and advice from a simulated history.
 
 use mq_advisor::search::{Candidate, rank};
-use mq_advisor::{AdviceError, Budget, Goal, History, Projection, Settings, advise, estimate};
+use mq_advisor::{
+    AdviceError, Budget, Goal, History, Projection, Settings, Space, advise, estimate,
+};
 use mq_core::entry::EntryState;
 use mq_core::history::{PastEntry, PastRun};
 use mq_core::ids::Sha;
@@ -340,4 +342,63 @@ fn advice_from_a_simulated_history_is_deterministic_bounded_and_no_worse() {
     assert_eq!(json["goal"]["goal"], "mostMerges");
     assert!(json["best"]["settings"]["concurrency"].is_u64());
     assert!(json["estimates"]["flakeRate"]["count"].is_u64());
+}
+
+fn advice_of(current: Candidate, candidates: Vec<Candidate>) -> mq_advisor::Advice {
+    mq_advisor::Advice {
+        goal: Goal::MostMerges,
+        estimates: estimate(&history()),
+        current,
+        best: candidates[0],
+        candidates,
+        within_budget: true,
+        evaluations: 0,
+        work: 0,
+        simulated_prs: 0,
+    }
+}
+
+#[test]
+fn auto_tuning_changes_settings_for_a_large_gain_only() {
+    use mq_advisor::worth_changing;
+    let now = candidate(1, 5.0, 60.0, 1.0);
+    // 12% more merges per hour: large.
+    let more = advice_of(now, vec![candidate(4, 5.6, 60.0, 1.0), now]);
+    let advised = worth_changing(&more, None).expect("a large gain");
+    assert_eq!(advised.settings.concurrency, 4);
+    assert!(
+        advised.reason.contains("concurrency 4"),
+        "{}",
+        advised.reason
+    );
+    // 5% more, and as fast: not worth a change.
+    let small = advice_of(now, vec![candidate(2, 5.25, 58.0, 1.0), now]);
+    assert_eq!(worth_changing(&small, None), None);
+    // As many merges, 20 minutes sooner: large.
+    let sooner = advice_of(now, vec![candidate(2, 5.0, 40.0, 1.0), now]);
+    assert_eq!(
+        worth_changing(&sooner, None).unwrap().settings.concurrency,
+        2
+    );
+    // The current settings are the best.
+    let keep = advice_of(now, vec![now, candidate(2, 4.0, 60.0, 1.0)]);
+    assert_eq!(worth_changing(&keep, None), None);
+}
+
+#[test]
+fn auto_tuning_keeps_to_its_proposal_while_it_is_among_the_best() {
+    use mq_advisor::worth_changing;
+    let now = candidate(1, 5.0, 60.0, 1.0);
+    let (c6, c8) = (candidate(6, 8.1, 30.0, 1.0), candidate(8, 8.0, 30.0, 1.0));
+    let advice = advice_of(now, vec![c6, c8, now]);
+    let proposed = c8.settings;
+    let advised = worth_changing(&advice, Some(&proposed)).unwrap();
+    assert_eq!(
+        advised.settings, proposed,
+        "within 2% of the best: advised again"
+    );
+    let far = candidate(8, 7.0, 30.0, 1.0);
+    let advice = advice_of(now, vec![c6, far, now]);
+    let advised = worth_changing(&advice, Some(&proposed)).unwrap();
+    assert_eq!(advised.settings, c6.settings, "no longer among the best");
 }

@@ -21,6 +21,7 @@ pub mod settings;
 pub mod snapshot;
 pub mod time;
 pub mod timeline;
+pub mod tuning;
 
 pub use error::{DomainError, ErrorCode, ErrorKind};
 pub use time::Timestamp;

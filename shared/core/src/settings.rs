@@ -115,6 +115,9 @@ pub struct QueueConfig {
     pub direct_merge_mode: DirectMergeMode,
     pub optimization_mode: OptimizationMode,
     pub merge_method: MergeMethod,
+    /// The tick applies the advisor's settings when they promise a large gain, at most once
+    /// per window (docs/queue-semantics.md §13).
+    pub auto_tune: bool,
 }
 
 impl Default for QueueConfig {
@@ -122,7 +125,7 @@ impl Default for QueueConfig {
     /// off, pending failure depth 1, adaptive pending failure off, batching off (max wait 5, min
     /// size 4), bisection concurrency = concurrency, direct merge off, optimization off, squash,
     /// comments/commands/status check on, createPrsForTestingBranches off, no own required
-    /// statuses.
+    /// statuses, auto-tuning off.
     fn default() -> Self {
         Self {
             concurrency: 1,
@@ -143,6 +146,7 @@ impl Default for QueueConfig {
             direct_merge_mode: DirectMergeMode::Off,
             optimization_mode: OptimizationMode::Off,
             merge_method: MergeMethod::Squash,
+            auto_tune: false,
         }
     }
 }
@@ -172,6 +176,7 @@ pub struct SettingsPatch {
     pub status_check_enabled: Option<bool>,
     pub required_statuses: Option<Vec<String>>,
     pub delete_required_statuses: Option<bool>,
+    pub auto_tune: Option<bool>,
 }
 
 impl SettingsPatch {
@@ -231,7 +236,8 @@ impl SettingsPatch {
             direct_merge_mode,
             optimization_mode,
             merge_method,
-            status_check_enabled
+            status_check_enabled,
+            auto_tune
         );
         if let Some(list) = &self.required_statuses {
             // An empty list is ignored (docs/queue-semantics.md §8).

@@ -9,6 +9,7 @@ use crate::ids::{OrgId, PrNumber, QueueId, RepoRef, Sha};
 use crate::run::{Bisection, TestRun};
 use crate::settings::{ModeAndState, QueueConfig, QueueMode, QueueState};
 use crate::time::Timestamp;
+use crate::tuning::Tuning;
 use entry_diff::entry_diff;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
@@ -73,6 +74,9 @@ pub struct Queue {
     pub updated_at: Timestamp,
     #[serde(default)]
     pub engine: EngineState,
+    /// Auto-tuning's checks and changes (docs/queue-semantics.md §13).
+    #[serde(default, skip_serializing_if = "Tuning::is_empty")]
+    pub tuning: Tuning,
     /// Ids of the last [`RECENT_COMMITS`] commits, newest last: a writer whose commit got no
     /// answer (a timeout) reads the queue again and finds out whether it landed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -105,6 +109,7 @@ impl Queue {
             created_at: now,
             updated_at: now,
             engine: EngineState::default(),
+            tuning: Tuning::default(),
             recent_commits: Vec::new(),
         }
     }

@@ -712,3 +712,82 @@ fn the_public_view_of_an_entry_follows_its_life() {
         "terminal entries leave the list"
     );
 }
+
+/// Auto-tuning (docs/queue-semantics.md §13): a change advised at two checks a day apart is
+/// made, and starts the groups the new concurrency allows; none is made again within the
+/// window, and none at all with `autoTune` off.
+#[test]
+fn auto_tuning_makes_a_change_advised_twice_once_per_window() {
+    use mq_core::tuning::{Advised, CHECK_INTERVAL_MS, TunedSettings, WINDOW_MS};
+    let mut h = Harness::with(SettingsPatch {
+        auto_tune: Some(true),
+        testing_timeout_minutes: Some(100_000),
+        ..Default::default()
+    });
+    for pr in 1..=4 {
+        h.submit(pr);
+    }
+    assert_eq!(h.testing_runs().len(), 1);
+    let before = TunedSettings::of(&h.snap.queue.config);
+    let advised = Advised {
+        settings: TunedSettings {
+            concurrency: 3,
+            ..before
+        },
+        reason: "concurrency 3 merges more".into(),
+    };
+    let tune = |h: &mut Harness| {
+        h.ok(Event::AutoTune {
+            advised: Some(advised.clone()),
+        })
+    };
+    tune(&mut h);
+    assert_eq!(
+        h.snap.queue.config.concurrency, 1,
+        "a first check only proposes"
+    );
+    assert!(h.snap.queue.tuning.proposed.is_some());
+    h.advance_minutes((CHECK_INTERVAL_MS / 60_000) as u32 - 1);
+    tune(&mut h);
+    assert_eq!(h.snap.queue.config.concurrency, 1, "checks are a day apart");
+    h.advance_minutes(1);
+    tune(&mut h);
+    assert_eq!(h.snap.queue.config.concurrency, 3);
+    assert_eq!(
+        h.testing_runs().len(),
+        3,
+        "the new concurrency applies at once"
+    );
+    let made = &h.snap.queue.tuning.changes;
+    assert_eq!(made.len(), 1);
+    assert_eq!((made[0].before, made[0].after), (before, advised.settings));
+    assert_eq!(made[0].reason, advised.reason);
+    // Within the window: no check, no change.
+    let again = Advised {
+        settings: TunedSettings {
+            concurrency: 8,
+            ..before
+        },
+        reason: "more".into(),
+    };
+    for _ in 0..(WINDOW_MS / CHECK_INTERVAL_MS) {
+        h.advance_minutes((CHECK_INTERVAL_MS / 60_000) as u32);
+        h.ok(Event::AutoTune {
+            advised: Some(again.clone()),
+        });
+    }
+    assert_eq!(h.snap.queue.config.concurrency, 3);
+    assert_eq!(h.snap.queue.tuning.changes.len(), 1);
+    // `autoTune` off: nothing is recorded.
+    h.update(SettingsPatch {
+        auto_tune: Some(false),
+        ..Default::default()
+    });
+    let checked = h.snap.queue.tuning.checked_at;
+    h.advance_minutes(2 * (CHECK_INTERVAL_MS / 60_000) as u32);
+    h.ok(Event::AutoTune {
+        advised: Some(again),
+    });
+    assert_eq!(h.snap.queue.tuning.checked_at, checked);
+    assert_eq!(h.snap.queue.config.concurrency, 3);
+}

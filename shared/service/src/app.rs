@@ -64,6 +64,8 @@ pub struct App {
     pub default_owner: Option<OrgId>,
     /// The turns this process's requests take to commit on each queue.
     pub lines: Arc<CommitLines>,
+    /// The simulator's work one advice may spend (`mq_advisor::Budget::work`).
+    pub advice_work: u64,
 }
 
 impl App {
@@ -76,6 +78,7 @@ impl App {
             uploads: None,
             default_owner: None,
             lines: Arc::default(),
+            advice_work: mq_advisor::Budget::default().work,
         }
     }
 

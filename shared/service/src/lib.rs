@@ -4,6 +4,7 @@
 //! the Git host port and knows nothing of HTTP or AWS; its errors are [`ServiceError`].
 //! docs/architecture.md draws the crates around it.
 
+pub mod advice;
 pub mod app;
 pub mod dashboard;
 pub mod drive;

@@ -5,7 +5,8 @@
 //! flight, reconcile the queue with the Git host, advance timeouts and batching waits
 //! (`Event::Tick`), and execute the effects that are due, including those whose earlier
 //! execution failed. Then flaky tests without new evidence for the recovery period recover
-//! (test health).
+//! (test health). One queue due for it is checked for auto-tuning (docs/queue-semantics.md
+//! §13).
 //!
 //! Reconciling heals what a lost or late answer left behind, without waiting for an
 //! effect's lease to run out: a run whose branch now points at another commit (built again by
@@ -40,6 +41,8 @@ pub struct TickReport {
     pub failed: usize,
     /// Flaky tests that recovered (no new evidence for the recovery period).
     pub recovered_tests: usize,
+    /// The queue checked for auto-tuning, if one was due.
+    pub tuned: Option<QueueId>,
 }
 
 /// Runs one tick over every queue with work; `owner` names this tick in the leases.
@@ -49,19 +52,24 @@ pub async fn run(app: &App, owner: &str) -> Result<TickReport, ServiceError> {
         queues: ids.len(),
         ..TickReport::default()
     };
+    let mut due_for_tuning = Vec::new();
     for id in ids {
         match tick_queue(app, &id, owner).await {
-            Ok(true) => {
+            Ok(Some(ticked)) => {
                 report.worked += 1;
+                if ticked.due_for_tuning {
+                    due_for_tuning.push(id.clone());
+                }
                 report.worked_queues.push(id);
             }
-            Ok(false) => {}
+            Ok(None) => {}
             Err(e) => {
                 report.failed += 1;
                 tracing::warn!(queue = %id, error = %e, "tick failed for a queue");
             }
         }
     }
+    report.tuned = tune_one(app, &due_for_tuning).await;
     match super::test_health::recover(app, app.now()).await {
         Ok(n) => report.recovered_tests = n,
         Err(e) => tracing::warn!(error = %e, "test health recovery failed; the next tick retries"),
@@ -69,25 +77,53 @@ pub async fn run(app: &App, owner: &str) -> Result<TickReport, ServiceError> {
     Ok(report)
 }
 
-/// Ticks one queue if its lease is free; returns whether it did.
-pub async fn tick_queue(app: &App, id: &QueueId, owner: &str) -> Result<bool, ServiceError> {
+/// Checks the first of the queues due for auto-tuning (docs/queue-semantics.md §13): the
+/// advisor takes seconds of CPU, so one tick checks one queue; a check records its time, so
+/// the next tick takes the next queue.
+async fn tune_one(app: &App, due: &[QueueId]) -> Option<QueueId> {
+    let id = due.first()?;
+    match super::advice::auto_tune(app, id).await {
+        Ok(true) => Some(id.clone()),
+        Ok(false) => None,
+        Err(e) => {
+            tracing::warn!(queue = %id, error = %e, "auto-tuning failed; the next tick retries");
+            None
+        }
+    }
+}
+
+/// What ticking one queue found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ticked {
+    /// The queue is due for an auto-tuning check.
+    pub due_for_tuning: bool,
+}
+
+/// Ticks one queue if its lease is free; returns what it found, or `None` if it did not.
+pub async fn tick_queue(
+    app: &App,
+    id: &QueueId,
+    owner: &str,
+) -> Result<Option<Ticked>, ServiceError> {
     let now = app.now();
     let until = now.plus_millis(LEASE_MILLIS);
     match app.store.acquire_lease(id, owner, now, until).await {
         Ok(true) => {}
-        Ok(false) | Err(mq_store::StoreError::NotFound) => return Ok(false),
+        Ok(false) | Err(mq_store::StoreError::NotFound) => return Ok(None),
         Err(e) => return Err(e.into()),
     }
     let result = advance(app, id).await;
     if let Err(e) = app.store.release_lease(id, owner).await {
         tracing::warn!(queue = %id, error = %e, "lease not released; it expires");
     }
-    result.map(|()| true)
+    result.map(Some)
 }
 
-async fn advance(app: &App, id: &QueueId) -> Result<(), ServiceError> {
+async fn advance(app: &App, id: &QueueId) -> Result<Ticked, ServiceError> {
     let Some(snapshot) = app.store.load(id).await? else {
-        return Ok(());
+        return Ok(Ticked {
+            due_for_tuning: false,
+        });
     };
     warn_stuck(&snapshot, app.now());
     let mut events = match app.githost.as_deref() {
@@ -99,8 +135,9 @@ async fn advance(app: &App, id: &QueueId) -> Result<(), ServiceError> {
         None => Vec::new(),
     };
     events.push(Event::Tick);
-    drive::apply(app, Actor::Service, id, &events, Start::from(snapshot)).await?;
-    Ok(())
+    let queue = drive::apply(app, Actor::Service, id, &events, Start::from(snapshot)).await?;
+    let due_for_tuning = queue.tuning.due(&queue.config, queue.state, app.now());
+    Ok(Ticked { due_for_tuning })
 }
 
 /// Logs a warning for each entry that should have moved and did not.

@@ -1,5 +1,6 @@
 //! The wire format: request bodies and response shapes, with the spec's exact field names.
 
+pub mod advice;
 pub mod common;
 pub mod dashboard;
 pub mod metrics;

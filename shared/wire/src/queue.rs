@@ -1,5 +1,6 @@
 //! Queue requests and responses (`openapi/openapi.json`), with the exact field names.
 
+use super::advice::TuningView;
 use super::common::{Int, QueueTarget, RepoBody};
 use mq_core::DomainError;
 use mq_core::engine::view::PullRequestView;
@@ -39,6 +40,7 @@ pub struct QueueSettingsRequest {
     pub status_check_enabled: Option<bool>,
     pub required_statuses: Option<Vec<String>>,
     pub delete_required_statuses: Option<bool>,
+    pub auto_tune: Option<bool>,
 }
 
 impl QueueSettingsRequest {
@@ -73,6 +75,7 @@ impl QueueSettingsRequest {
             status_check_enabled: self.status_check_enabled,
             required_statuses: self.required_statuses.clone(),
             delete_required_statuses: self.delete_required_statuses,
+            auto_tune: self.auto_tune,
         };
         patch.validate()?;
         Ok(patch)
@@ -104,6 +107,10 @@ pub struct QueueView {
     pub direct_merge_mode: DirectMergeMode,
     pub optimization_mode: OptimizationMode,
     pub merge_method: MergeMethod,
+    pub auto_tune: bool,
+    /// Auto-tuning's checks and changes.
+    #[serde(default)]
+    pub tuning: TuningView,
 }
 
 impl From<&Queue> for QueueView {
@@ -130,6 +137,8 @@ impl From<&Queue> for QueueView {
             direct_merge_mode: c.direct_merge_mode,
             optimization_mode: c.optimization_mode,
             merge_method: c.merge_method,
+            auto_tune: c.auto_tune,
+            tuning: TuningView::from(&q.tuning),
         }
     }
 }

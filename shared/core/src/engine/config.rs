@@ -29,6 +29,7 @@
 use super::work::Work;
 use crate::error::DomainError;
 use crate::settings::{QueueState, SettingsPatch};
+use crate::tuning::{Advised, TunedSettings};
 
 impl Work {
     pub fn update_settings(&mut self, patch: &SettingsPatch) -> Result<(), DomainError> {
@@ -42,6 +43,23 @@ impl Work {
         patch.apply_fields(&mut self.s.queue.config);
         self.s.queue.set_mode_and_state(next);
         self.readiness_stale = true;
+        Ok(())
+    }
+
+    /// Records an auto-tuning check; applies its change when the check before advised the
+    /// same (`Tuning::check`). A queue whose `autoTune` was turned off since the tick read it,
+    /// or that is no longer due, records nothing.
+    pub fn auto_tune(&mut self, advised: Option<&Advised>) -> Result<(), DomainError> {
+        let queue = &self.s.queue;
+        if !queue.tuning.due(&queue.config, queue.state, self.now) {
+            return Ok(());
+        }
+        let mut tuning = queue.tuning.clone();
+        let current = TunedSettings::of(&queue.config);
+        if let Some(change) = tuning.check(self.now, current, advised) {
+            self.update_settings(&change.after.patch())?;
+        }
+        self.s.queue.tuning = tuning;
         Ok(())
     }
 

@@ -7,6 +7,7 @@ use crate::ids::{PrNumber, Sha};
 use crate::priority::Priority;
 use crate::settings::SettingsPatch;
 use crate::time::Timestamp;
+use crate::tuning::Advised;
 use serde::{Deserialize, Serialize};
 
 /// What the engine may not find out by itself: the time, and a seed for new ids.
@@ -104,6 +105,12 @@ pub enum Event {
     BranchObserved {
         run_id: String,
         sha: Option<Sha>,
+    },
+    /// The tick's auto-tuning check (docs/queue-semantics.md §13): `advised` is what the
+    /// advisor found worth changing to, if anything. The engine records the check, and makes
+    /// the change when the check before advised the same.
+    AutoTune {
+        advised: Option<Advised>,
     },
     /// The schedule: timeouts, batching waits, effect retries, readiness refreshes.
     Tick,

@@ -182,6 +182,7 @@ impl Work {
                 targets,
             } => self.set_impacted_targets(*pr, head_sha, targets),
             Event::UpdateSettings { patch } => self.update_settings(patch),
+            Event::AutoTune { advised } => self.auto_tune(advised.as_ref()),
             Event::PrUpdated { pr } => {
                 self.pr_updated(pr);
                 Ok(())

@@ -4,6 +4,7 @@
 //! ([`crate::lambda::run_route`]), and the tests check `template.yaml` and
 //! `openapi/openapi.json` against it. Adding an endpoint: docs/architecture.md.
 
+mod advice;
 mod dashboard;
 mod metrics;
 mod pull_requests;
@@ -164,6 +165,8 @@ routes! {
         mutating: false, needs: Store, token!(dashboard::queue_activity);
     GET_PULL_REQUEST_HISTORY: POST "getPullRequestHistory",
         mutating: false, needs: Store, token!(dashboard::pull_request_history);
+    GET_QUEUE_ADVICE: POST "getQueueAdvice",
+        mutating: false, needs: Store, token!(advice::get);
 }
 
 #[cfg(test)]

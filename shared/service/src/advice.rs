@@ -1,0 +1,213 @@
+//! Advice on a queue's settings from its own history, and auto-tuning
+//! (docs/queue-semantics.md §13).
+//!
+//! `getQueueAdvice` reads a window of the queue's history (the entries concluded in it, the
+//! runs finished in it, the restarts, and the entries in the queue now), estimates its
+//! workload and asks the advisor for the settings best for the caller's goal. The advisor
+//! runs the simulator for a fixed amount of work ([`App::advice_work`]), on a blocking
+//! thread. The tick asks it for one due queue with `autoTune` on per run
+//! ([`auto_tune`]), and records the check through the engine (`Event::AutoTune`).
+
+use super::drive::{self, Actor, Start};
+use crate::app::App;
+use crate::error::ServiceError;
+use mq_advisor::{Advice, AdviceError, Budget, Estimates, Goal, History};
+use mq_core::engine::Event;
+use mq_core::history::{PastEntry, PastRun};
+use mq_core::ids::{OrgId, QueueId};
+use mq_core::metrics::Window;
+use mq_core::snapshot::QueueSnapshot;
+use mq_core::time::Timestamp;
+use mq_core::tuning::WINDOW_MS;
+use mq_wire::advice::{AdviceView, AdviceWindow, GoalName, NoAdvice, QueueAdvice, TuningView};
+
+/// The most conclusions, and the most finished runs, one advice reads: a window holding
+/// more is shortened to the most recent ones.
+pub const MAX_HISTORY_ITEMS: usize = 20_000;
+
+/// What the caller asks of `getQueueAdvice`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AdviceRequest {
+    pub goal: Goal,
+    pub window_ms: i64,
+}
+
+/// The advice for the queue `id` of `org`: its estimates, and the settings best for the goal
+/// (or why there are none).
+pub async fn queue_advice(
+    app: &App,
+    org: &OrgId,
+    id: &QueueId,
+    request: AdviceRequest,
+) -> Result<QueueAdvice, ServiceError> {
+    let snapshot = drive::read(app, org, id).await?;
+    let loaded = load_history(app, &snapshot, request.window_ms, app.now()).await?;
+    let estimates = mq_advisor::estimate(&loaded.history);
+    let advice = advise(app, &estimates, &snapshot, request.goal).await?;
+    let queue = &snapshot.queue;
+    let (advice, no_advice) = match advice {
+        Ok(advice) => (Some(view(&advice)), None),
+        Err(refused) => (None, Some(no_advice(&refused))),
+    };
+    Ok(QueueAdvice {
+        window: AdviceWindow {
+            from: loaded.history.window.from.to_rfc3339(),
+            to: loaded.history.window.to.to_rfc3339(),
+            hours: loaded.history.hours(),
+            shortened: loaded.shortened,
+        },
+        goal: goal_name(request.goal),
+        ci_runs_per_hour: match request.goal {
+            Goal::FastestWithinBudget { ci_runs_per_hour } => Some(ci_runs_per_hour),
+            _ => None,
+        },
+        estimates,
+        advice,
+        no_advice,
+        auto_tune: queue.config.auto_tune,
+        tuning: TuningView::from(&queue.tuning),
+    })
+}
+
+/// Checks the queue `id` for auto-tuning if it is due (`Tuning::due`): asks the advisor for
+/// the most merges per hour over the last window, and records the check with what it found
+/// worth changing to ([`mq_advisor::worth_changing`]). Returns whether it checked.
+pub async fn auto_tune(app: &App, id: &QueueId) -> Result<bool, ServiceError> {
+    let Some(snapshot) = app.store.load(id).await? else {
+        return Ok(false);
+    };
+    let now = app.now();
+    let queue = &snapshot.queue;
+    if !queue.tuning.due(&queue.config, queue.state, now) {
+        return Ok(false);
+    }
+    let loaded = load_history(app, &snapshot, WINDOW_MS, now).await?;
+    let estimates = mq_advisor::estimate(&loaded.history);
+    let advised = match advise(app, &estimates, &snapshot, Goal::MostMerges).await? {
+        Ok(advice) => {
+            let proposed = queue.tuning.proposed.as_ref().map(|p| p.after);
+            mq_advisor::worth_changing(&advice, proposed.as_ref())
+        }
+        Err(refused) => {
+            tracing::info!(queue = %id, reason = %refused, "auto-tuning: no advice");
+            None
+        }
+    };
+    if let Some(a) = &advised {
+        tracing::info!(queue = %id, reason = %a.reason, "auto-tuning: advised a change");
+    }
+    let events = [Event::AutoTune { advised }];
+    drive::apply(app, Actor::Service, id, &events, Start::from(snapshot)).await?;
+    Ok(true)
+}
+
+/// A window of history as the store gave it.
+struct Loaded {
+    history: History,
+    /// Whether the window was shortened to [`MAX_HISTORY_ITEMS`].
+    shortened: bool,
+}
+
+/// The queue's history over the `window_ms` before `now` (nothing before its creation). A
+/// window holding more than [`MAX_HISTORY_ITEMS`] conclusions or runs starts at the oldest
+/// item read instead, so that what it holds is whole.
+async fn load_history(
+    app: &App,
+    snapshot: &QueueSnapshot,
+    window_ms: i64,
+    now: Timestamp,
+) -> Result<Loaded, ServiceError> {
+    let id = &snapshot.queue.id;
+    let mut window = mq_advisor::window(&snapshot.queue, now, window_ms);
+    let (concluded, runs) = tokio::join!(
+        app.store
+            .conclusions_between(id, window.from, window.to, MAX_HISTORY_ITEMS),
+        app.store
+            .finished_runs_between(id, window.from, window.to, MAX_HISTORY_ITEMS)
+    );
+    let (mut concluded, mut runs) = (concluded?, runs?);
+    let oldest_kept = [
+        full_from(&concluded, |e| e.concluded_at),
+        full_from(&runs, |r| r.finished_at),
+    ];
+    let shortened = oldest_kept.iter().any(Option::is_some);
+    if let Some(from) = oldest_kept.into_iter().flatten().max() {
+        window = Window {
+            from,
+            to: window.to,
+        };
+        concluded.retain(|e| e.concluded_at.is_some_and(|at| at >= from));
+        runs.retain(|r| r.finished_at.is_some_and(|at| at >= from));
+    }
+    let restarts = app
+        .store
+        .restarts_between(id, window.from, window.to)
+        .await?;
+    let history = History::new(
+        window,
+        snapshot,
+        concluded.iter().map(PastEntry::of).collect(),
+        runs.iter().map(PastRun::of).collect(),
+        restarts,
+    );
+    Ok(Loaded { history, shortened })
+}
+
+/// The time of the oldest of `items` (newest first) when the read was cut at
+/// [`MAX_HISTORY_ITEMS`]; the window then starts there.
+fn full_from<T>(items: &[T], at: impl Fn(&T) -> Option<Timestamp>) -> Option<Timestamp> {
+    if items.len() < MAX_HISTORY_ITEMS {
+        return None;
+    }
+    items.last().and_then(at)
+}
+
+/// Runs the advisor on a blocking thread (it takes seconds of CPU).
+async fn advise(
+    app: &App,
+    estimates: &Estimates,
+    snapshot: &QueueSnapshot,
+    goal: Goal,
+) -> Result<Result<Advice, AdviceError>, ServiceError> {
+    let estimates = estimates.clone();
+    let config = snapshot.queue.config.clone();
+    let budget = Budget {
+        work: app.advice_work,
+        ..Budget::default()
+    };
+    tokio::task::spawn_blocking(move || mq_advisor::advise(&estimates, &config, goal, budget))
+        .await
+        .map_err(ServiceError::internal)
+}
+
+fn view(advice: &Advice) -> AdviceView {
+    AdviceView {
+        current: advice.current,
+        best: advice.best,
+        candidates: advice.candidates.clone(),
+        summary: advice.best.settings.describe(),
+        changes_settings: advice.best.settings != advice.current.settings,
+        within_budget: advice.within_budget,
+        evaluations: advice.evaluations,
+        simulated_prs: advice.simulated_prs,
+    }
+}
+
+fn no_advice(refused: &AdviceError) -> NoAdvice {
+    let reason = match refused {
+        AdviceError::NotEnoughHistory { .. } => "not_enough_history",
+        AdviceError::ParallelMode => "parallel_mode",
+    };
+    NoAdvice {
+        reason: reason.to_owned(),
+        message: refused.to_string(),
+    }
+}
+
+fn goal_name(goal: Goal) -> GoalName {
+    match goal {
+        Goal::MostMerges => GoalName::MostMerges,
+        Goal::FewestCiRuns => GoalName::FewestCiRuns,
+        Goal::FastestWithinBudget { .. } => GoalName::FastestWithinBudget,
+    }
+}

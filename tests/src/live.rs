@@ -47,6 +47,7 @@ pub struct LiveOptions {
     wrap_host: Option<Wrap<dyn GitHost>>,
     timeouts: Timeouts,
     instances: usize,
+    advice_work: Option<u64>,
 }
 
 impl Default for LiveOptions {
@@ -60,6 +61,7 @@ impl Default for LiveOptions {
             wrap_host: None,
             timeouts: Timeouts::default(),
             instances: 1,
+            advice_work: None,
         }
     }
 }
@@ -118,6 +120,13 @@ impl LiveOptions {
         wrap: impl Fn(Arc<dyn GitHost>) -> Arc<dyn GitHost> + Send + Sync + 'static,
     ) -> Self {
         self.wrap_host = Some(Arc::new(wrap));
+        self
+    }
+
+    /// One advice may spend this much of the simulator's work (`App::advice_work`): tests
+    /// run unoptimised code, a tenth as fast.
+    pub fn advice_work(mut self, work: u64) -> Self {
+        self.advice_work = Some(work);
         self
     }
 
@@ -227,6 +236,9 @@ impl LiveEnv {
             let mut app = App::new(store.clone(), clock.clone()).with_githost(githost.clone());
             if let Some(secret) = &options.webhook_secret {
                 app = app.with_webhook(WebhookReceiver::new(secret.as_bytes().to_vec(), HOST));
+            }
+            if let Some(work) = options.advice_work {
+                app.advice_work = work;
             }
             Arc::new(app)
         };

@@ -101,6 +101,19 @@ pub fn advise(
     goal: Goal,
     budget: Budget,
 ) -> Result<Advice, AdviceError> {
+    advise_considering(estimates, current, goal, budget, None)
+}
+
+/// [`advise`], with `proposed` (what an earlier check proposed) projected and ranked among
+/// the candidates whatever the search finds, so that auto-tuning can tell whether it is
+/// still among the best.
+pub fn advise_considering(
+    estimates: &Estimates,
+    current: &QueueConfig,
+    goal: Goal,
+    budget: Budget,
+    proposed: Option<Settings>,
+) -> Result<Advice, AdviceError> {
     if current.mode == QueueMode::Parallel {
         return Err(AdviceError::ParallelMode);
     }
@@ -112,7 +125,8 @@ pub fn advise(
     let model = Model::new(estimates, current);
     let now = Settings::of(current);
     let mut search = search::Search::new(&model, now, budget);
-    let (candidates, current) = search.run(goal, now);
+    let also: Vec<Settings> = proposed.into_iter().collect();
+    let (candidates, current) = search.run(goal, now, &also);
     let best = candidates[0];
     Ok(Advice {
         goal,

@@ -293,8 +293,14 @@ impl<'a> Search<'a> {
     }
 
     /// Runs the search for `goal`; the decided candidates, best first, and the current
-    /// settings' projection at the same fidelity.
-    pub fn run(&mut self, goal: Goal, current: Settings) -> (Vec<Candidate>, Candidate) {
+    /// settings' projection at the same fidelity. `also` are projected and decided too,
+    /// whatever the search finds (a proposal to confirm).
+    pub fn run(
+        &mut self,
+        goal: Goal,
+        current: Settings,
+        also: &[Settings],
+    ) -> (Vec<Candidate>, Candidate) {
         let total = self.budget.work;
         let share = |percent: u64| total / 100 * percent;
         let current = self.project(current, DECIDE);
@@ -346,6 +352,9 @@ impl<'a> Search<'a> {
             }
         }
         decided.push(current);
+        for &s in also {
+            decided.push(self.project(s, DECIDE));
+        }
         rank(goal, &mut decided);
         decided.dedup_by_key(|c| c.settings);
         (decided, current)

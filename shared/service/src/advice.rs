@@ -18,7 +18,7 @@ use mq_core::ids::{OrgId, QueueId};
 use mq_core::metrics::Window;
 use mq_core::snapshot::QueueSnapshot;
 use mq_core::time::Timestamp;
-use mq_core::tuning::WINDOW_MS;
+use mq_core::tuning::{TunedSettings, WINDOW_MS};
 use mq_wire::advice::{AdviceView, AdviceWindow, GoalName, NoAdvice, QueueAdvice, TuningView};
 
 /// The most conclusions, and the most finished runs, one advice reads: a window holding
@@ -43,7 +43,7 @@ pub async fn queue_advice(
     let snapshot = drive::read(app, org, id).await?;
     let loaded = load_history(app, &snapshot, request.window_ms, app.now()).await?;
     let estimates = mq_advisor::estimate(&loaded.history);
-    let advice = advise(app, &estimates, &snapshot, request.goal).await?;
+    let advice = advise(app, &estimates, &snapshot, request.goal, None).await?;
     let queue = &snapshot.queue;
     let (advice, no_advice) = match advice {
         Ok(advice) => (Some(view(&advice)), None),
@@ -83,11 +83,9 @@ pub async fn auto_tune(app: &App, id: &QueueId) -> Result<bool, ServiceError> {
     }
     let loaded = load_history(app, &snapshot, WINDOW_MS, now).await?;
     let estimates = mq_advisor::estimate(&loaded.history);
-    let advised = match advise(app, &estimates, &snapshot, Goal::MostMerges).await? {
-        Ok(advice) => {
-            let proposed = queue.tuning.proposed.as_ref().map(|p| p.after);
-            mq_advisor::worth_changing(&advice, proposed.as_ref())
-        }
+    let proposed = queue.tuning.proposed.as_ref().map(|p| p.after);
+    let advised = match advise(app, &estimates, &snapshot, Goal::MostMerges, proposed).await? {
+        Ok(advice) => mq_advisor::worth_changing(&advice, proposed.as_ref()),
         Err(refused) => {
             tracing::info!(queue = %id, reason = %refused, "auto-tuning: no advice");
             None
@@ -162,12 +160,14 @@ fn full_from<T>(items: &[T], at: impl Fn(&T) -> Option<Timestamp>) -> Option<Tim
     items.last().and_then(at)
 }
 
-/// Runs the advisor on a blocking thread (it takes seconds of CPU).
+/// Runs the advisor on a blocking thread (it takes seconds of CPU); `proposed` is projected
+/// too (`mq_advisor::advise_considering`).
 async fn advise(
     app: &App,
     estimates: &Estimates,
     snapshot: &QueueSnapshot,
     goal: Goal,
+    proposed: Option<TunedSettings>,
 ) -> Result<Result<Advice, AdviceError>, ServiceError> {
     let estimates = estimates.clone();
     let config = snapshot.queue.config.clone();
@@ -175,7 +175,9 @@ async fn advise(
         work: app.advice_work,
         ..Budget::default()
     };
-    tokio::task::spawn_blocking(move || mq_advisor::advise(&estimates, &config, goal, budget))
+    let advise =
+        move || mq_advisor::advise_considering(&estimates, &config, goal, budget, proposed);
+    tokio::task::spawn_blocking(advise)
         .await
         .map_err(ServiceError::internal)
 }

@@ -726,6 +726,75 @@ async fn operators_see_and_steer_the_queue() {
     );
 }
 
+/// `mq advice` on a fresh queue: the estimates and why there is no advice, exit 0; a goal
+/// without its budget refused before any request, a budget without its goal by the API; and
+/// `mq settings --auto-tune` turning auto-tuning on, shown by `mq settings` and `mq advice`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operators_ask_for_advice_and_turn_auto_tuning_on() {
+    let env = LiveEnv::start(Backend::Memory).await;
+    let repo = env.repo("rocket");
+    let mq = mq_for(&env, &repo);
+    mq.run(&["queues", "create"]).await.expect(0);
+
+    let advice = mq.run(&["advice"]).await.expect(0).stdout;
+    for expected in [
+        "github.com/acme/rocket main: advice for the most merges per hour",
+        "window: ",
+        "arrivals per hour",
+        "mean CI minutes",
+        "no advice (not enough history): the window holds 0 submitted heads",
+        "autoTune: off\n  last check: never\n  changes: none",
+    ] {
+        assert!(advice.contains(expected), "{expected}:\n{advice}");
+    }
+    let answer: Value = serde_json::from_str(
+        &mq.run(&[
+            "--json",
+            "advice",
+            "--goal",
+            "fewest-ci-runs",
+            "--window-days",
+            "3",
+        ])
+        .await
+        .expect(0)
+        .stdout,
+    )
+    .unwrap();
+    assert_eq!(answer["goal"], "fewestCiRuns", "{answer}");
+    assert_eq!(answer["noAdvice"]["reason"], "not_enough_history");
+
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["advice", "--goal", "fastest-within-budget"],
+            "the following required arguments were not provided:\n  --ci-runs-per-hour <N>",
+        ),
+        (
+            &["advice", "--ci-runs-per-hour", "10"],
+            "getQueueAdvice: 400 INVALID_FIELD: ciRunsPerHour",
+        ),
+        (
+            &["advice", "--window-days", "31"],
+            "getQueueAdvice: 400 INVALID_FIELD: windowDays",
+        ),
+    ];
+    for (args, error) in cases {
+        let ran = mq.run(args).await.expect(4);
+        assert!(ran.stderr.contains(error), "{args:?}: {}", ran.stderr);
+    }
+
+    mq.run(&["settings", "--auto-tune", "true"]).await.expect(0);
+    assert_eq!(env.queue(&repo).await["autoTune"], true);
+    let shown = mq.run(&["settings"]).await.expect(0).stdout;
+    assert!(shown.contains("  autoTune: true\n"), "{shown}");
+    assert!(
+        shown.contains("  tuning:\n    last check: never\n    changes: none\n"),
+        "{shown}"
+    );
+    let advice = mq.run(&["advice"]).await.expect(0).stdout;
+    assert!(advice.contains("autoTune: on"), "{advice}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn impacted_targets_are_set_from_arguments_a_file_or_all() {
     let env = LiveEnv::start(Backend::Memory).await;

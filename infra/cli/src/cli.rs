@@ -1,6 +1,6 @@
 //! The command line: every command, argument and help text, with an example per command.
 
-use clap::{ArgAction, Args, Parser, Subcommand};
+use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 const ABOUT: &str = "The merge queue's command-line client, for CI pipelines and operators";
@@ -140,6 +140,16 @@ pub enum Command {
   mq settings --concurrency 3 --batch true --merge-method squash
   mq settings --required-statuses build,test")]
     Settings(SettingsArgs),
+    /// Advise the queue's settings for a goal, from the queue's own history
+    #[command(after_help = "Examples:
+  mq advice --repo acme/rocket --target main   # for the most merges per hour
+  mq advice --goal fewest-ci-runs --window-days 14
+  mq advice --goal fastest-within-budget --ci-runs-per-hour 20
+
+Prints the window read, the workload estimated from it, and the settings the simulator \
+projects best next to the current ones (or why there is no advice), then auto-tuning's \
+record. It changes nothing: apply advice with `mq settings`. It takes a few seconds.")]
+    Advice(AdviceArgs),
     /// Show a test run: its status, branch, commit and the pull requests it tests
     #[command(after_help = "Example:
   mq run 0193c2a4-5e1f-7c3b-9d2e-8f6a1b4c7d90   # the id ending its branch mq-test/<target>/<id>")]
@@ -253,6 +263,9 @@ pub struct SettingsArgs {
     /// Fail a failed group at once while the queue has seen no flake lately
     #[arg(long, value_name = "BOOL")]
     pub adaptive_pending_failure: Option<bool>,
+    /// Let the queue take the settings advised for the most merges per hour (see `mq advice`)
+    #[arg(long, value_name = "BOOL")]
+    pub auto_tune: Option<bool>,
     /// Merge a group that failed when a group behind it passes
     #[arg(long, value_name = "BOOL")]
     pub can_optimistically_merge: Option<bool>,
@@ -295,6 +308,54 @@ pub struct SettingsArgs {
     /// Forget the required statuses (the repository's configuration applies again)
     #[arg(long, conflicts_with = "required_statuses")]
     pub delete_required_statuses: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AdviceArgs {
+    /// What the advice optimises
+    #[arg(long, value_enum, default_value_t = Goal::MostMerges)]
+    pub goal: Goal,
+    /// The CI budget of --goal fastest-within-budget, in runs per hour (required with it)
+    #[arg(
+        long,
+        value_name = "N",
+        required_if_eq("goal", "fastest-within-budget"),
+        value_parser = positive_number
+    )]
+    pub ci_runs_per_hour: Option<f64>,
+    /// Days of history to read, 1 to 30 [server default: 7]
+    #[arg(long, value_name = "DAYS")]
+    pub window_days: Option<u32>,
+}
+
+/// The goals of `mq advice`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Goal {
+    /// The most merges per hour
+    MostMerges,
+    /// The fewest CI runs per merge, keeping 95% of the most merges per hour
+    FewestCiRuns,
+    /// The shortest time to merge within --ci-runs-per-hour
+    FastestWithinBudget,
+}
+
+impl Goal {
+    /// The goal as the API names it.
+    pub fn api_name(self) -> &'static str {
+        match self {
+            Goal::MostMerges => "mostMerges",
+            Goal::FewestCiRuns => "fewestCiRuns",
+            Goal::FastestWithinBudget => "fastestWithinBudget",
+        }
+    }
+}
+
+/// A finite number greater than 0.
+fn positive_number(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(n) if n.is_finite() && n > 0.0 => Ok(n),
+        _ => Err(format!("`{text}` is not a number greater than 0")),
+    }
 }
 
 #[derive(Debug, Args)]

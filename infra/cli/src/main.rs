@@ -14,7 +14,7 @@ mod size;
 
 use clap::{CommandFactory, FromArgMatches};
 use cli::{Cli, Command};
-use commands::{health, pull_request, queue};
+use commands::{advice, health, pull_request, queue};
 use config::Context;
 use error::Result;
 use exit::Outcome;
@@ -61,6 +61,7 @@ fn run(ctx: &Context, command: &Command) -> Result<Outcome> {
         Command::Resume => queue::set_state(ctx, "running"),
         Command::Drain => queue::set_state(ctx, "draining"),
         Command::Settings(args) => queue::settings(ctx, args),
+        Command::Advice(args) => advice::advice(ctx, args),
         Command::Run(args) => queue::run(ctx, args),
         Command::Queues(command) => queue::queues(ctx, command),
         Command::Upload(args) => health::upload(ctx, args),

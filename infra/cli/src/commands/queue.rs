@@ -1,7 +1,8 @@
-//! A queue: the line as a table (once or redrawn), its state, its settings, a test run,
-//! creating and deleting it.
+//! A queue: the line as a table (once or redrawn), its state, its settings (with
+//! auto-tuning's record), a test run, creating and deleting it.
 
 use crate::cli::{QueueArgs, QueuesCommand, RunArgs, SettingsArgs};
+use crate::commands::advice;
 use crate::config::Context;
 use crate::duration::short;
 use crate::error::Result;
@@ -201,6 +202,13 @@ fn print_settings(ctx: &Context, queue: &Value) -> Result<Outcome> {
     }
     line(format!("{} {}", ctx.repo()?, ctx.target()?));
     for (name, value) in queue.as_object().into_iter().flatten() {
+        if name == "tuning" {
+            line("  tuning:");
+            for l in advice::tuning_lines(value) {
+                line(format!("    {l}"));
+            }
+            continue;
+        }
         let shown = match value {
             Value::String(s) => s.clone(),
             Value::Array(items) if items.is_empty() => "(none)".to_owned(),
@@ -236,6 +244,7 @@ fn settings_patch(a: &SettingsArgs) -> serde_json::Map<String, Value> {
             "adaptivePendingFailure",
             a.adaptive_pending_failure.map(Value::from),
         ),
+        ("autoTune", a.auto_tune.map(Value::from)),
         (
             "canOptimisticallyMerge",
             a.can_optimistically_merge.map(Value::from),
@@ -373,13 +382,14 @@ mod tests {
         let args = SettingsArgs {
             concurrency: Some(3),
             batch: Some(false),
+            auto_tune: Some(true),
             merge_method: Some("squash".into()),
             required_statuses: Some(vec!["build".into(), "test".into()]),
             ..SettingsArgs::default()
         };
         assert_eq!(
             Value::Object(settings_patch(&args)),
-            json!({"concurrency": 3, "batch": false, "mergeMethod": "squash",
+            json!({"concurrency": 3, "batch": false, "autoTune": true, "mergeMethod": "squash",
                    "requiredStatuses": ["build", "test"]})
         );
         assert!(settings_patch(&SettingsArgs::default()).is_empty());

@@ -6,7 +6,8 @@
 //! A wrong token is refused; the right one signs in and is kept in session storage only (not
 //! in the address, not in a cookie). The queue is paused and resumed from its page, through the
 //! confirmation dialog (also with the keyboard alone); #1 is seen waiting, testing and merged;
-//! #3 is seen failing, with its reason, on the queue page and on its own page; the test-health
+//! #3 is seen failing, with its reason, on the queue page and on its own page; asked for
+//! advice, the young queue's page shows why there is none, and auto-tuning off; the test-health
 //! page shows an upload's flaky tests with their strips and ticket. Another organisation sees
 //! none of it. No page breaks the Content-Security-Policy. A screenshot of each page is kept in
 //! `target/dashboard-screenshots/`; with `MQ_README_SCREENSHOT=1` the queue page's also
@@ -189,6 +190,42 @@ async fn a_user_signs_in_and_follows_the_queue_in_a_browser() {
     assert!(failed.contains("tests failed"), "{failed}");
     assert!(failed.contains(CI), "{failed}");
     browser.screenshot(&shots, "queue-failed.png").await;
+
+    // Advice, on demand from the real endpoint: the young queue has too little history, so it
+    // gets its estimates and the reason there is no advice; auto-tuning is off.
+    browser.wait_for_text("#tuning-state", "off").await;
+    assert_eq!(
+        browser.text_of("#advice-result").await.unwrap_or_default(),
+        "",
+        "no advice before it is asked for"
+    );
+    browser.find("#advice-run").await.click().await.unwrap();
+    let none = browser
+        .wait_for_text("#advice-result #advice-none", "No advice")
+        .await;
+    assert!(none.contains("advice needs at least"), "{none}");
+    let estimates = browser.text_of("#advice-estimates").await.unwrap();
+    assert!(estimates.contains("Arrivals per hour"), "{estimates}");
+    browser.wait_for_text("#advice-status", "No advice").await;
+    let ready = browser
+        .run(
+            "const b = document.getElementById('advice-run'); \
+             return [b.disabled, b.textContent, document.getElementById('advice-result').getAttribute('aria-busy')];",
+            vec![],
+        )
+        .await;
+    assert_eq!(
+        ready,
+        json!([false, "Advise", null]),
+        "the busy state is over"
+    );
+    browser
+        .run(
+            "document.getElementById('advice-title').scrollIntoView();",
+            vec![],
+        )
+        .await;
+    browser.screenshot(&shots, "queue-advice.png").await;
 
     // Its own page: the reason, its state history, its run with the CI's link.
     browser

@@ -54,3 +54,15 @@ export function queueHref(repo, branch) {
 export function pullHref(repo, branch, number) {
   return `#/pr/${[repo.host, repo.owner, repo.name, branch].map(encodeURIComponent).join('/')}/${number}`;
 }
+
+/** A figure with `digits` decimals; `–` when there is none (null, absent or not a number). */
+export function figure(value, digits = 1) {
+  if (value === null || value === undefined || Number.isNaN(value)) return '–';
+  return value.toFixed(digits);
+}
+
+/** A share as a percentage with one decimal; `–` when there is none. */
+export function share(value) {
+  if (value === null || value === undefined || Number.isNaN(value)) return '–';
+  return `${(value * 100).toFixed(1)} %`;
+}

@@ -1,10 +1,12 @@
 // One queue: the line as it is tested (each group's test branch, its pull requests, its run
 // and CI), the waiting pull requests with their estimated time to merge, the last
-// conclusions with their reasons, the last hour's histograms, and pause / resume / drain.
+// conclusions with their reasons, the last hour's histograms, pause / resume / drain, and the
+// advice on its settings with auto-tuning's record.
 
 import { call } from './api.js';
 import { badge, h, outLink, replace, table } from './dom.js';
 import { histogramChart } from './charts.js';
+import { adviceSection } from './advice.js';
 import { clock, duration, percent, pullHref, repoName, timeElement, words } from './format.js';
 
 export const title = 'Queue';
@@ -32,6 +34,7 @@ export function mount(main, params, app) {
   const conclusions = h('section', { id: 'conclusions', 'aria-labelledby': 'conclusions-title' });
   const charts = h('div', { class: 'charts' });
   const basis = h('p', { id: 'estimate-basis', class: 'muted' });
+  const advicePart = h('section', { id: 'advice', 'aria-labelledby': 'advice-title' });
   main.append(
     h('p', { class: 'crumbs' }, h('a', { href: '#/queues' }, 'Queues'), ' / ', name),
     h('h1', { tabindex: '-1' }, name, ' ', state),
@@ -46,10 +49,13 @@ export function mount(main, params, app) {
     conclusions,
     h('h2', {}, 'The last hour'),
     charts,
+    h('h2', { id: 'advice-title' }, 'Advice'),
+    advicePart,
   );
   const wait = histogramChart(charts, { id: 'chart-wait', title: 'Wait: ready to first test' });
   const test = histogramChart(charts, { id: 'chart-test', title: 'Test duration' });
   const inQueue = histogramChart(charts, { id: 'chart-in-queue', title: 'Time in queue' });
+  const advice = adviceSection(advicePart, { target, app });
   let queueState = null;
   let last = {};
   let acting = false;
@@ -162,6 +168,7 @@ export function mount(main, params, app) {
     wait.update(activity.histograms.waitSeconds);
     test.update(activity.histograms.testSeconds);
     inQueue.update(activity.histograms.timeInQueueSeconds);
+    advice.showTuning(q);
   }
 
   return {

@@ -81,6 +81,7 @@ assets! {
     "queue.js": JS,
     "pull.js": JS,
     "health.js": JS,
+    "advice.js": JS,
     "vendor/uPlot.esm.js": JS,
     "vendor/uPlot.min.css": CSS,
 }

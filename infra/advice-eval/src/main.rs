@@ -463,9 +463,9 @@ fn true_estimates(case: &Case, truth: &Truth) -> Estimates {
         settling_minutes: 0.0,
         observed: mq_advisor::Observed {
             merges_per_hour: 0.0,
-            mean_minutes_to_merge: 0.0,
-            p95_minutes_to_merge: 0.0,
-            ci_runs_per_merge: 0.0,
+            mean_minutes_to_merge: None,
+            p95_minutes_to_merge: None,
+            ci_runs_per_merge: None,
             ci_runs_per_hour: 0.0,
             merges: 0,
         },
@@ -519,7 +519,7 @@ fn main() -> std::process::ExitCode {
             );
             let o = &estimates.observed;
             println!(
-                "   advice from a window of {} PRs ({:.1} hours, projected {}): observed {:.2} merges/h, {:.1} min to merge (p95 {:.1}), {:.3} runs/merge, {:.1} runs/h",
+                "   advice from a window of {} PRs ({:.1} hours, projected {}): observed {:.2} merges/h, {:.1} min to merge (p95 {:.1}), {:.3} runs/merge, {:.1} runs/h (NaN: nothing merged)",
                 g.prs,
                 estimates.window_hours,
                 if saturated {
@@ -528,9 +528,9 @@ fn main() -> std::process::ExitCode {
                     "at its arrival rate"
                 },
                 o.merges_per_hour,
-                o.mean_minutes_to_merge,
-                o.p95_minutes_to_merge,
-                o.ci_runs_per_merge,
+                o.mean_minutes_to_merge.unwrap_or(f64::NAN),
+                o.p95_minutes_to_merge.unwrap_or(f64::NAN),
+                o.ci_runs_per_merge.unwrap_or(f64::NAN),
                 o.ci_runs_per_hour,
             );
         }

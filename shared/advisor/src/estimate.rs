@@ -69,13 +69,14 @@ impl Estimate {
 }
 
 /// What the window measured of the queue as it ran: the same figures a projection gives.
+/// The figures per merge are `None` when nothing merged.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Observed {
     pub merges_per_hour: f64,
-    pub mean_minutes_to_merge: f64,
-    pub p95_minutes_to_merge: f64,
-    pub ci_runs_per_merge: f64,
+    pub mean_minutes_to_merge: Option<f64>,
+    pub p95_minutes_to_merge: Option<f64>,
+    pub ci_runs_per_merge: Option<f64>,
     pub ci_runs_per_hour: f64,
     pub merges: u32,
 }
@@ -457,21 +458,11 @@ fn observed(entries: &[&PastEntry], runs: &[PastRun], history: &History) -> Obse
         .map(|r| r.id.as_str())
         .collect();
     let hours = history.hours().max(f64::MIN_POSITIVE);
-    let per_merge = |x: f64| {
-        if merges == 0 {
-            0.0
-        } else {
-            x / f64::from(merges)
-        }
-    };
+    let per_merge = |x: f64| (merges > 0).then(|| x / f64::from(merges));
     Observed {
         merges_per_hour: f64::from(merges) / hours,
         mean_minutes_to_merge: per_merge(times.iter().sum()),
-        p95_minutes_to_merge: if times.is_empty() {
-            0.0
-        } else {
-            quantile(&times, 0.95)
-        },
+        p95_minutes_to_merge: (!times.is_empty()).then(|| quantile(&times, 0.95)),
         ci_runs_per_merge: per_merge(built.len() as f64),
         ci_runs_per_hour: built.len() as f64 / hours,
         merges,

@@ -13,7 +13,7 @@
 
 use crate::tally::{Bound, Figures, Tally};
 use crate::workload::{Feed, Workload};
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// One pull request under test: what its branch holds, when CI answers, what it says.
 #[derive(Debug, Clone)]
@@ -29,7 +29,8 @@ struct Line<'a> {
     w: &'a Workload,
     feed: Feed,
     bad: BTreeSet<u32>,
-    rng: fastrand::Rng,
+    /// Tests started so far of branches topped by each pull request.
+    attempts: BTreeMap<u32, u32>,
     waiting: VecDeque<u32>,
     /// Resubmissions due: (time, pr).
     resubmit: Vec<(i64, u32)>,
@@ -43,7 +44,7 @@ impl<'a> Line<'a> {
             w,
             feed: Feed::new(w),
             bad: w.bad(),
-            rng: fastrand::Rng::with_seed(w.seed ^ 0xba5e),
+            attempts: BTreeMap::new(),
             waiting: VecDeque::new(),
             resubmit: Vec::new(),
             now: 0,
@@ -66,10 +67,13 @@ impl<'a> Line<'a> {
     fn test(&mut self, pr: u32, ahead: &[u32]) -> Test {
         self.tally.run_started(self.now);
         let broken = self.bad.contains(&pr) || ahead.iter().any(|p| self.bad.contains(p));
-        let pass = !broken && !self.w.flakes(&mut self.rng);
+        let attempt = self.attempts.entry(pr).or_insert(0);
+        let (duration, flaked) = self.w.ci_answer(pr, *attempt);
+        *attempt += 1;
+        let pass = !broken && !flaked;
         Test {
             pr,
-            finish_ms: self.now + self.w.ci_duration_ms(&mut self.rng),
+            finish_ms: self.now + duration,
             verdict: None,
             pass,
         }

@@ -152,8 +152,11 @@ struct QueueSim<'a> {
     spare: Option<QueueSnapshot>,
     now: i64,
     seed: u64,
-    rng: fastrand::Rng,
     host: Host,
+    /// Tests started so far of branches topped by each pull request, and whether the test
+    /// of each branch in flight flakes (`Workload::ci_answer`).
+    attempts: BTreeMap<u32, u32>,
+    flakes: BTreeMap<Sha, bool>,
     bad: BTreeSet<u32>,
     /// Pull requests whose current head conflicts.
     conflicting: BTreeSet<u32>,
@@ -199,7 +202,8 @@ impl<'a> QueueSim<'a> {
             snap,
             now: 0,
             seed: w.seed,
-            rng: fastrand::Rng::with_seed(w.seed ^ 0x5eed),
+            attempts: BTreeMap::new(),
+            flakes: BTreeMap::new(),
             host,
             bad: w.bad(),
             conflicting: w.conflicting(),
@@ -320,7 +324,8 @@ impl<'a> QueueSim<'a> {
             Due::Resubmit(pr) => self.submit(pr),
             Due::Ci(sha) => {
                 let broken = self.host.holds_any(&sha, &self.bad);
-                let pass = !broken && !self.w.flakes(&mut self.rng);
+                let flaked = self.flakes.remove(&sha).unwrap_or(false);
+                let pass = !broken && !flaked;
                 if pass {
                     self.host.passed.insert(sha.clone());
                 }
@@ -431,9 +436,14 @@ impl<'a> QueueSim<'a> {
                     return EffectOutcome::BranchConflict { pr: p.pr };
                 }
                 let numbers = prs.iter().map(|p| p.pr).collect();
+                let top = prs.last().map_or(0, |p| p.pr);
                 let (sha, base_sha) = self.host.create_branch(base.as_ref(), numbers);
                 self.tally.run_started(self.now);
-                let done = self.now + self.w.ci_duration_ms(&mut self.rng);
+                let attempt = self.attempts.entry(top).or_insert(0);
+                let (duration, flaked) = self.w.ci_answer(top, *attempt);
+                *attempt += 1;
+                self.flakes.insert(sha.clone(), flaked);
+                let done = self.now + duration;
                 if self.trace.is_some() {
                     self.ci_started.insert(sha.clone(), self.now);
                 }

@@ -134,6 +134,17 @@ impl Workload {
     pub fn flakes(&self, rng: &mut fastrand::Rng) -> bool {
         rng.f64() < self.flake_rate
     }
+
+    /// What CI answers for the `attempt`-th test (from 0) of a branch whose last pull request
+    /// is `pr`: its duration in milliseconds, and whether it flakes. Drawn from the workload's
+    /// seed, `pr` and `attempt` alone, so that two policies testing the same branches get the
+    /// same answers (common random numbers): their figures differ by their decisions only.
+    pub fn ci_answer(&self, pr: u32, attempt: u32) -> (i64, bool) {
+        let key = (u64::from(pr) << 32 | u64::from(attempt)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let mut rng = fastrand::Rng::with_seed(self.seed ^ key);
+        let duration = self.ci_duration_ms(&mut rng);
+        (duration, self.flakes(&mut rng))
+    }
 }
 
 /// Hands out pull requests as they arrive.

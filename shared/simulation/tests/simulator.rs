@@ -209,3 +209,38 @@ fn a_queue_that_cannot_keep_up_stops_once_too_many_are_in_it() {
         "it keeps up"
     );
 }
+
+/// Without batching and without flakes, predictive testing with adaptive pending failure
+/// decides as the github-like baseline does (a failure whose groups ahead passed fails at
+/// once, and everything behind it restarts without it). Both draw CI's answers per branch
+/// (common random numbers), so their figures are the same, on any seed: the saturated
+/// 10%-broken scenario of `simulate`, at the preset seed and two others.
+#[test]
+fn adaptive_pending_failure_matches_the_github_like_baseline_when_nothing_flakes() {
+    use mq_simulation::baselines::github;
+    let preset = presets()
+        .into_iter()
+        .find(|s| s.name == "throughput")
+        .expect("the throughput scenario");
+    for seed in [preset.workload.seed, 1, 2] {
+        let workload = mq_simulation::workload::Workload {
+            seed,
+            prs: 600,
+            ..preset.workload.clone()
+        };
+        let adaptive = mq_simulation::scenarios::adaptive(8, 1).settings;
+        let queue = mq_simulation::simulate(&workload, &adaptive, Default::default());
+        let ours = queue.tally.figures("adaptive", None);
+        let theirs = github(&workload, 8, None);
+        assert_eq!(ours.merges, theirs.merges, "seed {seed}");
+        assert_eq!(ours.merges_per_hour, theirs.merges_per_hour, "seed {seed}");
+        assert_eq!(
+            ours.ci_runs_per_merge, theirs.ci_runs_per_merge,
+            "seed {seed}"
+        );
+        assert_eq!(
+            ours.mean_minutes_to_merge, theirs.mean_minutes_to_merge,
+            "seed {seed}"
+        );
+    }
+}

@@ -268,5 +268,10 @@ mod tests {
         ));
         assert!(t.due(&on, QueueState::Running, Timestamp::from_millis(2 * DAY)));
         assert!(!t.due(&off, QueueState::Running, Timestamp::from_millis(2 * DAY)));
+        let parallel = QueueConfig {
+            mode: QueueMode::Parallel,
+            ..on
+        };
+        assert!(!t.due(&parallel, QueueState::Running, Timestamp::from_millis(2 * DAY)));
     }
 }

@@ -272,6 +272,10 @@ mod tests {
             mode: QueueMode::Parallel,
             ..on
         };
-        assert!(!t.due(&parallel, QueueState::Running, Timestamp::from_millis(2 * DAY)));
+        assert!(!t.due(
+            &parallel,
+            QueueState::Running,
+            Timestamp::from_millis(2 * DAY)
+        ));
     }
 }

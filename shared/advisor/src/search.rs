@@ -57,10 +57,10 @@ pub struct Budget {
 }
 
 impl Default for Budget {
-    /// 150 million units: about 2.5 s on one core (BENCHMARKS.md).
+    /// 300 million units: 1 to 7 s on one core (BENCHMARKS.md).
     fn default() -> Self {
         Self {
-            work: 150_000_000,
+            work: 300_000_000,
             seed: 1,
         }
     }

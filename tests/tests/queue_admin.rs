@@ -26,7 +26,7 @@ on_both_stores!(
 );
 
 /// The fields every queue response carries (`Queue` in `openapi/openapi.json`).
-const QUEUE_FIELDS: [&str; 20] = [
+const QUEUE_FIELDS: [&str; 22] = [
     "state",
     "branch",
     "concurrency",
@@ -47,6 +47,8 @@ const QUEUE_FIELDS: [&str; 20] = [
     "directMergeMode",
     "optimizationMode",
     "mergeMethod",
+    "autoTune",
+    "tuning",
 ];
 
 fn assert_queue_shape(body: &Value) {
@@ -68,7 +70,8 @@ async fn create_returns_every_setting_with_defaults(env: TestEnv) {
             "adaptivePendingFailure": false, "batch": false, "batchingMaxWaitTimeMinutes": 5, "batchingMinSize": 4,
             "createPrsForTestingBranches": false, "commentsEnabled": true, "commandsEnabled": true,
             "statusCheckEnabled": true, "bisectionConcurrency": 1, "requiredStatuses": [],
-            "directMergeMode": "off", "optimizationMode": "off", "mergeMethod": "squash"
+            "directMergeMode": "off", "optimizationMode": "off", "mergeMethod": "squash",
+            "autoTune": false, "tuning": {"changes": []}
         })
     );
     let tuned = env

@@ -123,8 +123,8 @@ impl LiveOptions {
         self
     }
 
-    /// One advice may spend this much of the simulator's work (`App::advice_work`): tests
-    /// run unoptimised code, a tenth as fast.
+    /// One advice may spend this much of the simulator's work (`App::advice_work`), less
+    /// than a deployment's budget to keep a test short.
     pub fn advice_work(mut self, work: u64) -> Self {
         self.advice_work = Some(work);
         self

@@ -58,6 +58,16 @@ pub struct Estimate {
 }
 
 impl Estimate {
+    /// `count` observations over `hours`, per hour (0 over no time).
+    fn per_hour(count: u32, hours: f64) -> Self {
+        let value = if hours > 0.0 {
+            f64::from(count) / hours
+        } else {
+            0.0
+        };
+        Self { value, count }
+    }
+
     fn share(hits: u32, count: u32) -> Self {
         let value = if count == 0 {
             0.0
@@ -265,15 +275,7 @@ fn arrivals(heads: &Heads, history: &History) -> Estimate {
         .values()
         .filter(|h| h.first_submitted.is_some_and(|t| window.contains(t)) && !h.fixes_conflict)
         .count() as u32;
-    let hours = history.hours();
-    Estimate {
-        value: if hours > 0.0 {
-            f64::from(count) / hours
-        } else {
-            0.0
-        },
-        count,
-    }
+    Estimate::per_hour(count, history.hours())
 }
 
 /// Whether a run ran to a verdict of its tests.
@@ -375,15 +377,7 @@ fn departures(entries: &[&PastEntry], history: &History) -> Estimate {
         *left.entry(e.pr).or_insert(true) &= !e.state.is_active();
     }
     let count = left.values().filter(|gone| **gone).count() as u32;
-    let hours = history.hours();
-    Estimate {
-        value: if hours > 0.0 {
-            f64::from(count) / hours
-        } else {
-            0.0
-        },
-        count,
-    }
+    Estimate::per_hour(count, history.hours())
 }
 
 /// Entries waiting for their first test: the average over the window, and the number that

@@ -49,7 +49,7 @@ pub const KEEP_UP: f64 = 0.95;
 #[serde(rename_all = "camelCase")]
 pub struct Budget {
     /// The simulator's work over every projection (`Simulated::work`: units of what each
-    /// engine step copies and looks through, about 15 ns each). It does not depend on the
+    /// engine step copies and looks through). It does not depend on the
     /// machine, so the search makes the same projections everywhere; its time does.
     pub work: u64,
     /// The seed of the simulated workloads.
@@ -57,7 +57,7 @@ pub struct Budget {
 }
 
 impl Default for Budget {
-    /// 300 million units: 1 to 7 s on one core (BENCHMARKS.md).
+    /// 300 million units (BENCHMARKS.md gives the time it takes).
     fn default() -> Self {
         Self {
             work: 300_000_000,

@@ -19,7 +19,7 @@ use mq_core::metrics::Window;
 use mq_core::snapshot::QueueSnapshot;
 use mq_core::time::Timestamp;
 use mq_core::tuning::{TunedSettings, WINDOW_MS};
-use mq_wire::advice::{AdviceView, AdviceWindow, GoalName, NoAdvice, QueueAdvice, TuningView};
+use mq_wire::advice::{AdviceView, AdviceWindow, NoAdvice, QueueAdvice, TuningView};
 
 /// The most conclusions, and the most finished runs, one advice reads: a window holding
 /// more is shortened to the most recent ones.
@@ -56,11 +56,7 @@ pub async fn queue_advice(
             hours: loaded.history.hours(),
             shortened: loaded.shortened,
         },
-        goal: goal_name(request.goal),
-        ci_runs_per_hour: match request.goal {
-            Goal::FastestWithinBudget { ci_runs_per_hour } => Some(ci_runs_per_hour),
-            _ => None,
-        },
+        goal: request.goal,
         estimates,
         advice,
         no_advice,
@@ -203,13 +199,5 @@ fn no_advice(refused: &AdviceError) -> NoAdvice {
     NoAdvice {
         reason: reason.to_owned(),
         message: refused.to_string(),
-    }
-}
-
-fn goal_name(goal: Goal) -> GoalName {
-    match goal {
-        Goal::MostMerges => GoalName::MostMerges,
-        Goal::FewestCiRuns => GoalName::FewestCiRuns,
-        Goal::FastestWithinBudget { .. } => GoalName::FastestWithinBudget,
     }
 }

@@ -115,7 +115,7 @@ impl Workload {
     }
 
     /// A CI duration drawn from the workload's distribution, in milliseconds.
-    pub fn ci_duration_ms(&self, rng: &mut fastrand::Rng) -> i64 {
+    fn ci_duration_ms(&self, rng: &mut fastrand::Rng) -> i64 {
         let minutes = match self.ci_quantiles.as_deref() {
             Some(q) if q.len() >= 2 => {
                 let x = rng.f64() * (q.len() - 1) as f64;
@@ -131,7 +131,7 @@ impl Workload {
     }
 
     /// Whether a test run flakes.
-    pub fn flakes(&self, rng: &mut fastrand::Rng) -> bool {
+    fn flakes(&self, rng: &mut fastrand::Rng) -> bool {
         rng.f64() < self.flake_rate
     }
 

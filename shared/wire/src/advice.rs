@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 pub const MAX_WINDOW_DAYS: i128 = 30;
 
 /// The goals a caller may pick, by name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum GoalName {
     #[default]
@@ -88,9 +88,9 @@ impl QueueAdviceRequest {
 #[serde(rename_all = "camelCase")]
 pub struct QueueAdvice {
     pub window: AdviceWindow,
-    pub goal: GoalName,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ci_runs_per_hour: Option<f64>,
+    /// `goal`, and `ciRunsPerHour` with `fastestWithinBudget`.
+    #[serde(flatten)]
+    pub goal: Goal,
     /// The queue's workload, estimated from the window.
     pub estimates: Estimates,
     /// The advice, when the window holds enough history and the queue is in single mode.

@@ -4,6 +4,7 @@
 use mq_core::entry::Entry;
 use mq_core::run::TestRun;
 use mq_core::snapshot::Queue;
+use mq_core::time::Timestamp;
 
 /// The active entry if there is one, else the latest concluded entry of this incarnation of
 /// the queue (a queue deleted and created again does not inherit its predecessor's history).
@@ -12,9 +13,7 @@ pub fn latest_entry(
     active: Option<&Entry>,
     concluded: Option<&Entry>,
 ) -> Option<Entry> {
-    active
-        .or_else(|| concluded.filter(|e| e.submitted_at >= queue.created_at))
-        .cloned()
+    active_or_own(queue, active, concluded, |e| e.submitted_at)
 }
 
 /// The active run if there is one, else the finished run of this incarnation of the queue.
@@ -23,7 +22,18 @@ pub fn current_run(
     active: Option<&TestRun>,
     finished: Option<&TestRun>,
 ) -> Option<TestRun> {
+    active_or_own(queue, active, finished, |r| r.created_at)
+}
+
+/// The active record if there is one, else the past one if it was made (`made_at`) since the
+/// queue was created.
+fn active_or_own<T: Clone>(
+    queue: &Queue,
+    active: Option<&T>,
+    past: Option<&T>,
+    made_at: impl Fn(&T) -> Timestamp,
+) -> Option<T> {
     active
-        .or_else(|| finished.filter(|r| r.created_at >= queue.created_at))
+        .or_else(|| past.filter(|r| made_at(r) >= queue.created_at))
         .cloned()
 }

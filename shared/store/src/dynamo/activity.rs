@@ -3,16 +3,18 @@
 //! each read backwards from the end of the window, every attribute.
 
 use super::DynamoStore;
-use super::codec::{from_items, s};
-use super::keys::{PK, SK, done_range};
+use super::codec::from_items;
+use super::keys::done_range;
 use super::requests::query_up_to;
 use crate::activity::ActivityStore;
 use crate::port::StoreResult;
 use async_trait::async_trait;
+use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use mq_core::entry::Entry;
 use mq_core::ids::QueueId;
 use mq_core::run::TestRun;
 use mq_core::time::Timestamp;
+use serde::de::DeserializeOwned;
 
 #[async_trait]
 impl ActivityStore for DynamoStore {
@@ -23,23 +25,8 @@ impl ActivityStore for DynamoStore {
         to: Timestamp,
         limit: usize,
     ) -> StoreResult<Vec<Entry>> {
-        if to <= from || limit == 0 {
-            return Ok(Vec::new());
-        }
-        let (lo, hi) = done_range(from, to);
-        let query = self
-            .client
-            .query()
-            .table_name(&self.tables.pull_requests)
-            .consistent_read(true)
-            .scan_index_forward(false)
-            .key_condition_expression("#pk = :pk AND #sk BETWEEN :lo AND :hi")
-            .expression_attribute_names("#pk", PK)
-            .expression_attribute_names("#sk", SK)
-            .expression_attribute_values(":pk", s(id.as_str()))
-            .expression_attribute_values(":lo", s(lo))
-            .expression_attribute_values(":hi", s(hi));
-        from_items(query_up_to(query, limit).await?)
+        let query = self.pull_requests_between(id, done_range(from, to));
+        read_newest(from, to, limit, query).await
     }
 
     async fn finished_runs_between(
@@ -49,12 +36,21 @@ impl ActivityStore for DynamoStore {
         to: Timestamp,
         limit: usize,
     ) -> StoreResult<Vec<TestRun>> {
-        if to <= from || limit == 0 {
-            return Ok(Vec::new());
-        }
-        let newest_first = self
-            .finished_runs_query(id, from, to)
-            .scan_index_forward(false);
-        from_items(query_up_to(newest_first, limit).await?)
+        let query = self.finished_runs_query(id, from, to);
+        read_newest(from, to, limit, query).await
     }
+}
+
+/// The decoded items of a history query over `[from, to)`, read backwards: newest first, at
+/// most `limit`; nothing (and no request) when the window is empty or `limit` is 0.
+async fn read_newest<T: DeserializeOwned>(
+    from: Timestamp,
+    to: Timestamp,
+    limit: usize,
+    query: QueryFluentBuilder,
+) -> StoreResult<Vec<T>> {
+    if to <= from || limit == 0 {
+        return Ok(Vec::new());
+    }
+    from_items(query_up_to(query.scan_index_forward(false), limit).await?)
 }

@@ -193,8 +193,7 @@ impl QueueStore for DynamoStore {
         from: Timestamp,
         to: Timestamp,
     ) -> StoreResult<Vec<ConcludedEntry>> {
-        let (lo, hi) = done_range(from, to);
-        let query = self.sort_range_query(&self.tables.pull_requests, id.as_str(), &lo, &hi);
+        let query = self.pull_requests_between(id, done_range(from, to));
         read_window(from, to, projecting(query, &ConcludedEntry::FIELDS)).await
     }
 
@@ -214,8 +213,7 @@ impl QueueStore for DynamoStore {
         from: Timestamp,
         to: Timestamp,
     ) -> StoreResult<Vec<Restart>> {
-        let (lo, hi) = restart_range(from, to);
-        let query = self.sort_range_query(&self.tables.pull_requests, id.as_str(), &lo, &hi);
+        let query = self.pull_requests_between(id, restart_range(from, to));
         read_window(from, to, query).await
     }
 
@@ -510,16 +508,20 @@ impl DynamoStore {
             .expression_attribute_values(":hi", n(to.millis() - 1))
     }
 
-    /// The items of partition `pk` whose sort key is in `[lo, hi]`, in key order.
-    fn sort_range_query(&self, table: &str, pk: &str, lo: &str, hi: &str) -> QueryFluentBuilder {
+    /// The PullRequests items of queue `id` whose sort key is in `[lo, hi]`, in key order.
+    pub(super) fn pull_requests_between(
+        &self,
+        id: &QueueId,
+        (lo, hi): (String, String),
+    ) -> QueryFluentBuilder {
         self.client
             .query()
-            .table_name(table)
+            .table_name(&self.tables.pull_requests)
             .consistent_read(true)
             .key_condition_expression("#pk = :pk AND #sk BETWEEN :lo AND :hi")
             .expression_attribute_names("#pk", PK)
             .expression_attribute_names("#sk", SK)
-            .expression_attribute_values(":pk", s(pk))
+            .expression_attribute_values(":pk", s(id.as_str()))
             .expression_attribute_values(":lo", s(lo))
             .expression_attribute_values(":hi", s(hi))
     }

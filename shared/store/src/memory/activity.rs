@@ -9,6 +9,7 @@ use mq_core::entry::Entry;
 use mq_core::ids::QueueId;
 use mq_core::run::TestRun;
 use mq_core::time::Timestamp;
+use std::collections::BTreeMap;
 
 #[async_trait]
 impl ActivityStore for MemoryStore {
@@ -19,16 +20,9 @@ impl ActivityStore for MemoryStore {
         to: Timestamp,
         limit: usize,
     ) -> StoreResult<Vec<Entry>> {
-        if to <= from {
-            return Ok(Vec::new());
-        }
         let inner = self.lock();
-        let Some(log) = inner.conclusions.get(id) else {
-            return Ok(Vec::new());
-        };
-        Ok(log
-            .range((from, String::new())..(to, String::new()))
-            .rev()
+        let log = inner.conclusions.get(id);
+        Ok(newest_between(log, from, to)
             .take(limit)
             .map(|(_, entry)| entry.clone())
             .collect())
@@ -41,20 +35,26 @@ impl ActivityStore for MemoryStore {
         to: Timestamp,
         limit: usize,
     ) -> StoreResult<Vec<TestRun>> {
-        if to <= from {
-            return Ok(Vec::new());
-        }
         let inner = self.lock();
-        let Some(history) = inner.history.get(id) else {
-            return Ok(Vec::new());
-        };
-        Ok(history
-            .finished_runs
-            .range((from, String::new())..(to, String::new()))
-            .rev()
-            .filter_map(|((_, run_id), _)| inner.finished_runs.get(&(id.clone(), run_id.clone())))
+        let log = inner.history.get(id).map(|h| &h.finished_runs);
+        Ok(newest_between(log, from, to)
+            .filter_map(|(run_id, _)| inner.finished_runs.get(&(id.clone(), run_id.clone())))
             .take(limit)
             .cloned()
             .collect())
     }
+}
+
+/// The records of a log by time and id whose time is in `[from, to)`, newest first, each as
+/// its id and value; none without a log or when `to <= from`.
+fn newest_between<V>(
+    log: Option<&BTreeMap<(Timestamp, String), V>>,
+    from: Timestamp,
+    to: Timestamp,
+) -> impl Iterator<Item = (&String, &V)> {
+    log.filter(|_| from < to)
+        .map(|log| log.range((from, String::new())..(to, String::new())).rev())
+        .into_iter()
+        .flatten()
+        .map(|((_, id), value)| (id, value))
 }

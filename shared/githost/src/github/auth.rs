@@ -4,7 +4,7 @@
 //! token, kept until five minutes before it expires. An installation that no longer exists (the
 //! App was reinstalled) is looked up again.
 
-use super::transport::{Call, JSON, Transport, escape, repo_path};
+use super::transport::{Call, JSON, Reply, Transport, escape, repo_path};
 use super::wire::{AccessToken, AppWire, Id};
 use crate::clock::unix_seconds;
 use crate::error::{HostError, HostResult};
@@ -145,6 +145,22 @@ impl AppAuth {
             .map_err(|e| HostError::Other(format!("cannot sign the GitHub App JWT: {e}")))
     }
 
+    /// Sends a call without a body to `path`, authenticated as the App (with its JWT).
+    async fn send_as_app(
+        &self,
+        transport: &Transport,
+        method: Method,
+        path: &str,
+    ) -> HostResult<Reply> {
+        let call = Call {
+            method,
+            url: transport.url(path),
+            body: None,
+            accept: JSON,
+        };
+        transport.send(&call, &self.jwt()?).await
+    }
+
     /// A token for the App's installation on `repo`. When the cached installation is gone
     /// (the App was reinstalled), the installation is looked up again, once.
     async fn installation_token(
@@ -178,13 +194,8 @@ impl AppAuth {
         if let Some(token) = self.cached(installation) {
             return Ok(Some(token));
         }
-        let call = Call {
-            method: Method::POST,
-            url: transport.url(&format!("/app/installations/{installation}/access_tokens")),
-            body: None,
-            accept: JSON,
-        };
-        let reply = transport.send(&call, &self.jwt()?).await?;
+        let path = format!("/app/installations/{installation}/access_tokens");
+        let reply = self.send_as_app(transport, Method::POST, &path).await?;
         if reply.status == StatusCode::NOT_FOUND {
             lock(&self.tokens).remove(&installation);
             return Ok(None);
@@ -215,13 +226,8 @@ impl AppAuth {
         if let Some(id) = lock(&self.installations).get(&key) {
             return Ok(*id);
         }
-        let call = Call {
-            method: Method::GET,
-            url: transport.url(&format!("{}/installation", repo_path(repo))),
-            body: None,
-            accept: JSON,
-        };
-        let reply = transport.send(&call, &self.jwt()?).await?;
+        let path = format!("{}/installation", repo_path(repo));
+        let reply = self.send_as_app(transport, Method::GET, &path).await?;
         if reply.status == StatusCode::NOT_FOUND {
             return Err(HostError::NotFound(format!(
                 "the GitHub App {} is not installed on {}",
@@ -236,13 +242,10 @@ impl AppAuth {
 
     /// The App's slug (`GET /app`, authenticated as the App).
     pub async fn slug(&self, transport: &Transport) -> HostResult<String> {
-        let call = Call {
-            method: Method::GET,
-            url: transport.url("/app"),
-            body: None,
-            accept: JSON,
-        };
-        let app: AppWire = transport.send(&call, &self.jwt()?).await?.json()?;
+        let app: AppWire = self
+            .send_as_app(transport, Method::GET, "/app")
+            .await?
+            .json()?;
         Ok(app.slug)
     }
 
@@ -250,13 +253,8 @@ impl AppAuth {
     pub async fn installed_on(&self, transport: &Transport, owner: &str) -> HostResult<bool> {
         let owner = escape(owner).replace('/', "%2F");
         for account in ["orgs", "users"] {
-            let call = Call {
-                method: Method::GET,
-                url: transport.url(&format!("/{account}/{owner}/installation")),
-                body: None,
-                accept: JSON,
-            };
-            let reply = transport.send(&call, &self.jwt()?).await?;
+            let path = format!("/{account}/{owner}/installation");
+            let reply = self.send_as_app(transport, Method::GET, &path).await?;
             match reply.status.as_u16() {
                 404 => continue,
                 _ => return reply.ok().map(|()| true),

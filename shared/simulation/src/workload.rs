@@ -98,18 +98,19 @@ impl Workload {
 
     /// The broken pull requests.
     pub fn bad(&self) -> BTreeSet<u32> {
-        self.specs()
-            .iter()
-            .filter(|s| s.bad)
-            .map(|s| s.number)
-            .collect()
+        self.numbers_where(|s| s.bad)
     }
 
     /// The pull requests whose first head conflicts.
     pub fn conflicting(&self) -> BTreeSet<u32> {
+        self.numbers_where(|s| s.conflicts)
+    }
+
+    /// The numbers of the pull requests whose spec satisfies `pick`.
+    fn numbers_where(&self, pick: impl Fn(&PrSpec) -> bool) -> BTreeSet<u32> {
         self.specs()
-            .iter()
-            .filter(|s| s.conflicts)
+            .into_iter()
+            .filter(|s| pick(s))
             .map(|s| s.number)
             .collect()
     }

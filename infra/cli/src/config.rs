@@ -5,7 +5,7 @@ use crate::ci::{self, Environment, Found, Repo};
 use crate::cli::GlobalArgs;
 use crate::client::Api;
 use crate::error::{Error, Result};
-use crate::output::note;
+use crate::output::{self, note};
 use clap::ArgMatches;
 use clap::parser::ValueSource;
 use serde_json::{Value, json};
@@ -225,6 +225,20 @@ impl Context {
         let mut body = self.repo_body()?;
         body["org_url_slug"] = json!(self.org()?);
         Ok(body)
+    }
+
+    /// A line about the queue: `<repo> <target>: <what>`.
+    pub fn queue_line(&self, what: impl std::fmt::Display) -> Result<String> {
+        Ok(format!("{} {}: {what}", self.repo()?, self.target()?))
+    }
+
+    /// Prints the API's answer with `--json`, else `summary`.
+    pub fn print(&self, answer: &Value, summary: impl std::fmt::Display) {
+        if self.args.json {
+            output::json(answer);
+        } else {
+            output::line(summary);
+        }
     }
 }
 

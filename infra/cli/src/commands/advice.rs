@@ -5,23 +5,17 @@ use crate::cli::AdviceArgs;
 use crate::config::Context;
 use crate::error::Result;
 use crate::exit::Outcome;
-use crate::output::{self, line, table, text};
+use crate::output::{table, text};
 use serde_json::{Value, json};
 
 /// Asks for the advice and prints it (with `--json`, the API's answer).
 pub fn advice(ctx: &Context, args: &AdviceArgs) -> Result<Outcome> {
     let answer = ctx.api()?.read("getQueueAdvice", &request(ctx, args)?)?;
-    if ctx.args.json {
-        output::json(&answer);
-    } else {
-        line(format!(
-            "{} {}: advice for {}",
-            ctx.repo()?,
-            ctx.target()?,
-            goal(&answer)
-        ));
-        line(render(&answer).trim_end());
-    }
+    let heading = ctx.queue_line(format!("advice for {}", goal(&answer)))?;
+    ctx.print(
+        &answer,
+        format!("{heading}\n{}", render(&answer).trim_end()),
+    );
     Ok(Outcome::Done)
 }
 

@@ -243,15 +243,12 @@ fn via_urls(
         let sent = ctx.api()?.put_presigned(url, Bytes::from(bytes), &progress);
         progress.finish_and_clear();
         sent?;
-        if ctx.args.json {
-            output::json(&granted);
-        } else {
-            line(format!(
-                "{}: uploaded (upload id {}); it is ingested when it lands",
-                file.path.display(),
-                text(&granted, "upload_id")
-            ));
-        }
+        let summary = format!(
+            "{}: uploaded (upload id {}); it is ingested when it lands",
+            file.path.display(),
+            text(&granted, "upload_id")
+        );
+        ctx.print(&granted, summary);
     }
     Ok(Outcome::Done)
 }

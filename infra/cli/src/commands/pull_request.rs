@@ -181,11 +181,7 @@ pub fn restart(ctx: &Context) -> Result<Outcome> {
 
 fn pr_action(ctx: &Context, operation: &str, done: &str) -> Result<Outcome> {
     let answer = ctx.api()?.mutate(operation, &ctx.pr_body()?)?;
-    if ctx.args.json {
-        output::json(&answer);
-    } else {
-        line(format!("#{} {done}", ctx.pr()?));
-    }
+    ctx.print(&answer, format!("#{} {done}", ctx.pr()?));
     Ok(Outcome::Done)
 }
 
@@ -204,13 +200,12 @@ pub fn targets(ctx: &Context, args: &TargetsArgs) -> Result<Outcome> {
     let count = targets.as_array().map_or(0, Vec::len);
     body["impactedTargets"] = targets;
     let answer = ctx.api()?.mutate("setImpactedTargets", &body)?;
-    if ctx.args.json {
-        output::json(&answer);
-    } else if args.all {
-        line(format!("#{}: every target impacted", ctx.pr()?));
+    let done = if args.all {
+        "every target impacted".to_owned()
     } else {
-        line(format!("#{}: {count} impacted targets set", ctx.pr()?));
-    }
+        format!("{count} impacted targets set")
+    };
+    ctx.print(&answer, format!("#{}: {done}", ctx.pr()?));
     Ok(Outcome::Done)
 }
 

@@ -165,16 +165,7 @@ pub fn set_state(ctx: &Context, state: &str) -> Result<Outcome> {
     let mut body = ctx.queue_body()?;
     body["state"] = json!(state);
     let queue = ctx.api()?.mutate("updateQueue", &body)?;
-    if ctx.args.json {
-        output::json(&queue);
-    } else {
-        line(format!(
-            "{} {}: {}",
-            ctx.repo()?,
-            ctx.target()?,
-            text(&queue, "state")
-        ));
-    }
+    ctx.print(&queue, ctx.queue_line(text(&queue, "state"))?);
     Ok(Outcome::Done)
 }
 
@@ -365,11 +356,7 @@ pub fn queues(ctx: &Context, command: &QueuesCommand) -> Result<Outcome> {
         QueuesCommand::Delete => ("deleteQueue", "deleted"),
     };
     let answer = ctx.api()?.mutate(operation, &body)?;
-    if ctx.args.json {
-        output::json(&answer);
-    } else {
-        line(format!("{} {}: queue {done}", ctx.repo()?, ctx.target()?));
-    }
+    ctx.print(&answer, ctx.queue_line(format!("queue {done}"))?);
     Ok(Outcome::Done)
 }
 

@@ -14,7 +14,6 @@
 //! Only failures are reused, never passes, and a move of the target outside the queue
 //! forgets them. Without the option both halves test at once (faster, more CI).
 
-use super::line::key_of;
 use super::work::Work;
 use crate::entry::EntryState;
 use crate::ids::PrNumber;
@@ -99,12 +98,7 @@ impl Work {
             let place = bisection.place;
             let failed_run = bisection.run_id.clone();
             let prs = split.prs.clone();
-            let deps = self.deps_ahead(key_of(place), &prs);
-            let dependent_prs: Vec<PrNumber> = deps
-                .iter()
-                .filter_map(|id| self.run(id))
-                .flat_map(|r| self.active_prs(r))
-                .collect();
+            let dependent_prs = self.dependent_prs(place, &prs);
             let id = self.create_run(
                 RunKind::Bisection,
                 place,

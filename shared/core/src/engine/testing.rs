@@ -133,13 +133,18 @@ impl Work {
     /// Starts a main run for `prs` at `place`, on the target head plus the groups it depends
     /// on. Returns the run id.
     pub fn start_group(&mut self, prs: Vec<PrNumber>, place: LinePlace) -> String {
-        let deps = self.deps_ahead(key_of(place), &prs);
-        let dependent_prs: Vec<PrNumber> = deps
+        let dependent_prs = self.dependent_prs(place, &prs);
+        self.create_run(RunKind::Main, place, prs, dependent_prs, None)
+    }
+
+    /// The active pull requests of the groups a new group with `prs` at `place` depends on
+    /// ([`Self::deps_ahead`]), front first: what its branch holds before `prs`.
+    pub fn dependent_prs(&self, place: LinePlace, prs: &[PrNumber]) -> Vec<PrNumber> {
+        self.deps_ahead(key_of(place), prs)
             .iter()
             .filter_map(|id| self.run(id))
             .flat_map(|r| self.active_prs(r))
-            .collect();
-        self.create_run(RunKind::Main, place, prs, dependent_prs, None)
+            .collect()
     }
 
     /// Creates a run and asks the Git host for its branch: the target head, then

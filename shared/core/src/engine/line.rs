@@ -164,31 +164,27 @@ impl Work {
     pub fn deps_in(&self, line: &[usize], at: usize) -> Vec<usize> {
         // Sorted once: a long line asks this of every group, each holding many pull requests.
         let deps = sorted(&self.s.runs[at].dependent_prs);
-        line.iter()
-            .copied()
-            .filter(|&j| {
-                j != at
-                    && self.s.runs[j]
-                        .tested
-                        .iter()
-                        .any(|t| deps.binary_search(&t.pr).is_ok())
-            })
-            .collect()
+        self.others_in(line, at, |run| {
+            run.tested.iter().any(|t| deps.binary_search(&t.pr).is_ok())
+        })
     }
 
     /// Positions of the groups in `line` whose branches contain the run at `at`.
     pub fn dependents_in(&self, line: &[usize], at: usize) -> Vec<usize> {
         let tested: Vec<PrNumber> = self.s.runs[at].tested.iter().map(|t| t.pr).collect();
         let tested = sorted(&tested);
+        self.others_in(line, at, |run| {
+            run.dependent_prs
+                .iter()
+                .any(|p| tested.binary_search(p).is_ok())
+        })
+    }
+
+    /// Positions of the groups in `line`, other than `at`, whose runs satisfy `keep`.
+    fn others_in(&self, line: &[usize], at: usize, keep: impl Fn(&TestRun) -> bool) -> Vec<usize> {
         line.iter()
             .copied()
-            .filter(|&j| {
-                j != at
-                    && self.s.runs[j]
-                        .dependent_prs
-                        .iter()
-                        .any(|p| tested.binary_search(p).is_ok())
-            })
+            .filter(|&j| j != at && keep(&self.s.runs[j]))
             .collect()
     }
 

@@ -91,13 +91,25 @@ impl Story {
     fn reason(&self) -> String {
         self.verdict().reason
     }
+
+    /// Asserts that the reason mentions `part`.
+    fn assert_reason_contains(&self, part: &str) {
+        let reason = self.reason();
+        assert!(reason.contains(part), "{reason}");
+    }
+
+    /// Asserts that the reason begins with `start`.
+    fn assert_reason_starts_with(&self, start: &str) {
+        let reason = self.reason();
+        assert!(reason.starts_with(start), "{reason}");
+    }
 }
 
 #[test]
 fn a_test_that_only_passes_is_healthy() {
     let s = story().main("PPPPP").branch("f1", "PP");
     assert_eq!(s.status(), Healthy);
-    assert!(s.reason().starts_with("no rule fired"), "{}", s.reason());
+    s.assert_reason_starts_with("no rule fired");
 }
 
 #[test]
@@ -116,11 +128,7 @@ fn three_failures_in_a_row_on_main_are_broken() {
 fn eighty_percent_of_the_last_twenty_failing_is_broken() {
     let s = story().main("FFPFF");
     assert_eq!(s.status(), Broken);
-    assert!(
-        s.reason().contains("4 of the last 5 results"),
-        "{}",
-        s.reason()
-    );
+    s.assert_reason_contains("4 of the last 5 results");
     assert_eq!(
         story().main("FFPF").status(),
         Healthy,
@@ -159,11 +167,7 @@ fn passing_on_a_retry_is_flaky() {
 fn a_failure_between_passes_on_main_is_flaky() {
     let s = story().main("PPFP");
     assert_eq!(s.status(), Flaky);
-    assert!(
-        s.reason().contains("between passes (commit m3"),
-        "{}",
-        s.reason()
-    );
+    s.assert_reason_contains("between passes (commit m3");
     assert_eq!(
         story().main("PPPF").status(),
         Healthy,
@@ -176,11 +180,7 @@ fn intermittent_failures_of_twenty_percent_over_ten_runs_are_flaky() {
     // Failures at the edges are not between passes, but they are 2 of 10.
     let s = story().main("FPPPPPPPPF");
     assert_eq!(s.status(), Flaky);
-    assert!(
-        s.reason().contains("2 of the last 10 results"),
-        "{}",
-        s.reason()
-    );
+    s.assert_reason_contains("2 of the last 10 results");
     assert_eq!(story().main("FPPPPPPPF").status(), Healthy, "only 9 runs");
 }
 
@@ -195,11 +195,7 @@ fn broken_is_more_severe_than_flaky() {
     );
     let s = s.main("F");
     assert_eq!(s.status(), Broken);
-    assert!(
-        s.reason().starts_with("broken: the last 4 results"),
-        "{}",
-        s.reason()
-    );
+    s.assert_reason_starts_with("broken: the last 4 results");
 }
 
 #[test]
@@ -216,12 +212,7 @@ fn broken_recovers_after_two_passes_in_a_row() {
     assert_eq!(s.status(), Broken, "one pass is not enough");
     let s = s.main("P");
     assert_eq!(s.status(), Healthy);
-    assert!(
-        s.reason()
-            .starts_with("recovered: 2 passes on stable branches"),
-        "{}",
-        s.reason()
-    );
+    s.assert_reason_starts_with("recovered: 2 passes on stable branches");
 }
 
 #[test]
@@ -253,10 +244,7 @@ fn flaky_recovers_after_seven_days_without_new_evidence() {
     assert_eq!(until.millis(), START + 3 * HOUR + 7 * DAY);
     let s = s.days_later(1);
     assert_eq!(s.status(), Healthy);
-    assert!(
-        s.reason()
-            .starts_with("recovered: no new flaky evidence for 7 days")
-    );
+    s.assert_reason_starts_with("recovered: no new flaky evidence for 7 days");
 }
 
 #[test]
@@ -267,7 +255,7 @@ fn new_evidence_restarts_the_seven_days() {
         .branch("f9", "R")
         .days_later(3);
     assert_eq!(s.status(), Flaky);
-    assert!(s.reason().contains("f9"), "{}", s.reason());
+    s.assert_reason_contains("f9");
 }
 
 #[test]

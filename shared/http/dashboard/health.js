@@ -134,19 +134,21 @@ export function mount(main, params, app) {
     render();
   }
 
-  repoInput.addEventListener('change', () => {
-    state.repo = repoInput.value.trim();
+  /** Shows the first page of the chosen repository and list, and remembers the choice. */
+  function showFirstPage() {
     state.token = '';
     last = '';
     remember();
     load().catch(app.failed);
+  }
+
+  repoInput.addEventListener('change', () => {
+    state.repo = repoInput.value.trim();
+    showFirstPage();
   });
   listSelect.addEventListener('change', () => {
     state.list = listSelect.value;
-    state.token = '';
-    last = '';
-    remember();
-    load().catch(app.failed);
+    showFirstPage();
   });
   filter.addEventListener('input', () => {
     state.query = filter.value;

@@ -207,11 +207,7 @@ fn group(snapshot: &QueueSnapshot, run: &TestRun, now: Timestamp) -> LineGroup {
         status: run.status,
         held: run.held,
         test_branch: run.branch.clone(),
-        test_branch_sha: run
-            .sha
-            .as_ref()
-            .map(ToString::to_string)
-            .unwrap_or_default(),
+        test_branch_sha: view::test_branch_sha(run),
         pull_requests: run
             .tested
             .iter()

@@ -219,11 +219,7 @@ pub fn test_run(queue: &Queue, run: &TestRun) -> TestRunView {
     TestRunView {
         required_statuses,
         test_branch: run.branch.clone(),
-        test_branch_sha: run
-            .sha
-            .as_ref()
-            .map(ToString::to_string)
-            .unwrap_or_default(),
+        test_branch_sha: test_branch_sha(run),
         check_suites: check_suites(run),
         status_checks: run
             .statuses
@@ -249,6 +245,14 @@ pub fn test_run(queue: &Queue, run: &TestRun) -> TestRunView {
         impacted_targets_for_tested_prs: run.impacted_targets_for_tested_prs.clone(),
         dependent_prs: run.dependent_prs.clone(),
     }
+}
+
+/// The tip of a run's test branch; empty until the branch exists.
+pub fn test_branch_sha(run: &TestRun) -> String {
+    run.sha
+        .as_ref()
+        .map(ToString::to_string)
+        .unwrap_or_default()
 }
 
 /// Check runs grouped by suite, suites in the order first seen.

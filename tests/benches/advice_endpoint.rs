@@ -27,7 +27,7 @@ use mq_core::history::{PastEntry, PastRun, Restart};
 use mq_core::ids::{OrgId, QueueId, RepoRef};
 use mq_core::run::TestRun;
 use mq_core::settings::{QueueConfig, QueueState};
-use mq_core::snapshot::{Commit, Queue};
+use mq_core::snapshot::{Commit, LiveChanges, Queue};
 use mq_core::time::Timestamp;
 use mq_core::tuning::WINDOW_MS;
 use mq_http::routes::route;
@@ -175,12 +175,7 @@ async fn commit(
     let commit = Commit {
         queue: queue.clone(),
         expected_version,
-        put_entries: Vec::new(),
-        delete_entries: Vec::new(),
-        put_runs: Vec::new(),
-        delete_runs: Vec::new(),
-        put_effects: Vec::new(),
-        delete_effects: Vec::new(),
+        live: LiveChanges::default(),
         concluded,
         finished_runs,
         restarts,

@@ -233,12 +233,9 @@ impl Transition {
     }
 }
 
-/// The item-level changes of one transition, for the store to write atomically.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Commit {
-    /// The queue item afterwards (its `version` is `expected_version + 1`).
-    pub queue: Queue,
-    pub expected_version: u64,
+/// A commit's changes to a queue's live items: its active entries, runs and outbox.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LiveChanges {
     /// Active entries that are new or changed.
     pub put_entries: Vec<Entry>,
     /// Pull requests whose active entry is gone.
@@ -247,6 +244,64 @@ pub struct Commit {
     pub delete_runs: Vec<String>,
     pub put_effects: Vec<PendingEffect>,
     pub delete_effects: Vec<String>,
+}
+
+impl LiveChanges {
+    /// The number of item writes.
+    pub fn writes(&self) -> usize {
+        self.put_entries.len()
+            + self.delete_entries.len()
+            + self.put_runs.len()
+            + self.delete_runs.len()
+            + self.put_effects.len()
+            + self.delete_effects.len()
+    }
+
+    /// Applies the changes to a snapshot that does not hold them yet: each put replaces the
+    /// item with its key or adds it, each delete removes the item with its key.
+    pub fn apply_to(&self, snapshot: &mut QueueSnapshot) {
+        let put_entries: Vec<Arc<Entry>> = self.put_entries.iter().cloned().map(Arc::new).collect();
+        replace(
+            &mut snapshot.entries,
+            &put_entries,
+            &self.delete_entries,
+            |e| e.pr,
+        );
+        replace(&mut snapshot.runs, &self.put_runs, &self.delete_runs, |r| {
+            r.id.clone()
+        });
+        replace(
+            &mut snapshot.outbox,
+            &self.put_effects,
+            &self.delete_effects,
+            |x| x.id.clone(),
+        );
+    }
+}
+
+/// Removes `deleted` and every item `put` replaces, then adds `put`.
+fn replace<T: Clone, K: PartialEq>(
+    items: &mut Vec<T>,
+    put: &[T],
+    deleted: &[K],
+    key: impl Fn(&T) -> K,
+) {
+    let put_keys: Vec<K> = put.iter().map(&key).collect();
+    items.retain(|i| {
+        let k = key(i);
+        !deleted.contains(&k) && !put_keys.contains(&k)
+    });
+    items.extend(put.iter().cloned());
+}
+
+/// The item-level changes of one transition, for the store to write atomically.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Commit {
+    /// The queue item afterwards (its `version` is `expected_version + 1`).
+    pub queue: Queue,
+    pub expected_version: u64,
+    /// The changes to the queue's live items.
+    pub live: LiveChanges,
     /// Entries that reached a terminal state: kept as history.
     pub concluded: Vec<Entry>,
     /// Runs that finished: kept as history.
@@ -273,12 +328,14 @@ impl Commit {
         Self {
             queue,
             expected_version: before.queue.version,
-            put_entries: entries.put,
-            delete_entries: entries.delete,
-            put_runs: changed(&before.runs, &after.runs, |r| r.id.clone()),
-            delete_runs: removed(&before.runs, &after.runs, |r| r.id.clone()),
-            put_effects: changed(&before.outbox, &after.outbox, |x| x.id.clone()),
-            delete_effects: removed(&before.outbox, &after.outbox, |x| x.id.clone()),
+            live: LiveChanges {
+                put_entries: entries.put,
+                delete_entries: entries.delete,
+                put_runs: changed(&before.runs, &after.runs, |r| r.id.clone()),
+                delete_runs: removed(&before.runs, &after.runs, |r| r.id.clone()),
+                put_effects: changed(&before.outbox, &after.outbox, |x| x.id.clone()),
+                delete_effects: removed(&before.outbox, &after.outbox, |x| x.id.clone()),
+            },
             concluded: transition.concluded.clone(),
             finished_runs: transition.finished_runs.clone(),
             restarts: entries.restarts,
@@ -307,12 +364,7 @@ impl Commit {
 
     /// Number of item writes this commit needs, history included.
     pub fn item_writes(&self) -> usize {
-        1 + self.put_entries.len()
-            + self.delete_entries.len()
-            + self.put_runs.len()
-            + self.delete_runs.len()
-            + self.put_effects.len()
-            + self.delete_effects.len()
+        1 + self.live.writes()
             + self.concluded.len()
             + self.finished_runs.len()
             + self.restarts.len()
@@ -348,6 +400,16 @@ fn removed<T, K: Eq + Hash>(before: &[T], after: &[T], key: impl Fn(&T) -> K) ->
 mod tests {
     use super::*;
     use crate::settings::QueueConfig;
+
+    #[test]
+    fn applied_changes_put_replace_and_delete() {
+        let mut outbox = vec!["a", "b"];
+        replace(&mut outbox, &["b", "c"], &["a"], |x| *x);
+        assert_eq!(outbox, ["b", "c"]);
+        let mut items = vec![(1, "old"), (2, "kept")];
+        replace(&mut items, &[(1, "new")], &[], |x| x.0);
+        assert_eq!(items, [(2, "kept"), (1, "new")]);
+    }
 
     #[test]
     fn a_queue_remembers_its_last_commits() {

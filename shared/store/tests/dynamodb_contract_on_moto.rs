@@ -41,7 +41,8 @@ async fn a_half_written_large_commit_is_finished_by_the_next_writer() {
     use aws_sdk_dynamodb::types::AttributeValue;
     use contract::fixtures::*;
     use mq_core::entry::EntryState;
-    use mq_store::dynamo::large_commit::{LiveChanges, REDO};
+    use mq_core::snapshot::LiveChanges;
+    use mq_store::dynamo::large_commit::REDO;
     use mq_store::{QueueStore, StoreError};
 
     let store = fresh_dynamo().await;

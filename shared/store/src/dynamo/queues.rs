@@ -3,7 +3,7 @@
 use super::DynamoStore;
 use super::codec::{Item, from_item, from_items, from_optional_item, get_s, key, n, s, to_item};
 use super::keys::*;
-use super::large_commit::{LiveChanges, REDO, STEP_ITEMS};
+use super::large_commit::{REDO, STEP_ITEMS};
 use super::requests::{TransactionFailed, delete_action, map_sdk_error, put_action, query_all};
 use crate::error::StoreError;
 use crate::port::{QueueStore, RunLocation, StoreResult};
@@ -17,7 +17,7 @@ use mq_core::history::Restart;
 use mq_core::ids::{OrgId, PrNumber, QueueId, Sha};
 use mq_core::metrics::{ConcludedEntry, FinishedRun};
 use mq_core::run::TestRun;
-use mq_core::snapshot::{Commit, Queue, QueueSnapshot};
+use mq_core::snapshot::{Commit, LiveChanges, Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
 use serde::de::DeserializeOwned;
 
@@ -40,12 +40,12 @@ impl QueueStore for DynamoStore {
     }
 
     async fn commit(&self, commit: &Commit) -> StoreResult<()> {
-        let changes = LiveChanges::of(commit);
+        let changes = &commit.live;
         let history = self.history_items(commit)?;
         if changes.writes() + commit.uploaded_targets.len() < MAX_TRANSACTION_ITEMS {
-            self.commit_at_once(commit, &changes, history).await
+            self.commit_at_once(commit, changes, history).await
         } else {
-            self.commit_in_steps(commit, &changes, history).await
+            self.commit_in_steps(commit, changes, history).await
         }
     }
 
@@ -646,7 +646,7 @@ fn snapshot_from_items(items: Vec<Item>) -> StoreResult<Option<QueueSnapshot>> {
         };
         // A large commit still being written: read it whole.
         if let Some(changes) = &redo {
-            changes.overlay(&mut snapshot);
+            changes.apply_to(&mut snapshot);
         }
         snapshot.sort();
         snapshot

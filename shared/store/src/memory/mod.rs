@@ -174,22 +174,22 @@ impl Inner {
         if let Some(live) = self.live.get_mut(&id) {
             live.shared = None;
             live.queue = commit.queue.clone();
-            for pr in &commit.delete_entries {
+            for pr in &commit.live.delete_entries {
                 live.entries.remove(pr);
             }
-            for e in &commit.put_entries {
+            for e in &commit.live.put_entries {
                 live.entries.insert(e.pr, Arc::new(e.clone()));
             }
-            for r in &commit.delete_runs {
+            for r in &commit.live.delete_runs {
                 live.runs.remove(r);
             }
-            for r in &commit.put_runs {
+            for r in &commit.live.put_runs {
                 live.runs.insert(r.id.clone(), r.clone());
             }
-            for x in &commit.delete_effects {
+            for x in &commit.live.delete_effects {
                 live.outbox.remove(x);
             }
-            for x in &commit.put_effects {
+            for x in &commit.live.put_effects {
                 live.outbox.insert(x.id.clone(), x.clone());
             }
         }

@@ -4,14 +4,14 @@ use super::drive::{self, Actor, Start, apply_in_order};
 use super::shell::contention_deadline;
 use crate::app::App;
 use crate::error::ServiceError;
-use mq_core::engine::{CancelReason, Event, view};
+use mq_core::engine::{CancelReason, Event, checks_verdict, view};
 use mq_core::entry::{Entry, UploadedTargets};
 use mq_core::error::{DomainError, ErrorCode};
 use mq_core::git::{PrFacts, Verdict};
 use mq_core::ids::{OrgId, PrNumber, QueueId, Sha};
 use mq_core::settings::{DirectMergeMode, QueueMode};
 use mq_core::snapshot::{Queue, QueueSnapshot};
-use mq_githost::{CommitChecks, GitHost, HostError};
+use mq_githost::{GitHost, HostError};
 use mq_wire::testing::TestingDetails;
 use mq_wire::{QueueTarget, Submission, SubmittedPullRequest, TargetsUpload};
 use std::future::Future;
@@ -370,25 +370,10 @@ pub async fn head_checks_passed(
         queue.config.required_statuses.clone()
     };
     let checks = host.commit_checks(&queue.repo, &pr.head_sha).await?;
-    Ok(!required.is_empty() && required.iter().all(|name| passed(&checks, name)))
-}
-
-/// Whether the latest status and the latest check run named `name` (whichever exist) passed.
-fn passed(checks: &CommitChecks, name: &str) -> bool {
-    let status = checks
-        .statuses
-        .iter()
-        .filter(|s| s.context == name)
-        .max_by_key(|s| s.updated_at)
-        .map(|s| s.state.verdict());
-    let check = checks
-        .check_runs
-        .iter()
-        .filter(|c| c.name == name)
-        .max_by_key(|c| (c.updated_at, c.id))
-        .map(|c| c.verdict());
-    let verdicts: Vec<Verdict> = status.into_iter().chain(check).collect();
-    !verdicts.is_empty() && verdicts.iter().all(|v| *v == Verdict::Passed)
+    let passed = |name: &String| {
+        checks_verdict(&checks.statuses, &checks.check_runs, name) == Verdict::Passed
+    };
+    Ok(!required.is_empty() && required.iter().all(passed))
 }
 
 /// What the Git host says about a pull request now; 404 when it has no such pull request.

@@ -293,17 +293,24 @@ pub fn run_verdict(run: &TestRun) -> Verdict {
     }
 }
 
+/// One required name of a run: [`checks_verdict`] of its statuses and check runs.
+pub fn required_verdict(run: &TestRun, name: &str) -> Verdict {
+    checks_verdict(&run.statuses, &run.check_runs, name)
+}
+
 /// One required name: the latest commit status with that context and the latest check run
 /// with that name; a failure of either fails, both (or the one present) passing passes.
-pub fn required_verdict(run: &TestRun, name: &str) -> Verdict {
-    let status = run
-        .statuses
+pub fn checks_verdict(
+    statuses: &[StatusReport],
+    check_runs: &[CheckRunReport],
+    name: &str,
+) -> Verdict {
+    let status = statuses
         .iter()
         .filter(|s| s.context == name)
         .max_by_key(|s| s.updated_at)
         .map(|s| s.state.verdict());
-    let check = run
-        .check_runs
+    let check = check_runs
         .iter()
         .filter(|c| c.name == name)
         .max_by_key(|c| (c.updated_at, c.id))

@@ -793,6 +793,16 @@ async fn operators_ask_for_advice_and_turn_auto_tuning_on() {
     );
     let advice = mq.run(&["advice"]).await.expect(0).stdout;
     assert!(advice.contains("autoTune: on"), "{advice}");
+
+    mq.run(&["settings", "--concurrency", "2"]).await.expect(0);
+    let shown = mq.run(&["settings"]).await.expect(0).stdout;
+    assert!(
+        shown.contains(
+            "    changes: none
+    changed by an operator: "
+        ),
+        "{shown}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -227,6 +227,13 @@ async fn a_user_signs_in_and_follows_the_queue_in_a_browser() {
         .await;
     browser.screenshot(&shots, "queue-advice.png").await;
 
+    // An operator's change of a tuned setting shows in auto-tuning's record on the next refresh.
+    env.update_queue(&repo, json!({"concurrency": 2})).await;
+    let held = browser
+        .wait_for_text("#tuning-operator", "No automatic change")
+        .await;
+    assert!(held.contains("7 days"), "{held}");
+
     // Its own page: the reason, its state history, its run with the CI's link.
     browser
         .find("#conclusions tr[data-pr=\"3\"] a")

@@ -2,8 +2,8 @@
 //! concurrency 1 whose CI takes an hour per run while pull requests keep coming has a
 //! history that calls for more concurrency. `getQueueAdvice` says so, and with `autoTune`
 //! on the tick proposes it at one check and makes it at the next, a day later, once; the
-//! queue then tests more than one group at a time. CI is played by the test, and the clock
-//! is the test's.
+//! queue then tests more than one group at a time; an operator's later change holds. CI is
+//! played by the test, and the clock is the test's.
 
 use e2e::git_repo::{GitRepo, PrSpec};
 use e2e::live::{CI, LiveEnv, body};
@@ -120,4 +120,19 @@ async fn auto_tuning_gives_a_queue_that_falls_behind_more_concurrency_once(backe
         advised["tuning"]["changes"][0]["after"]["concurrency"],
         tuned
     );
+
+    // A window after the change, an operator's own choice holds for another window: the
+    // ticks that would check the queue leave it alone.
+    live.clock.advance_minutes(5 * DAY_MINUTES);
+    let checked = live.queue(&repo).await["tuning"]["checkedAt"].clone();
+    live.update_queue(&repo, json!({"concurrency": 2})).await;
+    for _ in 0..2 {
+        live.clock.advance_minutes(DAY_MINUTES);
+        live.tick().await;
+    }
+    let queue = live.queue(&repo).await;
+    assert_eq!(queue["concurrency"], 2, "{queue}");
+    assert!(queue["tuning"]["operatorChangedAt"].is_string(), "{queue}");
+    assert_eq!(queue["tuning"]["checkedAt"], checked, "{queue}");
+    assert_eq!(queue["tuning"]["changes"].as_array().map(Vec::len), Some(1));
 }

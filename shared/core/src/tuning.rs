@@ -5,7 +5,7 @@
 //! The advice itself is made outside the engine (it runs the simulator); the engine only
 //! decides, from [`Event::AutoTune`](crate::engine::Event::AutoTune), whether a proposal is
 //! applied: when two checks in a row advise the same settings, and no change was made within
-//! the last window.
+//! the last window, by auto-tuning or by an operator.
 
 use crate::settings::{QueueConfig, QueueMode, QueueState, SettingsPatch};
 use crate::time::Timestamp;
@@ -119,6 +119,9 @@ pub struct Tuning {
     /// The changes made, oldest first, at most [`MAX_CHANGES`].
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub changes: Vec<TuningChange>,
+    /// When an operator (`updateQueue`) last changed a tuned setting.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operator_changed_at: Option<Timestamp>,
 }
 
 impl Tuning {
@@ -129,7 +132,8 @@ impl Tuning {
 
     /// Whether a queue configured `config`, in `state`, is due for a check at `now`:
     /// `autoTune` on, single mode, running, not checked within [`CHECK_INTERVAL_MS`], and no
-    /// change made within [`WINDOW_MS`] (the window then still holds the old settings).
+    /// change made within [`WINDOW_MS`] (the window then still holds the old settings), by
+    /// auto-tuning or by an operator.
     pub fn due(&self, config: &QueueConfig, state: QueueState, now: Timestamp) -> bool {
         let checked = self
             .checked_at
@@ -141,11 +145,22 @@ impl Tuning {
             && !self.changed_within_window(now)
     }
 
-    /// Whether a change was made within the last [`WINDOW_MS`].
+    /// Whether a change was made within the last [`WINDOW_MS`], by auto-tuning or by an
+    /// operator.
     pub fn changed_within_window(&self, now: Timestamp) -> bool {
-        self.changes
-            .last()
-            .is_some_and(|c| now.millis_since(c.at) < WINDOW_MS)
+        let last_tuned = self.changes.last().map(|c| c.at);
+        [last_tuned, self.operator_changed_at]
+            .into_iter()
+            .flatten()
+            .any(|at| now.millis_since(at) < WINDOW_MS)
+    }
+
+    /// Records an operator's change of a tuned setting at `now`: auto-tuning makes no change
+    /// for a window (it would undo the operator's choice from history that predates it), and
+    /// the change the last check proposed, made for the settings before, is dropped.
+    pub fn operator_changed(&mut self, now: Timestamp) {
+        self.operator_changed_at = Some(now);
+        self.proposed = None;
     }
 
     /// Records a check at `now` of a queue tuned `current`, which advised `advised` (`None`:
@@ -248,6 +263,25 @@ mod tests {
         assert!(t.due(&config, QueueState::Running, at(9)));
         assert!(!t.due(&config, QueueState::Paused, at(9)));
         assert_eq!(t.changes.len(), 1);
+    }
+
+    #[test]
+    fn an_operators_change_holds_auto_tuning_off_for_a_window() {
+        let mut t = Tuning::default();
+        let at = |days: i64| Timestamp::from_millis(days * DAY);
+        let config = QueueConfig {
+            auto_tune: true,
+            ..QueueConfig::default()
+        };
+        t.check(at(1), settings(1), Some(&advised(4)));
+        t.operator_changed(at(1).plus_millis(1));
+        assert_eq!(t.proposed, None);
+        for day in 2..8 {
+            assert!(!t.due(&config, QueueState::Running, at(day)));
+            assert_eq!(t.check(at(day), settings(2), Some(&advised(4))), None);
+        }
+        assert!(t.due(&config, QueueState::Running, at(8).plus_millis(1)));
+        assert!(t.changes.is_empty());
     }
 
     #[test]

@@ -791,3 +791,63 @@ fn auto_tuning_makes_a_change_advised_twice_once_per_window() {
     assert_eq!(h.snap.queue.tuning.checked_at, checked);
     assert_eq!(h.snap.queue.config.concurrency, 3);
 }
+
+/// An operator's change of a tuned setting (docs/queue-semantics.md §13) drops the change
+/// auto-tuning proposed and holds it off for a window; changing another setting does not.
+#[test]
+fn an_operators_change_of_a_tuned_setting_holds_auto_tuning_off_for_a_window() {
+    use mq_core::tuning::{Advised, CHECK_INTERVAL_MS, TunedSettings, WINDOW_MS};
+    let mut h = Harness::with(SettingsPatch {
+        auto_tune: Some(true),
+        ..Default::default()
+    });
+    h.submit(1);
+    let advised = Advised {
+        settings: TunedSettings {
+            concurrency: 4,
+            ..TunedSettings::of(&h.snap.queue.config)
+        },
+        reason: "concurrency 4 merges more".into(),
+    };
+    let day = (CHECK_INTERVAL_MS / 60_000) as u32;
+    let tune = |h: &mut Harness| {
+        h.ok(Event::AutoTune {
+            advised: Some(advised.clone()),
+        })
+    };
+    tune(&mut h);
+    assert!(h.snap.queue.tuning.proposed.is_some());
+    h.update(SettingsPatch {
+        comments_enabled: Some(false),
+        ..Default::default()
+    });
+    assert!(
+        h.snap.queue.tuning.proposed.is_some(),
+        "a setting auto-tuning leaves alone changes nothing"
+    );
+    assert_eq!(h.snap.queue.tuning.operator_changed_at, None);
+    h.update(SettingsPatch {
+        concurrency: Some(2),
+        ..Default::default()
+    });
+    let changed_at = h.now;
+    assert_eq!(h.snap.queue.tuning.operator_changed_at, Some(changed_at));
+    assert_eq!(h.snap.queue.tuning.proposed, None);
+    for _ in 0..(WINDOW_MS / CHECK_INTERVAL_MS) {
+        h.advance_minutes(day);
+        tune(&mut h);
+    }
+    assert_eq!(
+        h.snap.queue.config.concurrency, 2,
+        "the operator's choice holds"
+    );
+    assert!(h.snap.queue.tuning.changes.is_empty());
+    h.advance_minutes(1);
+    tune(&mut h);
+    h.advance_minutes(day);
+    tune(&mut h);
+    assert_eq!(
+        h.snap.queue.config.concurrency, 4,
+        "a window later, advice given twice is followed"
+    );
+}

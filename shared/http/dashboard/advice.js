@@ -128,7 +128,7 @@ function renderAnswer(answer) {
   return parts;
 }
 
-/** Auto-tuning's record: whether it is on, its last check, its proposed change, its changes. */
+/** Auto-tuning's record: whether it is on, its last check, its proposed change, its changes, an operator's last change. */
 function renderTuning({ autoTune, tuning }) {
   const changes = tuning.changes || [];
   const change = (c) => h('span', {}, describeChange(c.before, c.after), h('div', { class: 'muted' }, c.reason));
@@ -138,7 +138,12 @@ function renderTuning({ autoTune, tuning }) {
       h('dt', {}, 'Last check'), h('dd', { id: 'tuning-checked' },
         tuning.checkedAt ? timeElement(h, tuning.checkedAt) : 'never'),
       h('dt', {}, 'Proposed change'), h('dd', { id: 'tuning-proposed' },
-        tuning.proposed ? [timeElement(h, tuning.proposed.at), ': ', change(tuning.proposed)] : 'none')),
+        tuning.proposed ? [timeElement(h, tuning.proposed.at), ': ', change(tuning.proposed)] : 'none'),
+      tuning.operatorChangedAt ? h('dt', {}, 'Changed by an operator') : null,
+      tuning.operatorChangedAt
+        ? h('dd', { id: 'tuning-operator' }, timeElement(h, tuning.operatorChangedAt),
+          h('div', { class: 'muted' }, 'No automatic change for 7 days after.'))
+        : null),
     changes.length
       ? table('Changes made by auto-tuning, oldest first', ['When', 'Before → after', 'Reason'],
         changes.map((c) => h('tr', {},

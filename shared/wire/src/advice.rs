@@ -155,6 +155,9 @@ pub struct TuningView {
     /// The changes made, oldest first.
     #[serde(default)]
     pub changes: Vec<TuningChangeView>,
+    /// When an operator last changed a tuned setting: no change is made for a window after.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub operator_changed_at: Option<String>,
 }
 
 /// A change of the tuned settings, proposed or made.
@@ -184,6 +187,7 @@ impl From<&Tuning> for TuningView {
             checked_at: t.checked_at.map(Timestamp::to_rfc3339),
             proposed: t.proposed.as_ref().map(TuningChangeView::from),
             changes: t.changes.iter().map(TuningChangeView::from).collect(),
+            operator_changed_at: t.operator_changed_at.map(Timestamp::to_rfc3339),
         }
     }
 }

@@ -180,7 +180,7 @@ fn no_advice(no: &Value) -> String {
 }
 
 /// Auto-tuning's record (a `Tuning`), one line each: the last check, the change it
-/// proposed, and the changes made, oldest first.
+/// proposed, the changes made, oldest first, and an operator's last change.
 pub fn tuning_lines(tuning: &Value) -> Vec<String> {
     let checked = tuning["checkedAt"].as_str().unwrap_or("never");
     let mut lines = vec![format!("last check: {checked}")];
@@ -192,6 +192,9 @@ pub fn tuning_lines(tuning: &Value) -> Vec<String> {
         lines.push("changes: none".to_owned());
     }
     lines.extend(changes.iter().map(|c| format!("changed {}", change(c))));
+    if let Some(at) = tuning["operatorChangedAt"].as_str() {
+        lines.push(format!("changed by an operator: {at}"));
+    }
     lines
 }
 

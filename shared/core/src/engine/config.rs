@@ -32,6 +32,18 @@ use crate::settings::{QueueState, SettingsPatch};
 use crate::tuning::{Advised, TunedSettings};
 
 impl Work {
+    /// `updateQueue`: the settings and state an operator asked for. A change of a tuned
+    /// setting is recorded on the queue's tuning (`Tuning::operator_changed`).
+    pub fn update_queue(&mut self, patch: &SettingsPatch) -> Result<(), DomainError> {
+        let before = TunedSettings::of(&self.s.queue.config);
+        self.update_settings(patch)?;
+        if TunedSettings::of(&self.s.queue.config) != before {
+            self.s.queue.tuning.operator_changed(self.now);
+        }
+        Ok(())
+    }
+
+    /// Applies `patch` to the queue's settings, mode and state.
     pub fn update_settings(&mut self, patch: &SettingsPatch) -> Result<(), DomainError> {
         patch.validate()?;
         let busy = self.s.has_groups();

@@ -181,7 +181,7 @@ impl Work {
                 head_sha,
                 targets,
             } => self.set_impacted_targets(*pr, head_sha, targets),
-            Event::UpdateSettings { patch } => self.update_settings(patch),
+            Event::UpdateSettings { patch } => self.update_queue(patch),
             Event::AutoTune { advised } => self.auto_tune(advised.as_ref()),
             Event::PrUpdated { pr } => {
                 self.pr_updated(pr);

@@ -77,11 +77,11 @@ pub async fn run(app: &App, owner: &str) -> Result<TickReport, ServiceError> {
     Ok(report)
 }
 
-/// Checks the first of the queues due for auto-tuning (docs/queue-semantics.md §13): the
-/// advisor takes seconds of CPU, so one tick checks one queue; a check records its time, so
-/// the next tick takes the next queue.
+/// Checks one of the queues due for auto-tuning (docs/queue-semantics.md §13): the advisor
+/// takes seconds of CPU, so one tick checks one queue ([`turn`]); a check records its time,
+/// so the queue is no longer due.
 async fn tune_one(app: &App, due: &[QueueId]) -> Option<QueueId> {
-    let id = due.first()?;
+    let id = turn(due, app.now())?;
     match super::advice::auto_tune(app, id).await {
         Ok(true) => Some(id.clone()),
         Ok(false) => None,
@@ -90,6 +90,14 @@ async fn tune_one(app: &App, due: &[QueueId]) -> Option<QueueId> {
             None
         }
     }
+}
+
+/// The queue due for auto-tuning whose turn it is at `now`: the due queues take turns by the
+/// minute, so that one whose check keeps failing (and stays due) takes one minute in
+/// `due.len()` and never keeps the others from being checked.
+fn turn(due: &[QueueId], now: Timestamp) -> Option<&QueueId> {
+    let minute = usize::try_from(now.0.div_euclid(60_000)).unwrap_or(0);
+    due.get(minute.checked_rem(due.len())?)
 }
 
 /// What ticking one queue found.
@@ -223,4 +231,23 @@ async fn ci_reports(host: &dyn GitHost, snapshot: &QueueSnapshot) -> Vec<Event> 
         }
     }
     events
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn due_queues_take_turns_by_the_minute() {
+        let due: Vec<QueueId> = ["a", "b", "c"]
+            .map(|s| QueueId::from_stored(s.into()))
+            .to_vec();
+        let at = |minute: i64| Timestamp(minute * 60_000 + 59_999);
+        let picked: Vec<&str> = (0..6)
+            .filter_map(|m| turn(&due, at(m)))
+            .map(QueueId::as_str)
+            .collect();
+        assert_eq!(picked, ["a", "b", "c", "a", "b", "c"]);
+        assert_eq!(turn(&[], at(1)), None);
+    }
 }

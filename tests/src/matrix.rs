@@ -60,6 +60,9 @@ pub struct Row {
     pub parallel: bool,
     /// Percent of CI runs that fail whatever they test.
     pub flaky: u32,
+    /// The tuned settings change every [`RETUNE_EVERY`] while pull requests are in flight
+    /// ([`RETUNINGS`]), as an operator's `updateQueue` or auto-tuning changes them.
+    pub retune: bool,
 }
 
 impl Row {
@@ -72,7 +75,7 @@ impl Row {
             if self.optimistic { " optimistic" } else { "" },
             if self.parallel { " parallel" } else { "" },
             if self.flaky > 0 { " flaky" } else { "" },
-        )
+        ) + if self.retune { " retuned" } else { "" }
     }
 
     pub fn settings(&self) -> Value {
@@ -89,6 +92,31 @@ impl Row {
     }
 }
 
+/// How often a row with `retune` changes its queue's settings.
+const RETUNE_EVERY: Duration = Duration::from_millis(300);
+
+/// The settings a row with `retune` goes through, over and over: the settings auto-tuning
+/// changes, each way.
+fn retunings() -> [Value; 4] {
+    [
+        json!({"concurrency": 3, "batch": true, "batchingMinSize": 2, "bisectionConcurrency": 2,
+               "canOptimisticallyMerge": true, "pendingFailureDepth": 2,
+               "adaptivePendingFailure": true}),
+        json!({"concurrency": 1, "batch": false, "canOptimisticallyMerge": false,
+               "pendingFailureDepth": 1, "adaptivePendingFailure": false}),
+        json!({"concurrency": 2, "batch": true, "batchingMinSize": 3, "bisectionConcurrency": 1}),
+        json!({"concurrency": 3, "batch": false, "canOptimisticallyMerge": true}),
+    ]
+}
+
+/// Changes the queue's settings every [`RETUNE_EVERY`], through [`retunings`], for ever.
+async fn retune(env: &LiveEnv, repo: &GitRepo) {
+    for settings in retunings().iter().cycle() {
+        tokio::time::sleep(RETUNE_EVERY).await;
+        env.update_queue(repo, settings.clone()).await;
+    }
+}
+
 /// Every single-mode combination of one merge method.
 pub fn single_rows(method: &'static str) -> Vec<Row> {
     let mut rows = Vec::new();
@@ -102,6 +130,7 @@ pub fn single_rows(method: &'static str) -> Vec<Row> {
                     optimistic,
                     parallel: false,
                     flaky: 0,
+                    retune: false,
                 });
             }
         }
@@ -181,7 +210,14 @@ async fn run_row(backend: Backend, world: World, row: Row) -> String {
     for pr in 1..=PRS {
         env.submit(&repo, pr).await;
     }
-    let states = conclude_all(&env, &repo, &row).await;
+    let states = if row.retune {
+        tokio::select! {
+            states = conclude_all(&env, &repo, &row) => states,
+            () = retune(&env, &repo) => unreachable!("retuning goes on until every pull request concluded"),
+        }
+    } else {
+        conclude_all(&env, &repo, &row).await
+    };
     settle(&env, &repo, &row).await;
     let merged: BTreeSet<u32> = states
         .iter()

@@ -37,6 +37,7 @@ async fn parallel_mode_with_impacted_targets_for_every_merge_method() {
         optimistic: false,
         parallel: true,
         flaky: 0,
+        retune: false,
     });
     run_rows(Backend::Memory, World::QUICK, rows.to_vec()).await;
 }
@@ -53,10 +54,29 @@ async fn a_ci_that_fails_at_random_never_breaks_the_target() {
                 optimistic,
                 parallel: false,
                 flaky: 15,
+                retune: false,
             });
         }
     }
     run_rows(Backend::Memory, World::QUICK, rows).await;
+}
+
+/// The settings auto-tuning changes (concurrency, batching and batch size, bisection
+/// concurrency, pending-failure depth and its adaptation, optimistic merge), changed every
+/// 0.3 s while the dozen pull requests are in flight, under each merge method: the target
+/// still only takes what CI passed and every pull request still gets its outcome.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn settings_changed_while_pull_requests_are_in_flight() {
+    let rows = ["merge_commit", "squash", "rebase"].map(|method| Row {
+        method,
+        concurrency: 1,
+        batch: true,
+        optimistic: false,
+        parallel: false,
+        flaky: 0,
+        retune: true,
+    });
+    run_rows(Backend::Memory, World::QUICK, rows.to_vec()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -68,6 +88,7 @@ async fn merge_commit_with_concurrency_and_batching_on_dynamodb() {
         optimistic: true,
         parallel: false,
         flaky: 0,
+        retune: false,
     };
     run_rows(Backend::DynamoDb, World::QUICK, vec![row]).await;
 }

@@ -23,6 +23,7 @@ fn row(method: &'static str, concurrency: u32, batch: bool, optimistic: bool) ->
         optimistic,
         parallel: false,
         flaky: 0,
+        retune: false,
     }
 }
 
@@ -45,6 +46,7 @@ async fn batches_lanes_and_flakes_conclude_on_a_slow_dynamodb() {
         row("squash", 4, true, false),
         Row {
             flaky: 15,
+            retune: false,
             ..row("merge_commit", 4, true, true)
         },
         Row {

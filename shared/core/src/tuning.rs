@@ -119,7 +119,9 @@ pub struct Tuning {
     /// The changes made, oldest first, at most [`MAX_CHANGES`].
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub changes: Vec<TuningChange>,
-    /// When an operator (`updateQueue`) last changed a tuned setting.
+    /// When an operator (`updateQueue`) last changed a tuned setting, the queue's state (a
+    /// pause, a drain, a resume) or its mode (when the switch ended): the history before it
+    /// is not the queue's as it now runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub operator_changed_at: Option<Timestamp>,
 }
@@ -155,9 +157,10 @@ impl Tuning {
             .any(|at| now.millis_since(at) < WINDOW_MS)
     }
 
-    /// Records an operator's change of a tuned setting at `now`: auto-tuning makes no change
-    /// for a window (it would undo the operator's choice from history that predates it), and
-    /// the change the last check proposed, made for the settings before, is dropped.
+    /// Records an operator's change of a tuned setting, the state or the mode at `now`:
+    /// auto-tuning makes no change for a window (it would undo the operator's choice, or read
+    /// a pause as a queue falling behind, from history that predates it), and the change the
+    /// last check proposed, made for the queue before, is dropped.
     pub fn operator_changed(&mut self, now: Timestamp) {
         self.operator_changed_at = Some(now);
         self.proposed = None;

@@ -851,3 +851,44 @@ fn an_operators_change_of_a_tuned_setting_holds_auto_tuning_off_for_a_window() {
         "a window later, advice given twice is followed"
     );
 }
+
+/// A pause counts as an operator's change (docs/queue-semantics.md §13): a window after the
+/// resume, not after the pause, auto-tuning may change the queue again, so the backlog the
+/// pause left is never read as the queue falling behind. A mode switch counts when it ends.
+#[test]
+fn a_pause_or_a_mode_switch_holds_auto_tuning_off_for_a_window_after_it() {
+    use mq_core::tuning::WINDOW_MS;
+    let mut h = Harness::with(SettingsPatch {
+        auto_tune: Some(true),
+        ..Default::default()
+    });
+    h.submit(1);
+    set_state(&mut h, RequestedState::Paused);
+    assert_eq!(h.snap.queue.tuning.operator_changed_at, Some(h.now));
+    h.advance_minutes(2 * 24 * 60);
+    set_state(&mut h, RequestedState::Running);
+    let resumed = h.now;
+    assert_eq!(h.snap.queue.tuning.operator_changed_at, Some(resumed));
+    set_state(&mut h, RequestedState::Running);
+    assert_eq!(
+        h.snap.queue.tuning.operator_changed_at,
+        Some(resumed),
+        "asking for the state it is in changes nothing"
+    );
+    let (config, tuning) = (&h.snap.queue.config, &h.snap.queue.tuning);
+    let due = |at: i64| tuning.due(config, QueueState::Running, resumed.plus_millis(at));
+    assert!(!due(WINDOW_MS - 1));
+    assert!(due(WINDOW_MS));
+
+    // A switch to parallel mode while a group tests: recorded when it ends.
+    h.advance_minutes(60);
+    set_mode(&mut h, QueueMode::Parallel);
+    assert_eq!(h.snap.queue.state, QueueState::SwitchingModes);
+    h.advance_minutes(60);
+    h.pass_pr(1);
+    assert_eq!(
+        (h.snap.queue.state, h.snap.queue.config.mode),
+        (QueueState::Running, QueueMode::Parallel)
+    );
+    assert_eq!(h.snap.queue.tuning.operator_changed_at, Some(h.now));
+}

@@ -155,7 +155,8 @@ pub struct TuningView {
     /// The changes made, oldest first.
     #[serde(default)]
     pub changes: Vec<TuningChangeView>,
-    /// When an operator last changed a tuned setting: no change is made for a window after.
+    /// When an operator last changed a tuned setting, the state or the mode: no change is
+    /// made for a window after.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub operator_changed_at: Option<String>,
 }

@@ -28,19 +28,25 @@
 
 use super::work::Work;
 use crate::error::DomainError;
-use crate::settings::{QueueState, SettingsPatch};
+use crate::settings::{ModeAndState, QueueState, SettingsPatch};
 use crate::tuning::{Advised, TunedSettings};
 
 impl Work {
     /// `updateQueue`: the settings and state an operator asked for. A change of a tuned
-    /// setting is recorded on the queue's tuning (`Tuning::operator_changed`).
+    /// setting, of the queue's state or of its mode is recorded on the queue's tuning
+    /// (`Tuning::operator_changed`): the history before it is not the queue's as it now runs.
     pub fn update_queue(&mut self, patch: &SettingsPatch) -> Result<(), DomainError> {
-        let before = TunedSettings::of(&self.s.queue.config);
+        let before = self.what_tuning_depends_on();
         self.update_settings(patch)?;
-        if TunedSettings::of(&self.s.queue.config) != before {
+        if self.what_tuning_depends_on() != before {
             self.s.queue.tuning.operator_changed(self.now);
         }
         Ok(())
+    }
+
+    fn what_tuning_depends_on(&self) -> (TunedSettings, ModeAndState) {
+        let queue = &self.s.queue;
+        (TunedSettings::of(&queue.config), queue.mode_and_state())
     }
 
     /// Applies `patch` to the queue's settings, mode and state.
@@ -75,13 +81,15 @@ impl Work {
         Ok(())
     }
 
-    /// Completes a mode switch once the line is empty.
+    /// Completes a mode switch once the line is empty; the switch an operator asked for is
+    /// recorded on the queue's tuning as ending now.
     pub fn finish_switch(&mut self) -> bool {
         if self.s.queue.state != QueueState::SwitchingModes || self.s.has_groups() {
             return false;
         }
         let done = self.s.queue.mode_and_state().finish_switch();
         self.s.queue.set_mode_and_state(done);
+        self.s.queue.tuning.operator_changed(self.now);
         self.readiness_stale = true;
         true
     }

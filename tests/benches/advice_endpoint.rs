@@ -358,15 +358,15 @@ async fn read_history(app: &App) -> History {
     let window = mq_advisor::window(&snapshot.queue, app.now(), WINDOW_MS);
     let (concluded, runs) = tokio::join!(
         app.store
-            .conclusions_between(&id, window.from, window.to, MAX_HISTORY_ITEMS),
+            .conclusions_between(&id, window, MAX_HISTORY_ITEMS),
         app.store
-            .finished_runs_between(&id, window.from, window.to, MAX_HISTORY_ITEMS),
+            .finished_runs_between(&id, window, MAX_HISTORY_ITEMS),
     );
     let (concluded, runs) = (concluded.expect("conclusions"), runs.expect("runs"));
     assert!(concluded.len() < MAX_HISTORY_ITEMS && runs.len() < MAX_HISTORY_ITEMS);
     let restarts = app
         .store
-        .restarts_between(&id, window.from, window.to)
+        .restarts_between(&id, window)
         .await
         .expect("restarts");
     History::new(

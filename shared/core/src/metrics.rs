@@ -68,6 +68,11 @@ pub struct Window {
 }
 
 impl Window {
+    /// `[from, to)`: empty when `to <= from`.
+    pub const fn between(from: Timestamp, to: Timestamp) -> Self {
+        Self { from, to }
+    }
+
     /// The last hour before `now`, but nothing before the queue was created (a queue deleted
     /// and created again does not inherit its predecessor's history).
     pub fn last_hour(queue: &Queue, now: Timestamp) -> Self {

@@ -114,10 +114,9 @@ async fn load_history(
     let id = &snapshot.queue.id;
     let mut window = mq_advisor::window(&snapshot.queue, now, window_ms);
     let (concluded, runs) = tokio::join!(
+        app.store.conclusions_between(id, window, MAX_HISTORY_ITEMS),
         app.store
-            .conclusions_between(id, window.from, window.to, MAX_HISTORY_ITEMS),
-        app.store
-            .finished_runs_between(id, window.from, window.to, MAX_HISTORY_ITEMS)
+            .finished_runs_between(id, window, MAX_HISTORY_ITEMS)
     );
     let (mut concluded, mut runs) = (concluded?, runs?);
     let oldest_kept = [
@@ -133,10 +132,7 @@ async fn load_history(
         concluded.retain(|e| e.concluded_at.is_some_and(|at| at >= from));
         runs.retain(|r| r.finished_at.is_some_and(|at| at >= from));
     }
-    let restarts = app
-        .store
-        .restarts_between(id, window.from, window.to)
-        .await?;
+    let restarts = app.store.restarts_between(id, window).await?;
     let history = History::new(
         window,
         snapshot,

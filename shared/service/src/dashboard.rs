@@ -81,8 +81,7 @@ pub async fn queue_activity(
     let window = Window::last_hour(&snapshot.queue, now);
     let (history, conclusions) = tokio::join!(
         app.store.history(id, window),
-        app.store
-            .conclusions_between(id, window.from, window.to, CONCLUSIONS_SHOWN)
+        app.store.conclusions_between(id, window, CONCLUSIONS_SHOWN)
     );
     let facts = QueueFacts {
         snapshot: Arc::new(snapshot),
@@ -313,9 +312,13 @@ pub async fn pull_request_history(
     // Runs finish at the latest when the submission concludes (or now, while it is active).
     let end = entry.concluded_at.unwrap_or(now).plus_millis(1);
     let (finished, restarts) = tokio::join!(
+        app.store.finished_runs_between(
+            id,
+            Window::between(entry.submitted_at, end),
+            HISTORY_RUNS_READ
+        ),
         app.store
-            .finished_runs_between(id, entry.submitted_at, end, HISTORY_RUNS_READ),
-        app.store.restarts_between(id, entry.submitted_at, end)
+            .restarts_between(id, Window::between(entry.submitted_at, end))
     );
     let mut runs: Vec<TestRun> = finished?
         .into_iter()

@@ -28,7 +28,7 @@ use mq_core::entry::{Entry, UploadedTargets};
 use mq_core::health::{RepoHealthSettings, TestCase};
 use mq_core::history::Restart;
 use mq_core::ids::{OrgId, OwnerRef, PrNumber, QueueId, Sha};
-use mq_core::metrics::{ConcludedEntry, FinishedRun};
+use mq_core::metrics::{ConcludedEntry, FinishedRun, Window};
 use mq_core::run::TestRun;
 use mq_core::snapshot::{Commit, Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
@@ -296,11 +296,9 @@ pass_on! {
         Read fn uploaded_targets(id: &QueueId, pr: PrNumber) -> Option<UploadedTargets>;
         Read fn queues_with_work() -> Vec<QueueId>;
         Read fn runs_by_sha(sha: &Sha) -> Vec<RunLocation>;
-        Read fn concluded_between(id: &QueueId, from: Timestamp, to: Timestamp)
-            -> Vec<ConcludedEntry>;
-        Read fn runs_finished_between(id: &QueueId, from: Timestamp, to: Timestamp)
-            -> Vec<FinishedRun>;
-        Read fn restarts_between(id: &QueueId, from: Timestamp, to: Timestamp) -> Vec<Restart>;
+        Read fn concluded_between(id: &QueueId, window: Window) -> Vec<ConcludedEntry>;
+        Read fn runs_finished_between(id: &QueueId, window: Window) -> Vec<FinishedRun>;
+        Read fn restarts_between(id: &QueueId, window: Window) -> Vec<Restart>;
         Write fn acquire_lease(id: &QueueId, owner: &str, now: Timestamp, until: Timestamp) -> bool;
         Write fn release_lease(id: &QueueId, owner: &str) -> ();
     }

@@ -164,42 +164,34 @@ pub trait QueueStore: Send + Sync {
     /// an index, like [`QueueStore::queues_with_work`].
     async fn runs_by_sha(&self, sha: &Sha) -> StoreResult<Vec<RunLocation>>;
 
-    /// Entries of a queue concluded in `[from, to)`, oldest first: what the metrics read of
-    /// each. Empty when `to <= from` (nothing is read) or the queue has no such history.
+    /// Entries of a queue concluded in `window`, oldest first: what the metrics read of each.
+    /// Empty when the window is empty (nothing is read) or the queue has no such history.
     async fn concluded_between(
         &self,
         id: &QueueId,
-        from: Timestamp,
-        to: Timestamp,
+        window: Window,
     ) -> StoreResult<Vec<ConcludedEntry>>;
 
-    /// Runs of a queue finished in `[from, to)`, oldest first: what the metrics read of each.
-    /// Empty when `to <= from` (nothing is read).
+    /// Runs of a queue finished in `window`, oldest first: what the metrics read of each.
+    /// Empty when the window is empty (nothing is read).
     async fn runs_finished_between(
         &self,
         id: &QueueId,
-        from: Timestamp,
-        to: Timestamp,
+        window: Window,
     ) -> StoreResult<Vec<FinishedRun>>;
 
-    /// Restarts of a queue's entries recorded in `[from, to)`, oldest first. Empty when
-    /// `to <= from` (nothing is read).
-    async fn restarts_between(
-        &self,
-        id: &QueueId,
-        from: Timestamp,
-        to: Timestamp,
-    ) -> StoreResult<Vec<Restart>>;
+    /// Restarts of a queue's entries recorded in `window`, oldest first. Empty when the window
+    /// is empty (nothing is read).
+    async fn restarts_between(&self, id: &QueueId, window: Window) -> StoreResult<Vec<Restart>>;
 
     /// The history of a queue in `window`: its conclusions, finished runs and restarts, each
     /// as the three reads above give it (not one snapshot). The default sends the three reads
     /// at once.
     async fn history(&self, id: &QueueId, window: Window) -> StoreResult<History> {
-        let (from, to) = (window.from, window.to);
         let (concluded, finished_runs, restarts) = tokio::try_join!(
-            self.concluded_between(id, from, to),
-            self.runs_finished_between(id, from, to),
-            self.restarts_between(id, from, to),
+            self.concluded_between(id, window),
+            self.runs_finished_between(id, window),
+            self.restarts_between(id, window),
         )?;
         Ok(History {
             concluded,

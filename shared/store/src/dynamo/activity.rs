@@ -12,8 +12,8 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use mq_core::entry::Entry;
 use mq_core::ids::QueueId;
+use mq_core::metrics::Window;
 use mq_core::run::TestRun;
-use mq_core::time::Timestamp;
 use serde::de::DeserializeOwned;
 
 #[async_trait]
@@ -21,35 +21,32 @@ impl ActivityStore for DynamoStore {
     async fn conclusions_between(
         &self,
         id: &QueueId,
-        from: Timestamp,
-        to: Timestamp,
+        window: Window,
         limit: usize,
     ) -> StoreResult<Vec<Entry>> {
-        let query = self.pull_requests_between(id, done_range(from, to));
-        read_newest(from, to, limit, query).await
+        let query = self.pull_requests_between(id, done_range(window));
+        read_newest(window, limit, query).await
     }
 
     async fn finished_runs_between(
         &self,
         id: &QueueId,
-        from: Timestamp,
-        to: Timestamp,
+        window: Window,
         limit: usize,
     ) -> StoreResult<Vec<TestRun>> {
-        let query = self.finished_runs_query(id, from, to);
-        read_newest(from, to, limit, query).await
+        let query = self.finished_runs_query(id, window);
+        read_newest(window, limit, query).await
     }
 }
 
-/// The decoded items of a history query over `[from, to)`, read backwards: newest first, at
-/// most `limit`; nothing (and no request) when the window is empty or `limit` is 0.
+/// The decoded items of a history query over `window`, read backwards: newest first, at most
+/// `limit`; nothing (and no request) when the window is empty or `limit` is 0.
 async fn read_newest<T: DeserializeOwned>(
-    from: Timestamp,
-    to: Timestamp,
+    window: Window,
     limit: usize,
     query: QueryFluentBuilder,
 ) -> StoreResult<Vec<T>> {
-    if to <= from || limit == 0 {
+    if window.to <= window.from || limit == 0 {
         return Ok(Vec::new());
     }
     from_items(query_up_to(query.scan_index_forward(false), limit).await?)

@@ -16,6 +16,7 @@
 //! - IdempotencyKeys: by `pk` = `<org>#<endpoint>#<key>`; expires by TTL.
 
 use mq_core::ids::PrNumber;
+use mq_core::metrics::Window;
 use mq_core::time::Timestamp;
 
 pub const PK: &str = "pk";
@@ -82,12 +83,8 @@ pub fn done_sk(at: Timestamp, entry_id: &str) -> String {
 }
 
 /// Inclusive bounds of `DONE#` keys for conclusions in `[from, to)`.
-pub fn done_range(from: Timestamp, to: Timestamp) -> (String, String) {
-    let last = to.millis().saturating_sub(1).max(0);
-    (
-        format!("DONE#{:013}#", from.millis().max(0)),
-        format!("DONE#{last:013}#~"),
-    )
+pub fn done_range(window: Window) -> (String, String) {
+    time_range("DONE", window)
 }
 
 pub fn restart_sk(at: Timestamp, entry_id: &str, total: u32) -> String {
@@ -95,11 +92,16 @@ pub fn restart_sk(at: Timestamp, entry_id: &str, total: u32) -> String {
 }
 
 /// Inclusive bounds of `RESTART#` keys for restarts in `[from, to)`.
-pub fn restart_range(from: Timestamp, to: Timestamp) -> (String, String) {
-    let last = to.millis().saturating_sub(1).max(0);
+pub fn restart_range(window: Window) -> (String, String) {
+    time_range("RESTART", window)
+}
+
+/// The first and last sort keys `<prefix>#<13-digit millis>#…` of the items timed in `window`.
+fn time_range(prefix: &str, window: Window) -> (String, String) {
+    let last = window.to.millis().saturating_sub(1).max(0);
     (
-        format!("RESTART#{:013}#", from.millis().max(0)),
-        format!("RESTART#{last:013}#~"),
+        format!("{prefix}#{:013}#", window.from.millis().max(0)),
+        format!("{prefix}#{last:013}#~"),
     )
 }
 
@@ -116,7 +118,7 @@ mod tests {
     fn keys_sort_by_number_and_time() {
         assert!(entry_sk(9) < entry_sk(10));
         assert!(done_sk(Timestamp(999), "b") < done_sk(Timestamp(1000), "a"));
-        let (lo, hi) = done_range(Timestamp(1000), Timestamp(2000));
+        let (lo, hi) = done_range(Window::between(Timestamp(1000), Timestamp(2000)));
         assert!(lo <= done_sk(Timestamp(1000), "0000") && done_sk(Timestamp(1999), "ffff") <= hi);
         assert!(done_sk(Timestamp(2000), "0") > hi);
         assert!(done_sk(Timestamp(999), "f") < lo);
@@ -124,14 +126,14 @@ mod tests {
 
     #[test]
     fn restart_keys_sort_by_time_within_their_own_range() {
-        let (lo, hi) = restart_range(Timestamp(1000), Timestamp(2000));
+        let (lo, hi) = restart_range(Window::between(Timestamp(1000), Timestamp(2000)));
         let first = restart_sk(Timestamp(1000), "e-1", 1);
         let last = restart_sk(Timestamp(1999), "zz", 4_000_000_000);
         assert!(lo <= first && first < last && last <= hi);
         assert!(restart_sk(Timestamp(2000), "a", 1) > hi);
         assert!(restart_sk(Timestamp(999), "z", 9) < lo);
         assert!(restart_sk(Timestamp(5), "e", 9) < restart_sk(Timestamp(5), "e", 10));
-        let (done_lo, done_hi) = done_range(Timestamp(0), Timestamp(i64::MAX));
+        let (done_lo, done_hi) = done_range(Window::between(Timestamp(0), Timestamp(i64::MAX)));
         assert!(
             !(done_lo <= first && first <= done_hi),
             "no overlap with the conclusion log"

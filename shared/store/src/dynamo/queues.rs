@@ -15,7 +15,7 @@ use aws_sdk_dynamodb::types::{
 use mq_core::entry::{Entry, UploadedTargets};
 use mq_core::history::Restart;
 use mq_core::ids::{OrgId, PrNumber, QueueId, Sha};
-use mq_core::metrics::{ConcludedEntry, FinishedRun};
+use mq_core::metrics::{ConcludedEntry, FinishedRun, Window};
 use mq_core::run::TestRun;
 use mq_core::snapshot::{Commit, LiveChanges, Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
@@ -190,31 +190,24 @@ impl QueueStore for DynamoStore {
     async fn concluded_between(
         &self,
         id: &QueueId,
-        from: Timestamp,
-        to: Timestamp,
+        window: Window,
     ) -> StoreResult<Vec<ConcludedEntry>> {
-        let query = self.pull_requests_between(id, done_range(from, to));
-        read_window(from, to, projecting(query, &ConcludedEntry::FIELDS)).await
+        let query = self.pull_requests_between(id, done_range(window));
+        read_window(window, projecting(query, &ConcludedEntry::FIELDS)).await
     }
 
     async fn runs_finished_between(
         &self,
         id: &QueueId,
-        from: Timestamp,
-        to: Timestamp,
+        window: Window,
     ) -> StoreResult<Vec<FinishedRun>> {
-        let query = self.finished_runs_query(id, from, to);
-        read_window(from, to, projecting(query, &FinishedRun::FIELDS)).await
+        let query = self.finished_runs_query(id, window);
+        read_window(window, projecting(query, &FinishedRun::FIELDS)).await
     }
 
-    async fn restarts_between(
-        &self,
-        id: &QueueId,
-        from: Timestamp,
-        to: Timestamp,
-    ) -> StoreResult<Vec<Restart>> {
-        let query = self.pull_requests_between(id, restart_range(from, to));
-        read_window(from, to, query).await
+    async fn restarts_between(&self, id: &QueueId, window: Window) -> StoreResult<Vec<Restart>> {
+        let query = self.pull_requests_between(id, restart_range(window));
+        read_window(window, query).await
     }
 
     async fn acquire_lease(
@@ -487,14 +480,9 @@ impl DynamoStore {
         Err(error)
     }
 
-    /// The runs of queue `id` that finished in `[from, to)` (the finished-runs index), oldest
+    /// The runs of queue `id` that finished in `window` (the finished-runs index), oldest
     /// first.
-    pub(super) fn finished_runs_query(
-        &self,
-        id: &QueueId,
-        from: Timestamp,
-        to: Timestamp,
-    ) -> QueryFluentBuilder {
+    pub(super) fn finished_runs_query(&self, id: &QueueId, window: Window) -> QueryFluentBuilder {
         self.client
             .query()
             .table_name(&self.tables.test_runs)
@@ -504,8 +492,8 @@ impl DynamoStore {
             .expression_attribute_names("#pk", PK)
             .expression_attribute_names("#f", FINISHED_MS)
             .expression_attribute_values(":pk", s(id.as_str()))
-            .expression_attribute_values(":lo", n(from.millis()))
-            .expression_attribute_values(":hi", n(to.millis() - 1))
+            .expression_attribute_values(":lo", n(window.from.millis()))
+            .expression_attribute_values(":hi", n(window.to.millis() - 1))
     }
 
     /// The PullRequests items of queue `id` whose sort key is in `[lo, hi]`, in key order.
@@ -542,14 +530,13 @@ fn projecting(query: QueryFluentBuilder, fields: &[&str]) -> QueryFluentBuilder 
         .projection_expression(projected)
 }
 
-/// The decoded items of a history query over `[from, to)`; nothing (and no request) when the
+/// The decoded items of a history query over `window`; nothing (and no request) when the
 /// window is empty.
 async fn read_window<T: DeserializeOwned>(
-    from: Timestamp,
-    to: Timestamp,
+    window: Window,
     query: QueryFluentBuilder,
 ) -> StoreResult<Vec<T>> {
-    if to <= from {
+    if window.to <= window.from {
         return Ok(Vec::new());
     }
     from_items(query_all(query).await?)

@@ -7,30 +7,28 @@ use crate::port::StoreResult;
 use async_trait::async_trait;
 use mq_core::entry::Entry;
 use mq_core::ids::QueueId;
+use mq_core::metrics::Window;
 use mq_core::run::TestRun;
-use mq_core::time::Timestamp;
 
 #[async_trait]
 impl ActivityStore for FaultyStore {
     async fn conclusions_between(
         &self,
         id: &QueueId,
-        from: Timestamp,
-        to: Timestamp,
+        window: Window,
         limit: usize,
     ) -> StoreResult<Vec<Entry>> {
         self.inject(Call::Read).await?;
-        self.inner.conclusions_between(id, from, to, limit).await
+        self.inner.conclusions_between(id, window, limit).await
     }
 
     async fn finished_runs_between(
         &self,
         id: &QueueId,
-        from: Timestamp,
-        to: Timestamp,
+        window: Window,
         limit: usize,
     ) -> StoreResult<Vec<TestRun>> {
         self.inject(Call::Read).await?;
-        self.inner.finished_runs_between(id, from, to, limit).await
+        self.inner.finished_runs_between(id, window, limit).await
     }
 }

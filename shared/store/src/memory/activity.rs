@@ -7,6 +7,7 @@ use crate::port::StoreResult;
 use async_trait::async_trait;
 use mq_core::entry::Entry;
 use mq_core::ids::QueueId;
+use mq_core::metrics::Window;
 use mq_core::run::TestRun;
 use mq_core::time::Timestamp;
 use std::collections::BTreeMap;
@@ -16,13 +17,12 @@ impl ActivityStore for MemoryStore {
     async fn conclusions_between(
         &self,
         id: &QueueId,
-        from: Timestamp,
-        to: Timestamp,
+        window: Window,
         limit: usize,
     ) -> StoreResult<Vec<Entry>> {
         let inner = self.lock();
         let log = inner.conclusions.get(id);
-        Ok(newest_between(log, from, to)
+        Ok(newest_between(log, window)
             .take(limit)
             .map(|(_, entry)| entry.clone())
             .collect())
@@ -31,13 +31,12 @@ impl ActivityStore for MemoryStore {
     async fn finished_runs_between(
         &self,
         id: &QueueId,
-        from: Timestamp,
-        to: Timestamp,
+        window: Window,
         limit: usize,
     ) -> StoreResult<Vec<TestRun>> {
         let inner = self.lock();
         let log = inner.history.get(id).map(|h| &h.finished_runs);
-        Ok(newest_between(log, from, to)
+        Ok(newest_between(log, window)
             .filter_map(|(run_id, _)| inner.finished_runs.get(&(id.clone(), run_id.clone())))
             .take(limit)
             .cloned()
@@ -45,13 +44,13 @@ impl ActivityStore for MemoryStore {
     }
 }
 
-/// The records of a log by time and id whose time is in `[from, to)`, newest first, each as
-/// its id and value; none without a log or when `to <= from`.
+/// The records of a log by time and id whose time is in the window, newest first, each as
+/// its id and value; none without a log or when the window is empty.
 fn newest_between<V>(
     log: Option<&BTreeMap<(Timestamp, String), V>>,
-    from: Timestamp,
-    to: Timestamp,
+    window: Window,
 ) -> impl Iterator<Item = (&String, &V)> {
+    let Window { from, to } = window;
     log.filter(|_| from < to)
         .map(|log| log.range((from, String::new())..(to, String::new())).rev())
         .into_iter()

@@ -372,30 +372,20 @@ impl QueueStore for MemoryStore {
     async fn concluded_between(
         &self,
         id: &QueueId,
-        from: Timestamp,
-        to: Timestamp,
+        window: Window,
     ) -> StoreResult<Vec<ConcludedEntry>> {
-        let window = Window { from, to };
         Ok(self.lock().history_of(id, |h| h.concluded_in(window)))
     }
 
     async fn runs_finished_between(
         &self,
         id: &QueueId,
-        from: Timestamp,
-        to: Timestamp,
+        window: Window,
     ) -> StoreResult<Vec<FinishedRun>> {
-        let window = Window { from, to };
         Ok(self.lock().history_of(id, |h| h.finished_in(window)))
     }
 
-    async fn restarts_between(
-        &self,
-        id: &QueueId,
-        from: Timestamp,
-        to: Timestamp,
-    ) -> StoreResult<Vec<Restart>> {
-        let window = Window { from, to };
+    async fn restarts_between(&self, id: &QueueId, window: Window) -> StoreResult<Vec<Restart>> {
         Ok(self.lock().history_of(id, |h| h.restarts_in(window)))
     }
 

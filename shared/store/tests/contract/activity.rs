@@ -5,6 +5,7 @@ use super::create;
 use super::fixtures::*;
 use mq_core::entry::{Conclusion, Entry, EntryState};
 use mq_core::git::{StatusReport, StatusState};
+use mq_core::metrics::Window;
 use mq_core::run::{RunStatus, TestRun};
 use mq_core::snapshot::QueueSnapshot;
 use mq_core::time::Timestamp;
@@ -76,7 +77,7 @@ pub async fn conclusions_are_read_whole_newest_first(store: Arc<dyn Store>) {
     .await;
 
     let all = store
-        .conclusions_between(&id, T0, minute(10), 10)
+        .conclusions_between(&id, Window::between(T0, minute(10)), 10)
         .await
         .unwrap();
     let prs: Vec<u32> = all.iter().map(|e| e.pr).collect();
@@ -84,12 +85,12 @@ pub async fn conclusions_are_read_whole_newest_first(store: Arc<dyn Store>) {
     assert_eq!(all[1], failed(2, minute(4)), "whole, with the reason");
 
     let latest = store
-        .conclusions_between(&id, T0, minute(10), 2)
+        .conclusions_between(&id, Window::between(T0, minute(10)), 2)
         .await
         .unwrap();
     assert_eq!(latest.iter().map(|e| e.pr).collect::<Vec<_>>(), [3, 2]);
     let middle = store
-        .conclusions_between(&id, minute(2), minute(7), 10)
+        .conclusions_between(&id, Window::between(minute(2), minute(7)), 10)
         .await
         .unwrap();
     assert_eq!(
@@ -99,14 +100,14 @@ pub async fn conclusions_are_read_whole_newest_first(store: Arc<dyn Store>) {
     );
     assert!(
         store
-            .conclusions_between(&id, minute(7), minute(7), 10)
+            .conclusions_between(&id, Window::between(minute(7), minute(7)), 10)
             .await
             .unwrap()
             .is_empty()
     );
     assert!(
         store
-            .conclusions_between(&id, T0, minute(10), 0)
+            .conclusions_between(&id, Window::between(T0, minute(10)), 0)
             .await
             .unwrap()
             .is_empty()
@@ -159,7 +160,7 @@ pub async fn finished_runs_are_read_whole_newest_first(store: Arc<dyn Store>) {
     .await;
 
     let all = store
-        .finished_runs_between(&id, T0, minute(10), 10)
+        .finished_runs_between(&id, Window::between(T0, minute(10)), 10)
         .await
         .unwrap();
     let ids: Vec<&str> = all.iter().map(|r| r.id.as_str()).collect();
@@ -174,13 +175,13 @@ pub async fn finished_runs_are_read_whole_newest_first(store: Arc<dyn Store>) {
         "whole: what it tested, its reason and its CI links"
     );
     let newest = store
-        .finished_runs_between(&id, T0, minute(10), 1)
+        .finished_runs_between(&id, Window::between(T0, minute(10)), 1)
         .await
         .unwrap();
     assert_eq!(newest.len(), 1);
     assert_eq!(newest[0].id, "r3");
     let window = store
-        .finished_runs_between(&id, minute(3), minute(8), 10)
+        .finished_runs_between(&id, Window::between(minute(3), minute(8)), 10)
         .await
         .unwrap();
     assert_eq!(
@@ -190,7 +191,7 @@ pub async fn finished_runs_are_read_whole_newest_first(store: Arc<dyn Store>) {
     );
     assert!(
         store
-            .finished_runs_between(&id, minute(9), minute(3), 10)
+            .finished_runs_between(&id, Window::between(minute(9), minute(3)), 10)
             .await
             .unwrap()
             .is_empty()

@@ -281,13 +281,13 @@ pub async fn concluded_entries_become_history(store: Arc<dyn Store>) {
     assert_eq!(queue.id, id);
     assert_eq!(latest, Some(merged.clone()));
     let window = store
-        .concluded_between(&id, t1, t1.plus_millis(1))
+        .concluded_between(&id, Window::between(t1, t1.plus_millis(1)))
         .await
         .unwrap();
     assert_eq!(window, vec![ConcludedEntry::of(&merged)]);
     assert!(
         store
-            .concluded_between(&id, T0, t1)
+            .concluded_between(&id, Window::between(T0, t1))
             .await
             .unwrap()
             .is_empty(),
@@ -295,7 +295,7 @@ pub async fn concluded_entries_become_history(store: Arc<dyn Store>) {
     );
     assert!(
         store
-            .concluded_between(&id, t1.plus_millis(1), t1.plus_millis(9))
+            .concluded_between(&id, Window::between(t1.plus_millis(1), t1.plus_millis(9)))
             .await
             .unwrap()
             .is_empty()
@@ -394,13 +394,13 @@ pub async fn runs_are_found_active_and_finished(store: Arc<dyn Store>) {
     assert_eq!(found, Some(done.clone()));
     assert_eq!(store.load_run(&id, "nope").await.unwrap().unwrap().1, None);
     let window = store
-        .runs_finished_between(&id, T0, t1.plus_millis(1))
+        .runs_finished_between(&id, Window::between(T0, t1.plus_millis(1)))
         .await
         .unwrap();
     assert_eq!(window, vec![FinishedRun::of(&done)]);
     assert!(
         store
-            .runs_finished_between(&id, T0, t1)
+            .runs_finished_between(&id, Window::between(T0, t1))
             .await
             .unwrap()
             .is_empty()
@@ -441,12 +441,12 @@ pub async fn finished_runs_are_read_by_time_and_queue(store: Arc<dyn Store>) {
     // Told apart by when they finished: early, late, moved.
     let times = |runs: Vec<FinishedRun>| runs.into_iter().map(|r| r.finished_at);
     let all = store
-        .runs_finished_between(&id, T0, minute(10))
+        .runs_finished_between(&id, Window::between(T0, minute(10)))
         .await
         .unwrap();
     assert!(times(all).eq([2, 5, 9].map(|m| Some(minute(m)))));
     let middle = store
-        .runs_finished_between(&id, minute(3), minute(9))
+        .runs_finished_between(&id, Window::between(minute(3), minute(9)))
         .await
         .unwrap();
     assert!(
@@ -1036,7 +1036,7 @@ pub async fn restarts_are_kept_as_history(store: Arc<dyn Store>) {
     assert_eq!(step([3, 2], None, t3.plus_millis(5)).await, 0);
 
     let all = store
-        .restarts_between(&id, T0, t3.plus_millis(1))
+        .restarts_between(&id, Window::between(T0, t3.plus_millis(1)))
         .await
         .unwrap();
     let seen: Vec<(u32, i64, u32, u32)> = all
@@ -1053,11 +1053,17 @@ pub async fn restarts_are_kept_as_history(store: Arc<dyn Store>) {
         ]
     );
     assert_eq!(all[0].entry_id, format!("entry-1-{}", T0.millis()));
-    let second = store.restarts_between(&id, t1, t2).await.unwrap();
+    let second = store
+        .restarts_between(&id, Window::between(t1, t2))
+        .await
+        .unwrap();
     assert_eq!(second.len(), 1, "end is exclusive");
     assert!(
         store
-            .restarts_between(&id, t3.plus_millis(1), t3.plus_millis(60_000))
+            .restarts_between(
+                &id,
+                Window::between(t3.plus_millis(1), t3.plus_millis(60_000))
+            )
             .await
             .unwrap()
             .is_empty()
@@ -1065,7 +1071,7 @@ pub async fn restarts_are_kept_as_history(store: Arc<dyn Store>) {
     let other = queue("acme", "probe", "main").id;
     assert!(
         store
-            .restarts_between(&other, T0, t3)
+            .restarts_between(&other, Window::between(T0, t3))
             .await
             .unwrap()
             .is_empty()
@@ -1103,14 +1109,13 @@ pub async fn metrics_facts_are_each_queues_snapshot_and_last_hour(store: Arc<dyn
         let snapshot = store.load(&queue.id).await.unwrap().unwrap();
         assert_eq!(*facts.snapshot, snapshot);
         let window = Window::last_hour(queue, now);
-        let (from, to) = (window.from, window.to);
         let three_reads = History {
-            concluded: store.concluded_between(&queue.id, from, to).await.unwrap(),
+            concluded: store.concluded_between(&queue.id, window).await.unwrap(),
             finished_runs: store
-                .runs_finished_between(&queue.id, from, to)
+                .runs_finished_between(&queue.id, window)
                 .await
                 .unwrap(),
-            restarts: store.restarts_between(&queue.id, from, to).await.unwrap(),
+            restarts: store.restarts_between(&queue.id, window).await.unwrap(),
         };
         assert_eq!(facts.history, three_reads);
         assert_eq!(store.history(&queue.id, window).await.unwrap(), three_reads);

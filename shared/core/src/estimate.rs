@@ -18,7 +18,7 @@
 //!   is already spent.
 //! - Estimate: `max(0, w × T / (1 - f) - e)` seconds. Merging itself is counted as instant.
 
-use crate::metrics::FinishedRun;
+use crate::metrics::{FinishedRun, tested_seconds};
 use crate::run::{RunKind, RunStatus};
 
 /// The failure rate used is at most this: beyond it a queue merges nothing, and the estimate
@@ -41,19 +41,18 @@ impl RecentTesting {
     pub fn of(finished: &[FinishedRun]) -> Option<Self> {
         let mut runs = 0u32;
         let mut failed = 0u32;
-        let mut total_ms = 0i64;
+        let mut total_seconds = 0.0;
         for run in finished.iter().filter(|r| r.kind == RunKind::Main) {
-            let ran_to_result = matches!(run.status, RunStatus::Succeeded | RunStatus::Failed);
-            let Some(end) = run.finished_at.filter(|_| ran_to_result) else {
+            let Some(tested) = tested_seconds(run) else {
                 continue;
             };
             runs += 1;
             failed += u32::from(run.status == RunStatus::Failed);
-            total_ms += end.millis_since(run.started_at.unwrap_or(run.created_at));
+            total_seconds += tested;
         }
         (runs > 0).then(|| Self {
             runs,
-            mean_test_seconds: total_ms as f64 / 1000.0 / f64::from(runs),
+            mean_test_seconds: total_seconds / f64::from(runs),
             failure_rate: f64::from(failed) / f64::from(runs),
         })
     }

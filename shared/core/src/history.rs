@@ -95,19 +95,14 @@ struct StoredEntry {
     state: EntryState,
     pr_facts: StoredFacts,
     submitted_at: Timestamp,
-    #[serde(default)]
     ready_at: Option<Timestamp>,
-    #[serde(default)]
     first_tested_at: Option<Timestamp>,
-    #[serde(default)]
     concluded_at: Option<Timestamp>,
     #[serde(default)]
     ci_runs: u32,
     #[serde(default)]
     restarts: u32,
-    #[serde(default)]
     conclusion: Option<Conclusion>,
-    #[serde(default)]
     last_run: Option<String>,
 }
 
@@ -143,13 +138,10 @@ pub struct PastRun {
     pub status: RunStatus,
     /// Why it failed or was cancelled (`tests_failed`, `timeout`, `merge_conflict`,
     /// `restart`, ...).
-    #[serde(default)]
     pub reason: Option<String>,
     pub created_at: Timestamp,
     /// When its branch was built (testing started), and when it finished.
-    #[serde(default)]
     pub started_at: Option<Timestamp>,
-    #[serde(default)]
     pub finished_at: Option<Timestamp>,
     /// The pull requests it tested, with their heads.
     pub tested: Vec<TestedPr>,

@@ -365,7 +365,7 @@ fn lanes(facts: &QueueFacts, window: Window) -> [LaneFigures; 2] {
 }
 
 /// How long a run that ran to a result tested (each of its pull requests, one observation).
-fn tested_seconds(run: &FinishedRun) -> Option<f64> {
+pub(crate) fn tested_seconds(run: &FinishedRun) -> Option<f64> {
     let ran_to_result = matches!(run.status, RunStatus::Succeeded | RunStatus::Failed);
     let end = run.finished_at.filter(|_| ran_to_result)?;
     Some(seconds(run.started_at.unwrap_or(run.created_at), end))

@@ -127,7 +127,7 @@ pub struct Tuning {
 }
 
 impl Tuning {
-    /// Whether nothing was recorded (a queue that never had `autoTune` on).
+    /// Whether nothing was recorded: no check, no change, no operator's change.
     pub fn is_empty(&self) -> bool {
         *self == Tuning::default()
     }

@@ -5,9 +5,6 @@ use mq_core::metrics::Window;
 use mq_core::snapshot::{Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
 
-/// The advisor's default window: the last seven days.
-pub const DEFAULT_WINDOW_MS: i64 = mq_core::tuning::WINDOW_MS;
-
 /// A queue's history over a window, as a store can load it.
 ///
 /// - `concluded`: the entries that left the queue in the window (`concluded_at` in it), read

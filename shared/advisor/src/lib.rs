@@ -3,10 +3,10 @@
 //! The advice is made in two pure steps, both deterministic:
 //!
 //! 1. [`estimate`]: the queue's workload from the facts a store keeps of a window of its
-//!    history ([`History`], by default the last seven days): how fast heads arrive, how long
-//!    CI takes, how many heads are broken, how often CI flakes, how often pull requests
-//!    conflict, and whether the queue was saturated. Each estimate says how many
-//!    observations it rests on.
+//!    history ([`History`], by default the last seven days: [`mq_core::tuning::WINDOW_MS`]):
+//!    how fast heads arrive, how long CI takes, how many heads are broken, how often CI
+//!    flakes, how often pull requests conflict, and whether the queue was saturated. Each
+//!    estimate says how many observations it rests on.
 //! 2. [`advise`]: the settings (concurrency, batching and batch size, bisection concurrency,
 //!    pending-failure depth, optimistic merge, adaptive pending failure) that the simulator,
 //!    fed with those estimates, finds best for a [`Goal`], next to the projection of the
@@ -29,7 +29,7 @@ pub mod settings;
 pub mod tune;
 
 pub use estimate::{Estimate, Estimates, Observed, estimate};
-pub use history::{DEFAULT_WINDOW_MS, History, window};
+pub use history::{History, window};
 pub use project::{Model, Projection};
 pub use search::{Budget, Candidate, Goal};
 pub use settings::{Settings, Space};
@@ -125,8 +125,7 @@ pub fn advise_considering(
     let model = Model::new(estimates, current);
     let now = Settings::of(current);
     let mut search = search::Search::new(&model, now, budget);
-    let also: Vec<Settings> = proposed.into_iter().collect();
-    let (candidates, current) = search.run(goal, now, &also);
+    let (candidates, current) = search.run(goal, now, proposed.as_slice());
     let best = candidates[0];
     Ok(Advice {
         goal,

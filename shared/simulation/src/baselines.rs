@@ -12,8 +12,8 @@
 //! does: the pull requests a test takes are replaced at once, not at the next CI answer.
 
 use crate::tally::{Bound, Figures, Tally};
-use crate::workload::{Feed, Workload};
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use crate::workload::{CiDraws, Feed, Workload};
+use std::collections::{BTreeSet, VecDeque};
 
 /// One pull request under test: what its branch holds, when CI answers, what it says.
 #[derive(Debug, Clone)]
@@ -29,8 +29,8 @@ struct Line<'a> {
     w: &'a Workload,
     feed: Feed,
     bad: BTreeSet<u32>,
-    /// Tests started so far of branches topped by each pull request.
-    attempts: BTreeMap<u32, u32>,
+    /// CI's answers, drawn as tests start.
+    ci: CiDraws,
     waiting: VecDeque<u32>,
     /// Resubmissions due: (time, pr).
     resubmit: Vec<(i64, u32)>,
@@ -44,7 +44,7 @@ impl<'a> Line<'a> {
             w,
             feed: Feed::new(w),
             bad: w.bad(),
-            attempts: BTreeMap::new(),
+            ci: CiDraws::default(),
             waiting: VecDeque::new(),
             resubmit: Vec::new(),
             now: 0,
@@ -67,9 +67,7 @@ impl<'a> Line<'a> {
     fn test(&mut self, pr: u32, ahead: &[u32]) -> Test {
         self.tally.run_started(self.now);
         let broken = self.bad.contains(&pr) || ahead.iter().any(|p| self.bad.contains(p));
-        let attempt = self.attempts.entry(pr).or_insert(0);
-        let (duration, flaked) = self.w.ci_answer(pr, *attempt);
-        *attempt += 1;
+        let (duration, flaked) = self.ci.next(self.w, pr);
         let pass = !broken && !flaked;
         Test {
             pr,

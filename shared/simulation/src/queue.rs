@@ -12,7 +12,7 @@
 
 use crate::host::Host;
 use crate::tally::{Bound, Figures, Tally};
-use crate::workload::{Feed, Workload};
+use crate::workload::{CiDraws, Feed, Workload};
 use mq_core::engine::{Ctx, Effect, EffectOutcome, Event, MergeRefusal, step_owned};
 use mq_core::entry::{Entry, EntryState, ImpactedTargets};
 use mq_core::git::{
@@ -36,7 +36,8 @@ const MAX_SIM_MS: i64 = 10 * 365 * 24 * 3_600_000;
 /// Something due at a time.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum Due {
-    Ci(Sha),
+    /// CI answers on a test branch; `true`: the run flakes (fails with nothing broken).
+    Ci(Sha, bool),
     Resubmit(u32),
     Tick,
 }
@@ -80,7 +81,7 @@ pub struct Simulated {
     pub active_at_end: usize,
     /// The engine's work, the same on any machine: [`STEP_WORK`] units per step, and one
     /// per entry and per link of a run's chain in the queue at that step (what a step copies
-    /// and looks through). A unit is about 15 ns of a 2.6 GHz core.
+    /// and looks through).
     pub work: u64,
 }
 
@@ -153,10 +154,8 @@ struct QueueSim<'a> {
     now: i64,
     seed: u64,
     host: Host,
-    /// Tests started so far of branches topped by each pull request, and whether the test
-    /// of each branch in flight flakes (`Workload::ci_answer`).
-    attempts: BTreeMap<u32, u32>,
-    flakes: BTreeMap<Sha, bool>,
+    /// CI's answers, drawn as tests start.
+    ci: CiDraws,
     bad: BTreeSet<u32>,
     /// Pull requests whose current head conflicts.
     conflicting: BTreeSet<u32>,
@@ -202,8 +201,7 @@ impl<'a> QueueSim<'a> {
             snap,
             now: 0,
             seed: w.seed,
-            attempts: BTreeMap::new(),
-            flakes: BTreeMap::new(),
+            ci: CiDraws::default(),
             host,
             bad: w.bad(),
             conflicting: w.conflicting(),
@@ -322,9 +320,8 @@ impl<'a> QueueSim<'a> {
                 self.at(self.now + TICK_MS, Due::Tick);
             }
             Due::Resubmit(pr) => self.submit(pr),
-            Due::Ci(sha) => {
+            Due::Ci(sha, flaked) => {
                 let broken = self.host.holds_any(&sha, &self.bad);
-                let flaked = self.flakes.remove(&sha).unwrap_or(false);
                 let pass = !broken && !flaked;
                 if pass {
                     self.host.passed.insert(sha.clone());
@@ -439,15 +436,12 @@ impl<'a> QueueSim<'a> {
                 let top = prs.last().map_or(0, |p| p.pr);
                 let (sha, base_sha) = self.host.create_branch(base.as_ref(), numbers);
                 self.tally.run_started(self.now);
-                let attempt = self.attempts.entry(top).or_insert(0);
-                let (duration, flaked) = self.w.ci_answer(top, *attempt);
-                *attempt += 1;
-                self.flakes.insert(sha.clone(), flaked);
+                let (duration, flaked) = self.ci.next(self.w, top);
                 let done = self.now + duration;
                 if self.trace.is_some() {
                     self.ci_started.insert(sha.clone(), self.now);
                 }
-                self.at(done, Due::Ci(sha.clone()));
+                self.at(done, Due::Ci(sha.clone(), flaked));
                 EffectOutcome::BranchCreated {
                     sha,
                     base_sha,

@@ -1,7 +1,7 @@
 //! The synthetic workload: which pull requests arrive when, which are broken, how long CI
 //! takes and how often it flakes. Every policy of a run sees the same pull requests.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// How pull requests arrive.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -145,6 +145,26 @@ impl Workload {
         let mut rng = fastrand::Rng::with_seed(self.seed ^ key);
         let duration = self.ci_duration_ms(&mut rng);
         (duration, self.flakes(&mut rng))
+    }
+}
+
+/// CI's answers to the tests of one simulated run, in the order they start: counts the tests
+/// of branches topped by each pull request, so that each one draws the next attempt of
+/// [`Workload::ci_answer`].
+#[derive(Debug, Clone, Default)]
+pub struct CiDraws {
+    /// Tests started so far of branches topped by each pull request.
+    attempts: BTreeMap<u32, u32>,
+}
+
+impl CiDraws {
+    /// The answer to the next test of a branch topped by `pr`: its duration in milliseconds,
+    /// and whether it flakes.
+    pub fn next(&mut self, w: &Workload, pr: u32) -> (i64, bool) {
+        let attempt = self.attempts.entry(pr).or_insert(0);
+        let answer = w.ci_answer(pr, *attempt);
+        *attempt += 1;
+        answer
     }
 }
 

@@ -4,8 +4,8 @@
 // it proposed and the changes it made).
 
 import { call } from './api.js';
-import { badge, h, replace, table } from './dom.js';
-import { duration, figure, share, timeElement } from './format.js';
+import { badge, h, replace, table, whenChanged } from './dom.js';
+import { duration, figure, percent, timeElement } from './format.js';
 
 /** The goals the advice can optimise, as `getQueueAdvice` names them. */
 const GOALS = [
@@ -58,9 +58,9 @@ function renderEstimates(e) {
   const rows = [
     ['Arrivals per hour', figure(e.arrivalsPerHour.value), e.arrivalsPerHour.count, 'heads'],
     ['Mean CI minutes', figure(e.ciMinutes.value), e.ciMinutes.count, 'runs'],
-    ['Broken rate', share(e.brokenRate.value), e.brokenRate.count, 'heads'],
-    ['Flake rate', share(e.flakeRate.value), e.flakeRate.count, 'runs'],
-    ['Conflict rate', share(e.conflictRate.value), e.conflictRate.count, 'pull requests'],
+    ['Broken rate', percent(e.brokenRate.value, 1), e.brokenRate.count, 'heads'],
+    ['Flake rate', percent(e.flakeRate.value, 1), e.flakeRate.count, 'runs'],
+    ['Conflict rate', percent(e.conflictRate.value, 1), e.conflictRate.count, 'pull requests'],
     ['Backlog (waiting on average)', figure(e.backlog.value), e.backlog.count, 'entries'],
   ];
   return table('The queue\'s workload, estimated from the window',
@@ -75,8 +75,7 @@ function renderEstimates(e) {
 /** The candidates: the current settings first, then those the search decided on, the advised
  * one marked (a candidate with the current settings is the current row). */
 function renderCandidates(advice) {
-  const bestIsCurrent = sameSettings(advice.best.settings, advice.current.settings);
-  const rows = [{ candidate: advice.current, current: true, advised: bestIsCurrent }];
+  const rows = [{ candidate: advice.current, current: true, advised: !advice.changesSettings }];
   advice.candidates.forEach((c, i) => {
     if (sameSettings(c.settings, advice.current.settings)) return;
     rows.push({ candidate: c, current: false, advised: i === 0 });
@@ -179,15 +178,8 @@ export function adviceSection(container, { target, app }) {
     h('h3', { id: 'tuning-title' }, 'Auto-tuning'),
     tuningPart);
   let regular = false;
-  let lastTuning = '';
   let busy = false;
-
-  function tuning(record) {
-    const seen = JSON.stringify(record);
-    if (seen === lastTuning) return;
-    lastTuning = seen;
-    replace(tuningPart, renderTuning(record));
-  }
+  const tuning = whenChanged((record) => replace(tuningPart, renderTuning(record)));
 
   function setStatus(text, { error = false } = {}) {
     status.textContent = text;

@@ -2,7 +2,7 @@
 // figures in a table for screen readers and keyboard users.
 
 import uPlot from './vendor/uPlot.esm.js';
-import { h, replace, table } from './dom.js';
+import { h, replace, table, whenChanged } from './dom.js';
 import { duration } from './format.js';
 
 /** `≤ 1 min`, ..., `> 2 h`: the buckets of a histogram of seconds. */
@@ -28,12 +28,9 @@ export function histogramChart(container, { id, title }) {
   let plot = null;
   let labels = [];
   let ticks = [];
-  let last = '';
 
-  function update(histogram) {
-    const seen = JSON.stringify(histogram);
-    if (seen === last) return;
-    last = seen;
+  /** Draws the histogram again when it changed. */
+  const update = whenChanged((histogram) => {
     labels = bucketLabels(histogram.bounds);
     ticks = axisLabels(histogram.bounds);
     const xs = labels.map((_, i) => i);
@@ -77,7 +74,7 @@ export function histogramChart(container, { id, title }) {
         },
       ],
     }, data, plotArea);
-  }
+  });
 
   return {
     update,

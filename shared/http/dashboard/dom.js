@@ -70,3 +70,28 @@ export function table(caption, headers, rows, attrs = {}) {
 export function badge(state, text = null) {
   return h('span', { class: `badge state-${state}` }, text ?? state.replaceAll('_', ' '));
 }
+
+/** The CI results of a run as a list, each with its state and its link to the CI's page, or
+ * `none` when there is none. */
+export function ciLinks(ci, none = 'no CI result yet') {
+  if (!ci.length) return h('span', { class: 'muted' }, none);
+  return h('ul', { class: 'ci' }, ci.map((c) =>
+    h('li', {}, badge(c.state), ' ', outLink(c.url, c.name))));
+}
+
+/** A function `(data) => ...` that calls `render(data)` only when `data` differs, as JSON,
+ * from the data of its last call; its `reset()` makes the next call render whatever it is
+ * given. */
+export function whenChanged(render) {
+  let last = '';
+  const update = (data) => {
+    const seen = JSON.stringify(data);
+    if (seen === last) return;
+    last = seen;
+    render(data);
+  };
+  update.reset = () => {
+    last = '';
+  };
+  return update;
+}

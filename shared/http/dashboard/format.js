@@ -28,11 +28,12 @@ export function timeElement(h, iso) {
   return h('time', { datetime: iso, title: iso }, clock(iso));
 }
 
-/** `1.23 %` from a share. */
-export function percent(share) {
-  if (share === null || share === undefined) return '—';
-  if (share === 0) return '0 %';
-  return `${(share * 100).toFixed(share < 0.1 ? 1 : 0)} %`;
+/** A share as a percentage: `digits` decimals when given, else one below 10 % and none from
+ * 10 % (`0 %` for none at all); `—` when there is no share (null, absent or not a number). */
+export function percent(share, digits = null) {
+  if (share === null || share === undefined || Number.isNaN(share)) return '—';
+  if (digits === null && share === 0) return '0 %';
+  return `${(share * 100).toFixed(digits ?? (share < 0.1 ? 1 : 0))} %`;
 }
 
 /** `github.com/acme/rocket`. */
@@ -55,14 +56,8 @@ export function pullHref(repo, branch, number) {
   return `#/pr/${[repo.host, repo.owner, repo.name, branch].map(encodeURIComponent).join('/')}/${number}`;
 }
 
-/** A figure with `digits` decimals; `–` when there is none (null, absent or not a number). */
+/** A figure with `digits` decimals; `—` when there is none (null, absent or not a number). */
 export function figure(value, digits = 1) {
-  if (value === null || value === undefined || Number.isNaN(value)) return '–';
+  if (value === null || value === undefined || Number.isNaN(value)) return '—';
   return value.toFixed(digits);
-}
-
-/** A share as a percentage with one decimal; `–` when there is none. */
-export function share(value) {
-  if (value === null || value === undefined || Number.isNaN(value)) return '–';
-  return `${(value * 100).toFixed(1)} %`;
 }

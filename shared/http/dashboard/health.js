@@ -2,7 +2,7 @@
 // with its recent results as a strip, its codeowners and its ticket.
 
 import { call, organisation } from './api.js';
-import { badge, h, outLink, replace, table } from './dom.js';
+import { badge, h, outLink, replace, table, whenChanged } from './dom.js';
 import { clock, repoName } from './format.js';
 
 export const title = 'Test health';
@@ -59,8 +59,12 @@ export function mount(main, params, app) {
     h('label', { for: 'health-list' }, 'Tests'), listSelect,
     h('label', { for: 'health-filter' }, 'Filter'), filter);
   main.append(h('h1', { tabindex: '-1' }, 'Test health'), filters, results, pager);
-  let last = '';
   let page = null;
+  // A page is rendered again only when its answer changed.
+  const show = whenChanged((answer) => {
+    page = answer;
+    render();
+  });
 
   /** Keeps the filters in the address (never the token), so the page can be bookmarked. */
   function remember() {
@@ -109,10 +113,10 @@ export function mount(main, params, app) {
     const info = page.page;
     replace(pager,
       h('button', { type: 'button', id: 'health-prev', disabled: !info.prev_page_token,
-        'data-focus': 'prev', onclick: () => { state.token = info.prev_page_token; last = ''; load(); } }, 'Previous page'),
+        'data-focus': 'prev', onclick: () => { state.token = info.prev_page_token; show.reset(); load(); } }, 'Previous page'),
       h('span', {}, ` page ${info.page_index + 1} of ${Math.max(1, info.total_pages)} (${info.total_rows} tests) `),
       h('button', { type: 'button', id: 'health-next', disabled: !info.next_page_token,
-        'data-focus': 'next', onclick: () => { state.token = info.next_page_token; last = ''; load(); } }, 'Next page'));
+        'data-focus': 'next', onclick: () => { state.token = info.next_page_token; show.reset(); load(); } }, 'Next page'));
   }
 
   async function load() {
@@ -127,17 +131,13 @@ export function mount(main, params, app) {
     const answer = state.list === 'quarantined'
       ? await call('flaky-tests/list-quarantined-tests', body)
       : await call('flaky-tests/list-unhealthy-tests', { ...body, status: state.list.toUpperCase() });
-    const seen = JSON.stringify(answer);
-    if (seen === last) return;
-    last = seen;
-    page = answer;
-    render();
+    show(answer);
   }
 
   /** Shows the first page of the chosen repository and list, and remembers the choice. */
   function showFirstPage() {
     state.token = '';
-    last = '';
+    show.reset();
     remember();
     load().catch(app.failed);
   }

@@ -2,7 +2,7 @@
 // when it failed, why.
 
 import { call } from './api.js';
-import { badge, h, outLink, replace, table } from './dom.js';
+import { badge, ciLinks, h, outLink, replace, table, whenChanged } from './dom.js';
 import { duration, queueHref, repoName, timeElement, words } from './format.js';
 
 export const title = 'Pull request';
@@ -26,53 +26,49 @@ export function mount(main, params) {
     states,
     h('h2', { id: 'runs-title' }, 'Runs it was part of'),
     runs);
-  let last = '';
+  const show = whenChanged((history) => {
+    const pr = history.pullRequest;
+    replace(heading, `Pull request #${number}: ${pr.prTitle} `, badge(pr.state));
+    replace(summary, h('dl', { class: 'facts' },
+      h('dt', {}, 'State'), h('dd', { id: 'pr-state' }, badge(pr.state)),
+      h('dt', {}, 'Pull request'), h('dd', {}, outLink(history.prUrl, history.prUrl)),
+      h('dt', {}, 'Author'), h('dd', {}, pr.prAuthor),
+      h('dt', {}, 'Head'), h('dd', {}, h('code', {}, pr.prSha.slice(0, 12))),
+      h('dt', {}, 'Priority'), h('dd', {}, `${pr.priorityName} (${pr.priorityValue})`),
+      h('dt', {}, 'Submitted'), h('dd', {}, timeElement(h, history.submittedAt)),
+      h('dt', {}, 'Runs'), h('dd', {}, `${history.ciRuns}, restarted ${history.restarts} time(s)`)));
+    replace(why, history.conclusion
+      ? h('div', { class: `conclusion state-${pr.state}`, role: 'note' },
+        h('h2', {}, pr.state === 'failed' ? 'Why it failed' : 'Why it left the queue'),
+        h('p', {}, h('strong', { id: 'pr-reason' }, words(history.conclusion.reason))),
+        h('p', { id: 'pr-detail' }, history.conclusion.detail))
+      : null);
+    replace(states, h('ol', { class: 'timeline' }, history.states.map((s) =>
+      h('li', {}, timeElement(h, s.at), ' ', badge(s.state),
+        s.testRunId ? h('span', { class: 'muted' }, ` run ${s.testRunId}`) : null,
+        s.reason ? h('span', {}, ` · ${words(s.reason)}`) : null))));
+    replace(runs, history.runs.length
+      ? table('Runs that tested this pull request, oldest first',
+        ['Run', 'Status', 'Tested with', 'Duration', 'CI'],
+        history.runs.map((r) => {
+          const start = r.startedAt || r.createdAt;
+          const end = r.finishedAt ? new Date(r.finishedAt) : new Date();
+          const seconds = (end - new Date(start)) / 1000;
+          return h('tr', { 'data-run': r.testRunId },
+            h('td', {}, h('code', {}, r.testRunId), h('div', { class: 'muted' }, r.kind)),
+            h('td', {}, badge(r.status), r.reason ? ` ${words(r.reason)}` : ''),
+            h('td', {}, r.testedPrs.map((n) => `#${n}`).join(', '),
+              r.dependentPrs.length ? h('div', { class: 'muted' },
+                `on top of ${r.dependentPrs.map((n) => `#${n}`).join(', ')}`) : null),
+            h('td', {}, duration(seconds)),
+            h('td', {}, ciLinks(r.ci, 'no CI result')));
+        }))
+      : h('p', { class: 'muted' }, 'No run has tested it yet.'));
+  });
 
   return {
     async refresh() {
-      const history = await call('getPullRequestHistory', { repo, targetBranch: branch, pr: { number } });
-      const seen = JSON.stringify(history);
-      if (seen === last) return;
-      last = seen;
-      const pr = history.pullRequest;
-      replace(heading, `Pull request #${number}: ${pr.prTitle} `, badge(pr.state));
-      replace(summary, h('dl', { class: 'facts' },
-        h('dt', {}, 'State'), h('dd', { id: 'pr-state' }, badge(pr.state)),
-        h('dt', {}, 'Pull request'), h('dd', {}, outLink(history.prUrl, history.prUrl)),
-        h('dt', {}, 'Author'), h('dd', {}, pr.prAuthor),
-        h('dt', {}, 'Head'), h('dd', {}, h('code', {}, pr.prSha.slice(0, 12))),
-        h('dt', {}, 'Priority'), h('dd', {}, `${pr.priorityName} (${pr.priorityValue})`),
-        h('dt', {}, 'Submitted'), h('dd', {}, timeElement(h, history.submittedAt)),
-        h('dt', {}, 'Runs'), h('dd', {}, `${history.ciRuns}, restarted ${history.restarts} time(s)`)));
-      replace(why, history.conclusion
-        ? h('div', { class: `conclusion state-${pr.state}`, role: 'note' },
-          h('h2', {}, pr.state === 'failed' ? 'Why it failed' : 'Why it left the queue'),
-          h('p', {}, h('strong', { id: 'pr-reason' }, words(history.conclusion.reason))),
-          h('p', { id: 'pr-detail' }, history.conclusion.detail))
-        : null);
-      replace(states, h('ol', { class: 'timeline' }, history.states.map((s) =>
-        h('li', {}, timeElement(h, s.at), ' ', badge(s.state),
-          s.testRunId ? h('span', { class: 'muted' }, ` run ${s.testRunId}`) : null,
-          s.reason ? h('span', {}, ` · ${words(s.reason)}`) : null))));
-      replace(runs, history.runs.length
-        ? table('Runs that tested this pull request, oldest first',
-          ['Run', 'Status', 'Tested with', 'Duration', 'CI'],
-          history.runs.map((r) => {
-            const start = r.startedAt || r.createdAt;
-            const end = r.finishedAt ? new Date(r.finishedAt) : new Date();
-            const seconds = (end - new Date(start)) / 1000;
-            return h('tr', { 'data-run': r.testRunId },
-              h('td', {}, h('code', {}, r.testRunId), h('div', { class: 'muted' }, r.kind)),
-              h('td', {}, badge(r.status), r.reason ? ` ${words(r.reason)}` : ''),
-              h('td', {}, r.testedPrs.map((n) => `#${n}`).join(', '),
-                r.dependentPrs.length ? h('div', { class: 'muted' },
-                  `on top of ${r.dependentPrs.map((n) => `#${n}`).join(', ')}`) : null),
-              h('td', {}, duration(seconds)),
-              h('td', {}, r.ci.length
-                ? h('ul', { class: 'ci' }, r.ci.map((c) => h('li', {}, badge(c.state), ' ', outLink(c.url, c.name))))
-                : h('span', { class: 'muted' }, 'no CI result')));
-          }))
-        : h('p', { class: 'muted' }, 'No run has tested it yet.'));
+      show(await call('getPullRequestHistory', { repo, targetBranch: branch, pr: { number } }));
     },
   };
 }

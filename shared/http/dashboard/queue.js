@@ -4,7 +4,7 @@
 // advice on its settings with auto-tuning's record.
 
 import { call } from './api.js';
-import { badge, h, outLink, replace, table } from './dom.js';
+import { badge, ciLinks, h, replace, table, whenChanged } from './dom.js';
 import { histogramChart } from './charts.js';
 import { adviceSection } from './advice.js';
 import { clock, duration, percent, pullHref, repoName, timeElement, words } from './format.js';
@@ -57,8 +57,11 @@ export function mount(main, params, app) {
   const inQueue = histogramChart(charts, { id: 'chart-in-queue', title: 'Time in queue' });
   const advice = adviceSection(advicePart, { target, app });
   let queueState = null;
-  let last = {};
   let acting = false;
+  // Each section is rendered again only when its figures changed.
+  const showLine = whenChanged((groups) => replace(line, renderLine(groups)));
+  const showWaiting = whenChanged((list) => replace(waiting, renderWaiting(list)));
+  const showConclusions = whenChanged((list) => replace(conclusions, renderConclusions(list)));
 
   async function act(action) {
     const confirmed = await app.confirm({
@@ -88,22 +91,8 @@ export function mount(main, params, app) {
         `${a.label} queue`)));
   }
 
-  /** Renders a section when its figures changed. */
-  function section(el, key, data, render) {
-    const seen = JSON.stringify(data);
-    if (last[key] === seen) return;
-    last[key] = seen;
-    replace(el, render(data));
-  }
-
   function prLink(number, text = `#${number}`) {
     return h('a', { href: pullHref(repo, branch, number), 'data-focus': `pr-${number}` }, text);
-  }
-
-  function ciLinks(ci) {
-    if (!ci.length) return h('span', { class: 'muted' }, 'no CI result yet');
-    return h('ul', { class: 'ci' }, ci.map((c) =>
-      h('li', {}, badge(c.state), ' ', outLink(c.url, c.name))));
   }
 
   function renderLine(groups) {
@@ -162,9 +151,9 @@ export function mount(main, params, app) {
     basis.textContent = e.runs
       ? `Estimates from the last hour's ${e.runs} run(s): ${duration(e.meanTestSeconds)} per run on average, ${percent(e.failureRate)} failed.`
       : 'No run finished in the last hour: no estimate yet.';
-    section(line, 'line', activity.line, renderLine);
-    section(waiting, 'waiting', activity.waiting, renderWaiting);
-    section(conclusions, 'conclusions', activity.conclusions, renderConclusions);
+    showLine(activity.line);
+    showWaiting(activity.waiting);
+    showConclusions(activity.conclusions);
     wait.update(activity.histograms.waitSeconds);
     test.update(activity.histograms.testSeconds);
     inQueue.update(activity.histograms.timeInQueueSeconds);

@@ -23,7 +23,7 @@ use e2e::register_organisations;
 use e2e::requests::post;
 use mq_advisor::{Budget, Goal, History};
 use mq_core::entry::Entry;
-use mq_core::history::{PastEntry, PastRun, Restart};
+use mq_core::history::Restart;
 use mq_core::ids::{OrgId, QueueId, RepoRef};
 use mq_core::run::TestRun;
 use mq_core::settings::{QueueConfig, QueueState};
@@ -31,7 +31,6 @@ use mq_core::snapshot::{Commit, LiveChanges, Queue};
 use mq_core::time::Timestamp;
 use mq_core::tuning::WINDOW_MS;
 use mq_http::routes::route;
-use mq_service::advice::MAX_HISTORY_ITEMS;
 use mq_service::{App, ManualClock};
 use mq_simulation::workload::{Arrivals, Workload};
 use mq_simulation::{Options, Trace, scenarios, simulate};
@@ -351,31 +350,20 @@ async fn time_parts(app: &App) {
 }
 
 /// The queue's history over the last [`WINDOW_MS`], read from the store as getQueueAdvice
-/// reads it (the window is never shortened here: it holds fewer than [`MAX_HISTORY_ITEMS`]).
+/// reads it (the window is never shortened here: it holds fewer than
+/// [`MAX_HISTORY_ITEMS`](mq_service::advice::MAX_HISTORY_ITEMS)).
 async fn read_history(app: &App) -> History {
-    let id = queue_id();
-    let snapshot = app.store.load(&id).await.expect("read").expect("the queue");
-    let window = mq_advisor::window(&snapshot.queue, app.now(), WINDOW_MS);
-    let (concluded, runs) = tokio::join!(
-        app.store
-            .conclusions_between(&id, window, MAX_HISTORY_ITEMS),
-        app.store
-            .finished_runs_between(&id, window, MAX_HISTORY_ITEMS),
-    );
-    let (concluded, runs) = (concluded.expect("conclusions"), runs.expect("runs"));
-    assert!(concluded.len() < MAX_HISTORY_ITEMS && runs.len() < MAX_HISTORY_ITEMS);
-    let restarts = app
+    let snapshot = app
         .store
-        .restarts_between(&id, window)
+        .load(&queue_id())
         .await
-        .expect("restarts");
-    History::new(
-        window,
-        &snapshot,
-        concluded.iter().map(PastEntry::of).collect(),
-        runs.iter().map(PastRun::of).collect(),
-        restarts,
-    )
+        .expect("read")
+        .expect("the queue");
+    let loaded = mq_service::advice::load_history(app, &snapshot, WINDOW_MS, app.now())
+        .await
+        .expect("history");
+    assert!(!loaded.shortened);
+    loaded.history
 }
 
 /// Fastest, median and slowest of `times`.

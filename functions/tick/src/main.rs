@@ -19,6 +19,7 @@ async fn main() -> Result<(), Error> {
             worked = report.worked,
             failed = report.failed,
             recovered_tests = report.recovered_tests,
+            tuned = report.tuned.as_ref().map(|id| id.as_str()),
             "tick finished"
         );
         emit_metrics(app, &report).await;

@@ -10,6 +10,7 @@
 //! `Cache-Control: no-cache` with an `ETag`, so a browser revalidates and a deployment shows
 //! at once.
 
+use crate::error::ApiError;
 use lambda_http::http::{HeaderValue, Method, StatusCode, header};
 use lambda_http::{Body, Request, Response};
 use sha2::{Digest, Sha256};
@@ -100,14 +101,14 @@ pub fn asset(path: &str) -> Option<&'static Asset> {
 /// `405` for a method other than `GET` or `HEAD`.
 pub fn serve(req: &Request) -> Response<Body> {
     if req.method() != Method::GET && req.method() != Method::HEAD {
-        return error(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "METHOD_NOT_ALLOWED",
-            "the pages answer GET only",
-        );
+        let mut response = ApiError::method_not_allowed("GET and HEAD").to_response();
+        response
+            .headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return error(response);
     }
     let Some((asset, etag)) = asset(req.uri().path()).map(|a| (a, etag_of(a))) else {
-        return error(StatusCode::NOT_FOUND, "NOT_FOUND", "no such page");
+        return error(ApiError::not_found("NOT_FOUND", "no such page").to_response());
     };
     let current = req
         .headers()
@@ -151,14 +152,8 @@ fn secure(mut response: Response<Body>) -> Response<Body> {
     response
 }
 
-fn error(status: StatusCode, code: &str, message: &str) -> Response<Body> {
-    let body = serde_json::json!({"error": {"code": code, "message": message}});
-    let mut response = crate::http::json(status, &body);
-    if status == StatusCode::METHOD_NOT_ALLOWED {
-        response
-            .headers_mut()
-            .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
-    }
+/// An error answer of the pages: never cached, with the headers every answer carries.
+fn error(mut response: Response<Body>) -> Response<Body> {
     response
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));

@@ -3,7 +3,7 @@
 //! `RUST_LOG` filters: a level for everything (`debug`), or levels per target
 //! (`info,mq_store=debug`), as [`Targets`] reads them; without it, or when it does not read,
 //! `info`. (Targets, not `EnvFilter`: the span and field filters `EnvFilter` adds need the
-//! `regex` crates, about 330 KB of every function, and the template only sets a level.)
+//! `regex` crates, which every function would link, and the template only sets a level.)
 
 use std::io::IsTerminal;
 use std::str::FromStr;

@@ -96,16 +96,16 @@ pub async fn auto_tune(app: &App, id: &QueueId) -> Result<bool, ServiceError> {
 }
 
 /// A window of history as the store gave it.
-struct Loaded {
-    history: History,
+pub struct Loaded {
+    pub history: History,
     /// Whether the window was shortened to [`MAX_HISTORY_ITEMS`].
-    shortened: bool,
+    pub shortened: bool,
 }
 
 /// The queue's history over the `window_ms` before `now` (nothing before its creation). A
 /// window holding more than [`MAX_HISTORY_ITEMS`] conclusions or runs starts at the oldest
 /// item read instead, so that what it holds is whole.
-async fn load_history(
+pub async fn load_history(
     app: &App,
     snapshot: &QueueSnapshot,
     window_ms: i64,
@@ -152,8 +152,9 @@ fn full_from<T>(items: &[T], at: impl Fn(&T) -> Option<Timestamp>) -> Option<Tim
     items.last().and_then(at)
 }
 
-/// Runs the advisor on a blocking thread (it takes seconds of CPU); `proposed` is projected
-/// too (`mq_advisor::advise_considering`).
+/// Runs the advisor on a blocking thread (it is CPU-bound for its whole budget,
+/// `app.advice_work` units of simulated work); `proposed` is projected too
+/// (`mq_advisor::advise_considering`).
 async fn advise(
     app: &App,
     estimates: &Estimates,

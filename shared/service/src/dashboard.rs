@@ -12,7 +12,10 @@ use mq_core::entry::{Entry, EntryState};
 use mq_core::error::ErrorCode;
 use mq_core::estimate::{LineShape, RecentTesting, seconds_to_merge};
 use mq_core::ids::{OrgId, PrNumber, QueueId, RepoRef};
-use mq_core::metrics::{Durations, Histogram, Outcome, QueueFacts, QueueFigures, Window, figures};
+use mq_core::metrics::{
+    ConcludedEntry, Durations, Histogram, History, Outcome, QueueFacts, QueueFigures, Window,
+    figures,
+};
 use mq_core::run::{RunKind, RunStatus, TestRun};
 use mq_core::settings::QueueState;
 use mq_core::snapshot::QueueSnapshot;
@@ -79,19 +82,28 @@ pub async fn queue_activity(
     let snapshot = super::drive::read(app, org, id).await?;
     let now = app.now();
     let window = Window::last_hour(&snapshot.queue, now);
-    let (history, conclusions) = tokio::join!(
-        app.store.history(id, window),
-        app.store.conclusions_between(id, window, CONCLUSIONS_SHOWN)
-    );
+    // The hour's conclusions are read once, whole: the figures take their projection, the
+    // page lists the newest.
+    let (conclusions, finished_runs, restarts) = tokio::try_join!(
+        app.store.conclusions_between(id, window, usize::MAX),
+        app.store.runs_finished_between(id, window),
+        app.store.restarts_between(id, window),
+    )?;
+    let history = History {
+        concluded: conclusions.iter().rev().map(ConcludedEntry::of).collect(),
+        finished_runs,
+        restarts,
+    };
     let facts = QueueFacts {
         snapshot: Arc::new(snapshot),
-        history: history?,
+        history,
     };
-    Ok(activity(&facts, &conclusions?, now))
+    let shown = conclusions.len().min(CONCLUSIONS_SHOWN);
+    Ok(activity(&facts, &conclusions[..shown], now))
 }
 
 /// The queue page's data, from the queue's facts and its last conclusions (newest first).
-pub fn activity(facts: &QueueFacts, conclusions: &[Entry], now: Timestamp) -> QueueActivity {
+fn activity(facts: &QueueFacts, conclusions: &[Entry], now: Timestamp) -> QueueActivity {
     let snapshot = &*facts.snapshot;
     let queue = &snapshot.queue;
     let figures = figures(facts, now);
@@ -267,14 +279,9 @@ fn conclusion(repo: &RepoRef, e: &Entry) -> ConclusionView {
 
 /// Per bucket counts (not cumulative), then the count above every bound.
 fn histogram<const N: usize>(h: &Histogram<N>) -> HistogramView {
-    let cumulative = h.cumulative();
-    let mut counts = Vec::with_capacity(N + 1);
-    let mut below = 0;
-    for c in cumulative {
-        counts.push(c - below);
-        below = c;
-    }
-    counts.push(h.count().saturating_sub(below));
+    let mut counts = h.per_bucket().to_vec();
+    let in_buckets: u64 = counts.iter().sum();
+    counts.push(h.count().saturating_sub(in_buckets));
     HistogramView {
         bounds: h.bounds().to_vec(),
         counts,

@@ -78,8 +78,8 @@ pub async fn run(app: &App, owner: &str) -> Result<TickReport, ServiceError> {
 }
 
 /// Checks one of the queues due for auto-tuning (docs/queue-semantics.md §13): the advisor
-/// takes seconds of CPU, so one tick checks one queue ([`turn`]); a check records its time,
-/// so the queue is no longer due.
+/// spends its whole budget of simulated work, so one tick checks one queue ([`turn`]); a
+/// check records its time, so the queue is no longer due.
 async fn tune_one(app: &App, due: &[QueueId]) -> Option<QueueId> {
     let id = turn(due, app.now())?;
     match super::advice::auto_tune(app, id).await {

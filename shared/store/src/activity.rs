@@ -1,4 +1,4 @@
-//! What the dashboard reads of a queue's recent past, whole: the entries that concluded (with
+//! What the dashboard and the advice read of a queue's recent past, whole: the entries that concluded (with
 //! their pull request and the reason) and the runs that finished (with what they tested and
 //! their CI links). The metrics read projections of the same history (the queue store's
 //! `concluded_between` and `runs_finished_between`); these read every attribute. Every

@@ -15,8 +15,7 @@
 //! With a rate of zero (the default) nothing is injected and the wrapper only counts: calls,
 //! and the version conflicts the wrapped store answered to commits (contention).
 
-mod activity;
-
+use crate::activity::ActivityStore;
 use crate::error::StoreError;
 use crate::port::{
     Claim, HealthScope, IdempotencyRecord, IdempotencyStore, OwnerLink, OwnerStore, PageCursor,
@@ -281,6 +280,13 @@ macro_rules! pass_on {
             $($own)*
         }
     };
+}
+
+pass_on! {
+    ActivityStore {
+        Read fn conclusions_between(id: &QueueId, window: Window, limit: usize) -> Vec<Entry>;
+        Read fn finished_runs_between(id: &QueueId, window: Window, limit: usize) -> Vec<TestRun>;
+    }
 }
 
 pass_on! {

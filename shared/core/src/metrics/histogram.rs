@@ -82,6 +82,12 @@ impl<const N: usize> Histogram<N> {
         self.bounds
     }
 
+    /// Per bound, the observations in its bucket alone (not cumulative): above the bound
+    /// before it, at or below it.
+    pub fn per_bucket(&self) -> &[u64; N] {
+        &self.in_bucket
+    }
+
     /// Per bound, the observations at or below it (a Prometheus `_bucket` line each).
     pub fn cumulative(&self) -> [u64; N] {
         let mut below = 0;

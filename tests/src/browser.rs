@@ -84,7 +84,7 @@ impl Browser {
     /// Starts ChromeDriver on a free loopback port and a headless Chromium session.
     pub async fn start() -> Self {
         ensure_installed();
-        let port = free_port();
+        let port = crate::free_port();
         let profile = tempfile::Builder::new()
             .prefix("mq-chromium-")
             .tempdir()
@@ -244,9 +244,4 @@ async fn wait_for_driver(url: &str, log: &Path) {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-}
-
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-    listener.local_addr().expect("an address").port()
 }

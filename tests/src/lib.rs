@@ -357,6 +357,13 @@ pub fn queue_body(repo: &str, extra: Value) -> Value {
     body
 }
 
+/// A loopback port that was free when asked for, for a server a test starts (ChromeDriver,
+/// Prometheus).
+pub fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    listener.local_addr().expect("an address").port()
+}
+
 /// Declares each scenario twice: over the in-memory store and over DynamoDB on moto.
 #[macro_export]
 macro_rules! on_both_stores {

@@ -61,7 +61,7 @@ pub struct Row {
     /// Percent of CI runs that fail whatever they test.
     pub flaky: u32,
     /// The tuned settings change every [`RETUNE_EVERY`] while pull requests are in flight
-    /// ([`RETUNINGS`]), as an operator's `updateQueue` or auto-tuning changes them.
+    /// ([`retunings`]), as an operator's `updateQueue` or auto-tuning changes them.
     pub retune: bool,
 }
 

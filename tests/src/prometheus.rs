@@ -313,7 +313,7 @@ impl PrometheusServer {
         let dir = tempfile::tempdir().expect("temporary directory");
         let config = dir.path().join("prometheus.yml");
         std::fs::write(&config, scrape_config(target)).expect("config written");
-        let port = free_port();
+        let port = crate::free_port();
         let log_path = dir.path().join("prometheus.log");
         let log = std::fs::File::create(&log_path).expect("log file");
         let mut child = Command::new("sh")
@@ -454,11 +454,6 @@ fn encode(value: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
-}
-
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-    listener.local_addr().expect("an address").port()
 }
 
 #[cfg(test)]

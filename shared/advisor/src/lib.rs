@@ -66,15 +66,23 @@ pub struct Advice {
 }
 
 /// Why there is no advice.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase", tag = "reason")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AdviceError {
     /// The window holds too little to estimate from.
-    #[serde(rename_all = "camelCase")]
     NotEnoughHistory { heads: u32, runs: u32 },
     /// The simulator models single mode; a parallel queue's lanes would need an estimate of
     /// how its pull requests' impacted targets overlap.
     ParallelMode,
+}
+
+impl AdviceError {
+    /// The reason's name in the API (`noAdvice.reason`).
+    pub fn reason(&self) -> &'static str {
+        match self {
+            AdviceError::NotEnoughHistory { .. } => "not_enough_history",
+            AdviceError::ParallelMode => "parallel_mode",
+        }
+    }
 }
 
 impl std::fmt::Display for AdviceError {

@@ -189,12 +189,8 @@ fn view(advice: &Advice) -> AdviceView {
 }
 
 fn no_advice(refused: &AdviceError) -> NoAdvice {
-    let reason = match refused {
-        AdviceError::NotEnoughHistory { .. } => "not_enough_history",
-        AdviceError::ParallelMode => "parallel_mode",
-    };
     NoAdvice {
-        reason: reason.to_owned(),
+        reason: refused.reason().to_owned(),
         message: refused.to_string(),
     }
 }

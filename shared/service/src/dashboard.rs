@@ -22,9 +22,9 @@ use mq_core::snapshot::QueueSnapshot;
 use mq_core::time::Timestamp;
 use mq_core::timeline::{state_history, tested};
 use mq_wire::dashboard::{
-    CiLink, ConclusionReason, ConclusionView, EstimateBasis, GroupPullRequest, HistogramView,
-    Histograms, LineGroup, PullRequestHistory, QueueActivity, QueueList, QueueSummary, RepoView,
-    RunSummary, StateChangeView, WaitingPullRequest,
+    CiLink, ConclusionView, EstimateBasis, GroupPullRequest, HistogramView, Histograms, LineGroup,
+    PullRequestHistory, QueueActivity, QueueList, QueueSummary, RunSummary, StateChangeView,
+    WaitingPullRequest,
 };
 use mq_wire::{QueueView, SubmittedPullRequest};
 use std::collections::HashMap;
@@ -57,7 +57,7 @@ pub async fn list_queues(
 fn summary(facts: &QueueFacts, figures: &QueueFigures) -> QueueSummary {
     let queue = &facts.snapshot.queue;
     QueueSummary {
-        repo: RepoView::from(&queue.repo),
+        repo: queue.repo.clone(),
         target_branch: queue.branch.clone(),
         state: queue.state,
         mode: queue.config.mode,
@@ -169,7 +169,7 @@ fn activity(facts: &QueueFacts, conclusions: &[Entry], now: Timestamp) -> QueueA
         in_queue.add(&figures.outcome(outcome).time_in_queue_seconds);
     }
     QueueActivity {
-        repo: RepoView::from(&queue.repo),
+        repo: queue.repo.clone(),
         queue: QueueView::from(queue),
         generated_at: now.to_rfc3339(),
         line,
@@ -351,10 +351,7 @@ pub async fn pull_request_history(
         pr_url: view::pr_url(&queue.repo, entry.pr),
         submitted_at: entry.submitted_at.to_rfc3339(),
         concluded_at: entry.concluded_at.map(Timestamp::to_rfc3339),
-        conclusion: entry.conclusion.as_ref().map(|c| ConclusionReason {
-            reason: c.reason.clone(),
-            detail: c.detail.clone(),
-        }),
+        conclusion: entry.conclusion.clone(),
         restarts: entry.restarts,
         ci_runs: entry.ci_runs,
         states,

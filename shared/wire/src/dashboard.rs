@@ -7,7 +7,7 @@ use super::common::RepoBody;
 use super::pull_request::SubmittedPullRequest;
 use super::queue::QueueView;
 use mq_core::DomainError;
-use mq_core::entry::EntryState;
+use mq_core::entry::{Conclusion, EntryState};
 use mq_core::health::{Outcome, ResultRecord};
 use mq_core::ids::RepoRef;
 use mq_core::run::{RunKind, RunStatus};
@@ -28,24 +28,6 @@ impl ListQueuesRequest {
     }
 }
 
-/// A repository as the answers name it: `{host, owner, name}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RepoView {
-    pub host: String,
-    pub owner: String,
-    pub name: String,
-}
-
-impl From<&RepoRef> for RepoView {
-    fn from(r: &RepoRef) -> Self {
-        Self {
-            host: r.host.clone(),
-            owner: r.owner.clone(),
-            name: r.name.clone(),
-        }
-    }
-}
-
 /// The `listQueues` response.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct QueueList {
@@ -59,7 +41,7 @@ pub struct QueueList {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct QueueSummary {
-    pub repo: RepoView,
+    pub repo: RepoRef,
     pub target_branch: String,
     pub state: QueueState,
     pub mode: QueueMode,
@@ -228,7 +210,7 @@ pub struct Histograms {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct QueueActivity {
-    pub repo: RepoView,
+    pub repo: RepoRef,
     pub queue: QueueView,
     /// When the answer was computed: ages and estimates count from it.
     pub generated_at: String,
@@ -273,13 +255,6 @@ pub struct RunSummary {
     pub ci: Vec<CiLink>,
 }
 
-/// Why a submission failed or was cancelled.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ConclusionReason {
-    pub reason: String,
-    pub detail: String,
-}
-
 /// The `getPullRequestHistory` response: the latest submission of a pull request, its state
 /// history and the runs it was part of.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -291,7 +266,7 @@ pub struct PullRequestHistory {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub concluded_at: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub conclusion: Option<ConclusionReason>,
+    pub conclusion: Option<Conclusion>,
     pub restarts: u32,
     pub ci_runs: u32,
     /// Oldest first.

@@ -18,8 +18,8 @@
 //!   is already spent.
 //! - Estimate: `max(0, w × T / (1 - f) - e)` seconds. Merging itself is counted as instant.
 
-use crate::metrics::{FinishedRun, tested_seconds};
-use crate::run::{RunKind, RunStatus};
+use crate::metrics::tested_seconds;
+use crate::run::{RunKind, RunStatus, TestRun};
 
 /// The failure rate used is at most this: beyond it a queue merges nothing, and the estimate
 /// would grow without bound.
@@ -38,7 +38,7 @@ pub struct RecentTesting {
 
 impl RecentTesting {
     /// From the runs finished in the window; `None` when no main run passed or failed in it.
-    pub fn of(finished: &[FinishedRun]) -> Option<Self> {
+    pub fn of(finished: &[TestRun]) -> Option<Self> {
         let mut runs = 0u32;
         let mut failed = 0u32;
         let mut total_seconds = 0.0;
@@ -98,14 +98,14 @@ mod tests {
     use super::*;
     use crate::time::Timestamp;
 
-    fn run(kind: RunKind, status: RunStatus, started_s: i64, finished_s: i64) -> FinishedRun {
-        FinishedRun {
+    fn run(kind: RunKind, status: RunStatus, started_s: i64, finished_s: i64) -> TestRun {
+        TestRun {
             kind,
             status,
             created_at: Timestamp(started_s * 1000 - 500),
             started_at: Some(Timestamp(started_s * 1000)),
             finished_at: Some(Timestamp(finished_s * 1000)),
-            tested_prs: 1,
+            ..TestRun::sample("r")
         }
     }
 

@@ -6,10 +6,11 @@
 //! increase as a [`Restart`], which the store keeps as history so that "restarts in the last
 //! hour" can be read back.
 //!
-//! [`PastEntry`] and [`PastRun`] are projections of a stored [`Entry`] and [`TestRun`]: they
-//! deserialize from the stored items, so a store can read only their `FIELDS`.
+//! [`PastEntry`] and [`PastRun`] are what the advisor reads of an [`Entry`] and a [`TestRun`]:
+//! the simulator and the evaluation build them directly, a store's history gives them `of`
+//! its items.
 
-use crate::entry::{Conclusion, Entry, EntryState};
+use crate::entry::{Entry, EntryState};
 use crate::ids::{PrNumber, Sha};
 use crate::run::{RunKind, RunStatus, TestRun, TestedPr};
 use crate::time::Timestamp;
@@ -28,10 +29,8 @@ pub struct Restart {
     pub total: u32,
 }
 
-/// What the advisor reads of an entry, concluded or still active: a projection of a stored
-/// [`Entry`] (it deserializes from one, so a store can read only [`PastEntry::FIELDS`]).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(from = "StoredEntry")]
+/// What the advisor reads of an entry, concluded or still active.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PastEntry {
     pub pr: PrNumber,
     /// The entry's submission order in its queue.
@@ -53,22 +52,6 @@ pub struct PastEntry {
 }
 
 impl PastEntry {
-    /// The attributes of a stored entry this is read from.
-    pub const FIELDS: [&str; 12] = [
-        "pr",
-        "seq",
-        "state",
-        "pr_facts",
-        "submitted_at",
-        "ready_at",
-        "first_tested_at",
-        "concluded_at",
-        "ci_runs",
-        "restarts",
-        "conclusion",
-        "last_run",
-    ];
-
     pub fn of(entry: &Entry) -> Self {
         Self {
             pr: entry.pr,
@@ -87,51 +70,8 @@ impl PastEntry {
     }
 }
 
-/// The stored shape of the attributes [`PastEntry`] reads.
-#[derive(Deserialize)]
-struct StoredEntry {
-    pr: PrNumber,
-    seq: u64,
-    state: EntryState,
-    pr_facts: StoredFacts,
-    submitted_at: Timestamp,
-    ready_at: Option<Timestamp>,
-    first_tested_at: Option<Timestamp>,
-    concluded_at: Option<Timestamp>,
-    #[serde(default)]
-    ci_runs: u32,
-    #[serde(default)]
-    restarts: u32,
-    conclusion: Option<Conclusion>,
-    last_run: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct StoredFacts {
-    head_sha: Sha,
-}
-
-impl From<StoredEntry> for PastEntry {
-    fn from(e: StoredEntry) -> Self {
-        Self {
-            pr: e.pr,
-            seq: e.seq,
-            state: e.state,
-            head_sha: e.pr_facts.head_sha,
-            submitted_at: e.submitted_at,
-            ready_at: e.ready_at,
-            first_tested_at: e.first_tested_at,
-            concluded_at: e.concluded_at,
-            ci_runs: e.ci_runs,
-            restarts: e.restarts,
-            reason: e.conclusion.map(|c| c.reason),
-            last_run: e.last_run,
-        }
-    }
-}
-
-/// What the advisor reads of a finished test run: a projection of a stored [`TestRun`].
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+/// What the advisor reads of a finished test run.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PastRun {
     pub id: String,
     pub kind: RunKind,
@@ -146,24 +86,10 @@ pub struct PastRun {
     /// The pull requests it tested, with their heads.
     pub tested: Vec<TestedPr>,
     /// The pull requests ahead its branch held.
-    #[serde(default)]
     pub dependent_prs: Vec<PrNumber>,
 }
 
 impl PastRun {
-    /// The attributes of a stored run this is read from.
-    pub const FIELDS: [&str; 9] = [
-        "id",
-        "kind",
-        "status",
-        "reason",
-        "created_at",
-        "started_at",
-        "finished_at",
-        "tested",
-        "dependent_prs",
-    ];
-
     pub fn of(run: &TestRun) -> Self {
         Self {
             id: run.id.clone(),
@@ -175,87 +101,6 @@ impl PastRun {
             finished_at: run.finished_at,
             tested: run.tested.clone(),
             dependent_prs: run.dependent_prs.clone(),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::git::PrFacts;
-    use crate::run::{LinePlace, RunKind};
-
-    #[test]
-    fn a_stored_entry_reads_back_as_its_projection() {
-        let mut entry = Entry::submitted("e1".into(), 4, PrFacts::sample(7), Timestamp(10));
-        entry.state = EntryState::Failed;
-        entry.ready_at = Some(Timestamp(11));
-        entry.concluded_at = Some(Timestamp(99));
-        entry.ci_runs = 2;
-        entry.restarts = 1;
-        entry.last_run = Some("3-abc".into());
-        entry.conclusion = Some(Conclusion {
-            reason: "tests_failed".into(),
-            detail: "a required status failed".into(),
-        });
-        let stored = serde_json::to_value(&entry).unwrap();
-        let read: PastEntry = serde_json::from_value(stored.clone()).unwrap();
-        assert_eq!(read, PastEntry::of(&entry));
-        assert_eq!(read.reason.as_deref(), Some("tests_failed"));
-        let keys: Vec<&str> = stored
-            .as_object()
-            .unwrap()
-            .keys()
-            .map(|k| k.as_str())
-            .collect();
-        for field in PastEntry::FIELDS {
-            assert!(keys.contains(&field), "{field} is stored");
-        }
-    }
-
-    #[test]
-    fn a_stored_run_reads_back_as_its_projection() {
-        let run = TestRun {
-            id: "5-abc".into(),
-            kind: RunKind::Main,
-            branch: "mq-test/main/5-abc".into(),
-            status: RunStatus::Failed,
-            created_at: Timestamp(1),
-            tested: vec![TestedPr {
-                entry_id: "e1".into(),
-                pr: 7,
-                title: "Change".into(),
-                head_sha: Sha::new("abc"),
-            }],
-            dependent_prs: vec![3],
-            chain: Vec::new(),
-            base_sha: None,
-            sha: None,
-            required: None,
-            statuses: Vec::new(),
-            check_runs: Vec::new(),
-            impacted_targets: None,
-            impacted_targets_for_tested_prs: None,
-            started_at: Some(Timestamp(2)),
-            finished_at: Some(Timestamp(3)),
-            reason: Some("tests_failed".into()),
-            place: LinePlace::default(),
-            held: false,
-            diverged: false,
-            test_pull_request: false,
-            bisection_of: None,
-        };
-        let stored = serde_json::to_value(&run).unwrap();
-        let read: PastRun = serde_json::from_value(stored.clone()).unwrap();
-        assert_eq!(read, PastRun::of(&run));
-        let keys: Vec<&str> = stored
-            .as_object()
-            .unwrap()
-            .keys()
-            .map(|k| k.as_str())
-            .collect();
-        for field in PastRun::FIELDS {
-            assert!(keys.contains(&field), "{field} is stored");
         }
     }
 }

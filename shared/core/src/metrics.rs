@@ -24,9 +24,6 @@ use crate::snapshot::{Queue, QueueSnapshot};
 use crate::time::Timestamp;
 use crate::wire_enum;
 pub use histogram::{CI_RUNS_BUCKETS, CiRuns, DURATION_BUCKETS, Durations, Histogram};
-use serde::Deserialize;
-use serde::de::{Deserializer, IgnoredAny, SeqAccess, Visitor};
-use std::fmt;
 use std::sync::Arc;
 
 /// The length of the rolling window: one hour.
@@ -87,113 +84,15 @@ impl Window {
     }
 }
 
-/// What the store holds about a queue's last hour.
+/// What the store holds about a queue's last hour, each list in any order.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct History {
-    /// Entries concluded in the window.
-    pub concluded: Vec<ConcludedEntry>,
-    /// Runs finished in the window.
-    pub finished_runs: Vec<FinishedRun>,
+    /// Entries concluded in the window, as their conclusion left them.
+    pub concluded: Vec<Entry>,
+    /// Runs finished in the window, as last recorded.
+    pub finished_runs: Vec<TestRun>,
     /// Restarts recorded in the window.
     pub restarts: Vec<Restart>,
-}
-
-/// What the metrics read of an entry that left the queue: a projection of a stored [`Entry`]
-/// (it deserializes from one, so a store can read only these attributes).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-pub struct ConcludedEntry {
-    /// The entry's submission order in its queue: tells the submission apart from the
-    /// queue's active entries.
-    pub seq: u64,
-    pub state: EntryState,
-    pub submitted_at: Timestamp,
-    pub ready_at: Option<Timestamp>,
-    pub first_tested_at: Option<Timestamp>,
-    pub concluded_at: Option<Timestamp>,
-    #[serde(default)]
-    pub ci_runs: u32,
-}
-
-impl ConcludedEntry {
-    /// The attributes of a stored entry this is read from.
-    pub const FIELDS: [&str; 7] = [
-        "seq",
-        "state",
-        "submitted_at",
-        "ready_at",
-        "first_tested_at",
-        "concluded_at",
-        "ci_runs",
-    ];
-
-    pub fn of(entry: &Entry) -> Self {
-        Self {
-            seq: entry.seq,
-            state: entry.state,
-            submitted_at: entry.submitted_at,
-            ready_at: entry.ready_at,
-            first_tested_at: entry.first_tested_at,
-            concluded_at: entry.concluded_at,
-            ci_runs: entry.ci_runs,
-        }
-    }
-}
-
-/// What the metrics read of a finished test run: a projection of a stored [`TestRun`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-pub struct FinishedRun {
-    pub kind: RunKind,
-    pub status: RunStatus,
-    pub created_at: Timestamp,
-    pub started_at: Option<Timestamp>,
-    pub finished_at: Option<Timestamp>,
-    /// How many pull requests the run tested.
-    #[serde(rename = "tested", deserialize_with = "count_of")]
-    pub tested_prs: u32,
-}
-
-impl FinishedRun {
-    /// The attributes of a stored run this is read from.
-    pub const FIELDS: [&str; 6] = [
-        "kind",
-        "status",
-        "created_at",
-        "started_at",
-        "finished_at",
-        "tested",
-    ];
-
-    pub fn of(run: &TestRun) -> Self {
-        Self {
-            kind: run.kind,
-            status: run.status,
-            created_at: run.created_at,
-            started_at: run.started_at,
-            finished_at: run.finished_at,
-            tested_prs: u32::try_from(run.tested.len()).unwrap_or(u32::MAX),
-        }
-    }
-}
-
-/// The length of a sequence, its elements skipped.
-fn count_of<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error> {
-    struct Count;
-    impl<'de> Visitor<'de> for Count {
-        type Value = u32;
-
-        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-            f.write_str("a sequence")
-        }
-
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<u32, A::Error> {
-            let mut n = 0u32;
-            while seq.next_element::<IgnoredAny>()?.is_some() {
-                n = n.saturating_add(1);
-            }
-            Ok(n)
-        }
-    }
-    deserializer.deserialize_seq(Count)
 }
 
 /// Everything the figures of one queue are computed from.
@@ -358,20 +257,20 @@ fn lanes(facts: &QueueFacts, window: Window) -> [LaneFigures; 2] {
             figures.runs_finished[i] += 1;
         }
         if let Some(tested) = tested_seconds(run) {
-            figures.test_seconds.observe_times(tested, run.tested_prs);
+            figures.test_seconds.observe_times(tested, run.tested.len());
         }
     }
     lanes
 }
 
 /// How long a run that ran to a result tested (each of its pull requests, one observation).
-pub(crate) fn tested_seconds(run: &FinishedRun) -> Option<f64> {
+pub(crate) fn tested_seconds(run: &TestRun) -> Option<f64> {
     let ran_to_result = matches!(run.status, RunStatus::Succeeded | RunStatus::Failed);
     let end = run.finished_at.filter(|_| ran_to_result)?;
     Some(seconds(run.started_at.unwrap_or(run.created_at), end))
 }
 
-fn outcomes(concluded: &[ConcludedEntry], window: Window) -> [OutcomeFigures; 3] {
+fn outcomes(concluded: &[Entry], window: Window) -> [OutcomeFigures; 3] {
     let mut outcomes: [OutcomeFigures; 3] = Default::default();
     for entry in concluded {
         let Some(outcome) = Outcome::of(entry.state) else {

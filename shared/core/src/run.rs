@@ -176,3 +176,36 @@ impl TestRun {
         self.status != RunStatus::InProgress
     }
 }
+
+#[cfg(test)]
+impl TestRun {
+    /// A main run `id` in progress, created at time 0 and testing nothing yet, for unit tests
+    /// to adjust.
+    pub(crate) fn sample(id: &str) -> Self {
+        TestRun {
+            id: id.into(),
+            kind: RunKind::Main,
+            branch: format!("mq-test/main/{id}"),
+            status: RunStatus::InProgress,
+            created_at: Timestamp(0),
+            tested: Vec::new(),
+            dependent_prs: Vec::new(),
+            chain: Vec::new(),
+            base_sha: None,
+            sha: None,
+            required: None,
+            statuses: Vec::new(),
+            check_runs: Vec::new(),
+            impacted_targets: None,
+            impacted_targets_for_tested_prs: None,
+            started_at: None,
+            finished_at: None,
+            reason: None,
+            place: LinePlace::default(),
+            held: false,
+            diverged: false,
+            test_pull_request: false,
+            bisection_of: None,
+        }
+    }
+}

@@ -12,10 +12,7 @@ use mq_core::entry::{Entry, EntryState};
 use mq_core::error::ErrorCode;
 use mq_core::estimate::{LineShape, RecentTesting, seconds_to_merge};
 use mq_core::ids::{OrgId, PrNumber, QueueId, RepoRef};
-use mq_core::metrics::{
-    ConcludedEntry, Durations, Histogram, History, Outcome, QueueFacts, QueueFigures, Window,
-    figures,
-};
+use mq_core::metrics::{Durations, Histogram, Outcome, QueueFacts, QueueFigures, Window, figures};
 use mq_core::run::{RunKind, RunStatus, TestRun};
 use mq_core::settings::QueueState;
 use mq_core::snapshot::QueueSnapshot;
@@ -82,22 +79,12 @@ pub async fn queue_activity(
     let snapshot = super::drive::read(app, org, id).await?;
     let now = app.now();
     let window = Window::last_hour(&snapshot.queue, now);
-    // The hour's conclusions are read once, whole: the figures take their projection, the
-    // page lists the newest.
-    let (conclusions, finished_runs, restarts) = tokio::try_join!(
-        app.store.conclusions_between(id, window, usize::MAX),
-        app.store.runs_finished_between(id, window),
-        app.store.restarts_between(id, window),
-    )?;
-    let history = History {
-        concluded: conclusions.iter().rev().map(ConcludedEntry::of).collect(),
-        finished_runs,
-        restarts,
-    };
     let facts = QueueFacts {
+        history: app.store.history(id, window).await?,
         snapshot: Arc::new(snapshot),
-        history,
     };
+    // The history is newest first.
+    let conclusions = &facts.history.concluded;
     let shown = conclusions.len().min(CONCLUSIONS_SHOWN);
     Ok(activity(&facts, &conclusions[..shown], now))
 }

@@ -15,8 +15,8 @@
 //! With a rate of zero (the default) nothing is injected and the wrapper only counts: calls,
 //! and the version conflicts the wrapped store answered to commits (contention).
 
-use crate::activity::ActivityStore;
 use crate::error::StoreError;
+use crate::history::HistoryStore;
 use crate::port::{
     Claim, HealthScope, IdempotencyRecord, IdempotencyStore, OwnerLink, OwnerStore, PageCursor,
     QueueStore, RawResult, RunLocation, Store, StoreResult, StoredResponse, TestHealthStore,
@@ -27,7 +27,7 @@ use mq_core::entry::{Entry, UploadedTargets};
 use mq_core::health::{RepoHealthSettings, TestCase};
 use mq_core::history::Restart;
 use mq_core::ids::{OrgId, OwnerRef, PrNumber, QueueId, Sha};
-use mq_core::metrics::{ConcludedEntry, FinishedRun, Window};
+use mq_core::metrics::Window;
 use mq_core::run::TestRun;
 use mq_core::snapshot::{Commit, Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
@@ -283,9 +283,10 @@ macro_rules! pass_on {
 }
 
 pass_on! {
-    ActivityStore {
+    HistoryStore {
         Read fn conclusions_between(id: &QueueId, window: Window, limit: usize) -> Vec<Entry>;
         Read fn finished_runs_between(id: &QueueId, window: Window, limit: usize) -> Vec<TestRun>;
+        Read fn restarts_between(id: &QueueId, window: Window) -> Vec<Restart>;
     }
 }
 
@@ -302,9 +303,6 @@ pass_on! {
         Read fn uploaded_targets(id: &QueueId, pr: PrNumber) -> Option<UploadedTargets>;
         Read fn queues_with_work() -> Vec<QueueId>;
         Read fn runs_by_sha(sha: &Sha) -> Vec<RunLocation>;
-        Read fn concluded_between(id: &QueueId, window: Window) -> Vec<ConcludedEntry>;
-        Read fn runs_finished_between(id: &QueueId, window: Window) -> Vec<FinishedRun>;
-        Read fn restarts_between(id: &QueueId, window: Window) -> Vec<Restart>;
         Write fn acquire_lease(id: &QueueId, owner: &str, now: Timestamp, until: Timestamp) -> bool;
         Write fn release_lease(id: &QueueId, owner: &str) -> ();
     }

@@ -6,24 +6,24 @@
 //! only) wraps either and injects the errors DynamoDB gives under load, for tests of how the
 //! service copes.
 
-pub mod activity;
 pub mod codeowners;
 #[cfg(feature = "dynamodb")]
 pub mod dynamo;
 pub mod error;
 #[cfg(any(test, feature = "faults"))]
 pub mod faults;
+pub mod history;
 pub mod memory;
 mod order;
 pub mod port;
 pub mod tables;
 
-pub use activity::ActivityStore;
 #[cfg(feature = "dynamodb")]
 pub use dynamo::DynamoStore;
 pub use error::StoreError;
 #[cfg(any(test, feature = "faults"))]
 pub use faults::{FaultCounts, FaultKind, FaultyStore};
+pub use history::HistoryStore;
 pub use memory::MemoryStore;
 pub use port::{Claim, IdempotencyRecord, IdempotencyStore, StoredResponse};
 pub use port::{

@@ -14,17 +14,16 @@
 //! - `Conflict` means the item changed since it was read (a condition failed): read again and
 //!   retry. `Unavailable` means the store was throttled or did not answer: retry later.
 
-use crate::activity::ActivityStore;
 use crate::error::StoreError;
+use crate::history::HistoryStore;
 use async_trait::async_trait;
 use futures_util::{StreamExt, TryStreamExt, stream};
 use mq_core::entry::{Entry, UploadedTargets};
 use mq_core::health::{
     Outcome, RepoHealthSettings, StatusKind, TestCase, UploadMetadata, UploadSummary,
 };
-use mq_core::history::Restart;
 use mq_core::ids::{OrgId, OwnerRef, PrNumber, QueueId, Sha};
-use mq_core::metrics::{ConcludedEntry, FinishedRun, History, QueueFacts, Window};
+use mq_core::metrics::{QueueFacts, Window};
 use mq_core::run::TestRun;
 use mq_core::snapshot::{Commit, Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
@@ -73,12 +72,12 @@ pub struct RunLocation {
     pub run_id: String,
 }
 
-/// Queues, their live snapshot, and their history.
+/// Queues, their live snapshot, and their history (read through [`HistoryStore`]).
 ///
 /// Every mutation of a queue goes through [`QueueStore::commit`], which writes the queue item
 /// and every changed item in one transaction, conditional on the queue's version.
 #[async_trait]
-pub trait QueueStore: Send + Sync {
+pub trait QueueStore: HistoryStore {
     /// Creates a queue at the version it carries, with no entries, runs or effects;
     /// `AlreadyExists` (and nothing changed) when a queue with its id exists.
     async fn create_queue(&self, queue: &Queue) -> StoreResult<()>;
@@ -164,49 +163,13 @@ pub trait QueueStore: Send + Sync {
     /// an index, like [`QueueStore::queues_with_work`].
     async fn runs_by_sha(&self, sha: &Sha) -> StoreResult<Vec<RunLocation>>;
 
-    /// Entries of a queue concluded in `window`, oldest first: what the metrics read of each.
-    /// Empty when the window is empty (nothing is read) or the queue has no such history.
-    async fn concluded_between(
-        &self,
-        id: &QueueId,
-        window: Window,
-    ) -> StoreResult<Vec<ConcludedEntry>>;
-
-    /// Runs of a queue finished in `window`, oldest first: what the metrics read of each.
-    /// Empty when the window is empty (nothing is read).
-    async fn runs_finished_between(
-        &self,
-        id: &QueueId,
-        window: Window,
-    ) -> StoreResult<Vec<FinishedRun>>;
-
-    /// Restarts of a queue's entries recorded in `window`, oldest first. Empty when the window
-    /// is empty (nothing is read).
-    async fn restarts_between(&self, id: &QueueId, window: Window) -> StoreResult<Vec<Restart>>;
-
-    /// The history of a queue in `window`: its conclusions, finished runs and restarts, each
-    /// as the three reads above give it (not one snapshot). The default sends the three reads
-    /// at once.
-    async fn history(&self, id: &QueueId, window: Window) -> StoreResult<History> {
-        let (concluded, finished_runs, restarts) = tokio::try_join!(
-            self.concluded_between(id, window),
-            self.runs_finished_between(id, window),
-            self.restarts_between(id, window),
-        )?;
-        Ok(History {
-            concluded,
-            finished_runs,
-            restarts,
-        })
-    }
-
     /// What the metrics at `now` of an organisation's queues are computed from, or of its
     /// queues on one repository (`repo_key`, as [`RepoRef::key`](mq_core::ids::RepoRef::key)):
     /// each queue's snapshot (as [`QueueStore::load_shared`] reads it) and its history of the
-    /// last hour ([`Window::last_hour`]), in no particular order. The default lists the queues,
-    /// then reads [`PARALLEL_QUEUES`] queues at a time, each queue's snapshot and history at
-    /// once (four requests), so 50 queues take a few round trips, not 200; a queue deleted in
-    /// between is left out.
+    /// last hour ([`Window::last_hour`], as [`HistoryStore::history`] reads it), in no
+    /// particular order. The default lists the queues, then reads [`PARALLEL_QUEUES`] queues at
+    /// a time, each queue's snapshot and history at once (four requests), so 50 queues take a
+    /// few round trips, not 200; a queue deleted in between is left out.
     async fn metrics_facts(
         &self,
         org: &OrgId,
@@ -298,15 +261,9 @@ pub trait OwnerStore: Send + Sync {
 }
 
 /// Everything the application stores.
-pub trait Store:
-    QueueStore + TokenStore + OwnerStore + TestHealthStore + IdempotencyStore + ActivityStore
-{
-}
+pub trait Store: QueueStore + TokenStore + OwnerStore + TestHealthStore + IdempotencyStore {}
 
-impl<T: QueueStore + TokenStore + OwnerStore + TestHealthStore + IdempotencyStore + ActivityStore>
-    Store for T
-{
-}
+impl<T: QueueStore + TokenStore + OwnerStore + TestHealthStore + IdempotencyStore> Store for T {}
 
 // ---------------------------------------------------------------------------------------------
 // Idempotency keys

@@ -64,7 +64,7 @@ impl<const N: usize> Histogram<N> {
     }
 
     /// `n` observations of `value`, as many calls of [`Histogram::observe`] make.
-    pub fn observe_times(&mut self, value: f64, n: u32) {
+    pub fn observe_times(&mut self, value: f64, n: usize) {
         (0..n).for_each(|_| self.observe(value));
     }
 

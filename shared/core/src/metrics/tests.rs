@@ -57,11 +57,7 @@ fn times(submitted: i64, ready: Option<i64>, first_tested: Option<i64>) -> Times
     }
 }
 
-fn concluded(e: Entry, state: EntryState, at: i64, ci_runs: u32) -> ConcludedEntry {
-    ConcludedEntry::of(&concluded_entry(e, state, at, ci_runs))
-}
-
-fn concluded_entry(mut e: Entry, state: EntryState, at: i64, ci_runs: u32) -> Entry {
+fn concluded(mut e: Entry, state: EntryState, at: i64, ci_runs: u32) -> Entry {
     e.state = state;
     e.concluded_at = Some(ago(at));
     e.ci_runs = ci_runs;
@@ -70,10 +66,7 @@ fn concluded_entry(mut e: Entry, state: EntryState, at: i64, ci_runs: u32) -> En
 
 fn run(id: &str, kind: RunKind, prs: &[u32], started: i64) -> TestRun {
     TestRun {
-        id: id.into(),
         kind,
-        branch: format!("mq/main/{id}"),
-        status: RunStatus::InProgress,
         created_at: ago(started + 1),
         tested: prs
             .iter()
@@ -84,31 +77,12 @@ fn run(id: &str, kind: RunKind, prs: &[u32], started: i64) -> TestRun {
                 head_sha: Sha::new(format!("{pr:040x}")),
             })
             .collect(),
-        dependent_prs: vec![],
-        chain: vec![],
-        test_pull_request: false,
-        base_sha: None,
-        sha: None,
-        required: None,
-        statuses: vec![],
-        check_runs: vec![],
-        impacted_targets: None,
-        impacted_targets_for_tested_prs: None,
         started_at: Some(ago(started)),
-        finished_at: None,
-        reason: None,
-        place: Default::default(),
-        held: false,
-        diverged: false,
-        bisection_of: None,
+        ..TestRun::sample(id)
     }
 }
 
-fn finished(r: TestRun, status: RunStatus, at: i64) -> FinishedRun {
-    FinishedRun::of(&finished_run(r, status, at))
-}
-
-fn finished_run(mut r: TestRun, status: RunStatus, at: i64) -> TestRun {
+fn finished(mut r: TestRun, status: RunStatus, at: i64) -> TestRun {
     r.status = status;
     r.finished_at = Some(ago(at));
     r
@@ -308,52 +282,6 @@ fn an_entry_read_both_active_and_concluded_waits_once() {
         .entries
         .push(Arc::new(still_active));
     assert_eq!(figures(&facts, NOW).wait_seconds.count(), 5);
-}
-
-#[test]
-fn a_concluded_entry_reads_from_the_stored_entry() {
-    let entry = concluded_entry(
-        entry(7, EntryState::Testing, times(30, Some(29), Some(20))),
-        EntryState::Merged,
-        10,
-        3,
-    );
-    let stored = serde_json::to_value(&entry).unwrap();
-    let read: ConcludedEntry = serde_json::from_value(stored.clone()).unwrap();
-    assert_eq!(read, ConcludedEntry::of(&entry));
-    let projected = project(&stored, &ConcludedEntry::FIELDS);
-    assert_eq!(
-        serde_json::from_value::<ConcludedEntry>(projected).unwrap(),
-        read
-    );
-}
-
-#[test]
-fn a_finished_run_reads_from_the_stored_run_and_counts_its_pull_requests() {
-    let run = finished_run(
-        run("r1", RunKind::Bisection, &[4, 9], 20),
-        RunStatus::Failed,
-        8,
-    );
-    let stored = serde_json::to_value(&run).unwrap();
-    let read: FinishedRun = serde_json::from_value(stored.clone()).unwrap();
-    assert_eq!(read, FinishedRun::of(&run));
-    assert_eq!(read.tested_prs, 2);
-    let projected = project(&stored, &FinishedRun::FIELDS);
-    assert_eq!(
-        serde_json::from_value::<FinishedRun>(projected).unwrap(),
-        read
-    );
-}
-
-/// Only the named attributes of a stored object, as a projection expression reads it.
-fn project(stored: &serde_json::Value, fields: &[&str]) -> serde_json::Value {
-    let object = stored.as_object().unwrap();
-    let kept = fields
-        .iter()
-        .map(|f| (f.to_string(), object[*f].clone()))
-        .collect();
-    serde_json::Value::Object(kept)
 }
 
 #[test]

@@ -1,8 +1,8 @@
 //! The DynamoDB adapter. The layout is described in [`keys`].
 
-mod activity;
 mod codec;
 mod health;
+mod history;
 mod idempotency;
 pub mod keys;
 pub mod large_commit;

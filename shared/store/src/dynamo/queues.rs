@@ -15,11 +15,10 @@ use aws_sdk_dynamodb::types::{
 use mq_core::entry::{Entry, UploadedTargets};
 use mq_core::history::Restart;
 use mq_core::ids::{OrgId, PrNumber, QueueId, Sha};
-use mq_core::metrics::{ConcludedEntry, FinishedRun, Window};
+use mq_core::metrics::Window;
 use mq_core::run::TestRun;
 use mq_core::snapshot::{Commit, LiveChanges, Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
-use serde::de::DeserializeOwned;
 
 /// DynamoDB refuses transactions of more than this many actions.
 const MAX_TRANSACTION_ITEMS: usize = 100;
@@ -185,29 +184,6 @@ impl QueueStore for DynamoStore {
                 })
             })
             .collect())
-    }
-
-    async fn concluded_between(
-        &self,
-        id: &QueueId,
-        window: Window,
-    ) -> StoreResult<Vec<ConcludedEntry>> {
-        let query = self.pull_requests_between(id, done_range(window));
-        read_window(window, projecting(query, &ConcludedEntry::FIELDS)).await
-    }
-
-    async fn runs_finished_between(
-        &self,
-        id: &QueueId,
-        window: Window,
-    ) -> StoreResult<Vec<FinishedRun>> {
-        let query = self.finished_runs_query(id, window);
-        read_window(window, projecting(query, &FinishedRun::FIELDS)).await
-    }
-
-    async fn restarts_between(&self, id: &QueueId, window: Window) -> StoreResult<Vec<Restart>> {
-        let query = self.pull_requests_between(id, restart_range(window));
-        read_window(window, query).await
     }
 
     async fn acquire_lease(
@@ -513,33 +489,6 @@ impl DynamoStore {
             .expression_attribute_values(":lo", s(lo))
             .expression_attribute_values(":hi", s(hi))
     }
-}
-
-/// The query reading only the attributes `fields` of its items: less to send and to decode
-/// (DynamoDB bills the whole item's size all the same).
-fn projecting(query: QueryFluentBuilder, fields: &[&str]) -> QueryFluentBuilder {
-    // Placeholders, since some attribute names (`state`) are reserved words.
-    let placeholders: Vec<String> = (0..fields.len()).map(|i| format!("#p{i}")).collect();
-    let projected = placeholders.join(", ");
-    placeholders
-        .into_iter()
-        .zip(fields)
-        .fold(query, |query, (placeholder, field)| {
-            query.expression_attribute_names(placeholder, *field)
-        })
-        .projection_expression(projected)
-}
-
-/// The decoded items of a history query over `window`; nothing (and no request) when the
-/// window is empty.
-async fn read_window<T: DeserializeOwned>(
-    window: Window,
-    query: QueryFluentBuilder,
-) -> StoreResult<Vec<T>> {
-    if window.to <= window.from {
-        return Ok(Vec::new());
-    }
-    from_items(query_all(query).await?)
 }
 
 fn queue_item(queue: &Queue, active_entries: u32, has_work: bool) -> StoreResult<Item> {

@@ -3,8 +3,8 @@
 //! It keeps the same conflict semantics as the DynamoDB adapter: every commit checks the
 //! queue's version and applies all of its changes, or none.
 
-mod activity;
 mod health;
+mod history;
 mod idempotency;
 
 use crate::error::StoreError;
@@ -12,11 +12,11 @@ use crate::port::{
     OwnerLink, OwnerStore, QueueStore, RunLocation, StoreResult, TokenRecord, TokenStore,
 };
 use async_trait::async_trait;
+use history::QueueHistory;
 use mq_core::engine::PendingEffect;
 use mq_core::entry::{Entry, UploadedTargets};
-use mq_core::history::Restart;
 use mq_core::ids::{OrgId, OwnerRef, PrNumber, QueueId, Sha};
-use mq_core::metrics::{ConcludedEntry, FinishedRun, History, QueueFacts, Window};
+use mq_core::metrics::{History, QueueFacts, Window};
 use mq_core::run::TestRun;
 use mq_core::snapshot::{Commit, Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
@@ -36,70 +36,12 @@ struct Inner {
     live: BTreeMap<QueueId, Live>,
     leases: HashMap<QueueId, (String, Timestamp)>,
     latest_concluded: HashMap<(QueueId, PrNumber), Entry>,
-    finished_runs: HashMap<(QueueId, String), TestRun>,
-    /// Per queue, what the metrics read of its past, by time.
+    /// Per queue, its history.
     history: HashMap<QueueId, QueueHistory>,
-    /// Per queue, the entries concluded, whole, by conclusion time and entry id.
-    conclusions: HashMap<QueueId, BTreeMap<(Timestamp, String), Entry>>,
     uploaded_targets: HashMap<(QueueId, PrNumber), UploadedTargets>,
     tokens: BTreeMap<String, TokenRecord>,
     /// By owner key.
     owners: BTreeMap<String, OwnerLink>,
-}
-
-/// A queue's history by time, as the DynamoDB adapter's sort keys and index order it: a
-/// queue's last hour is a range, not a scan.
-#[derive(Default)]
-struct QueueHistory {
-    /// By conclusion time and entry id.
-    concluded: BTreeMap<(Timestamp, String), ConcludedEntry>,
-    /// By finishing time and run id.
-    finished_runs: BTreeMap<(Timestamp, String), FinishedRun>,
-    /// By time, entry id and the entry's counter afterwards.
-    restarts: BTreeMap<(Timestamp, String, u32), Restart>,
-}
-
-/// The records of `log` from the key `from` on, up to the first whose time (`at` of its key)
-/// is `to` or later.
-fn between<K: Ord, V: Clone>(
-    log: &BTreeMap<K, V>,
-    from: K,
-    to: Timestamp,
-    at: impl Fn(&K) -> Timestamp,
-) -> Vec<V> {
-    log.range(from..)
-        .take_while(|(k, _)| at(k) < to)
-        .map(|(_, v)| v.clone())
-        .collect()
-}
-
-impl QueueHistory {
-    fn concluded_in(&self, w: Window) -> Vec<ConcludedEntry> {
-        between(&self.concluded, (w.from, String::new()), w.to, |k| k.0)
-    }
-
-    fn finished_in(&self, w: Window) -> Vec<FinishedRun> {
-        between(&self.finished_runs, (w.from, String::new()), w.to, |k| k.0)
-    }
-
-    fn restarts_in(&self, w: Window) -> Vec<Restart> {
-        between(&self.restarts, (w.from, String::new(), 0), w.to, |k| k.0)
-    }
-
-    fn history_in(&self, w: Window) -> History {
-        History {
-            concluded: self.concluded_in(w),
-            finished_runs: self.finished_in(w),
-            restarts: self.restarts_in(w),
-        }
-    }
-}
-
-impl Inner {
-    /// What `read` takes of a queue's history; nothing for a queue without any.
-    fn history_of<T: Default>(&self, id: &QueueId, read: impl Fn(&QueueHistory) -> T) -> T {
-        self.history.get(id).map_or_else(T::default, read)
-    }
 }
 
 /// A queue's live items, as the DynamoDB adapter keeps them in the queue's partition.
@@ -197,38 +139,16 @@ impl Inner {
             self.uploaded_targets
                 .insert((id.clone(), *pr), targets.clone());
         }
+        let history = self.history.entry(id.clone()).or_default();
         for e in &commit.concluded {
             self.latest_concluded.insert((id.clone(), e.pr), e.clone());
-            let at = e.concluded_at.unwrap_or(commit.queue.updated_at);
-            let history = self.history.entry(id.clone()).or_default();
-            history
-                .concluded
-                .insert((at, e.id.clone()), ConcludedEntry::of(e));
-            let log = self.conclusions.entry(id.clone()).or_default();
-            log.insert((at, e.id.clone()), e.clone());
+            history.record_conclusion(e, commit.queue.updated_at);
         }
         for r in &commit.finished_runs {
-            self.record_finished_run(&id, r);
+            history.record_finished_run(r);
         }
         for r in &commit.restarts {
-            let history = self.history.entry(id.clone()).or_default();
-            let key = (r.at, r.entry_id.clone(), r.total);
-            history.restarts.insert(key, r.clone());
-        }
-    }
-}
-
-impl Inner {
-    /// Keeps a finished run, replacing an earlier record of it (and its place by time).
-    fn record_finished_run(&mut self, id: &QueueId, run: &TestRun) {
-        let key = (id.clone(), run.id.clone());
-        let earlier = self.finished_runs.insert(key, run.clone());
-        let by_time = &mut self.history.entry(id.clone()).or_default().finished_runs;
-        if let Some(at) = earlier.and_then(|earlier| earlier.finished_at) {
-            by_time.remove(&(at, run.id.clone()));
-        }
-        if let Some(at) = run.finished_at {
-            by_time.insert((at, run.id.clone()), FinishedRun::of(run));
+            history.record_restart(r);
         }
     }
 }
@@ -300,7 +220,7 @@ impl QueueStore for MemoryStore {
         let Some(live) = inner.live.get(id) else {
             return Ok(None);
         };
-        let finished = inner.finished_runs.get(&(id.clone(), run_id.to_owned()));
+        let finished = inner.history.get(id).and_then(|h| h.runs.get(run_id));
         let run = crate::order::current_run(&live.queue, live.runs.get(run_id), finished);
         Ok(Some((live.queue.clone(), run)))
     }
@@ -367,30 +287,6 @@ impl QueueStore for MemoryStore {
             }
         }
         Ok(found)
-    }
-
-    async fn concluded_between(
-        &self,
-        id: &QueueId,
-        window: Window,
-    ) -> StoreResult<Vec<ConcludedEntry>> {
-        Ok(self.lock().history_of(id, |h| h.concluded_in(window)))
-    }
-
-    async fn runs_finished_between(
-        &self,
-        id: &QueueId,
-        window: Window,
-    ) -> StoreResult<Vec<FinishedRun>> {
-        Ok(self.lock().history_of(id, |h| h.finished_in(window)))
-    }
-
-    async fn restarts_between(&self, id: &QueueId, window: Window) -> StoreResult<Vec<Restart>> {
-        Ok(self.lock().history_of(id, |h| h.restarts_in(window)))
-    }
-
-    async fn history(&self, id: &QueueId, window: Window) -> StoreResult<History> {
-        Ok(self.lock().history_of(id, |h| h.history_in(window)))
     }
 
     /// Every queue's facts read under one lock, from the queues themselves: nothing to wait

@@ -1,19 +1,19 @@
 //! The store contract: scenarios every adapter must pass. Each adapter's test file provides a
 //! fresh, empty store per scenario and instantiates them with `contract_tests!`.
 
-pub mod activity;
 pub mod fixtures;
 pub mod health;
+pub mod history;
 pub mod idempotency;
 
-pub use activity::*;
 pub use health::*;
+pub use history::*;
 pub use idempotency::*;
 
 use fixtures::*;
 use mq_core::entry::EntryState;
 use mq_core::ids::{QueueId, Sha};
-use mq_core::metrics::{ConcludedEntry, FinishedRun, History, Window};
+use mq_core::metrics::{History, Window};
 use mq_core::run::{RunStatus, TestRun};
 use mq_core::snapshot::{Commit, QueueSnapshot};
 use mq_core::time::Timestamp;
@@ -280,26 +280,13 @@ pub async fn concluded_entries_become_history(store: Arc<dyn Store>) {
     let (queue, latest) = store.load_entry(&id, 1).await.unwrap().unwrap();
     assert_eq!(queue.id, id);
     assert_eq!(latest, Some(merged.clone()));
-    let window = store
-        .concluded_between(&id, Window::between(t1, t1.plus_millis(1)))
-        .await
-        .unwrap();
-    assert_eq!(window, vec![ConcludedEntry::of(&merged)]);
-    assert!(
-        store
-            .concluded_between(&id, Window::between(T0, t1))
-            .await
-            .unwrap()
-            .is_empty(),
-        "end is exclusive"
-    );
-    assert!(
-        store
-            .concluded_between(&id, Window::between(t1.plus_millis(1), t1.plus_millis(9)))
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    let concluded = |window| store.conclusions_between(&id, window, 10);
+    let window = concluded(Window::between(t1, t1.plus_millis(1))).await;
+    assert_eq!(window.unwrap(), vec![merged]);
+    let before = concluded(Window::between(T0, t1)).await;
+    assert!(before.unwrap().is_empty(), "end is exclusive");
+    let after = concluded(Window::between(t1.plus_millis(1), t1.plus_millis(9))).await;
+    assert!(after.unwrap().is_empty());
 }
 
 pub async fn latest_entry_prefers_the_active_one(store: Arc<dyn Store>) {
@@ -393,22 +380,15 @@ pub async fn runs_are_found_active_and_finished(store: Arc<dyn Store>) {
     let (_, found) = store.load_run(&id, "r1").await.unwrap().unwrap();
     assert_eq!(found, Some(done.clone()));
     assert_eq!(store.load_run(&id, "nope").await.unwrap().unwrap().1, None);
-    let window = store
-        .runs_finished_between(&id, Window::between(T0, t1.plus_millis(1)))
-        .await
-        .unwrap();
-    assert_eq!(window, vec![FinishedRun::of(&done)]);
-    assert!(
-        store
-            .runs_finished_between(&id, Window::between(T0, t1))
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    let finished = |window| store.finished_runs_between(&id, window, 10);
+    let window = finished(Window::between(T0, t1.plus_millis(1))).await;
+    assert_eq!(window.unwrap(), vec![done]);
+    let before = finished(Window::between(T0, t1)).await;
+    assert!(before.unwrap().is_empty(), "end is exclusive");
 }
 
-/// The window of finished runs is the queue's own, in finishing order, and a run recorded
-/// again is found once, at its new time.
+/// The window of finished runs is the queue's own, newest first, and a run recorded again is
+/// found once, at its new time.
 pub async fn finished_runs_are_read_by_time_and_queue(store: Arc<dyn Store>) {
     let rocket = create(&*store, "rocket").await;
     let other = create(&*store, "other").await;
@@ -438,15 +418,15 @@ pub async fn finished_runs_are_read_by_time_and_queue(store: Arc<dyn Store>) {
         .await
         .unwrap();
 
-    // Told apart by when they finished: early, late, moved.
-    let times = |runs: Vec<FinishedRun>| runs.into_iter().map(|r| r.finished_at);
+    // Told apart by when they finished: moved, late, early.
+    let times = |runs: Vec<TestRun>| runs.into_iter().map(|r| r.finished_at);
     let all = store
-        .runs_finished_between(&id, Window::between(T0, minute(10)))
+        .finished_runs_between(&id, Window::between(T0, minute(10)), 10)
         .await
         .unwrap();
-    assert!(times(all).eq([2, 5, 9].map(|m| Some(minute(m)))));
+    assert!(times(all).eq([9, 5, 2].map(|m| Some(minute(m)))));
     let middle = store
-        .runs_finished_between(&id, Window::between(minute(3), minute(9)))
+        .finished_runs_between(&id, Window::between(minute(3), minute(9)), 10)
         .await
         .unwrap();
     assert!(
@@ -1110,9 +1090,12 @@ pub async fn metrics_facts_are_each_queues_snapshot_and_last_hour(store: Arc<dyn
         assert_eq!(*facts.snapshot, snapshot);
         let window = Window::last_hour(queue, now);
         let three_reads = History {
-            concluded: store.concluded_between(&queue.id, window).await.unwrap(),
+            concluded: store
+                .conclusions_between(&queue.id, window, usize::MAX)
+                .await
+                .unwrap(),
             finished_runs: store
-                .runs_finished_between(&queue.id, window)
+                .finished_runs_between(&queue.id, window, usize::MAX)
                 .await
                 .unwrap(),
             restarts: store.restarts_between(&queue.id, window).await.unwrap(),
@@ -1121,7 +1104,7 @@ pub async fn metrics_facts_are_each_queues_snapshot_and_last_hour(store: Arc<dyn
         assert_eq!(store.history(&queue.id, window).await.unwrap(), three_reads);
     }
     let history = &facts[1].history;
-    assert_eq!(history.concluded, [ConcludedEntry::of(&merged)]);
+    assert_eq!(history.concluded, [merged]);
     assert_eq!(history.restarts.len(), 1);
     assert_eq!(facts[0].history, History::default());
 

@@ -1,23 +1,25 @@
-//! The DynamoDB adapter's [`ActivityStore`]: the conclusion log (`DONE#<ms>#<entry id>` items
+//! The DynamoDB adapter's [`HistoryStore`]: the conclusion log (`DONE#<ms>#<entry id>` items
 //! of the PullRequests table) and the finished runs (the TestRuns table's `finished-index`),
-//! each read backwards from the end of the window, every attribute.
+//! each read backwards from the end of the window, every attribute; the restarts
+//! (`RESTART#<ms>#…` items of the PullRequests table), read forwards.
 
 use super::DynamoStore;
 use super::codec::from_items;
-use super::keys::done_range;
-use super::requests::query_up_to;
-use crate::activity::ActivityStore;
+use super::keys::{done_range, restart_range};
+use super::requests::{query_all, query_up_to};
+use crate::history::HistoryStore;
 use crate::port::StoreResult;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use mq_core::entry::Entry;
+use mq_core::history::Restart;
 use mq_core::ids::QueueId;
 use mq_core::metrics::Window;
 use mq_core::run::TestRun;
 use serde::de::DeserializeOwned;
 
 #[async_trait]
-impl ActivityStore for DynamoStore {
+impl HistoryStore for DynamoStore {
     async fn conclusions_between(
         &self,
         id: &QueueId,
@@ -36,6 +38,14 @@ impl ActivityStore for DynamoStore {
     ) -> StoreResult<Vec<TestRun>> {
         let query = self.finished_runs_query(id, window);
         read_newest(window, limit, query).await
+    }
+
+    async fn restarts_between(&self, id: &QueueId, window: Window) -> StoreResult<Vec<Restart>> {
+        if window.to <= window.from {
+            return Ok(Vec::new());
+        }
+        let query = self.pull_requests_between(id, restart_range(window));
+        from_items(query_all(query).await?)
     }
 }
 

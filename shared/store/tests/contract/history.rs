@@ -1,4 +1,4 @@
-//! The contract of `ActivityStore`: a queue's concluded entries and finished runs, whole,
+//! The contract of `HistoryStore`: a queue's concluded entries and finished runs, whole,
 //! newest first, within a window and a limit, and only that queue's.
 
 use super::create;

@@ -1,0 +1,60 @@
+//! A queue's history: what its commits kept of its past (the entries that concluded, the runs
+//! that finished, the restarts), read by time window. The metrics read the last hour of it,
+//! the dashboard the last hour or a page, the advisor a week. Every
+//! [`QueueStore`](crate::QueueStore) is one.
+//!
+//! Both adapters keep the same contract (`tests/contract/history.rs`): history as the commits
+//! recorded it, items whole; nothing (and no request) when the window is empty or `limit` is
+//! 0; only the queue asked for.
+
+use crate::error::StoreError;
+use async_trait::async_trait;
+use mq_core::entry::Entry;
+use mq_core::history::Restart;
+use mq_core::ids::QueueId;
+use mq_core::metrics::{History, Window};
+use mq_core::run::TestRun;
+
+/// What a history read answers.
+type HistoryResult<T> = Result<T, StoreError>;
+
+/// A queue's history, by time window.
+#[async_trait]
+pub trait HistoryStore: Send + Sync {
+    /// Entries of the queue concluded in `window`, as their conclusion left them, newest first
+    /// (items of the same millisecond in no particular order), at most `limit`. On DynamoDB
+    /// one `Query` of the conclusion log, read backwards (more pages beyond 1,000 items).
+    async fn conclusions_between(
+        &self,
+        id: &QueueId,
+        window: Window,
+        limit: usize,
+    ) -> HistoryResult<Vec<Entry>>;
+
+    /// Runs of the queue finished in `window`, as last recorded, newest first, at most
+    /// `limit`. On DynamoDB one `Query` of the finished-runs index, read backwards.
+    async fn finished_runs_between(
+        &self,
+        id: &QueueId,
+        window: Window,
+        limit: usize,
+    ) -> HistoryResult<Vec<TestRun>>;
+
+    /// Restarts of the queue's entries recorded in `window`, oldest first, all of them.
+    async fn restarts_between(&self, id: &QueueId, window: Window) -> HistoryResult<Vec<Restart>>;
+
+    /// All of the queue's history in `window`, as the three reads above give it (not one
+    /// snapshot). The default sends the three reads at once.
+    async fn history(&self, id: &QueueId, window: Window) -> HistoryResult<History> {
+        let (concluded, finished_runs, restarts) = tokio::try_join!(
+            self.conclusions_between(id, window, usize::MAX),
+            self.finished_runs_between(id, window, usize::MAX),
+            self.restarts_between(id, window),
+        )?;
+        Ok(History {
+            concluded,
+            finished_runs,
+            restarts,
+        })
+    }
+}

@@ -4,8 +4,8 @@
 
 use mq_advisor::History;
 use mq_core::entry::{Entry, EntryState};
-use mq_core::history::{PastEntry, PastRun};
 use mq_core::metrics::Window;
+use mq_core::run::TestRun;
 use mq_core::settings::{QueueConfig, SettingsPatch};
 use mq_core::time::Timestamp;
 use mq_simulation::workload::{Arrivals, Workload};
@@ -98,13 +98,13 @@ pub fn generate(case: &Case, prs: u32, seed: u64) -> Generated {
 
 /// The history a store would hold at the window's end.
 fn cut(trace: &Trace, window: Window) -> History {
-    let concluded: Vec<PastEntry> = trace
+    let concluded: Vec<Entry> = trace
         .concluded
         .iter()
         .filter(|e| e.concluded_at.is_some_and(|t| window.contains(t)))
-        .map(PastEntry::of)
+        .cloned()
         .collect();
-    let active: Vec<PastEntry> = trace
+    let active: Vec<Entry> = trace
         .concluded
         .iter()
         .chain(&trace.active)
@@ -112,11 +112,11 @@ fn cut(trace: &Trace, window: Window) -> History {
         .filter(|e| e.concluded_at.is_none_or(|t| t >= window.to))
         .map(|e| as_it_was(e, window.to))
         .collect();
-    let runs: Vec<PastRun> = trace
+    let runs: Vec<TestRun> = trace
         .finished_runs
         .iter()
         .filter(|r| r.finished_at.is_some_and(|t| window.contains(t)))
-        .map(PastRun::of)
+        .cloned()
         .collect();
     let restarts = trace
         .restarts
@@ -134,10 +134,10 @@ fn cut(trace: &Trace, window: Window) -> History {
 }
 
 /// An entry as the snapshot showed it at `at`, before it concluded.
-fn as_it_was(entry: &Entry, at: Timestamp) -> PastEntry {
+fn as_it_was(entry: &Entry, at: Timestamp) -> Entry {
     let before = |t: Option<Timestamp>| t.filter(|t| *t < at);
     let first_tested_at = before(entry.first_tested_at);
-    PastEntry {
+    Entry {
         state: if first_tested_at.is_some() {
             EntryState::Testing
         } else {
@@ -146,8 +146,8 @@ fn as_it_was(entry: &Entry, at: Timestamp) -> PastEntry {
         ready_at: before(entry.ready_at),
         first_tested_at,
         concluded_at: None,
-        reason: None,
-        ..PastEntry::of(entry)
+        conclusion: None,
+        ..entry.clone()
     }
 }
 

@@ -31,11 +31,10 @@
 
 use crate::history::History;
 use mq_core::engine::reason;
-use mq_core::entry::EntryState;
-use mq_core::history::{PastEntry, PastRun};
+use mq_core::entry::{Entry, EntryState};
 use mq_core::ids::{PrNumber, Sha};
 use mq_core::metrics::Window;
-use mq_core::run::RunStatus;
+use mq_core::run::{RunStatus, TestRun};
 use mq_core::time::Timestamp;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -216,25 +215,26 @@ struct Pr {
 }
 
 impl Heads {
-    fn of(entries: &[&PastEntry]) -> Self {
+    fn of(entries: &[&Entry]) -> Self {
         let mut by_head: BTreeMap<(PrNumber, Sha), Head> = BTreeMap::new();
         let mut prs: BTreeMap<PrNumber, Pr> = BTreeMap::new();
         // Entries come in submission order: a pull request's previous head is known first.
         let mut last_head: BTreeMap<PrNumber, (Sha, bool)> = BTreeMap::new();
         for e in entries {
             let conflicted = e
-                .reason
-                .as_deref()
+                .reason()
                 .is_some_and(|r| e.state == EntryState::Failed && CONFLICT_REASONS.contains(&r));
             prs.entry(e.pr).or_insert(Pr {
                 first_submitted: e.submitted_at,
                 first_left: e.state.is_terminal().then_some(conflicted),
             });
             let after_conflict = match last_head.get(&e.pr) {
-                Some((sha, conflict)) => *sha != e.head_sha && *conflict,
+                Some((sha, conflict)) => *sha != e.pr_facts.head_sha && *conflict,
                 None => false,
             };
-            let head = by_head.entry((e.pr, e.head_sha.clone())).or_default();
+            let head = by_head
+                .entry((e.pr, e.pr_facts.head_sha.clone()))
+                .or_default();
             if head.first_submitted.is_none() {
                 head.first_submitted = Some(e.submitted_at);
                 head.fixes_conflict = after_conflict;
@@ -244,12 +244,12 @@ impl Heads {
             }
             head.active |= e.state.is_active();
             let tests = [reason::TESTS_FAILED, reason::TIMEOUT];
-            let failed = e.state == EntryState::Failed
-                && e.reason.as_deref().is_some_and(|r| tests.contains(&r));
+            let failed =
+                e.state == EntryState::Failed && e.reason().is_some_and(|r| tests.contains(&r));
             if failed && head.failed_at.is_none() {
                 head.failed_at = e.concluded_at;
             }
-            last_head.insert(e.pr, (e.head_sha.clone(), conflicted));
+            last_head.insert(e.pr, (e.pr_facts.head_sha.clone(), conflicted));
         }
         Self { by_head, prs }
     }
@@ -279,7 +279,7 @@ fn arrivals(heads: &Heads, history: &History) -> Estimate {
 }
 
 /// Whether a run ran to a verdict of its tests.
-fn ran_to_verdict(run: &PastRun) -> bool {
+fn ran_to_verdict(run: &TestRun) -> bool {
     match run.status {
         RunStatus::Succeeded => true,
         RunStatus::Failed => run
@@ -290,7 +290,7 @@ fn ran_to_verdict(run: &PastRun) -> bool {
     }
 }
 
-fn ci_durations(runs: &[PastRun]) -> (Estimate, Vec<f64>) {
+fn ci_durations(runs: &[TestRun]) -> (Estimate, Vec<f64>) {
     let mut durations: Vec<f64> = runs
         .iter()
         .filter(|r| ran_to_verdict(r))
@@ -338,7 +338,7 @@ fn broken(heads: &Heads, window: Window) -> Estimate {
     Estimate::share(broken, decided)
 }
 
-fn flaky(runs: &[PastRun], heads: &Heads, settled: Timestamp) -> Estimate {
+fn flaky(runs: &[TestRun], heads: &Heads, settled: Timestamp) -> Estimate {
     // `settled`: the window's end, less the time a flaky failure's head takes to merge.
     let (mut failed, mut clean) = (0, 0);
     for run in runs.iter().filter(|r| ran_to_verdict(r)) {
@@ -370,7 +370,7 @@ fn conflicts(heads: &Heads, window: Window) -> Estimate {
 }
 
 /// Pull requests with an entry concluded in the window and none active at its end.
-fn departures(entries: &[&PastEntry], history: &History) -> Estimate {
+fn departures(entries: &[&Entry], history: &History) -> Estimate {
     // The entries are those concluded in the window and those active at its end.
     let mut left: BTreeMap<PrNumber, bool> = BTreeMap::new();
     for e in entries {
@@ -382,7 +382,7 @@ fn departures(entries: &[&PastEntry], history: &History) -> Estimate {
 
 /// Entries waiting for their first test: the average over the window, and the number that
 /// waited at least nine tenths of the time.
-fn backlog(entries: &[&PastEntry], history: &History) -> (Estimate, f64) {
+fn backlog(entries: &[&Entry], history: &History) -> (Estimate, f64) {
     let window = history.window;
     let span = window.to.millis_since(window.from);
     let mut changes: Vec<(Timestamp, i64)> = Vec::new();
@@ -430,7 +430,7 @@ fn backlog(entries: &[&PastEntry], history: &History) -> (Estimate, f64) {
 
 /// The window's own figures: merges per hour, minutes from a pull request's first
 /// submission to its merge, CI runs (branches built) per merge and per hour.
-fn observed(entries: &[&PastEntry], runs: &[PastRun], history: &History) -> Observed {
+fn observed(entries: &[&Entry], runs: &[TestRun], history: &History) -> Observed {
     let window = history.window;
     let mut first: BTreeMap<PrNumber, Timestamp> = BTreeMap::new();
     for e in entries {

@@ -1,25 +1,27 @@
 //! What the advisor reads of a queue's past: the facts a store keeps for a window of time.
 
-use mq_core::history::{PastEntry, PastRun, Restart};
+use mq_core::entry::Entry;
+use mq_core::history::Restart;
 use mq_core::metrics::Window;
+use mq_core::run::TestRun;
 use mq_core::snapshot::{Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
 
 /// A queue's history over a window, as a store can load it.
 ///
-/// - `concluded`: the entries that left the queue in the window (`concluded_at` in it), read
-///   as [`PastEntry`] from the stored conclusions;
-/// - `active`: the entries still in the queue at the window's end, from the snapshot
-///   ([`PastEntry::of`]); an entry in both counts once;
-/// - `runs`: the runs that finished in the window (`finished_at` in it), read as [`PastRun`]
-///   from the stored finished runs, whatever their kind and status;
+/// - `concluded`: the entries that left the queue in the window (`concluded_at` in it), as
+///   their conclusion left them;
+/// - `active`: the entries still in the queue at the window's end, from the snapshot; an
+///   entry in both counts once;
+/// - `runs`: the runs that finished in the window (`finished_at` in it), whatever their kind
+///   and status;
 /// - `restarts`: the restarts recorded in the window.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct History {
     pub window: Window,
-    pub concluded: Vec<PastEntry>,
-    pub active: Vec<PastEntry>,
-    pub runs: Vec<PastRun>,
+    pub concluded: Vec<Entry>,
+    pub active: Vec<Entry>,
+    pub runs: Vec<TestRun>,
     pub restarts: Vec<Restart>,
 }
 
@@ -36,14 +38,14 @@ impl History {
     pub fn new(
         window: Window,
         snapshot: &QueueSnapshot,
-        concluded: Vec<PastEntry>,
-        runs: Vec<PastRun>,
+        concluded: Vec<Entry>,
+        runs: Vec<TestRun>,
         restarts: Vec<Restart>,
     ) -> Self {
         Self {
             window,
             concluded,
-            active: snapshot.entries.iter().map(|e| PastEntry::of(e)).collect(),
+            active: snapshot.entries.iter().map(|e| (**e).clone()).collect(),
             runs,
             restarts,
         }
@@ -51,14 +53,14 @@ impl History {
 
     /// Every entry once, concluded ones first (an entry concluded between the reads of the
     /// snapshot and of the history is in both), in submission order.
-    pub fn entries(&self) -> Vec<&PastEntry> {
+    pub fn entries(&self) -> Vec<&Entry> {
         let mut seen: Vec<u64> = self.concluded.iter().map(|e| e.seq).collect();
         seen.sort_unstable();
         let active = self
             .active
             .iter()
             .filter(|e| seen.binary_search(&e.seq).is_err());
-        let mut all: Vec<&PastEntry> = self.concluded.iter().chain(active).collect();
+        let mut all: Vec<&Entry> = self.concluded.iter().chain(active).collect();
         all.sort_by_key(|e| (e.submitted_at, e.seq));
         all
     }

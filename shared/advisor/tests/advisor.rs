@@ -5,11 +5,11 @@ use mq_advisor::search::{Candidate, rank};
 use mq_advisor::{
     AdviceError, Budget, Goal, History, Projection, Settings, Space, advise, estimate,
 };
-use mq_core::entry::EntryState;
-use mq_core::history::{PastEntry, PastRun};
+use mq_core::entry::{Conclusion, Entry, EntryState};
+use mq_core::git::PrFacts;
 use mq_core::ids::Sha;
 use mq_core::metrics::Window;
-use mq_core::run::{RunKind, RunStatus, TestedPr};
+use mq_core::run::{LinePlace, RunKind, RunStatus, TestRun, TestedPr};
 use mq_core::settings::{QueueConfig, QueueMode};
 use mq_core::time::Timestamp;
 
@@ -28,32 +28,35 @@ fn entry(
     submitted: i64,
     tested: i64,
     ended: Option<(EntryState, i64, Option<&str>)>,
-) -> PastEntry {
+) -> Entry {
     let (state, concluded_at, reason) = match ended {
-        Some((state, t, reason)) => (state, Some(at(t)), reason.map(str::to_owned)),
+        Some((state, t, reason)) => (state, Some(at(t)), reason),
         None => (EntryState::Testing, None, None),
     };
-    PastEntry {
-        pr,
-        seq: submitted as u64,
-        state,
+    let facts = PrFacts {
         head_sha: Sha::new(head),
-        submitted_at: at(submitted),
+        ..PrFacts::sample(pr)
+    };
+    Entry {
+        state,
         ready_at: Some(at(submitted)),
         first_tested_at: Some(at(tested)),
         concluded_at,
         ci_runs: 1,
-        restarts: 0,
-        reason,
-        last_run: None,
+        conclusion: reason.map(|reason| Conclusion {
+            reason: reason.to_owned(),
+            detail: String::new(),
+        }),
+        ..Entry::submitted(format!("e{pr}"), submitted as u64, facts, at(submitted))
     }
 }
 
 /// A run of `prs` (number, head) started at `started` and finished `minutes` later.
-fn run(id: &str, prs: &[(u32, &str)], started: i64, minutes: i64, passed: bool) -> PastRun {
-    PastRun {
+fn run(id: &str, prs: &[(u32, &str)], started: i64, minutes: i64, passed: bool) -> TestRun {
+    TestRun {
         id: id.to_owned(),
         kind: RunKind::Main,
+        branch: format!("mq-test/main/{id}"),
         status: if passed {
             RunStatus::Succeeded
         } else {
@@ -73,6 +76,19 @@ fn run(id: &str, prs: &[(u32, &str)], started: i64, minutes: i64, passed: bool) 
             })
             .collect(),
         dependent_prs: Vec::new(),
+        chain: Vec::new(),
+        base_sha: None,
+        sha: None,
+        required: None,
+        statuses: Vec::new(),
+        check_runs: Vec::new(),
+        impacted_targets: None,
+        impacted_targets_for_tested_prs: None,
+        place: LinePlace::default(),
+        held: false,
+        diverged: false,
+        test_pull_request: false,
+        bisection_of: None,
     }
 }
 
@@ -304,9 +320,9 @@ fn simulated_history() -> (History, QueueConfig) {
     };
     let history = History {
         window,
-        concluded: trace.concluded.iter().map(PastEntry::of).collect(),
+        concluded: trace.concluded.clone(),
         active: Vec::new(),
-        runs: trace.finished_runs.iter().map(PastRun::of).collect(),
+        runs: trace.finished_runs.clone(),
         restarts: trace.restarts.clone(),
     };
     (history, settings.initial_config().unwrap().0)

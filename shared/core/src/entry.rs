@@ -177,6 +177,11 @@ impl Entry {
         }
     }
 
+    /// Why the entry ended `failed` or `cancelled` (`tests_failed`, `merge_conflict`, ...).
+    pub fn reason(&self) -> Option<&str> {
+        self.conclusion.as_ref().map(|c| c.reason.as_str())
+    }
+
     /// Whether the entry's impacted targets are uploaded for its current head.
     pub fn has_impacted_targets(&self) -> bool {
         self.impacted

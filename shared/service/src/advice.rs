@@ -13,7 +13,6 @@ use crate::app::App;
 use crate::error::ServiceError;
 use mq_advisor::{Advice, AdviceError, Budget, Estimates, Goal, History};
 use mq_core::engine::Event;
-use mq_core::history::{PastEntry, PastRun};
 use mq_core::ids::{OrgId, QueueId};
 use mq_core::metrics::Window;
 use mq_core::snapshot::QueueSnapshot;
@@ -133,13 +132,7 @@ pub async fn load_history(
         runs.retain(|r| r.finished_at.is_some_and(|at| at >= from));
     }
     let restarts = app.store.restarts_between(id, window).await?;
-    let history = History::new(
-        window,
-        snapshot,
-        concluded.iter().map(PastEntry::of).collect(),
-        runs.iter().map(PastRun::of).collect(),
-        restarts,
-    );
+    let history = History::new(window, snapshot, concluded, runs, restarts);
     Ok(Loaded { history, shortened })
 }
 

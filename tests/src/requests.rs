@@ -531,6 +531,7 @@ async fn queue_endpoints(b: &Bench) -> Vec<Measured> {
         )
         .await,
     );
+    out.extend(dashboard_endpoints(b).await);
     out.push(b.tick("no queue has work").await);
     out.push(
         b.call(
@@ -548,6 +549,29 @@ async fn queue_endpoints(b: &Bench) -> Vec<Measured> {
         )
         .await,
     );
+    out
+}
+
+/// The dashboard's reads and the advice, once #1 merged.
+async fn dashboard_endpoints(b: &Bench) -> Vec<Measured> {
+    let calls = [
+        ("listQueues", "the organisation's queues (one)", json!({})),
+        (
+            "getQueueActivity",
+            "the queue, #1 merged",
+            queue("main", json!({})),
+        ),
+        ("getPullRequestHistory", "#1, merged", pr(1, json!({}))),
+        (
+            "getQueueAdvice",
+            "a history too short for advice",
+            queue("main", json!({})),
+        ),
+    ];
+    let mut out = Vec::new();
+    for (endpoint, case, body) in calls {
+        out.push(b.call(endpoint, case, post(&body)).await);
+    }
     out
 }
 

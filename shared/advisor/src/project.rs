@@ -16,11 +16,7 @@ pub const MIN_LINES: usize = 4;
 
 /// The pull requests a group takes.
 fn group_size(settings: &Settings) -> u32 {
-    if settings.batch {
-        settings.batching_min_size
-    } else {
-        1
-    }
+    mq_core::settings::group_size(settings.batch, settings.batching_min_size)
 }
 
 /// What a setting is projected to do.
@@ -69,12 +65,7 @@ impl Model {
     /// with the backlog it had, when it was ([`Estimates::saturated`]), else Poisson arrivals
     /// at its submission rate.
     pub fn new(estimates: &Estimates, current: &QueueConfig) -> Self {
-        let group = if current.batch {
-            current.batching_min_size
-        } else {
-            1
-        };
-        let arrivals = if estimates.saturated(group) {
+        let arrivals = if estimates.saturated(current.group_size()) {
             Arrivals::Saturated {
                 backlog: estimates.backlog.value.round().max(1.0) as usize,
             }

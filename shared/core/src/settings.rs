@@ -120,6 +120,19 @@ pub struct QueueConfig {
     pub auto_tune: bool,
 }
 
+/// The pull requests a group of the line takes at most (docs/queue-semantics.md §6):
+/// `batchingMinSize` (at least 1) with batching on, else 1.
+pub fn group_size(batch: bool, batching_min_size: u32) -> u32 {
+    if batch { batching_min_size.max(1) } else { 1 }
+}
+
+impl QueueConfig {
+    /// The pull requests a group of this queue's line takes at most ([`group_size`]).
+    pub fn group_size(&self) -> u32 {
+        group_size(self.batch, self.batching_min_size)
+    }
+}
+
 impl Default for QueueConfig {
     /// docs/queue-semantics.md §8: running, single, concurrency 1, timeout 60, optimistic merge
     /// off, pending failure depth 1, adaptive pending failure off, batching off (max wait 5, min

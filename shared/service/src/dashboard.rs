@@ -96,10 +96,6 @@ fn activity(facts: &QueueFacts, conclusions: &[Entry], now: Timestamp) -> QueueA
     let figures = figures(facts, now);
     let recent = RecentTesting::of(&facts.history.finished_runs);
     let line = line(snapshot, now);
-    let batch_size = match queue.config.batch {
-        true => queue.config.batching_min_size.max(1),
-        false => 1,
-    };
     let front_elapsed = line.first().map_or(0.0, |group| match group.status {
         RunStatus::InProgress => group.age_seconds as f64,
         _ => f64::INFINITY,
@@ -108,14 +104,14 @@ fn activity(facts: &QueueFacts, conclusions: &[Entry], now: Timestamp) -> QueueA
         groups: line.iter().filter(|g| g.kind == RunKind::Main).count(),
         front_elapsed_seconds: front_elapsed,
         concurrency: queue.config.concurrency,
-        batch_size,
+        batch_size: queue.config.group_size(),
     };
     let estimate = EstimateBasis {
         runs: recent.map_or(0, |r| r.runs),
         mean_test_seconds: recent.map(|r| r.mean_test_seconds),
         failure_rate: recent.map(|r| r.failure_rate),
         concurrency: queue.config.concurrency,
-        batch_size,
+        batch_size: shape.batch_size,
     };
     let stuck = view::stuck_entries(snapshot, now);
     let moving = queue.state == QueueState::Running;

@@ -98,7 +98,7 @@ impl Work {
         if !self.cfg().batch || head_urgent || !self.batchable(head) {
             return Some(vec![head]);
         }
-        let size = self.cfg().batching_min_size.max(1) as usize;
+        let size = self.cfg().group_size() as usize;
         let batch: Vec<PrNumber> = waiting
             .iter()
             .copied()

@@ -39,6 +39,14 @@ async fn hours(live: &LiveEnv, repo: &GitRepo, front: u32, hours: u32) -> u32 {
     front
 }
 
+/// The answer of `path` is one the API document allows.
+fn conforms(path: &str, answer: &Value) {
+    let contract = e2e::openapi::Contract::load();
+    let body = answer.to_string();
+    let checked = contract.check("post", path, 200, "application/json", body.as_bytes());
+    checked.unwrap_or_else(|drift| panic!("{drift}"));
+}
+
 async fn advice(live: &LiveEnv, repo: &GitRepo) -> Value {
     live.ok("getQueueAdvice", &body(repo, json!({}))).await
 }
@@ -73,6 +81,8 @@ async fn auto_tuning_gives_a_queue_that_falls_behind_more_concurrency_once(backe
         "{advised}"
     );
     assert_eq!(advised["autoTune"], false);
+    assert_eq!(best["settings"]["summary"], advised["advice"]["summary"]);
+    conforms("/getQueueAdvice", &advised);
 
     // The first check proposes; nothing changes yet.
     live.update_queue(&repo, json!({"autoTune": true})).await;
@@ -97,6 +107,12 @@ async fn auto_tuning_gives_a_queue_that_falls_behind_more_concurrency_once(backe
     assert!(tuned > 1, "{queue}");
     assert_eq!(queue["concurrency"], tuned, "{queue}");
     assert_eq!(changes[0]["before"]["concurrency"], 1);
+    let summary = changes[0]["after"]["summary"].as_str().unwrap_or_default();
+    assert!(
+        summary.starts_with(&format!("concurrency {tuned}")),
+        "{queue}"
+    );
+    conforms("/getQueue", &queue);
     assert!(
         changes[0]["reason"]
             .as_str()

@@ -22,8 +22,9 @@ function goalLabel(id) {
   return goal ? goal.label.toLowerCase() : id;
 }
 
-/** Tuned settings (`TunedSettings`) as words, one per setting: concurrency, batching with its
- * bisection, optimistic merge, pending-failure depth, adaptive pending failure. */
+/** Tuned settings (`TunedSettings`) as words, one per setting, to compare two of them:
+ * concurrency, batching with its bisection, optimistic merge, pending-failure depth, adaptive
+ * pending failure. In one line, settings are their `summary`. */
 function settingWords(s) {
   return [
     `concurrency ${s.concurrency}`,
@@ -32,13 +33,6 @@ function settingWords(s) {
     `depth ${s.pendingFailureDepth}`,
     s.adaptivePendingFailure ? 'adaptive' : 'not adaptive',
   ];
-}
-
-/** Tuned settings in one line; adaptive pending failure is named only when on. */
-export function describeSettings(s) {
-  const words = settingWords(s);
-  if (!s.adaptivePendingFailure) words.pop();
-  return words.join(' · ');
 }
 
 /** A change of the tuned settings: each setting that differs, `before → after`. */
@@ -87,7 +81,7 @@ function renderCandidates(advice) {
       const p = candidate.projection;
       return h('tr', { class: advised ? 'advised' : null, 'data-current': current ? 'true' : null,
         'data-advised': advised ? 'true' : null },
-      h('th', { scope: 'row' }, describeSettings(candidate.settings),
+      h('th', { scope: 'row' }, candidate.settings.summary,
         current ? [' ', badge('current')] : null,
         advised ? [' ', badge('advised')] : null),
       h('td', { class: 'num' }, figure(p.mergesPerHour, 2)),

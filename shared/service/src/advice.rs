@@ -170,9 +170,9 @@ async fn advise(
 
 fn view(advice: &Advice) -> AdviceView {
     AdviceView {
-        current: advice.current,
-        best: advice.best,
-        candidates: advice.candidates.clone(),
+        current: advice.current.into(),
+        best: advice.best.into(),
+        candidates: advice.candidates.iter().copied().map(Into::into).collect(),
         summary: advice.best.settings.describe(),
         changes_settings: advice.best.settings != advice.current.settings,
         within_budget: advice.within_budget,

@@ -3,7 +3,7 @@
 //! auto-tuning's record, which `getQueue` shows too.
 
 use super::common::{Int, QueueTarget, RepoBody};
-use mq_advisor::{Candidate, Estimates, Goal};
+use mq_advisor::{Candidate, Estimates, Goal, Projection};
 use mq_core::DomainError;
 use mq_core::time::Timestamp;
 use mq_core::tuning::{TunedSettings, Tuning, TuningChange};
@@ -119,11 +119,11 @@ pub struct AdviceWindow {
 #[serde(rename_all = "camelCase")]
 pub struct AdviceView {
     /// The current settings and their projection.
-    pub current: Candidate,
+    pub current: CandidateView,
     /// The first of `candidates`: the advice.
-    pub best: Candidate,
+    pub best: CandidateView,
     /// The settings decided on, best first, each with its projection.
-    pub candidates: Vec<Candidate>,
+    pub candidates: Vec<CandidateView>,
     /// `best` in words, and whether it differs from the current settings.
     pub summary: String,
     pub changes_settings: bool,
@@ -132,6 +132,41 @@ pub struct AdviceView {
     /// The simulator's projections made and the pull requests they simulated.
     pub evaluations: u32,
     pub simulated_prs: u64,
+}
+
+/// Tuned settings (`TunedSettings` in `openapi/openapi.json`), with their summary in words.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TunedSettingsView {
+    #[serde(flatten)]
+    pub settings: TunedSettings,
+    /// `concurrency 8, batches of 4 (bisection 2), optimistic merge, depth 2, adaptive`
+    /// ([`TunedSettings::describe`]).
+    pub summary: String,
+}
+
+impl From<TunedSettings> for TunedSettingsView {
+    fn from(settings: TunedSettings) -> Self {
+        Self {
+            summary: settings.describe(),
+            settings,
+        }
+    }
+}
+
+/// A setting with its projection (`Candidate`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CandidateView {
+    pub settings: TunedSettingsView,
+    pub projection: Projection,
+}
+
+impl From<Candidate> for CandidateView {
+    fn from(c: Candidate) -> Self {
+        Self {
+            settings: c.settings.into(),
+            projection: c.projection,
+        }
+    }
 }
 
 /// Why a queue gets no advice: `not_enough_history` (with what the window holds) or
@@ -166,8 +201,8 @@ pub struct TuningView {
 #[serde(rename_all = "camelCase")]
 pub struct TuningChangeView {
     pub at: String,
-    pub before: TunedSettings,
-    pub after: TunedSettings,
+    pub before: TunedSettingsView,
+    pub after: TunedSettingsView,
     pub reason: String,
 }
 
@@ -175,8 +210,8 @@ impl From<&TuningChange> for TuningChangeView {
     fn from(c: &TuningChange) -> Self {
         Self {
             at: c.at.to_rfc3339(),
-            before: c.before,
-            after: c.after,
+            before: c.before.into(),
+            after: c.after.into(),
             reason: c.reason.clone(),
         }
     }

@@ -166,7 +166,7 @@ fn candidate_row(label: &str, candidate: &Value) -> Vec<String> {
         number(&p["ciRunsPerMerge"], 2),
         number(&p["ciRunsPerHour"], 1),
         yes_no(&p["keepsUp"]),
-        describe(&candidate["settings"]),
+        text(&candidate["settings"], "summary"),
     ]
 }
 
@@ -203,33 +203,10 @@ fn change(c: &Value) -> String {
     format!(
         "{}: {} -> {} ({})",
         text(c, "at"),
-        describe(&c["before"]),
-        describe(&c["after"]),
+        text(&c["before"], "summary"),
+        text(&c["after"], "summary"),
         text(c, "reason")
     )
-}
-
-/// Tuned settings in words: `concurrency 8, batches of 4 (bisection 2), optimistic merge,
-/// depth 2, adaptive`, as the advice's `summary` says them.
-fn describe(s: &Value) -> String {
-    let mut parts = vec![format!("concurrency {}", text(s, "concurrency"))];
-    if s["batch"] == true {
-        parts.push(format!(
-            "batches of {} (bisection {})",
-            text(s, "batchingMinSize"),
-            text(s, "bisectionConcurrency")
-        ));
-    }
-    if s["canOptimisticallyMerge"] == true {
-        parts.push("optimistic merge".to_owned());
-    }
-    if s["pendingFailureDepth"].as_u64().is_some_and(|d| d > 1) {
-        parts.push(format!("depth {}", text(s, "pendingFailureDepth")));
-    }
-    if s["adaptivePendingFailure"] == true {
-        parts.push("adaptive".to_owned());
-    }
-    parts.join(", ")
 }
 
 /// A number with `decimals` decimals, or `-` when there is no figure (null).
@@ -258,10 +235,19 @@ fn yes_no(value: &Value) -> String {
 mod tests {
     use super::*;
 
+    /// Tuned settings as the API answers them, with their summary.
     fn settings(concurrency: u32, batch: bool) -> Value {
+        let batches = if batch {
+            ", batches of 4 (bisection 2)"
+        } else {
+            ""
+        };
+        let summary =
+            format!("concurrency {concurrency}{batches}, optimistic merge, depth 2, adaptive");
         json!({"concurrency": concurrency, "batch": batch, "batchingMinSize": 4,
                "bisectionConcurrency": 2, "pendingFailureDepth": 2,
-               "canOptimisticallyMerge": true, "adaptivePendingFailure": true})
+               "canOptimisticallyMerge": true, "adaptivePendingFailure": true,
+               "summary": summary})
     }
 
     fn estimate(value: Value, count: u32) -> Value {
@@ -305,18 +291,6 @@ mod tests {
                 "at": "2026-01-02T03:00:00Z", "before": settings(1, false),
                 "after": settings(2, false), "reason": "12% more merges per hour"}]}
         })
-    }
-
-    #[test]
-    fn settings_are_described_as_the_summary_says_them() {
-        assert_eq!(
-            describe(&settings(4, true)),
-            "concurrency 4, batches of 4 (bisection 2), optimistic merge, depth 2, adaptive"
-        );
-        let plain = json!({"concurrency": 1, "batch": false, "batchingMinSize": 1,
-            "bisectionConcurrency": 1, "pendingFailureDepth": 1,
-            "canOptimisticallyMerge": false, "adaptivePendingFailure": false});
-        assert_eq!(describe(&plain), "concurrency 1");
     }
 
     #[test]

@@ -60,8 +60,8 @@ pub struct Row {
     pub parallel: bool,
     /// Percent of CI runs that fail whatever they test.
     pub flaky: u32,
-    /// The tuned settings change every [`RETUNE_EVERY`] while pull requests are in flight
-    /// ([`retunings`]), as an operator's `updateQueue` or auto-tuning changes them.
+    /// The tuned settings change every `RETUNE_EVERY` while pull requests are in flight
+    /// (`retunings`), as an operator's `updateQueue` or auto-tuning changes them.
     pub retune: bool,
 }
 
@@ -159,7 +159,7 @@ impl World {
     };
 }
 
-/// Runs rows, [`ROWS_AT_ONCE`] at a time, and fails with every row that failed.
+/// Runs rows, `ROWS_AT_ONCE` at a time, and fails with every row that failed.
 pub async fn run_rows(backend: Backend, world: World, rows: Vec<Row>) {
     let mut failures = Vec::new();
     for chunk in rows.chunks(ROWS_AT_ONCE) {

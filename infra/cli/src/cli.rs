@@ -52,7 +52,7 @@ pub struct Cli {
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Global options")]
 pub struct GlobalArgs {
-    /// The API's base URL (`/v1` is added when missing), e.g. https://queue.example.com/v1
+    /// The API's base URL (`/v1` is added when missing), e.g. `https://queue.example.com/v1`
     #[arg(long, env = "MQ_API_URL", global = true, value_name = "URL")]
     pub api_url: Option<String>,
     /// Read the API token from this file instead of MQ_API_TOKEN

@@ -2,7 +2,7 @@
 //!
 //! The advice is made in two pure steps, both deterministic:
 //!
-//! 1. [`estimate`]: the queue's workload from the facts a store keeps of a window of its
+//! 1. [`estimate()`]: the queue's workload from the facts a store keeps of a window of its
 //!    history ([`History`], by default the last seven days: [`mq_core::tuning::WINDOW_MS`]):
 //!    how fast heads arrive, how long CI takes, how many heads are broken, how often CI
 //!    flakes, how often pull requests conflict, and whether the queue was saturated. Each

@@ -36,7 +36,7 @@ pub type EventsFuture<'a> =
 /// executes their effects. The Git host is asked first, against the queue's settings and the
 /// pull request's latest entry (one small read); then the commit loop reads the snapshot,
 /// steps and commits, with no Git host call in between, and retries with the same events
-/// while they still hold (see [`SubmissionBasis`]). When they may not, the pull request is
+/// while they still hold (see `SubmissionBasis`). When they may not, the pull request is
 /// read anew.
 pub async fn submit_with<'a>(
     app: &'a App,

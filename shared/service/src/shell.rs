@@ -280,7 +280,7 @@ impl Retry {
 
     /// Waits before the next attempt and returns true; false at once when the deadline has
     /// passed. The wait is random ("full jitter"), up to the time the lost attempt took
-    /// (`took`), doubled at each retry, at most [`MAX_WINDOW`], and cut short at the
+    /// (`took`), doubled at each retry, at most `MAX_WINDOW`, and cut short at the
     /// deadline: the more writers, the more retries and the wider the window they spread
     /// over; the slower the store, the wider too, in the store's own time.
     pub async fn wait(&mut self, took: Duration) -> bool {

@@ -58,7 +58,7 @@ impl QueueRequest {
 
 /// Any JSON integer of up to 64 bits; the range is checked by the field's own rule so the
 /// message can say it. A number written with a fraction or an exponent (`2.0`, `1e3`), or an
-/// integer beyond 64 bits, is refused with [`NOT_AN_INTEGER`]; [`crate::body::from_slice`]
+/// integer beyond 64 bits, is refused with [`NOT_AN_INTEGER`]; `mq_http::body::from_slice`
 /// puts the number as it was sent in the message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Int(pub i128);

@@ -5,8 +5,8 @@
 //!   suite, name, variant).
 //! - [`settings`]: per-repository quarantine switches and classification thresholds.
 //! - [`history`]: the compact record of a test's recent results.
-//! - [`classify`]: the status rules (BROKEN, FLAKY, HEALTHY) and their recovery.
-//! - [`test_case`]: a test case's summary, updated by each result.
+//! - [`classify`](mod@classify): the status rules (BROKEN, FLAKY, HEALTHY) and their recovery.
+//! - [`test_case`](mod@test_case): a test case's summary, updated by each result.
 //! - [`quarantine`]: overrides and the quarantine decision.
 //! - [`codeowners`]: owners of a file from CODEOWNERS text.
 //! - [`upload`]: uploads that are infrastructure failures rather than evidence.

@@ -6,7 +6,7 @@
 //!   `closed`, `merged`; default `open`) and `pr.<n>.draft` in the repository's git config say
 //!   the rest; the author is the head commit's author; mergeability is a real trial merge.
 //! - Branch protection: `branch.<name>.requiredStatuses` (repeatable, or comma-separated).
-//! - Statuses and the queue's comments are stored in the repository (see [`records`]).
+//! - Statuses and the queue's comments are stored in the repository (see `records`).
 //! - With a [`CiConfig`], every test branch is tested by a local command (see [`ci`]).
 
 mod branches;

@@ -1,7 +1,7 @@
 //! Every HTTP endpoint in one table: its name, method and path, whether it mutates (and so
 //! honours `Idempotency-Key`), what the application needs besides the store, and its handler.
 //! The local gateway serves from this table, each Lambda function serves one of its rows
-//! ([`crate::lambda::run_route`]), and the tests check `template.yaml` and
+//! (`mq_lambda::lambda::run_route`), and the tests check `template.yaml` and
 //! `openapi/openapi.json` against it. Adding an endpoint: docs/architecture.md.
 
 mod advice;

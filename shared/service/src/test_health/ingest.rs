@@ -269,7 +269,7 @@ fn summarise(
 
 /// Ingests an upload for `org`: parse, record raw results, merge each result into its test
 /// case and re-judge it. Parsing, CODEOWNERS matching and judging run off the async runtime
-/// ([`off_runtime`]); every report and the CODEOWNERS are checked before anything is stored.
+/// (`off_runtime`); every report and the CODEOWNERS are checked before anything is stored.
 pub async fn ingest(
     app: &App,
     org: &OrgId,

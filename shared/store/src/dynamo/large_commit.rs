@@ -11,7 +11,7 @@
 //!    the queue item still being at that version with that redo attached.
 //! 3. The redo is removed, conditional on the same.
 //!
-//! A reader that finds a redo applies it to what it read ([`LiveChanges::apply_to`]), so it
+//! A reader that finds a redo applies it to what it read ([`LiveChanges::apply_to`](mq_core::snapshot::LiveChanges::apply_to)), so it
 //! sees the commit whole. A writer's commit is conditional on no redo being attached; when it
 //! finds one it finishes applying it (the writer that attached it may have stopped) and
 //! reports a conflict, so the shell retries on the completed state. Applying a redo twice is

@@ -21,7 +21,7 @@
 
 use e2e::register_organisations;
 use e2e::requests::post;
-use mq_advisor::{Budget, Goal, History};
+use mq_advisor::{Budget, Goal, Past};
 use mq_core::entry::Entry;
 use mq_core::history::Restart;
 use mq_core::ids::{OrgId, QueueId, RepoRef};
@@ -59,9 +59,9 @@ async fn main() {
         println!(
             "\nconcurrency {concurrency}: {} concluded entries, {} finished runs, {} restarts \
              over {:.1} h (simulated in {:.1} s)",
-            trace.concluded.len(),
-            trace.finished_runs.len(),
-            trace.restarts.len(),
+            trace.kept.concluded.len(),
+            trace.kept.finished_runs.len(),
+            trace.kept.restarts.len(),
             trace.end_ms as f64 / 3_600_000.0,
             simulated.elapsed().as_secs_f64(),
         );
@@ -146,15 +146,15 @@ async fn write_history(store: &dyn Store, trace: &Trace, config: QueueConfig) {
     );
     assert_eq!(queue.id, queue_id());
     store.create_queue(&queue).await.expect("queue created");
-    for chunk in trace.concluded.chunks(CHUNK) {
+    for chunk in trace.kept.concluded.chunks(CHUNK) {
         let concluded = chunk.iter().map(|e| shifted_entry(e, shift)).collect();
         commit(store, &mut queue, concluded, Vec::new(), Vec::new()).await;
     }
-    for chunk in trace.finished_runs.chunks(CHUNK) {
+    for chunk in trace.kept.finished_runs.chunks(CHUNK) {
         let runs = chunk.iter().map(|r| shifted_run(r, shift)).collect();
         commit(store, &mut queue, Vec::new(), runs, Vec::new()).await;
     }
-    for chunk in trace.restarts.chunks(CHUNK) {
+    for chunk in trace.kept.restarts.chunks(CHUNK) {
         let restarts = chunk.iter().map(|r| shifted_restart(r, shift)).collect();
         commit(store, &mut queue, Vec::new(), Vec::new(), restarts).await;
     }
@@ -326,9 +326,9 @@ async fn time_parts(app: &App) {
         reads.push(started.elapsed());
         held = format!(
             "{} conclusions, {} finished runs, {} restarts",
-            history.concluded.len(),
-            history.runs.len(),
-            history.restarts.len()
+            history.kept.concluded.len(),
+            history.kept.finished_runs.len(),
+            history.kept.restarts.len()
         );
         let started = Instant::now();
         let estimated = mq_advisor::estimate(&history);
@@ -352,7 +352,7 @@ async fn time_parts(app: &App) {
 /// The queue's history over the last [`WINDOW_MS`], read from the store as getQueueAdvice
 /// reads it (the window is never shortened here: it holds fewer than
 /// [`MAX_HISTORY_ITEMS`](mq_service::advice::MAX_HISTORY_ITEMS)).
-async fn read_history(app: &App) -> History {
+async fn read_history(app: &App) -> Past {
     let snapshot = app
         .store
         .load(&queue_id())
@@ -363,7 +363,7 @@ async fn read_history(app: &App) -> History {
         .await
         .expect("history");
     assert!(!loaded.shortened);
-    loaded.history
+    loaded.past
 }
 
 /// Fastest, median and slowest of `times`.

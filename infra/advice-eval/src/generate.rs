@@ -2,10 +2,10 @@
 //! parameters, keeps what a store would keep, and a window is cut out of the middle of the
 //! run, where the queue is neither filling up nor draining.
 
-use mq_advisor::History;
+use mq_advisor::Past;
 use mq_core::entry::{Entry, EntryState};
+use mq_core::history::History;
 use mq_core::metrics::Window;
-use mq_core::run::TestRun;
 use mq_core::settings::{QueueConfig, SettingsPatch};
 use mq_core::time::Timestamp;
 use mq_simulation::workload::{Arrivals, Workload};
@@ -36,7 +36,7 @@ pub struct Truth {
 
 /// A generated history and its truth.
 pub struct Generated {
-    pub history: History,
+    pub past: Past,
     pub truth: Truth,
     pub config: QueueConfig,
     /// Pull requests first submitted in the window.
@@ -89,22 +89,38 @@ pub fn generate(case: &Case, prs: u32, seed: u64) -> Generated {
         .collect();
     let (config, _) = case.settings.initial_config().expect("valid settings");
     Generated {
-        history: cut(&trace, window),
+        past: cut(&trace, window),
         truth: truth(case, &trace, window, &in_window),
         config,
         prs: in_window.len() as u32,
     }
 }
 
-/// The history a store would hold at the window's end.
-fn cut(trace: &Trace, window: Window) -> History {
-    let concluded: Vec<Entry> = trace
-        .concluded
-        .iter()
-        .filter(|e| e.concluded_at.is_some_and(|t| window.contains(t)))
-        .cloned()
-        .collect();
-    let active: Vec<Entry> = trace
+/// The past a store would hold at the window's end.
+fn cut(trace: &Trace, window: Window) -> Past {
+    let all = &trace.kept;
+    let in_window = |t: Option<Timestamp>| t.is_some_and(|t| window.contains(t));
+    let kept = History {
+        concluded: all
+            .concluded
+            .iter()
+            .filter(|e| in_window(e.concluded_at))
+            .cloned()
+            .collect(),
+        finished_runs: all
+            .finished_runs
+            .iter()
+            .filter(|r| in_window(r.finished_at))
+            .cloned()
+            .collect(),
+        restarts: all
+            .restarts
+            .iter()
+            .filter(|r| window.contains(r.at))
+            .cloned()
+            .collect(),
+    };
+    let active = all
         .concluded
         .iter()
         .chain(&trace.active)
@@ -112,24 +128,10 @@ fn cut(trace: &Trace, window: Window) -> History {
         .filter(|e| e.concluded_at.is_none_or(|t| t >= window.to))
         .map(|e| as_it_was(e, window.to))
         .collect();
-    let runs: Vec<TestRun> = trace
-        .finished_runs
-        .iter()
-        .filter(|r| r.finished_at.is_some_and(|t| window.contains(t)))
-        .cloned()
-        .collect();
-    let restarts = trace
-        .restarts
-        .iter()
-        .filter(|r| window.contains(r.at))
-        .cloned()
-        .collect();
-    History {
+    Past {
         window,
-        concluded,
+        kept,
         active,
-        runs,
-        restarts,
     }
 }
 

@@ -283,7 +283,7 @@ fn accuracies(case: &Case, prs: u32, seeds: u64) -> Vec<(&'static str, Accuracy)
         .collect();
     for seed in 1..=seeds {
         let g = generate(case, prs, seed);
-        let e = estimate(&g.history);
+        let e = estimate(&g.past);
         let t = g.truth;
         let saturated = t.backlog.is_some();
         if !saturated {
@@ -509,7 +509,7 @@ fn main() -> std::process::ExitCode {
             continue;
         }
         let g = generate(case, 500, 1);
-        let estimates = estimate(&g.history);
+        let estimates = estimate(&g.past);
         let model = Model::new(&estimates, &g.config);
         let saturated = matches!(model.workload().arrivals, Arrivals::Saturated { .. });
         if !args.json {

@@ -29,7 +29,7 @@
 //! Counting only what was first submitted in the window keeps a pull request that spent
 //! long in the queue (or came back after a conflict) from counting more than once.
 
-use crate::history::History;
+use crate::past::Past;
 use mq_core::engine::reason;
 use mq_core::entry::{Entry, EntryState};
 use mq_core::ids::{PrNumber, Sha};
@@ -138,27 +138,28 @@ impl Estimates {
 }
 
 /// The estimates of a queue's workload from its history.
-pub fn estimate(history: &History) -> Estimates {
-    let entries = history.entries();
-    let window = history.window;
+pub fn estimate(past: &Past) -> Estimates {
+    let entries = past.entries();
+    let window = past.window;
+    let runs = &past.kept.finished_runs;
     let heads = Heads::of(&entries);
     let margin = flake_margin(&heads);
     let settled = window.to.plus_millis(-margin);
-    let (ci_minutes, ci_quantiles) = ci_durations(&history.runs);
-    let (backlog, backlog_floor) = backlog(&entries, history);
+    let (ci_minutes, ci_quantiles) = ci_durations(runs);
+    let (backlog, backlog_floor) = backlog(&entries, past);
     Estimates {
-        window_hours: history.hours(),
-        arrivals_per_hour: arrivals(&heads, history),
+        window_hours: past.hours(),
+        arrivals_per_hour: arrivals(&heads, past),
         ci_minutes,
         ci_quantiles,
         broken_rate: broken(&heads, window),
-        flake_rate: flaky(&history.runs, &heads, settled),
+        flake_rate: flaky(runs, &heads, settled),
         conflict_rate: conflicts(&heads, window),
-        departures_per_hour: departures(&entries, history),
+        departures_per_hour: departures(&entries, past),
         backlog,
         backlog_floor,
         settling_minutes: margin as f64 / 60_000.0,
-        observed: observed(&entries, &history.runs, history),
+        observed: observed(&entries, runs, past),
     }
 }
 
@@ -268,14 +269,14 @@ impl Heads {
     }
 }
 
-fn arrivals(heads: &Heads, history: &History) -> Estimate {
-    let window = history.window;
+fn arrivals(heads: &Heads, past: &Past) -> Estimate {
+    let window = past.window;
     let count = heads
         .by_head
         .values()
         .filter(|h| h.first_submitted.is_some_and(|t| window.contains(t)) && !h.fixes_conflict)
         .count() as u32;
-    Estimate::per_hour(count, history.hours())
+    Estimate::per_hour(count, past.hours())
 }
 
 /// Whether a run ran to a verdict of its tests.
@@ -370,20 +371,20 @@ fn conflicts(heads: &Heads, window: Window) -> Estimate {
 }
 
 /// Pull requests with an entry concluded in the window and none active at its end.
-fn departures(entries: &[&Entry], history: &History) -> Estimate {
+fn departures(entries: &[&Entry], past: &Past) -> Estimate {
     // The entries are those concluded in the window and those active at its end.
     let mut left: BTreeMap<PrNumber, bool> = BTreeMap::new();
     for e in entries {
         *left.entry(e.pr).or_insert(true) &= !e.state.is_active();
     }
     let count = left.values().filter(|gone| **gone).count() as u32;
-    Estimate::per_hour(count, history.hours())
+    Estimate::per_hour(count, past.hours())
 }
 
 /// Entries waiting for their first test: the average over the window, and the number that
 /// waited at least nine tenths of the time.
-fn backlog(entries: &[&Entry], history: &History) -> (Estimate, f64) {
-    let window = history.window;
+fn backlog(entries: &[&Entry], past: &Past) -> (Estimate, f64) {
+    let window = past.window;
     let span = window.to.millis_since(window.from);
     let mut changes: Vec<(Timestamp, i64)> = Vec::new();
     let mut count = 0;
@@ -430,8 +431,8 @@ fn backlog(entries: &[&Entry], history: &History) -> (Estimate, f64) {
 
 /// The window's own figures: merges per hour, minutes from a pull request's first
 /// submission to its merge, CI runs (branches built) per merge and per hour.
-fn observed(entries: &[&Entry], runs: &[TestRun], history: &History) -> Observed {
-    let window = history.window;
+fn observed(entries: &[&Entry], runs: &[TestRun], past: &Past) -> Observed {
+    let window = past.window;
     let mut first: BTreeMap<PrNumber, Timestamp> = BTreeMap::new();
     for e in entries {
         first.entry(e.pr).or_insert(e.submitted_at);
@@ -451,7 +452,7 @@ fn observed(entries: &[&Entry], runs: &[TestRun], history: &History) -> Observed
         .filter(|r| r.started_at.is_some())
         .map(|r| r.id.as_str())
         .collect();
-    let hours = history.hours().max(f64::MIN_POSITIVE);
+    let hours = past.hours().max(f64::MIN_POSITIVE);
     let per_merge = |x: f64| (merges > 0).then(|| x / f64::from(merges));
     Observed {
         merges_per_hour: f64::from(merges) / hours,

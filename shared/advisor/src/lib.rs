@@ -3,7 +3,7 @@
 //! The advice is made in two pure steps, both deterministic:
 //!
 //! 1. [`estimate()`]: the queue's workload from the facts a store keeps of a window of its
-//!    history ([`History`], by default the last seven days: [`mq_core::tuning::WINDOW_MS`]):
+//!    history ([`Past`], by default the last seven days: [`mq_core::tuning::WINDOW_MS`]):
 //!    how fast heads arrive, how long CI takes, how many heads are broken, how often CI
 //!    flakes, how often pull requests conflict, and whether the queue was saturated. Each
 //!    estimate says how many observations it rests on.
@@ -15,21 +15,21 @@
 //!    any machine and the same estimates always give the same advice.
 //!
 //! ```text
-//! let history = History::new(window, &snapshot, concluded, runs, restarts);
-//! let estimates = estimate(&history);
+//! let past = Past::new(window, store.history(id, window)?, &snapshot);
+//! let estimates = estimate(&past);
 //! let advice = advise(&estimates, &snapshot.queue.config, Goal::MostMerges, Budget::default())?;
 //! let update = Event::UpdateSettings { patch: advice.best.settings.patch() };
 //! ```
 
 pub mod estimate;
-pub mod history;
+pub mod past;
 pub mod project;
 pub mod search;
 pub mod settings;
 pub mod tune;
 
 pub use estimate::{Estimate, Estimates, Observed, estimate};
-pub use history::{History, window};
+pub use past::Past;
 pub use project::{Model, Projection};
 pub use search::{Budget, Candidate, Goal};
 pub use settings::{Settings, Space};

@@ -2,11 +2,10 @@
 //! ranking, the search's budget and determinism, and advice from a simulated history.
 
 use mq_advisor::search::{Candidate, rank};
-use mq_advisor::{
-    AdviceError, Budget, Goal, History, Projection, Settings, Space, advise, estimate,
-};
+use mq_advisor::{AdviceError, Budget, Goal, Past, Projection, Settings, Space, advise, estimate};
 use mq_core::entry::{Conclusion, Entry, EntryState};
 use mq_core::git::PrFacts;
+use mq_core::history::History;
 use mq_core::ids::Sha;
 use mq_core::metrics::Window;
 use mq_core::run::{LinePlace, RunKind, RunStatus, TestRun, TestedPr};
@@ -95,7 +94,7 @@ fn run(id: &str, prs: &[(u32, &str)], started: i64, minutes: i64, passed: bool) 
 /// Ten hours: 10 pull requests, one broken (#3), one failed by a flake and merged when
 /// submitted again (#5), one that conflicted and merged with a fixed head (#7), one still
 /// testing at the end (#10).
-fn history() -> History {
+fn history() -> Past {
     use EntryState::*;
     let concluded = vec![
         entry(1, "a1", 0, 0, Some((Merged, 30, None))),
@@ -129,15 +128,18 @@ fn history() -> History {
         run("r9", &[(8, "a8")], 380, 30, true),
         run("r10", &[(9, "a9")], 410, 30, true),
     ];
-    History {
+    let kept = History {
+        concluded,
+        finished_runs: runs,
+        restarts: Vec::new(),
+    };
+    Past {
         window: Window {
             from: at(0),
             to: at(600),
         },
-        concluded,
+        kept,
         active,
-        runs,
-        restarts: Vec::new(),
     }
 }
 
@@ -171,7 +173,7 @@ fn estimates_are_counts_over_the_window() {
 #[test]
 fn an_entry_in_both_the_history_and_the_snapshot_counts_once() {
     let mut h = history();
-    let again = h.concluded[0].clone();
+    let again = h.kept.concluded[0].clone();
     h.active.push(again);
     assert_eq!(estimate(&h), estimate(&history()));
 }
@@ -292,7 +294,7 @@ fn advice_needs_history_and_single_mode() {
 
 /// A history of the engine itself: the simulator runs a saturated queue at concurrency 2 and
 /// keeps what a store would keep.
-fn simulated_history() -> (History, QueueConfig) {
+fn simulated_history() -> (Past, QueueConfig) {
     use mq_simulation::workload::{Arrivals, Workload};
     use mq_simulation::{Options, simulate};
     let workload = Workload {
@@ -318,12 +320,10 @@ fn simulated_history() -> (History, QueueConfig) {
         from: Timestamp(0),
         to: Timestamp(trace.end_ms + HOUR),
     };
-    let history = History {
+    let history = Past {
         window,
-        concluded: trace.concluded.clone(),
+        kept: trace.kept.clone(),
         active: Vec::new(),
-        runs: trace.finished_runs.clone(),
-        restarts: trace.restarts.clone(),
     };
     (history, settings.initial_config().unwrap().0)
 }

@@ -17,7 +17,7 @@
 
 use crate::engine::view::stuck_entries;
 use crate::entry::{Entry, EntryState};
-use crate::history::Restart;
+use crate::history::History;
 use crate::run::{RunKind, RunStatus, TestRun};
 use crate::settings::QueueState;
 use crate::snapshot::{Queue, QueueSnapshot};
@@ -70,29 +70,23 @@ impl Window {
         Self { from, to }
     }
 
-    /// The last hour before `now`, but nothing before the queue was created (a queue deleted
-    /// and created again does not inherit its predecessor's history).
-    pub fn last_hour(queue: &Queue, now: Timestamp) -> Self {
+    /// The `length_ms` before `now`, but nothing before the queue was created (a queue
+    /// deleted and created again does not inherit its predecessor's history).
+    pub fn last(queue: &Queue, now: Timestamp, length_ms: i64) -> Self {
         Self {
-            from: now.plus_millis(-WINDOW_MS).max(queue.created_at),
+            from: now.plus_millis(-length_ms).max(queue.created_at),
             to: now,
         }
+    }
+
+    /// The last hour before `now` ([`Window::last`]).
+    pub fn last_hour(queue: &Queue, now: Timestamp) -> Self {
+        Self::last(queue, now, WINDOW_MS)
     }
 
     pub fn contains(&self, t: Timestamp) -> bool {
         self.from <= t && t < self.to
     }
-}
-
-/// What the store holds about a queue's last hour, each list in any order.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct History {
-    /// Entries concluded in the window, as their conclusion left them.
-    pub concluded: Vec<Entry>,
-    /// Runs finished in the window, as last recorded.
-    pub finished_runs: Vec<TestRun>,
-    /// Restarts recorded in the window.
-    pub restarts: Vec<Restart>,
 }
 
 /// Everything the figures of one queue are computed from.

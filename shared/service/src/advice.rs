@@ -11,8 +11,9 @@
 use super::drive::{self, Actor, Start};
 use crate::app::App;
 use crate::error::ServiceError;
-use mq_advisor::{Advice, AdviceError, Budget, Estimates, Goal, History};
+use mq_advisor::{Advice, AdviceError, Budget, Estimates, Goal, Past};
 use mq_core::engine::Event;
+use mq_core::history::History;
 use mq_core::ids::{OrgId, QueueId};
 use mq_core::metrics::Window;
 use mq_core::snapshot::QueueSnapshot;
@@ -41,7 +42,7 @@ pub async fn queue_advice(
 ) -> Result<QueueAdvice, ServiceError> {
     let snapshot = drive::read(app, org, id).await?;
     let loaded = load_history(app, &snapshot, request.window_ms, app.now()).await?;
-    let estimates = mq_advisor::estimate(&loaded.history);
+    let estimates = mq_advisor::estimate(&loaded.past);
     let advice = advise(app, &estimates, &snapshot, request.goal, None).await?;
     let queue = &snapshot.queue;
     let (advice, no_advice) = match advice {
@@ -50,9 +51,9 @@ pub async fn queue_advice(
     };
     Ok(QueueAdvice {
         window: AdviceWindow {
-            from: loaded.history.window.from.to_rfc3339(),
-            to: loaded.history.window.to.to_rfc3339(),
-            hours: loaded.history.hours(),
+            from: loaded.past.window.from.to_rfc3339(),
+            to: loaded.past.window.to.to_rfc3339(),
+            hours: loaded.past.hours(),
             shortened: loaded.shortened,
         },
         goal: request.goal,
@@ -77,7 +78,7 @@ pub async fn auto_tune(app: &App, id: &QueueId) -> Result<bool, ServiceError> {
         return Ok(false);
     }
     let loaded = load_history(app, &snapshot, WINDOW_MS, now).await?;
-    let estimates = mq_advisor::estimate(&loaded.history);
+    let estimates = mq_advisor::estimate(&loaded.past);
     let proposed = queue.tuning.proposed.as_ref().map(|p| p.after);
     let advised = match advise(app, &estimates, &snapshot, Goal::MostMerges, proposed).await? {
         Ok(advice) => mq_advisor::worth_changing(&advice, proposed.as_ref()),
@@ -96,7 +97,7 @@ pub async fn auto_tune(app: &App, id: &QueueId) -> Result<bool, ServiceError> {
 
 /// A window of history as the store gave it.
 pub struct Loaded {
-    pub history: History,
+    pub past: Past,
     /// Whether the window was shortened to [`MAX_HISTORY_ITEMS`].
     pub shortened: bool,
 }
@@ -111,7 +112,7 @@ pub async fn load_history(
     now: Timestamp,
 ) -> Result<Loaded, ServiceError> {
     let id = &snapshot.queue.id;
-    let mut window = mq_advisor::window(&snapshot.queue, now, window_ms);
+    let mut window = Window::last(&snapshot.queue, now, window_ms);
     let (concluded, runs) = tokio::join!(
         app.store.conclusions_between(id, window, MAX_HISTORY_ITEMS),
         app.store
@@ -131,9 +132,13 @@ pub async fn load_history(
         concluded.retain(|e| e.concluded_at.is_some_and(|at| at >= from));
         runs.retain(|r| r.finished_at.is_some_and(|at| at >= from));
     }
-    let restarts = app.store.restarts_between(id, window).await?;
-    let history = History::new(window, snapshot, concluded, runs, restarts);
-    Ok(Loaded { history, shortened })
+    let kept = History {
+        concluded,
+        finished_runs: runs,
+        restarts: app.store.restarts_between(id, window).await?,
+    };
+    let past = Past::new(window, kept, snapshot);
+    Ok(Loaded { past, shortened })
 }
 
 /// The time of the oldest of `items` (newest first) when the read was cut at

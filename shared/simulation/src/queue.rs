@@ -19,10 +19,9 @@ use mq_core::git::{
     Mergeability, PrFacts, PrState, RequiredStatuses, RequiredStatusesSource, StatusReport,
     StatusState,
 };
-use mq_core::history::Restart;
+use mq_core::history::History;
 use mq_core::ids::{OrgId, RepoRef, Sha};
 use mq_core::priority::Priority;
-use mq_core::run::TestRun;
 use mq_core::settings::{QueueMode, QueueState, SettingsPatch};
 use mq_core::snapshot::{Commit, Queue, QueueSnapshot, Transition};
 use mq_core::time::Timestamp;
@@ -91,14 +90,11 @@ pub const STEP_WORK: u64 = 100;
 /// The history of a simulated run as a store keeps it, and the truth behind it.
 #[derive(Debug, Clone, Default)]
 pub struct Trace {
-    /// Entries that left the queue, in order.
-    pub concluded: Vec<Entry>,
+    /// What the commits kept, in order: the entries that left the queue, the runs that left
+    /// the line, the restarts.
+    pub kept: History,
     /// Entries still active when the run stopped.
     pub active: Vec<Entry>,
-    /// Runs that left the line, in order.
-    pub finished_runs: Vec<TestRun>,
-    /// Restarts, as commits record them.
-    pub restarts: Vec<Restart>,
     /// Every answer CI gave, in order.
     pub ci_answers: Vec<CiAnswer>,
     /// The broken pull requests and those whose first head conflicts.
@@ -401,9 +397,10 @@ impl<'a> QueueSim<'a> {
             return;
         };
         let commit = Commit::between(before, t, Timestamp(self.now));
-        trace.restarts.extend(commit.restarts);
-        trace.concluded.extend(t.concluded.iter().cloned());
-        trace.finished_runs.extend(t.finished_runs.iter().cloned());
+        let kept = &mut trace.kept;
+        kept.restarts.extend(commit.restarts);
+        kept.concluded.extend(t.concluded.iter().cloned());
+        kept.finished_runs.extend(t.finished_runs.iter().cloned());
     }
 
     fn concluded(&mut self, entry: &Entry) {

@@ -86,6 +86,7 @@ fn conflicting_heads_fail_and_merge_once_fixed_and_the_trace_says_what_happened(
     assert_eq!(run.tally.violations, 0);
     assert_eq!(run.tally.done(), 150);
     let conflicted: Vec<u32> = trace
+        .kept
         .concluded
         .iter()
         .filter(|e| {
@@ -99,6 +100,7 @@ fn conflicting_heads_fail_and_merge_once_fixed_and_the_trace_says_what_happened(
     for pr in &trace.conflicting {
         assert!(conflicted.contains(pr), "#{pr} conflicted once");
         let merged = trace
+            .kept
             .concluded
             .iter()
             .find(|e| e.pr == *pr && e.state == EntryState::Merged);
@@ -118,7 +120,7 @@ fn conflicting_heads_fail_and_merge_once_fixed_and_the_trace_says_what_happened(
         "every run answered but those still testing at the end"
     );
     assert!(trace.ci_answers.iter().any(|a| a.flaked));
-    assert!(!trace.restarts.is_empty());
+    assert!(!trace.kept.restarts.is_empty());
     assert!(trace.active.is_empty(), "every pull request left the queue");
 }
 

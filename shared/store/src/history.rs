@@ -10,9 +10,9 @@
 use crate::error::StoreError;
 use async_trait::async_trait;
 use mq_core::entry::Entry;
-use mq_core::history::Restart;
+use mq_core::history::{History, Restart};
 use mq_core::ids::QueueId;
-use mq_core::metrics::{History, Window};
+use mq_core::metrics::Window;
 use mq_core::run::TestRun;
 
 /// What a history read answers.

@@ -12,8 +12,9 @@ pub use idempotency::*;
 
 use fixtures::*;
 use mq_core::entry::EntryState;
+use mq_core::history::History;
 use mq_core::ids::{QueueId, Sha};
-use mq_core::metrics::{History, Window};
+use mq_core::metrics::Window;
 use mq_core::run::{RunStatus, TestRun};
 use mq_core::snapshot::{Commit, QueueSnapshot};
 use mq_core::time::Timestamp;

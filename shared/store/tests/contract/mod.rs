@@ -263,7 +263,7 @@ pub async fn concluded_entries_become_history(store: Arc<dyn Store>) {
     let snap = store.load(&id).await.unwrap().unwrap();
 
     let t1 = T0.plus_millis(60_000);
-    // Every attribute the metrics read set, so that a projection leaving one out shows.
+    // Attributes set beyond the defaults, so that an item read back in part would show.
     let mut tested = (*snap.entries[0]).clone();
     tested.ready_at = Some(T0.plus_millis(1_000));
     tested.first_tested_at = Some(T0.plus_millis(2_000));

@@ -7,7 +7,7 @@
 use crate::error::HostResult;
 use async_trait::async_trait;
 use mq_core::engine::BranchPr;
-use mq_core::git::{CheckRunReport, PrFacts, RequiredStatuses, StatusReport, StatusState};
+use mq_core::git::{CheckRunReport, PrFacts, PrState, RequiredStatuses, StatusReport, StatusState};
 use mq_core::ids::{PrNumber, RepoRef, Sha};
 use mq_core::settings::MergeMethod;
 
@@ -61,6 +61,20 @@ pub enum MergeOutcome {
         pr: Option<PrNumber>,
         detail: String,
     },
+}
+
+impl MergeOutcome {
+    /// Why `pr` may not be merged now that its head is `head` and its state `state`: every
+    /// pull request must still be open at the head that was tested. `None` when it may.
+    pub fn refusing(pr: &BranchPr, head: &Sha, state: PrState) -> Option<Self> {
+        if *head != pr.head_sha {
+            return Some(MergeOutcome::PrChanged { pr: pr.pr });
+        }
+        (state != PrState::Open).then(|| MergeOutcome::Rejected {
+            pr: Some(pr.pr),
+            detail: format!("#{} is {}", pr.pr, state.as_str()),
+        })
+    }
 }
 
 /// A draft pull request from a test branch into the target (`createPrsForTestingBranches`),
@@ -147,4 +161,33 @@ pub trait GitHost: Send + Sync {
 
     /// Statuses and check runs reported on a commit.
     async fn commit_checks(&self, repo: &RepoRef, sha: &Sha) -> HostResult<CommitChecks>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pull_request_merges_only_open_at_its_tested_head() {
+        let pr = BranchPr {
+            pr: 7,
+            head_sha: Sha::new("a".repeat(40)),
+            title: "Change 7".into(),
+            stamp: None,
+        };
+        let tested = pr.head_sha.clone();
+        let pushed = Sha::new("b".repeat(40));
+        assert_eq!(MergeOutcome::refusing(&pr, &tested, PrState::Open), None);
+        assert_eq!(
+            MergeOutcome::refusing(&pr, &pushed, PrState::Open),
+            Some(MergeOutcome::PrChanged { pr: 7 })
+        );
+        assert_eq!(
+            MergeOutcome::refusing(&pr, &tested, PrState::Closed),
+            Some(MergeOutcome::Rejected {
+                pr: Some(7),
+                detail: "#7 is closed".into()
+            })
+        );
+    }
 }

@@ -80,15 +80,9 @@ async fn check_heads(
 ) -> HostResult<Option<MergeOutcome>> {
     for pr in prs {
         let wire = pulls::pull(client, repo, pr.pr).await?;
-        if wire.head.sha != pr.head_sha.as_str() {
-            return Ok(Some(MergeOutcome::PrChanged { pr: pr.pr }));
-        }
-        let state = wire.pr_state();
-        if state != PrState::Open {
-            return Ok(Some(MergeOutcome::Rejected {
-                pr: Some(pr.pr),
-                detail: format!("#{} is {}", pr.pr, state.as_str()),
-            }));
+        let head = Sha::new(&wire.head.sha);
+        if let Some(refused) = MergeOutcome::refusing(pr, &head, wire.pr_state()) {
+            return Ok(Some(refused));
         }
     }
     Ok(None)

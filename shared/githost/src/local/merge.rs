@@ -87,15 +87,10 @@ async fn new_target(
 /// Every pull request must still be open at the head that was tested.
 async fn check_heads(git: &Git, prs: &[BranchPr]) -> HostResult<Option<Refused>> {
     for pr in prs {
-        if pulls::head_of(git, pr.pr).await? != pr.head_sha {
-            return Ok(Some(MergeOutcome::PrChanged { pr: pr.pr }));
-        }
+        let head = pulls::head_of(git, pr.pr).await?;
         let state = pulls::state_of(git, pr.pr).await?;
-        if state != PrState::Open {
-            return Ok(Some(MergeOutcome::Rejected {
-                pr: Some(pr.pr),
-                detail: format!("#{} is {}", pr.pr, state.as_str()),
-            }));
+        if let Some(refused) = MergeOutcome::refusing(pr, &head, state) {
+            return Ok(Some(refused));
         }
     }
     Ok(None)

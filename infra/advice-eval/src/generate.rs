@@ -165,7 +165,7 @@ fn truth(case: &Case, trace: &Trace, window: Window, prs: &[u32]) -> Truth {
         .collect();
     let clean: Vec<_> = answers.iter().filter(|a| !a.broken).collect();
     let share = |hits: usize, of: usize| hits as f64 / of.max(1) as f64;
-    let hours = window.to.millis_since(window.from) as f64 / 3_600_000.0;
+    let hours = window.hours();
     Truth {
         arrivals_per_hour: prs.len() as f64 / hours,
         ci_minutes: minutes.iter().sum::<f64>() / minutes.len().max(1) as f64,

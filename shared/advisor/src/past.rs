@@ -47,6 +47,6 @@ impl Past {
 
     /// Hours the window spans.
     pub fn hours(&self) -> f64 {
-        self.window.to.millis_since(self.window.from) as f64 / 3_600_000.0
+        self.window.hours()
     }
 }

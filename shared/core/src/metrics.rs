@@ -87,6 +87,11 @@ impl Window {
     pub fn contains(&self, t: Timestamp) -> bool {
         self.from <= t && t < self.to
     }
+
+    /// Hours the window spans.
+    pub fn hours(&self) -> f64 {
+        self.to.millis_since(self.from) as f64 / 3_600_000.0
+    }
 }
 
 /// Everything the figures of one queue are computed from.

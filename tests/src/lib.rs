@@ -71,7 +71,12 @@ impl TestClock {
 
     /// Moves the clock forward.
     pub fn advance_minutes(&self, minutes: i64) {
-        self.offset_ms.fetch_add(minutes * 60_000, Ordering::SeqCst);
+        self.advance_millis(minutes * 60_000);
+    }
+
+    /// Moves the clock forward.
+    pub fn advance_millis(&self, millis: i64) {
+        self.offset_ms.fetch_add(millis, Ordering::SeqCst);
     }
 }
 

@@ -24,9 +24,12 @@
 use crate::Backend;
 use crate::git_repo::{GitRepo, PrSpec};
 use crate::live::{CI, LiveEnv, body, repo_ref};
+use mq_core::engine::{EFFECT_LEASE_MS, PendingEffect};
 use mq_core::ids::QueueId;
+use mq_core::time::Timestamp;
 use mq_githost::GitHost;
 use mq_githost::faults::FaultyGitHost;
+use mq_service::Clock;
 use mq_store::{FaultyStore, Store};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -45,11 +48,16 @@ const GOOD: [u32; 7] = [1, 2, 4, 6, 9, 11, 12];
 /// How long one row may take before it fails.
 const ROW_DEADLINE: Duration = Duration::from_secs(300);
 /// In rows with batching, with nothing changing for this long, the test moves the queue's
-/// clock a minute forward: a batch waiting for its `batchingMaxWaitTimeMinutes`. Other rows
+/// clock forward ([`CLOCK_STEP_MS`]): a batch waiting for its `batchingMaxWaitTimeMinutes`. Other rows
 /// run on real time alone, so nothing in them may wait for an effect's lease or back-off.
 const IDLE: Duration = Duration::from_secs(3);
 /// Rows run at once in one test.
 const ROWS_AT_ONCE: usize = 6;
+/// How far the clock moves at a time: less than an effect's lease ([`EFFECT_LEASE_MS`]), as
+/// real time moves while an effect executes (its executor lives at most 29 s). A longer step
+/// makes an effect still executing look lost: the queue then carries out the newer
+/// notification held behind it, and the older one, landing last, is what the host keeps.
+const CLOCK_STEP_MS: i64 = EFFECT_LEASE_MS - 5_000;
 
 #[derive(Debug, Clone, Copy)]
 pub struct Row {
@@ -331,7 +339,7 @@ async fn upload_targets(env: &LiveEnv, repo: &GitRepo) {
     }
 }
 
-/// Waits until every pull request concluded; with batching, moves the clock a minute forward
+/// Waits until every pull request concluded; with batching, moves the clock forward
 /// whenever nothing changed for [`IDLE`]. Returns each pull request's final state.
 async fn conclude_all(env: &LiveEnv, repo: &GitRepo, row: &Row) -> BTreeMap<u32, String> {
     let started = Instant::now();
@@ -353,7 +361,7 @@ async fn conclude_all(env: &LiveEnv, repo: &GitRepo, row: &Row) -> BTreeMap<u32,
             last = now;
             last_change = Instant::now();
         } else if row.batch && last_change.elapsed() > IDLE {
-            env.clock.advance_minutes(1);
+            env.clock.advance_millis(CLOCK_STEP_MS);
             last_change = Instant::now();
         }
         assert!(
@@ -367,25 +375,52 @@ async fn conclude_all(env: &LiveEnv, repo: &GitRepo, row: &Row) -> BTreeMap<u32,
 }
 
 /// Waits until the queue has carried out every Git host action it decided (the comments and
-/// statuses of the last conclusions among them), moving the clock as [`conclude_all`] does.
+/// statuses of the last conclusions among them). With nothing changing for [`IDLE`], the
+/// clock moves on ([`settle_step`]).
 async fn settle(env: &LiveEnv, repo: &GitRepo, row: &Row) {
     let id = QueueId::new(&repo_ref(repo), "main");
     let started = Instant::now();
+    let mut last_change = Instant::now();
+    let mut last_outbox = Vec::new();
     loop {
         let snapshot = env.store.load(&id).await.expect("queue readable");
-        let pending = snapshot.map_or(0, |s| s.outbox.len());
-        if pending == 0 {
+        let outbox = snapshot.map(|s| s.outbox).unwrap_or_default();
+        if outbox.is_empty() {
             return;
         }
+        let pending: Vec<_> = outbox
+            .iter()
+            .map(|x| (&x.id, x.attempts, &x.last_error, x.held))
+            .collect();
         assert!(
             started.elapsed() < ROW_DEADLINE,
-            "{}: {pending} Git host actions still pending after {ROW_DEADLINE:?}",
+            "{}: Git host actions still pending after {ROW_DEADLINE:?} (id, failures, last error, held): {pending:?}",
             row.name()
         );
-        if started.elapsed() > IDLE {
-            env.clock.advance_minutes(1);
+        if outbox != last_outbox {
+            last_outbox = outbox;
+            last_change = Instant::now();
+        } else if last_change.elapsed() > IDLE {
+            env.clock
+                .advance_millis(settle_step(&outbox, env.clock.now()));
+            last_change = Instant::now();
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// How far the clock moves while actions are pending and nothing changed for [`IDLE`]: to the
+/// next retry when every action not held failed and waits for one (backing off up to an
+/// hour), else [`CLOCK_STEP_MS`] (an answer that was lost is executed again once its lease
+/// runs out).
+fn settle_step(outbox: &[PendingEffect], now: Timestamp) -> i64 {
+    let waiting: Vec<&PendingEffect> = outbox.iter().filter(|x| !x.held).collect();
+    let backing_off = waiting
+        .iter()
+        .all(|x| x.last_error.is_some() && x.next_attempt_at > now);
+    match waiting.iter().map(|x| x.next_attempt_at).min() {
+        Some(next) if backing_off => next.millis_since(now).max(1),
+        _ => CLOCK_STEP_MS,
     }
 }
 

@@ -243,28 +243,11 @@ fn set_state(entry: &mut Entry, state: EntryState, at: Timestamp) {
 
 fn run(id: &str, kind: RunKind, tested: Vec<TestedPr>, at: Timestamp) -> TestRun {
     TestRun {
-        id: id.to_owned(),
         kind,
         branch: format!("merge-queue/main/{id}"),
-        status: RunStatus::InProgress,
         created_at: at,
         tested,
-        dependent_prs: vec![],
-        chain: vec![],
-        test_pull_request: false,
-        base_sha: None,
-        sha: None,
-        required: None,
-        statuses: vec![],
-        check_runs: vec![],
-        impacted_targets: None,
-        impacted_targets_for_tested_prs: None,
         started_at: Some(at),
-        finished_at: None,
-        reason: None,
-        place: Default::default(),
-        held: false,
-        diverged: false,
-        bisection_of: None,
+        ..TestRun::sample(id)
     }
 }

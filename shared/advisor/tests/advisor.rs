@@ -8,7 +8,7 @@ use mq_core::git::PrFacts;
 use mq_core::history::History;
 use mq_core::ids::Sha;
 use mq_core::metrics::Window;
-use mq_core::run::{LinePlace, RunKind, RunStatus, TestRun, TestedPr};
+use mq_core::run::{RunStatus, TestRun, TestedPr};
 use mq_core::settings::{QueueConfig, QueueMode};
 use mq_core::time::Timestamp;
 
@@ -53,9 +53,6 @@ fn entry(
 /// A run of `prs` (number, head) started at `started` and finished `minutes` later.
 fn run(id: &str, prs: &[(u32, &str)], started: i64, minutes: i64, passed: bool) -> TestRun {
     TestRun {
-        id: id.to_owned(),
-        kind: RunKind::Main,
-        branch: format!("mq-test/main/{id}"),
         status: if passed {
             RunStatus::Succeeded
         } else {
@@ -74,20 +71,7 @@ fn run(id: &str, prs: &[(u32, &str)], started: i64, minutes: i64, passed: bool) 
                 head_sha: Sha::new(*head),
             })
             .collect(),
-        dependent_prs: Vec::new(),
-        chain: Vec::new(),
-        base_sha: None,
-        sha: None,
-        required: None,
-        statuses: Vec::new(),
-        check_runs: Vec::new(),
-        impacted_targets: None,
-        impacted_targets_for_tested_prs: None,
-        place: LinePlace::default(),
-        held: false,
-        diverged: false,
-        test_pull_request: false,
-        bisection_of: None,
+        ..TestRun::sample(id)
     }
 }
 

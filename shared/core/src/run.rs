@@ -177,11 +177,11 @@ impl TestRun {
     }
 }
 
-#[cfg(test)]
 impl TestRun {
-    /// A main run `id` in progress, created at time 0 and testing nothing yet, for unit tests
-    /// to adjust.
-    pub(crate) fn sample(id: &str) -> Self {
+    /// A main run `id` in progress on `mq-test/main/<id>`, created at time 0, testing nothing
+    /// yet: the run of tests and benches, changed field by field where one needs another.
+    #[cfg(any(test, feature = "testing"))]
+    pub fn sample(id: &str) -> Self {
         TestRun {
             id: id.into(),
             kind: RunKind::Main,

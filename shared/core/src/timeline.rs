@@ -111,13 +111,10 @@ pub fn state_history(entry: &Entry, runs: &[TestRun], restarts: &[Restart]) -> V
 mod tests {
     use super::*;
     use crate::entry::Conclusion;
-    use crate::run::{LinePlace, TestedPr};
+    use crate::run::TestedPr;
 
     fn run(id: &str, entry: &Entry, status: RunStatus, from: i64, to: Option<i64>) -> TestRun {
         TestRun {
-            id: id.to_owned(),
-            kind: RunKind::Main,
-            branch: format!("mq-test/main/{id}"),
             status,
             created_at: Timestamp(from - 1),
             tested: vec![TestedPr {
@@ -126,23 +123,10 @@ mod tests {
                 title: entry.pr_facts.title.clone(),
                 head_sha: entry.pr_facts.head_sha.clone(),
             }],
-            dependent_prs: Vec::new(),
-            chain: Vec::new(),
-            base_sha: None,
-            sha: None,
-            required: None,
-            statuses: Vec::new(),
-            check_runs: Vec::new(),
-            impacted_targets: None,
-            impacted_targets_for_tested_prs: None,
             started_at: Some(Timestamp(from)),
             finished_at: to.map(Timestamp),
             reason: (status == RunStatus::Failed).then(|| "tests_failed".to_owned()),
-            place: LinePlace::default(),
-            held: false,
-            diverged: false,
-            test_pull_request: false,
-            bisection_of: None,
+            ..TestRun::sample(id)
         }
     }
 

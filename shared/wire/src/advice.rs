@@ -135,7 +135,7 @@ pub struct AdviceView {
 }
 
 /// Tuned settings (`TunedSettings` in `openapi/openapi.json`), with their summary in words.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TunedSettingsView {
     #[serde(flatten)]
     pub settings: TunedSettings,
@@ -179,7 +179,7 @@ pub struct NoAdvice {
 }
 
 /// Auto-tuning's record on a queue.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TuningView {
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -197,7 +197,7 @@ pub struct TuningView {
 }
 
 /// A change of the tuned settings, proposed or made.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TuningChangeView {
     pub at: String,

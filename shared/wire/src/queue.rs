@@ -84,7 +84,7 @@ impl QueueSettingsRequest {
 
 /// A queue's state and configuration (`Queue` in `openapi/openapi.json`): the
 /// `updateQueue`/`createQueue` response.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct QueueView {
     pub state: QueueState,
@@ -144,7 +144,7 @@ impl From<&Queue> for QueueView {
 }
 
 /// The `getQueue` response: the queue and its enqueued pull requests, in queue order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct QueueWithEntries<'a> {
     #[serde(flatten)]
@@ -154,7 +154,7 @@ pub struct QueueWithEntries<'a> {
 
 /// An item of `enqueuedPullRequests` (`EnqueuedPullRequest` in `openapi/openapi.json`). Its text
 /// borrows from the entry it shows (a queue lists many; a read answer copies none of them).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EnqueuedPullRequest<'a> {
     pub state_changed_at: String,

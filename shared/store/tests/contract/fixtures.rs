@@ -4,7 +4,7 @@ use mq_core::engine::{Effect, PendingEffect, Transition};
 use mq_core::entry::{Entry, EntryState};
 use mq_core::git::PrFacts;
 use mq_core::ids::{OrgId, RepoRef, Sha};
-use mq_core::run::{RunKind, RunStatus, TestRun, TestedPr};
+use mq_core::run::{RunStatus, TestRun, TestedPr};
 use mq_core::settings::{QueueConfig, QueueState};
 use mq_core::snapshot::{Commit, Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
@@ -45,10 +45,7 @@ pub fn concluded(mut e: Entry, state: EntryState, at: Timestamp) -> Entry {
 
 pub fn run(id: &str, prs: &[u32], sha: Option<&str>, at: Timestamp) -> TestRun {
     TestRun {
-        id: id.to_owned(),
-        kind: RunKind::Main,
         branch: format!("merge-queue/main/{id}"),
-        status: RunStatus::InProgress,
         created_at: at,
         tested: prs
             .iter()
@@ -59,23 +56,8 @@ pub fn run(id: &str, prs: &[u32], sha: Option<&str>, at: Timestamp) -> TestRun {
                 head_sha: Sha::new(format!("{pr:040x}")),
             })
             .collect(),
-        dependent_prs: vec![],
-        chain: vec![],
-        test_pull_request: false,
-        base_sha: None,
         sha: sha.map(Sha::new),
-        required: None,
-        statuses: vec![],
-        check_runs: vec![],
-        impacted_targets: None,
-        impacted_targets_for_tested_prs: None,
-        started_at: None,
-        finished_at: None,
-        reason: None,
-        place: Default::default(),
-        held: false,
-        diverged: false,
-        bisection_of: None,
+        ..TestRun::sample(id)
     }
 }
 

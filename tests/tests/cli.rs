@@ -919,7 +919,7 @@ fn listed_commands(help: &str) -> Vec<String> {
 async fn bad_input_is_refused_with_a_clear_error() {
     let env = LiveEnv::start(Backend::Memory).await;
     let mq = mq(&env).var("MQ_REPO", "acme/rocket").var("MQ_PR", "1");
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 9] = [
         (
             &["submit", "--priority", "soon"],
             "`soon` is not a priority",
@@ -936,6 +936,10 @@ async fn bad_input_is_refused_with_a_clear_error() {
         (
             &["status", "--target", "a..b"],
             "`a..b` is not a valid target branch",
+        ),
+        (
+            &["status", "--target", "release/.next"],
+            "`release/.next` is not a valid target branch",
         ),
         (
             &[
@@ -1003,7 +1007,7 @@ async fn bad_input_is_refused_with_a_clear_error() {
 async fn uploads_above_the_direct_limit_go_through_upload_urls() {
     let endpoint = mq_tables::moto::endpoint();
     let name = format!("mq-cli-uploads-{}", std::process::id());
-    let bucket = UploadBucket::local(&endpoint, &name).await;
+    let bucket = UploadBucket::local(&mq_tables::local_config(&endpoint).await, &name);
     bucket.create().await.expect("bucket created on moto");
     let env = TestEnv::start_with(Backend::Memory, |app| {
         app.with_uploads(std::sync::Arc::new(bucket))
@@ -1043,7 +1047,7 @@ async fn uploads_above_the_direct_limit_go_through_upload_urls() {
     }
 
     // S3 tells the ingest function of each object; here the test does.
-    let listing = UploadBucket::local(&endpoint, &name).await;
+    let listing = UploadBucket::local(&mq_tables::local_config(&endpoint).await, &name);
     let objects = listing
         .client
         .list_objects_v2()

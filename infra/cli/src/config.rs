@@ -253,24 +253,12 @@ fn deepest_source(matches: &ArgMatches, id: &str) -> Option<ValueSource> {
     known.then(|| matches.value_source(id)).flatten()
 }
 
-/// Refuses a branch name git would refuse, before the API does.
+/// Refuses a branch name git would refuse, before the API does: the service's own rule
+/// (`mq_core::ids::check_branch`).
 pub fn check_branch(what: &str, name: &str) -> Result<()> {
-    let bad = name.is_empty()
-        || name.starts_with('-')
-        || name.starts_with('/')
-        || name.ends_with('/')
-        || name.ends_with(".lock")
-        || name.ends_with('.')
-        || name.contains("..")
-        || name.contains("//")
-        || name.contains("@{")
-        || name
-            .chars()
-            .any(|c| c.is_control() || c.is_whitespace() || "~^:?*[\\".contains(c));
-    if bad {
-        return Err(Error::input(format!(
+    mq_core::ids::check_branch(what, name).map_err(|_| {
+        Error::input(format!(
             "`{name}` is not a valid {what} (see git check-ref-format)"
-        )));
-    }
-    Ok(())
+        ))
+    })
 }

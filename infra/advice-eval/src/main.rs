@@ -32,48 +32,27 @@ use mq_core::settings::{OptimizationMode, SettingsPatch};
 use mq_simulation::workload::{Arrivals, Workload};
 use std::time::Instant;
 
-struct Args {
-    json: bool,
-    seeds: u64,
-    cases: Option<Vec<String>>,
-    grid: bool,
-    advice: bool,
-}
+use clap::Parser;
 
-fn parse_args() -> Result<Args, String> {
-    let mut args = Args {
-        json: false,
-        seeds: 10,
-        cases: None,
-        grid: true,
-        advice: true,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--json" => args.json = true,
-            "--no-grid" => args.grid = false,
-            "--estimates-only" => args.advice = false,
-            "--seeds" => {
-                args.seeds = it
-                    .next()
-                    .and_then(|s| s.parse().ok())
-                    .filter(|n| *n > 0)
-                    .ok_or("--seeds needs a positive integer")?;
-            }
-            "--cases" => {
-                let list = it.next().ok_or("--cases needs a list of names")?;
-                args.cases = Some(list.split(',').map(str::to_owned).collect());
-            }
-            "-h" | "--help" => {
-                return Err(
-                    "usage: advice-eval [--json] [--seeds N] [--cases a,b] [--no-grid] [--estimates-only]".to_owned(),
-                );
-            }
-            other => return Err(format!("unknown argument {other}; see --help")),
-        }
-    }
-    Ok(args)
+/// How well the advisor estimates and advises, on generated histories whose parameters are
+/// known.
+#[derive(Parser)]
+struct Args {
+    /// Print one JSON object per case instead of tables.
+    #[arg(long)]
+    json: bool,
+    /// Windows per size whose estimates are checked.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    seeds: u64,
+    /// Only these cases (names, comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    cases: Option<Vec<String>>,
+    /// Skip the grid search the advice is compared with.
+    #[arg(long = "no-grid", action = clap::ArgAction::SetFalse)]
+    grid: bool,
+    /// Check the estimates only, without advice.
+    #[arg(long = "estimates-only", action = clap::ArgAction::SetFalse)]
+    advice: bool,
 }
 
 fn workload(
@@ -472,14 +451,8 @@ fn true_estimates(case: &Case, truth: &Truth) -> Estimates {
     }
 }
 
-fn main() -> std::process::ExitCode {
-    let args = match parse_args() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("{e}");
-            return std::process::ExitCode::from(2);
-        }
-    };
+fn main() {
+    let args = Args::parse();
     let mut all = cases();
     if let Some(names) = &args.cases {
         all.retain(|c| names.iter().any(|n| n == c.name));
@@ -632,5 +605,4 @@ fn main() -> std::process::ExitCode {
             println!();
         }
     }
-    std::process::ExitCode::SUCCESS
 }

@@ -17,38 +17,21 @@
 
 mod simulate;
 
+use clap::Parser;
 use simulate::{Checkpoint, Truth, simulate};
 
+/// How well the test-health rules judge, on generated histories whose truth is known.
+#[derive(Parser)]
 struct Args {
+    /// The seed of the generated histories.
+    #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Repositories simulated.
+    #[arg(long, default_value_t = 40)]
     repos: usize,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
     json: bool,
-}
-
-fn parse_args() -> Result<Args, String> {
-    let mut args = Args {
-        seed: 1,
-        repos: 40,
-        json: false,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--json" => args.json = true,
-            "--seed" => args.seed = number(it.next(), "--seed")?,
-            "--repos" => args.repos = number(it.next(), "--repos")? as usize,
-            "-h" | "--help" => {
-                return Err("usage: health-eval [--json] [--seed N] [--repos N]".to_owned());
-            }
-            other => return Err(format!("unknown argument {other}; see --help")),
-        }
-    }
-    Ok(args)
-}
-
-fn number(v: Option<String>, flag: &str) -> Result<u64, String> {
-    v.and_then(|s| s.parse().ok())
-        .ok_or_else(|| format!("{flag} needs a positive integer"))
 }
 
 /// Precision and recall of one predicted status.
@@ -89,14 +72,8 @@ fn ratio(a: u32, b: u32) -> f64 {
     }
 }
 
-fn main() -> std::process::ExitCode {
-    let args = match parse_args() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("{e}");
-            return std::process::ExitCode::from(2);
-        }
-    };
+fn main() {
+    let args = Args::parse();
     let run = simulate(args.seed, args.repos);
     let flaky = Score::of(&run.checkpoints, Truth::Flaky);
     let broken = Score::of(&run.checkpoints, Truth::Broken);
@@ -111,7 +88,6 @@ fn main() -> std::process::ExitCode {
     } else {
         print_table(&args, &run, flaky, broken);
     }
-    std::process::ExitCode::SUCCESS
 }
 
 fn round(x: f64) -> f64 {

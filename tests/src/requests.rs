@@ -259,7 +259,10 @@ impl Bench {
         let repo = GitRepo::create(&repos, &dir.path().join("work"), "rocket");
         repo.add_prs(3, &[]);
         let clock = Arc::new(TestClock::default());
-        let bucket = UploadBucket::local(&endpoint, &format!("{prefix}uploads")).await;
+        let bucket = UploadBucket::local(
+            &mq_tables::local_config(&endpoint).await,
+            &format!("{prefix}uploads"),
+        );
         let app = App::new(store, clock.clone())
             .with_githost(Arc::new(LocalGitHost::new(repos)))
             .with_webhook(WebhookReceiver::new(

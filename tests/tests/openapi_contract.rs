@@ -139,7 +139,10 @@ async fn every_response_matches_the_openapi_document() {
 /// A gateway with a webhook secret and an uploads bucket on moto.
 async fn with_hooks_and_bucket(backend: Backend) -> TestEnv {
     let name = format!("mq-contract-uploads-{}", std::process::id());
-    let bucket = UploadBucket::local(&mq_tables::moto::endpoint(), &name).await;
+    let bucket = UploadBucket::local(
+        &mq_tables::local_config(&mq_tables::moto::endpoint()).await,
+        &name,
+    );
     bucket.create().await.expect("bucket created on moto");
     TestEnv::start_with(backend, |app| {
         app.with_webhook(WebhookReceiver::new(WEBHOOK_SECRET, "github.com"))

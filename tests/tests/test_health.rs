@@ -810,7 +810,10 @@ async fn with_bucket(backend: Backend) -> TestEnv {
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let name = format!("mq-uploads-{}-{n}", std::process::id());
-    let bucket = UploadBucket::local(&mq_tables::moto::endpoint(), &name).await;
+    let bucket = UploadBucket::local(
+        &mq_tables::local_config(&mq_tables::moto::endpoint()).await,
+        &name,
+    );
     bucket.create().await.expect("bucket created on moto");
     TestEnv::start_with(backend, |app| app.with_uploads(std::sync::Arc::new(bucket))).await
 }

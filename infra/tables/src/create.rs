@@ -124,16 +124,20 @@ fn local_index(index: &IndexDef) -> Result<LocalSecondaryIndex, String> {
         .map_err(|e| e.to_string())
 }
 
-/// A client for a DynamoDB-compatible endpoint on this machine (moto, DynamoDB Local), with
-/// placeholder credentials.
-pub async fn local_client(endpoint: &str) -> Client {
-    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+/// The AWS configuration for an AWS-compatible server on this machine (moto, DynamoDB
+/// Local): its endpoint, a fixed region and placeholder credentials.
+pub async fn local_config(endpoint: &str) -> aws_config::SdkConfig {
+    aws_config::defaults(aws_config::BehaviorVersion::latest())
         .endpoint_url(endpoint)
         .region(aws_config::Region::new("us-east-1"))
         .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
             "local", "local", None, None, "local",
         ))
         .load()
-        .await;
-    Client::new(&config)
+        .await
+}
+
+/// A client for a DynamoDB-compatible endpoint on this machine (moto, DynamoDB Local).
+pub async fn local_client(endpoint: &str) -> Client {
+    Client::new(&local_config(endpoint).await)
 }

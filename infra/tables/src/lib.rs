@@ -5,4 +5,4 @@ pub mod create;
 pub mod moto;
 pub mod schema;
 
-pub use create::{create_missing_tables, local_client};
+pub use create::{create_missing_tables, local_client, local_config};

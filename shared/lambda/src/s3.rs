@@ -19,18 +19,10 @@ impl UploadBucket {
         }
     }
 
-    /// A bucket on an S3-compatible server on this machine (moto), with placeholder
-    /// credentials and path-style addressing.
-    pub async fn local(endpoint: &str, bucket: &str) -> Self {
-        let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
-            .endpoint_url(endpoint)
-            .region(aws_config::Region::new("us-east-1"))
-            .credentials_provider(aws_sdk_s3::config::Credentials::new(
-                "local", "local", None, None, "local",
-            ))
-            .load()
-            .await;
-        let s3 = aws_sdk_s3::config::Builder::from(&config)
+    /// A bucket on an S3-compatible server on this machine (moto), reached with `config`
+    /// (`mq_tables::local_config`) and path-style addressing.
+    pub fn local(config: &aws_config::SdkConfig, bucket: &str) -> Self {
+        let s3 = aws_sdk_s3::config::Builder::from(config)
             .force_path_style(true)
             .build();
         Self::new(aws_sdk_s3::Client::from_conf(s3), bucket)

@@ -115,22 +115,22 @@ impl Work {
 
     /// A commit status arrived for `sha`.
     pub fn status_reported(&mut self, sha: &Sha, status: &StatusReport) {
-        let Some(id) = self.live_run_with_sha(sha) else {
-            return;
-        };
-        if let Some(run) = self.run_mut(&id) {
-            record_status(run, status);
-        }
-        self.evaluate(&id);
+        self.record_on_live_run(sha, |run| record_status(run, status));
     }
 
     /// A check run arrived for `sha`.
     pub fn check_reported(&mut self, sha: &Sha, check: &CheckRunReport) {
+        self.record_on_live_run(sha, |run| record_check(run, check));
+    }
+
+    /// Records a report on the live run whose branch is at `sha` and evaluates the run; a
+    /// report for any other commit changes nothing.
+    fn record_on_live_run(&mut self, sha: &Sha, record: impl FnOnce(&mut TestRun)) {
         let Some(id) = self.live_run_with_sha(sha) else {
             return;
         };
         if let Some(run) = self.run_mut(&id) {
-            record_check(run, check);
+            record(run);
         }
         self.evaluate(&id);
     }

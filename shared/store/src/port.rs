@@ -83,8 +83,8 @@ pub trait QueueStore: HistoryStore {
     async fn create_queue(&self, queue: &Queue) -> StoreResult<()>;
 
     /// The queue with its active entries, active runs and outbox as the last commit left them
-    /// (one read, which sees a commit whole, also one written in steps); `None` when the queue
-    /// does not exist. Entries, runs and effects come in the order [`QueueSnapshot::sort`]
+    /// (one version of the queue, which sees a commit whole, also one written in steps, and
+    /// also when DynamoDB answers in several pages); `None` when the queue does not exist. Entries, runs and effects come in the order [`QueueSnapshot::sort`]
     /// gives.
     async fn load(&self, id: &QueueId) -> StoreResult<Option<QueueSnapshot>>;
 
@@ -106,8 +106,9 @@ pub trait QueueStore: HistoryStore {
 
     /// Deletes a queue, its lease and every live item of `snapshot` at once, if the queue is
     /// still at the snapshot's version. `NotEmpty` while it has active entries, `Conflict` when
-    /// the version moved, `NotFound` when it is gone. Its history (conclusions, finished runs,
-    /// restarts) stays (on DynamoDB until it expires).
+    /// the version moved (on DynamoDB also while a commit written in steps is unfinished: it
+    /// is finished, and the caller tries again), `NotFound` when it is gone. Its history
+    /// (conclusions, finished runs, restarts) stays (on DynamoDB until it expires).
     async fn delete_queue(&self, snapshot: &QueueSnapshot) -> StoreResult<()>;
 
     /// The queue item and the latest entry of a pull request in it, active or concluded since
@@ -434,8 +435,9 @@ pub trait TestHealthStore: Send + Sync {
     /// DynamoDB answers `Internal` for one that does not.
     async fn put_codeowners(&self, scope: &HealthScope, text: &str) -> StoreResult<()>;
 
-    /// The stored test cases of the repository among `ids`, in any order; unknown ids (and
-    /// test cases of another repository) are left out.
+    /// The stored test cases of the repository among `ids`, in any order, each once (an id
+    /// given twice is read once); unknown ids (and test cases of another repository) are left
+    /// out.
     async fn get_test_cases(&self, scope: &HealthScope, ids: &[Uuid])
     -> StoreResult<Vec<TestCase>>;
 

@@ -102,3 +102,229 @@ async fn a_half_written_large_commit_is_finished_by_the_next_writer() {
     let last = store.load(&q.id).await.unwrap().unwrap();
     assert_eq!((last.entries.len(), last.queue.version), (121, 2));
 }
+
+/// Attaches `changes` to the queue item as a large commit's redo at `version`, with
+/// `active` entries, as a writer that stopped right after the first step leaves it.
+async fn attach_redo(
+    store: &DynamoStore,
+    id: &mq_core::ids::QueueId,
+    version: u64,
+    active: u32,
+    changes: &mq_core::snapshot::LiveChanges,
+) {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use mq_store::dynamo::keys::{ACTIVE_ENTRIES, VERSION};
+    use mq_store::dynamo::large_commit::REDO;
+    let key = std::collections::HashMap::from([
+        ("pk".to_owned(), AttributeValue::S(id.as_str().to_owned())),
+        ("sk".to_owned(), AttributeValue::S("QUEUE".to_owned())),
+    ]);
+    let mut item = store
+        .client()
+        .get_item()
+        .table_name(&store.tables().queues)
+        .set_key(Some(key))
+        .send()
+        .await
+        .unwrap()
+        .item
+        .unwrap();
+    item.insert(VERSION.into(), AttributeValue::N(version.to_string()));
+    item.insert(ACTIVE_ENTRIES.into(), AttributeValue::N(active.to_string()));
+    item.insert(
+        REDO.into(),
+        AttributeValue::S(serde_json::to_string(changes).unwrap()),
+    );
+    store
+        .client()
+        .put_item()
+        .table_name(&store.tables().queues)
+        .set_item(Some(item))
+        .send()
+        .await
+        .unwrap();
+}
+
+/// Every item of queue `id`'s partition, by sort key.
+async fn partition_keys(store: &DynamoStore, id: &mq_core::ids::QueueId) -> Vec<String> {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let out = store
+        .client()
+        .query()
+        .table_name(&store.tables().queues)
+        .key_condition_expression("pk = :pk")
+        .expression_attribute_values(":pk", AttributeValue::S(id.as_str().to_owned()))
+        .projection_expression("sk")
+        .send()
+        .await
+        .unwrap();
+    out.items
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|i| i.get("sk").and_then(|v| v.as_s().ok()).cloned())
+        .collect()
+}
+
+/// A queue deleted while a large commit that removes its entries is half written: the
+/// commit is finished before the delete goes through, so that no item of the queue is left
+/// behind for a queue created again under the same name to inherit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delete_during_a_half_written_large_commit_leaves_no_item_behind() {
+    use contract::fixtures::*;
+    use mq_core::entry::EntryState;
+    use mq_core::snapshot::LiveChanges;
+    use mq_store::{QueueStore, StoreError};
+
+    let store = fresh_dynamo().await;
+    let q = queue("acme", "rocket", "main");
+    store.create_queue(&q).await.unwrap();
+    let empty = store.load(&q.id).await.unwrap().unwrap();
+    let mut three = empty.clone();
+    for pr in 1..=3 {
+        three
+            .entries
+            .push(Arc::new(entry(pr, EntryState::Pending, T0)));
+    }
+    store
+        .commit(&commit(&empty, three, vec![], vec![], T0))
+        .await
+        .unwrap();
+    let cancel_all = LiveChanges {
+        delete_entries: vec![1, 2, 3],
+        ..LiveChanges::default()
+    };
+    attach_redo(&store, &q.id, 2, 0, &cancel_all).await;
+    assert!(
+        partition_keys(&store, &q.id)
+            .await
+            .iter()
+            .any(|sk| sk.starts_with("ENTRY#")),
+        "the entries' items are not deleted yet"
+    );
+
+    let mut deleted = false;
+    for _ in 0..3 {
+        let seen = store.load(&q.id).await.unwrap().unwrap();
+        assert!(seen.entries.is_empty(), "a reader sees the commit whole");
+        match store.delete_queue(&seen).await {
+            Ok(()) => {
+                deleted = true;
+                break;
+            }
+            Err(StoreError::Conflict) => continue,
+            Err(e) => panic!("delete: {e:?}"),
+        }
+    }
+    assert!(
+        deleted,
+        "the delete goes through once the commit is finished"
+    );
+    assert_eq!(
+        partition_keys(&store, &q.id).await,
+        Vec::<String>::new(),
+        "nothing of the queue is left"
+    );
+}
+
+/// An entry of about 30 KB (300 impacted targets of 100 characters).
+fn big_entry(pr: u32) -> mq_core::entry::Entry {
+    use contract::fixtures::*;
+    use mq_core::entry::{EntryState, ImpactedTargets, UploadedTargets};
+    let mut e = entry(pr, EntryState::Pending, T0);
+    let targets = (0..300)
+        .map(|i| format!("//services/{pr:04}/target-{i:04}/{}", "x".repeat(70)))
+        .collect();
+    e.impacted = Some(UploadedTargets {
+        head_sha: e.pr_facts.head_sha.clone(),
+        targets: ImpactedTargets::List(targets),
+        uploaded_at: T0,
+    });
+    e
+}
+
+/// The pull request the writer of the test below keeps in the queue at `version`.
+fn toggled_at(version: u64) -> u32 {
+    1 + u32::try_from(version % 2).unwrap()
+}
+
+/// A queue larger than one page of a query (1 MB) is read in several queries. A commit that
+/// lands between two of them must not give a snapshot mixing two versions (the entries of
+/// one, the version of the other): a step would commit on top of it as if it were current,
+/// bringing back what the commit removed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_larger_than_a_page_reads_as_one_version_while_commits_land() {
+    use contract::fixtures::*;
+    use mq_core::entry::EntryState;
+    use mq_store::QueueStore;
+
+    let store = Arc::new(fresh_dynamo().await);
+    let q = queue("acme", "rocket", "main");
+    store.create_queue(&q).await.unwrap();
+    let empty = store.load(&q.id).await.unwrap().unwrap();
+    let mut full = empty.clone();
+    full.entries
+        .extend((100..140).map(|pr| Arc::new(big_entry(pr))));
+    full.entries
+        .push(Arc::new(entry(toggled_at(1), EntryState::Pending, T0)));
+    store
+        .commit(&commit(&empty, full, vec![], vec![], T0))
+        .await
+        .unwrap();
+    let first_page = store
+        .client()
+        .query()
+        .table_name(&store.tables().queues)
+        .key_condition_expression("pk = :pk")
+        .expression_attribute_values(
+            ":pk",
+            aws_sdk_dynamodb::types::AttributeValue::S(q.id.as_str().to_owned()),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        first_page.last_evaluated_key.is_some(),
+        "the queue spans more than one page"
+    );
+
+    // The writer swaps pull request 1 for 2 and back, one commit at a time: at version v
+    // the queue holds `toggled_at(v)`. Both sort before the large entries, on the first page.
+    let writer = {
+        let store = store.clone();
+        let id = q.id.clone();
+        tokio::spawn(async move {
+            for _ in 0..12 {
+                let before = store.load(&id).await.unwrap().unwrap();
+                let v = before.queue.version;
+                let mut next = before.clone();
+                next.entries.retain(|e| e.pr != toggled_at(v));
+                next.entries
+                    .push(Arc::new(entry(toggled_at(v + 1), EntryState::Pending, T0)));
+                store
+                    .commit(&commit(&before, next, vec![], vec![], T0))
+                    .await
+                    .unwrap();
+                tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+            }
+        })
+    };
+    let mut reads = 0;
+    while !writer.is_finished() {
+        let seen = store.load(&q.id).await.unwrap().unwrap();
+        let small: Vec<u32> = seen
+            .entries
+            .iter()
+            .map(|e| e.pr)
+            .filter(|pr| *pr < 100)
+            .collect();
+        assert_eq!(
+            (seen.entries.len(), small),
+            (41, vec![toggled_at(seen.queue.version)]),
+            "read {reads}: the entries of version {} and no other",
+            seen.queue.version
+        );
+        reads += 1;
+    }
+    writer.await.unwrap();
+    assert!(reads >= 5, "only {reads} reads while the writer committed");
+}

@@ -4,7 +4,9 @@ use super::DynamoStore;
 use super::codec::{Item, from_item, from_items, from_optional_item, get_s, key, n, s, to_item};
 use super::keys::*;
 use super::large_commit::{REDO, STEP_ITEMS};
-use super::requests::{TransactionFailed, delete_action, map_sdk_error, put_action, query_all};
+use super::requests::{
+    Pages, TransactionFailed, backoff, delete_action, map_sdk_error, put_action, query_all,
+};
 use crate::error::StoreError;
 use crate::port::{QueueStore, RunLocation, StoreResult};
 use async_trait::async_trait;
@@ -34,8 +36,12 @@ impl QueueStore for DynamoStore {
     }
 
     async fn load(&self, id: &QueueId) -> StoreResult<Option<QueueSnapshot>> {
-        let query = self.partition_query(&self.tables.queues, id.as_str());
-        snapshot_from_items(query_all(query).await?)
+        let mut pages = Pages::of(self.partition_query(&self.tables.queues, id.as_str()));
+        let first = pages.next(None).await?.and_then(|out| out.items);
+        if pages.finished() {
+            return snapshot_from_items(first.unwrap_or_default());
+        }
+        self.load_in_pages(id).await
     }
 
     async fn commit(&self, commit: &Commit) -> StoreResult<()> {
@@ -56,9 +62,10 @@ impl QueueStore for DynamoStore {
         let guard = Delete::builder()
             .table_name(&self.tables.queues)
             .set_key(Some(key(id, QUEUE_SK)))
-            .condition_expression("#v = :v AND #active = :zero")
+            .condition_expression("#v = :v AND #active = :zero AND attribute_not_exists(#redo)")
             .expression_attribute_names("#v", VERSION)
             .expression_attribute_names("#active", ACTIVE_ENTRIES)
+            .expression_attribute_names("#redo", REDO)
             .expression_attribute_values(":v", n(snapshot.queue.version))
             .expression_attribute_values(":zero", n(0))
             .build()
@@ -71,7 +78,10 @@ impl QueueStore for DynamoStore {
             actions.push(delete_action(&self.tables.queues, key(id, &sk))?);
         }
         match self.transact(actions).await {
-            Err(StoreError::Conflict) => match self.load(&snapshot.queue.id).await? {
+            // A large commit still being written would leave the items it has yet to delete
+            // behind: it is finished first, and the caller tries again.
+            Err(StoreError::Conflict) => match self.finished_then_loaded(&snapshot.queue.id).await?
+            {
                 None => Err(StoreError::NotFound),
                 Some(now) if !now.entries.is_empty() => Err(StoreError::NotEmpty),
                 Some(_) => Err(StoreError::Conflict),
@@ -308,6 +318,36 @@ impl DynamoStore {
             Some(item) => self.finish_redo_of(id, item).await,
             None => Ok(()),
         }
+    }
+
+    /// Finishes a large commit still attached to queue `id`, if any, then reads the queue.
+    async fn finished_then_loaded(&self, id: &QueueId) -> StoreResult<Option<QueueSnapshot>> {
+        self.finish_large_commit(id).await?;
+        self.load(id).await
+    }
+
+    /// Reads a queue whose partition is larger than one page of a query (1 MB). Each page is
+    /// read consistently, the pages together are not: a commit landing between two of them
+    /// would give a snapshot of two versions. So the queue item is read before and after the
+    /// pages, and the read counts only when its version did not change in between; the queue
+    /// item read first (with the redo of a large commit being written, if any) stands for the
+    /// queue. `Unavailable` when commits kept landing during every attempt.
+    async fn load_in_pages(&self, id: &QueueId) -> StoreResult<Option<QueueSnapshot>> {
+        let table = &self.tables.queues;
+        for retry in 0.. {
+            let Some(before) = self.get_item(table, key(id.as_str(), QUEUE_SK)).await? else {
+                return Ok(None);
+            };
+            let mut items = query_all(self.partition_query(table, id.as_str())).await?;
+            let after = self.get_item(table, key(id.as_str(), QUEUE_SK)).await?;
+            if after.is_some_and(|after| version_of(&after) == version_of(&before)) {
+                items.retain(|item| get_s(item, SK) != Some(QUEUE_SK));
+                items.push(before);
+                return snapshot_from_items(items);
+            }
+            backoff(retry, "the queue kept changing while it was read").await?;
+        }
+        unreachable!("backoff gives up")
     }
 
     /// Finishes the large commit whose redo is attached to `queue_item`, if one is.
@@ -587,6 +627,13 @@ fn snapshot_from_items(items: Vec<Item>) -> StoreResult<Option<QueueSnapshot>> {
         snapshot.sort();
         snapshot
     }))
+}
+
+/// The version of a queue item.
+fn version_of(item: &Item) -> Option<&str> {
+    item.get(VERSION)
+        .and_then(|v| v.as_n().ok())
+        .map(String::as_str)
 }
 
 /// The changes of a large commit attached to a queue item, if any.

@@ -24,6 +24,8 @@ const MAX_BATCH_GET: usize = 100;
 const MAX_BATCH_WRITE: usize = 25;
 /// Retries of unprocessed items or keys before the store counts as unavailable.
 const MAX_RETRIES: u32 = 9;
+/// What a batch request that kept leaving items unprocessed answers.
+const UNPROCESSED: &str = "DynamoDB left items unprocessed";
 
 /// Error codes DynamoDB uses for throttling and capacity.
 const THROTTLING_CODES: [&str; 5] = [
@@ -86,11 +88,11 @@ fn cancellation_error(reasons: &[CancellationReason]) -> StoreError {
     }
 }
 
-/// Waits before retry number `retry` (0 first) of unprocessed items: 25 ms, doubling up to
-/// 1.6 s; `Unavailable` once [`MAX_RETRIES`] retries did not get everything processed.
-async fn backoff(retry: u32) -> StoreResult<()> {
+/// Waits before retry number `retry` (0 first): 25 ms, doubling up to 1.6 s; `Unavailable`,
+/// saying `gave_up`, once [`MAX_RETRIES`] retries did not succeed.
+pub(crate) async fn backoff(retry: u32, gave_up: &str) -> StoreResult<()> {
     if retry >= MAX_RETRIES {
-        return Err(unavailable("DynamoDB left items unprocessed"));
+        return Err(unavailable(gave_up));
     }
     tokio::time::sleep(Duration::from_millis(25 << retry.min(6))).await;
     Ok(())
@@ -225,11 +227,13 @@ impl DynamoStore {
 
     /// Reads the items at `keys` (table, key) with consistent reads, 100 keys per
     /// `BatchGetItem` in the order given, retrying unprocessed keys. Returns what exists, with
-    /// its table, in no particular order.
+    /// its table, in no particular order, each item once: a key asked twice is read once
+    /// (DynamoDB refuses a batch that names a key twice).
     pub(crate) async fn batch_get(
         &self,
-        mut keys: Vec<(String, Item)>,
+        keys: Vec<(String, Item)>,
     ) -> StoreResult<Vec<(String, Item)>> {
+        let mut keys = distinct(keys);
         let mut found = Vec::new();
         while !keys.is_empty() {
             let rest = keys.split_off(keys.len().min(MAX_BATCH_GET));
@@ -257,7 +261,7 @@ impl DynamoStore {
                 if request.is_empty() {
                     break;
                 }
-                backoff(retry).await?;
+                backoff(retry, UNPROCESSED).await?;
             }
         }
         Ok(found)
@@ -292,12 +296,24 @@ impl DynamoStore {
                 pending.extend(requests.into_iter().map(|r| (table.clone(), r)));
             }
             if pending.len() > before {
-                backoff(retry).await?;
+                backoff(retry, UNPROCESSED).await?;
                 retry += 1;
             }
         }
         Ok(())
     }
+}
+
+/// `keys` (table, key) without repeats, in their first order.
+fn distinct(keys: Vec<(String, Item)>) -> Vec<(String, Item)> {
+    let mut seen = std::collections::HashSet::new();
+    keys.into_iter()
+        .filter(|(table, key)| {
+            let mut fields: Vec<String> = key.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
+            fields.sort_unstable();
+            seen.insert((table.clone(), fields))
+        })
+        .collect()
 }
 
 fn group_by_table<T>(requests: Vec<(String, T)>) -> HashMap<String, Vec<T>> {
@@ -322,6 +338,11 @@ impl Pages {
             start: None,
             done: false,
         }
+    }
+
+    /// Whether the last page has been read.
+    pub(crate) fn finished(&self) -> bool {
+        self.done
     }
 
     /// The next page, of at most `limit` items when given; `None` after the last.

@@ -109,8 +109,10 @@ impl TestHealthStore for MemoryStore {
         ids: &[Uuid],
     ) -> StoreResult<Vec<TestCase>> {
         let t = self.health.lock();
+        let mut seen = std::collections::HashSet::new();
         Ok(ids
             .iter()
+            .filter(|id| seen.insert(**id))
             .filter_map(|id| t.cases.get(&(scope.clone(), *id)).cloned())
             .collect())
     }

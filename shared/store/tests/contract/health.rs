@@ -117,11 +117,11 @@ pub async fn test_case_writes_are_conditional_on_the_version(store: Arc<dyn Stor
     stale.version = 2;
     assert_eq!(store.put_test_cases(&[stale]).await.unwrap(), [a.id]);
     let mut got = store
-        .get_test_cases(&s, &[a.id, b.id, Uuid::nil()])
+        .get_test_cases(&s, &[a.id, b.id, Uuid::nil(), a.id])
         .await
         .unwrap();
     got.sort_by_key(|c| c.name_for_sort());
-    assert_eq!(got, [a2, b]);
+    assert_eq!(got, [a2, b], "each asked for once, even when asked twice");
     assert!(
         store
             .get_test_cases(&scope("umbrella"), &[a.id])
@@ -152,6 +152,8 @@ pub async fn repository_items_are_read_with_test_cases(store: Arc<dyn Store>) {
 
     let mut asked = ids(&cases);
     asked.insert(70, Uuid::nil());
+    // The same test twice, as a report of two failures of one test asks.
+    asked.insert(120, cases[3].id);
     let (read_settings, mut read) = store.settings_and_test_cases(&s, &asked).await.unwrap();
     read.sort_by_key(|c| c.name_for_sort());
     cases.sort_by_key(|c| c.name_for_sort());

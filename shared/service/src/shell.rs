@@ -143,8 +143,12 @@ where
     let Some(mut turn) = app.lines.turn(id, deadline).await else {
         return Err(StoreError::Conflict.into());
     };
+    let handed_over = turn.handed_over();
+    if start.snapshot.is_none() && handed_over.is_some() {
+        owned_by(app, actor, id).await?;
+    }
     let mut retry = Retry::until(deadline);
-    let mut known = newer(start.snapshot, turn.handed_over());
+    let mut known = newer(start.snapshot, handed_over);
     loop {
         let attempt = Instant::now();
         let before = match known.take() {
@@ -237,6 +241,16 @@ async fn committed(app: &App, commit: &Commit) -> Result<(), StoreError> {
     }
 }
 
+/// For an organisation's request, 404 unless the organisation owns the queue's repository.
+/// [`load_for`] checks this with its read; a request that starts from the snapshot the turn
+/// before it handed over, without reading the queue itself, checks it here.
+async fn owned_by(app: &App, actor: Actor<'_>, id: &QueueId) -> Result<(), ServiceError> {
+    match actor {
+        Actor::Org(org) => owners::check_queue(app, org, id).await,
+        Actor::Service | Actor::ServiceFor(_) => Ok(()),
+    }
+}
+
 /// A snapshot already read, checked as [`load_for`] checks what it reads.
 fn visible_to(
     snapshot: QueueSnapshot,
@@ -313,4 +327,71 @@ fn random_up_to(max: Duration) -> Duration {
 pub async fn backoff(attempt: u32) {
     let ceiling = Duration::from_millis((5u64 << attempt.min(6)).min(250));
     tokio::time::sleep(random_up_to(ceiling)).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::SystemClock;
+    use mq_core::engine::Event;
+    use mq_core::ids::{OwnerRef, RepoRef};
+    use mq_core::settings::{QueueConfig, QueueState, SettingsPatch};
+    use mq_core::snapshot::Queue;
+    use mq_store::{MemoryStore, OwnerLink, OwnerStore, QueueStore};
+    use std::sync::Arc;
+
+    /// The repository's owner was linked to another organisation after acme created its
+    /// queue: acme's request is refused, also when it would start from the snapshot the
+    /// turn before it handed over instead of reading the queue (whose read checks this).
+    #[tokio::test]
+    async fn a_handed_over_snapshot_is_refused_to_an_organisation_that_lost_the_repository() {
+        let store = Arc::new(MemoryStore::new());
+        let app = App::new(store.clone(), Arc::new(SystemClock));
+        let acme = OrgId::parse("acme").unwrap();
+        let repo = RepoRef::new("github.com", "acme", "rocket").unwrap();
+        let queue = Queue::new(
+            acme.clone(),
+            repo,
+            "main".to_owned(),
+            QueueConfig::default(),
+            QueueState::Running,
+            app.now(),
+        );
+        store.create_queue(&queue).await.unwrap();
+        let link = OwnerLink {
+            owner: OwnerRef::new("owner", "github.com", "acme").unwrap(),
+            org: OrgId::parse("umbrella").unwrap(),
+            linked_at: app.now(),
+        };
+        store.link_owner(&link).await.unwrap();
+
+        let id = queue.id.clone();
+        let mut before = app.lines.turn(&id, contention_deadline()).await.unwrap();
+        let request = {
+            let (app, id) = (app.clone(), id.clone());
+            tokio::spawn(async move {
+                let events = [Event::UpdateSettings {
+                    patch: SettingsPatch {
+                        concurrency: Some(3),
+                        ..SettingsPatch::default()
+                    },
+                }];
+                let step =
+                    |s: &QueueSnapshot, now| crate::drive::apply_in_order(s, &events, now, true);
+                commit_step(&app, Actor::Org(&acme), &id, step, Start::fresh()).await
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let current = store.load(&id).await.unwrap().unwrap();
+        before.hand_over(|| current);
+        drop(before);
+
+        let refused = request.await.unwrap().unwrap_err();
+        assert!(
+            matches!(&refused, ServiceError::Refused(e) if e.code == mq_core::ErrorCode::RepositoryNotFound),
+            "{refused:?}"
+        );
+        let after = store.load(&id).await.unwrap().unwrap();
+        assert_eq!(after.queue.config.concurrency, 1, "nothing changed");
+    }
 }

@@ -2,13 +2,15 @@
 //! and merge independently; a pull request that shares targets with one ahead is tested on
 //! top of it and reports it in `dependentPrs`.
 
-use e2e::live::{CI, LiveEnv};
+use e2e::ACME;
+use e2e::live::{CI, LiveEnv, body};
 use e2e::{Backend, live_on_both_stores};
 use serde_json::json;
 
 live_on_both_stores!(
     independent_lanes_merge_independently,
-    targets_uploaded_before_submission_apply_when_a_queue_turns_parallel
+    targets_uploaded_before_submission_apply_when_a_queue_turns_parallel,
+    targets_uploaded_to_a_deleted_queue_do_not_count
 );
 
 async fn independent_lanes_merge_independently(backend: Backend) {
@@ -134,4 +136,40 @@ async fn targets_uploaded_before_submission_apply_when_a_queue_turns_parallel(ba
     env.update_queue(&repo, json!({"state": "running"})).await;
     let api = env.wait_for_run(&repo, 1).await;
     assert_eq!(api.details["impactedTargets"], json!(["api"]));
+}
+
+/// Targets uploaded for a pull request to a queue that was deleted since are not the new
+/// queue's: a queue created again under the same name waits for its own upload.
+async fn targets_uploaded_to_a_deleted_queue_do_not_count(backend: Backend) {
+    let env = LiveEnv::start(backend).await;
+    let repo = env.repo("rocket");
+    let heads = repo.add_prs(1, &[]);
+    let settings = json!({"mode": "parallel", "requiredStatuses": [CI]});
+    env.create_queue(&repo, settings.clone()).await;
+    let early = env
+        .set_impacted_targets(&repo, 1, &heads[0], json!(["api"]))
+        .await;
+    assert_eq!(early.status, 200, "{:?}", early.body);
+    let deleted = env
+        .post("deleteQueue", Some(ACME), &body(&repo, json!({})))
+        .await;
+    assert_eq!(deleted.status, 200, "{:?}", deleted.body);
+
+    env.clock.advance_minutes(1);
+    env.create_queue(&repo, settings).await;
+    env.submit(&repo, 1).await;
+    let waiting = env.pull_request(&repo, 1).await;
+    assert_eq!(
+        (
+            &waiting["state"],
+            &waiting["readiness"]["hasImpactedTargets"]
+        ),
+        (&json!("not_ready"), &json!(false)),
+        "{waiting}"
+    );
+    let again = env
+        .set_impacted_targets(&repo, 1, &heads[0], json!(["api"]))
+        .await;
+    assert_eq!(again.status, 200, "{:?}", again.body);
+    env.wait_for_run(&repo, 1).await;
 }

@@ -169,7 +169,6 @@ async fn submission_events(
     queue: Queue,
     s: &Submission,
 ) -> Result<Vec<Event>, ServiceError> {
-    let id = &queue.id;
     let host = app.host()?;
     let facts = pr_facts(host, &queue, s.pr).await?;
     let mut events = vec![Event::Submit {
@@ -180,22 +179,25 @@ async fn submission_events(
         force: false,
     }];
     if queue.config.mode == QueueMode::Parallel {
-        events.extend(uploaded_targets_events(app, id, &[facts]).await?);
+        events.extend(uploaded_targets_events(app, &queue, &[facts]).await?);
     }
     Ok(events)
 }
 
 /// The impacted targets uploaded before submission for the heads of `prs`, as events. Only
 /// parallel mode uses them: a single-mode queue reads them when it switches to parallel.
+/// Targets uploaded before `queue` was created were uploaded to a queue of the same name that
+/// was deleted since: they do not count.
 pub async fn uploaded_targets_events(
     app: &App,
-    id: &QueueId,
+    queue: &Queue,
     prs: &[PrFacts],
 ) -> Result<Vec<Event>, ServiceError> {
     let mut events = Vec::new();
     for pr in prs {
-        if let Some(uploaded) = app.store.uploaded_targets(id, pr.number).await?
+        if let Some(uploaded) = app.store.uploaded_targets(&queue.id, pr.number).await?
             && uploaded.head_sha == pr.head_sha
+            && uploaded.uploaded_at >= queue.created_at
         {
             events.push(Event::SetImpactedTargets {
                 pr: pr.number,

@@ -76,7 +76,7 @@ pub async fn update(
             .filter(|e| !e.has_impacted_targets())
             .map(|e| e.pr_facts.clone())
             .collect();
-        events.extend(uploaded_targets_events(app, id, &waiting).await?);
+        events.extend(uploaded_targets_events(app, &snapshot.queue, &waiting).await?);
     }
     let start = Start::from(snapshot);
     drive::apply(app, Actor::Org(org), id, &events, start).await

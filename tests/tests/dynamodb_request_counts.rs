@@ -19,7 +19,7 @@ const EXPECTED: &[(&str, &str, usize, usize, &str, usize)] = &[
         "#3, not submitted yet",
         1,
         1,
-        "Query Queues, PutItem PullRequests",
+        "Query Queues, PutItem PullRequests, BatchGetItem PullRequests+Queues",
         0,
     ),
     (

@@ -571,3 +571,82 @@ async fn a_submission_racing_with_the_merge_of_its_pull_request_does_not_enqueue
         reply.body
     );
 }
+
+/// An upload of impacted targets for a pull request not in the queue yet reads the queue,
+/// then the pull request from the Git host; the pull request is submitted in between. The
+/// upload stores the targets after the submission committed without them, and gives them
+/// to its entry: the pull request does not wait for targets already uploaded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn targets_uploaded_while_their_pull_request_is_submitted_reach_its_entry() {
+    let parallel = json!({"mode": "parallel", "requiredStatuses": [CI]});
+    let (env, repo, host) = with_faulty_host(parallel, 1).await;
+    let held = host.hold_next_pull_request_answer();
+    let targets = pr_body(&repo, 1, json!({"impactedTargets": ["api"]}));
+    let upload = env.post("setImpactedTargets", Some(ACME), &targets);
+    let submit_meanwhile = async {
+        held.reached.notified().await;
+        env.submit(&repo, 1).await;
+        assert_eq!(
+            env.pull_request(&repo, 1).await["readiness"]["hasImpactedTargets"],
+            false,
+            "the submission committed before the targets were stored"
+        );
+        held.release.notify_one();
+    };
+    let (uploaded, ()) = tokio::join!(upload, submit_meanwhile);
+    assert_eq!(uploaded.status, 200, "{}", uploaded.body);
+    let pr = env.pull_request(&repo, 1).await;
+    assert_eq!(pr["readiness"]["hasImpactedTargets"], true, "{pr}");
+    env.wait_for_run(&repo, 1).await;
+}
+
+/// The other order: a submission reads the stored targets (none yet), the upload stores
+/// them and finds no entry, then the submission commits. The submission looks for targets
+/// again after its commit and gives them to the entry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn targets_uploaded_after_a_submission_read_them_reach_its_entry() {
+    use mq_core::engine::Event;
+    use mq_core::priority::Priority;
+    use mq_service::pull_requests::{submit_with, uploaded_targets_events};
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let parallel = json!({"mode": "parallel", "requiredStatuses": [CI]});
+    let (env, repo, _host) = with_faulty_host(parallel, 1).await;
+    let acme = OrgId::parse("acme").unwrap();
+    let id = queue_id(&repo);
+    let facts = env
+        .host
+        .pull_request(&repo_ref(&repo), 1, "main")
+        .await
+        .unwrap();
+    let uploaded_once = AtomicBool::new(false);
+    // The submission's events, as `submitPullRequest` builds them; the upload lands right
+    // after the submission read the stored targets, before it commits.
+    let events_for = |queue: Queue| -> mq_service::pull_requests::EventsFuture<'_> {
+        let (app, facts, env, repo, uploaded_once) =
+            (&env.app, facts.clone(), &env, &repo, &uploaded_once);
+        Box::pin(async move {
+            let mut events = vec![Event::Submit {
+                pr: facts.clone(),
+                priority: Priority::from_name("medium").unwrap(),
+                no_batch: None,
+                force: false,
+                head_checks_passed: false,
+            }];
+            events.extend(uploaded_targets_events(app, &queue, &[facts]).await?);
+            assert_eq!(events.len(), 1, "no targets stored yet");
+            if !uploaded_once.swap(true, Ordering::SeqCst) {
+                let body = pr_body(repo, 1, json!({"impactedTargets": ["api"]}));
+                let uploaded = env.post("setImpactedTargets", Some(ACME), &body).await;
+                assert_eq!(uploaded.status, 200, "{}", uploaded.body);
+            }
+            Ok(events)
+        })
+    };
+    submit_with(&env.app, &acme, &id, 1, events_for)
+        .await
+        .unwrap();
+    let pr = env.pull_request(&repo, 1).await;
+    assert_eq!(pr["readiness"]["hasImpactedTargets"], true, "{pr}");
+    env.wait_for_run(&repo, 1).await;
+}

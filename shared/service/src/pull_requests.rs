@@ -49,7 +49,7 @@ pub async fn submit_with<'a>(
     loop {
         let (queue, latest) = queue_and_entry(app, org, id, pr).await?;
         let seen = SubmissionBasis::of(&queue, latest.as_ref());
-        let events = events_for(queue).await?;
+        let events = events_for(queue.clone()).await?;
         let stale = AtomicBool::new(false);
         let step = |now: &QueueSnapshot, at| {
             if !seen.holds_in(now, pr) {
@@ -61,7 +61,7 @@ pub async fn submit_with<'a>(
         // Ownership was checked with the queue item just above.
         let owner = Actor::ServiceFor(org);
         match drive::apply_step(app, owner, id, step, Start::fresh().until(deadline)).await {
-            Ok(()) => return Ok(()),
+            Ok(()) => return targets_uploaded_meanwhile(app, org, &queue, &events).await,
             Err(_) if stale.load(Ordering::Relaxed) && Instant::now() < deadline => {}
             Err(_) if stale.load(Ordering::Relaxed) => {
                 return Err(ServiceError::Unavailable {
@@ -71,6 +71,42 @@ pub async fn submit_with<'a>(
             Err(e) => return Err(e),
         }
     }
+}
+
+/// Impacted targets uploaded for a pull request while it was being submitted, which neither
+/// request would otherwise give to its entry: the upload found no entry and only stored
+/// them, and the submission had read the store before they were there. Each request writes,
+/// then reads what the other writes (the submission its entry, then the stored targets; the
+/// upload its targets, then the entry: see [`set_impacted_targets`]), so at least one of them
+/// sees the other and applies the targets (twice changes nothing). Only parallel mode uses
+/// targets, and a submission that found them has nothing to look for.
+async fn targets_uploaded_meanwhile(
+    app: &App,
+    org: &OrgId,
+    queue: &Queue,
+    events: &[Event],
+) -> Result<(), ServiceError> {
+    let Some(Event::Submit { pr, .. }) = events.first() else {
+        return Ok(());
+    };
+    let found = events
+        .iter()
+        .any(|e| matches!(e, Event::SetImpactedTargets { .. }));
+    if queue.config.mode != QueueMode::Parallel || found {
+        return Ok(());
+    }
+    let late = uploaded_targets_events(app, queue, std::slice::from_ref(pr)).await?;
+    if !late.is_empty() {
+        drive::apply(
+            app,
+            Actor::ServiceFor(org),
+            &queue.id,
+            &late,
+            Start::fresh(),
+        )
+        .await?;
+    }
+    Ok(())
 }
 
 /// The caller's queue item and the latest entry of `pr` in it, active or concluded; 404 when
@@ -323,6 +359,12 @@ pub async fn set_impacted_targets(
         app.store
             .put_uploaded_targets(&id, upload.pr, &uploaded)
             .await?;
+        // A submission committed meanwhile may have read the store before these targets were
+        // there: look for its entry (see `targets_uploaded_meanwhile`).
+        let submitted = app.store.load_entry(&id, upload.pr).await?;
+        if submitted.is_some_and(|(_, entry)| entry.is_some_and(|e| e.state.is_active())) {
+            drive::apply(app, Actor::ServiceFor(org), &id, &[event], Start::fresh()).await?;
+        }
     }
     Ok(())
 }

@@ -650,3 +650,46 @@ async fn targets_uploaded_after_a_submission_read_them_reach_its_entry() {
     assert_eq!(pr["readiness"]["hasImpactedTargets"], true, "{pr}");
     env.wait_for_run(&repo, 1).await;
 }
+
+/// A tick slowed down by the Git host starts queues for a while only, leaving the rest of
+/// its minute to the queue it is on and to the work after the queues; the queues it did not
+/// reach go first in later minutes, so each is reached in turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_tick_reaches_every_queue_in_turn() {
+    use std::collections::BTreeSet;
+    use std::time::Duration;
+
+    let (env, repo, host) = with_faulty_host(json!({}), 1).await;
+    let mut repos = vec![repo];
+    for name in ["comet", "meteor"] {
+        let other = env.repo(name);
+        other.require_statuses("main", &[CI]);
+        other.add_prs(1, &[]);
+        env.create_queue(&other, json!({})).await;
+        repos.push(other);
+    }
+    for repo in &repos {
+        env.submit(repo, 1).await;
+        env.wait_for_run(repo, 1).await;
+    }
+    // Every queue's tick asks the Git host for its run's checks: 200 ms each.
+    host.set_latency(Duration::from_millis(200), Duration::from_millis(200));
+    let mut reached = BTreeSet::new();
+    for _ in 0..3 {
+        let report = tick::run_starting_for(&env.app, "slow", Duration::from_millis(100))
+            .await
+            .unwrap();
+        assert_eq!(
+            (report.queues, report.worked, report.not_reached),
+            (3, 1, 2),
+            "{report:?}"
+        );
+        reached.extend(report.worked_queues);
+        env.clock.advance_minutes(1);
+    }
+    assert_eq!(
+        reached.len(),
+        3,
+        "each queue in one of three minutes: {reached:?}"
+    );
+}

@@ -18,14 +18,18 @@ async fn main() -> Result<(), Error> {
             queues = report.queues,
             worked = report.worked,
             failed = report.failed,
+            not_reached = report.not_reached,
             recovered_tests = report.recovered_tests,
             tuned = report.tuned.as_ref().map(|id| id.as_str()),
             "tick finished"
         );
         emit_metrics(app, &report).await;
-        Ok::<_, Error>(
-            json!({ "queues": report.queues, "worked": report.worked, "failed": report.failed }),
-        )
+        Ok::<_, Error>(json!({
+            "queues": report.queues,
+            "worked": report.worked,
+            "failed": report.failed,
+            "notReached": report.not_reached,
+        }))
     }))
     .await
 }

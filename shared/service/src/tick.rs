@@ -24,9 +24,16 @@ use mq_core::run::RunStatus;
 use mq_core::snapshot::QueueSnapshot;
 use mq_core::time::Timestamp;
 use mq_githost::GitHost;
+use std::time::{Duration, Instant};
 
 /// How long a tick may hold a queue before another tick may take it over.
 pub const LEASE_MILLIS: i64 = 60_000;
+
+/// How long a tick starts queues for. The schedule's function stops after 60 s: a tick slowed
+/// down by the Git host leaves the rest of its minute to the queue it is on, test-health
+/// recovery and auto-tuning. The queues it did not reach go first in a later minute
+/// ([`in_turn`]).
+pub const START_QUEUES_FOR: Duration = Duration::from_secs(30);
 
 /// What one tick did, for its log line.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -39,6 +46,8 @@ pub struct TickReport {
     pub worked_queues: Vec<QueueId>,
     /// Queues whose work failed (they are retried by the next tick).
     pub failed: usize,
+    /// Queues not started because the tick's time to start queues ran out.
+    pub not_reached: usize,
     /// Flaky tests that recovered (no new evidence for the recovery period).
     pub recovered_tests: usize,
     /// The queue checked for auto-tuning, if one was due.
@@ -47,13 +56,28 @@ pub struct TickReport {
 
 /// Runs one tick over every queue with work; `owner` names this tick in the leases.
 pub async fn run(app: &App, owner: &str) -> Result<TickReport, ServiceError> {
-    let ids = app.store.queues_with_work().await?;
+    run_starting_for(app, owner, START_QUEUES_FOR).await
+}
+
+/// [`run`], starting queues for `budget` only (the queues in turn first); then test-health
+/// recovery and auto-tuning, whatever the time.
+pub async fn run_starting_for(
+    app: &App,
+    owner: &str,
+    budget: Duration,
+) -> Result<TickReport, ServiceError> {
+    let started = Instant::now();
+    let ids = in_turn(app.store.queues_with_work().await?, app.now());
     let mut report = TickReport {
         queues: ids.len(),
         ..TickReport::default()
     };
     let mut due_for_tuning = Vec::new();
     for id in ids {
+        if started.elapsed() >= budget {
+            report.not_reached += 1;
+            continue;
+        }
         match tick_queue(app, &id, owner).await {
             Ok(Some(ticked)) => {
                 report.worked += 1;
@@ -90,6 +114,17 @@ async fn tune_one(app: &App, due: &[QueueId]) -> Option<QueueId> {
             None
         }
     }
+}
+
+/// The queues with work, from the one whose turn it is at `now` on (they take turns by the
+/// minute, as [`turn`] does), so that a tick that runs out of time does not always leave the
+/// same queues unreached.
+fn in_turn(mut ids: Vec<QueueId>, now: Timestamp) -> Vec<QueueId> {
+    if let Some(first) = turn(&ids, now) {
+        let at = ids.iter().position(|id| id == first).unwrap_or(0);
+        ids.rotate_left(at);
+    }
+    ids
 }
 
 /// The queue due for auto-tuning whose turn it is at `now`: the due queues take turns by the
@@ -249,5 +284,23 @@ mod tests {
             .collect();
         assert_eq!(picked, ["a", "b", "c", "a", "b", "c"]);
         assert_eq!(turn(&[], at(1)), None);
+    }
+
+    #[test]
+    fn queues_with_work_start_from_the_one_in_turn() {
+        let ids: Vec<QueueId> = ["a", "b", "c"]
+            .map(|s| QueueId::from_stored(s.into()))
+            .to_vec();
+        let at = |minute: i64| Timestamp(minute * 60_000);
+        let order = |minute| -> Vec<String> {
+            in_turn(ids.clone(), at(minute))
+                .iter()
+                .map(|id| id.as_str().to_owned())
+                .collect()
+        };
+        assert_eq!(order(0), ["a", "b", "c"]);
+        assert_eq!(order(1), ["b", "c", "a"]);
+        assert_eq!(order(5), ["c", "a", "b"]);
+        assert!(in_turn(Vec::new(), at(1)).is_empty());
     }
 }

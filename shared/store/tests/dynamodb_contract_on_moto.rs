@@ -38,11 +38,9 @@ all_contract_tests!(fresh());
 /// items: readers see the commit whole, and the next writer finishes it before committing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_half_written_large_commit_is_finished_by_the_next_writer() {
-    use aws_sdk_dynamodb::types::AttributeValue;
     use contract::fixtures::*;
     use mq_core::entry::EntryState;
     use mq_core::snapshot::LiveChanges;
-    use mq_store::dynamo::large_commit::REDO;
     use mq_store::{QueueStore, StoreError};
 
     let store = fresh_dynamo().await;
@@ -54,33 +52,7 @@ async fn a_half_written_large_commit_is_finished_by_the_next_writer() {
             .collect(),
         ..LiveChanges::default()
     };
-    let key = std::collections::HashMap::from([
-        ("pk".to_owned(), AttributeValue::S(q.id.as_str().to_owned())),
-        ("sk".to_owned(), AttributeValue::S("QUEUE".to_owned())),
-    ]);
-    let mut item = store
-        .client()
-        .get_item()
-        .table_name(&store.tables().queues)
-        .set_key(Some(key))
-        .send()
-        .await
-        .unwrap()
-        .item
-        .unwrap();
-    item.insert("version".into(), AttributeValue::N("1".into()));
-    item.insert(
-        REDO.into(),
-        AttributeValue::S(serde_json::to_string(&changes).unwrap()),
-    );
-    store
-        .client()
-        .put_item()
-        .table_name(&store.tables().queues)
-        .set_item(Some(item))
-        .send()
-        .await
-        .unwrap();
+    attach_redo(&store, &q.id, 1, 120, &changes).await;
 
     let seen = store.load(&q.id).await.unwrap().unwrap();
     assert_eq!(seen.entries.len(), 120, "a reader sees the commit whole");

@@ -405,6 +405,10 @@ impl GitHost for Replayed {
         Ok(required)
     }
 
+    async fn may_write(&self, repo: &RepoRef, login: &str) -> HostResult<bool> {
+        self.inner.may_write(repo, login).await
+    }
+
     async fn commit_checks(&self, repo: &RepoRef, sha: &Sha) -> HostResult<CommitChecks> {
         if let Some(checks) = self.checks.lock().unwrap().get(sha) {
             return Ok(checks.clone());

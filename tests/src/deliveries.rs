@@ -88,9 +88,20 @@ pub fn pull_request_event(repo: &GitRepo, pr: u32, action: &str) -> Value {
     })
 }
 
-/// An `issue_comment` delivery: `body` commented on pull request `pr` by someone with
+/// An `issue_comment` delivery: `body` commented on pull request `pr` by `hubot`, with
 /// `association` to the repository.
 pub fn comment_event(repo: &GitRepo, pr: u32, body: &str, association: &str) -> Value {
+    comment_event_by(repo, pr, body, association, "hubot")
+}
+
+/// [`comment_event`] by the account `login`.
+pub fn comment_event_by(
+    repo: &GitRepo,
+    pr: u32,
+    body: &str,
+    association: &str,
+    login: &str,
+) -> Value {
     json!({
         "action": "created",
         "issue": {
@@ -102,7 +113,7 @@ pub fn comment_event(repo: &GitRepo, pr: u32, body: &str, association: &str) -> 
         "comment": {
             "id": 90000 + pr,
             "body": body,
-            "user": {"login": "hubot", "id": 2, "type": "User"},
+            "user": {"login": login, "id": 2, "type": "User"},
             "author_association": association,
             "created_at": now(),
         },

@@ -96,6 +96,12 @@ impl GitRepo {
     }
 
     /// Branch protection of `branch`: these statuses are required.
+    /// Gives the account `login` the role `role` (`read`, `triage`, `write`, `maintain`,
+    /// `admin`) on the repository; an account without one may write.
+    pub fn set_role(&self, login: &str, role: &str) {
+        self.git(&["config", &format!("collaborator.{login}.permission"), role]);
+    }
+
     pub fn require_statuses(&self, branch: &str, contexts: &[&str]) {
         let key = format!("branch.{branch}.requiredStatuses");
         self.git(&["config", &key, &contexts.join(",")]);

@@ -4,8 +4,8 @@
 //! Git host never records them), so nothing but the webhook can complete a run.
 
 use e2e::deliveries::{
-    check_run_event, check_run_on, comment_event, deliver, post_delivery, pull_request_event,
-    push_event, status_event, status_on,
+    check_run_event, check_run_on, comment_event, comment_event_by, deliver, post_delivery,
+    pull_request_event, push_event, status_event, status_on,
 };
 use e2e::git_repo::GitRepo;
 use e2e::live::{LiveEnv, Run, wait_for, wait_until};
@@ -123,6 +123,16 @@ async fn comment_commands_submit_and_cancel_for_writers_only(backend: Backend) {
         .await;
     let never = env.pr_call("getSubmittedPullRequest", &repo, 1).await;
     assert_eq!(never.status, 404, "a stranger's command submits nothing");
+
+    // A member of the organisation whose role on the repository is read (or triage) may not.
+    repo.set_role("reader", "triage");
+    let reader = comment_event_by(&repo, 1, "/service merge", "MEMBER", "reader");
+    assert_eq!(
+        deliver(&env, "issue_comment", &reader, SECRET).await.status,
+        200
+    );
+    let never = env.pr_call("getSubmittedPullRequest", &repo, 1).await;
+    assert_eq!(never.status, 404, "a reader's command submits nothing");
 
     let merge = comment_event(
         &repo,

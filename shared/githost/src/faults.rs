@@ -265,6 +265,11 @@ impl GitHost for FaultyGitHost {
         self.inner.required_statuses(repo, branch).await
     }
 
+    async fn may_write(&self, repo: &RepoRef, login: &str) -> HostResult<bool> {
+        self.inject().await?;
+        self.inner.may_write(repo, login).await
+    }
+
     async fn commit_checks(&self, repo: &RepoRef, sha: &Sha) -> HostResult<CommitChecks> {
         self.inject().await?;
         self.inner.commit_checks(repo, sha).await

@@ -159,6 +159,11 @@ pub trait GitHost: Send + Sync {
     async fn required_statuses(&self, repo: &RepoRef, branch: &str)
     -> HostResult<RequiredStatuses>;
 
+    /// Whether the account `login` may write to `repo` (push to its branches): on GitHub, the
+    /// `write`, `maintain` or `admin` role; `false` for an account that has none of them or
+    /// does not exist.
+    async fn may_write(&self, repo: &RepoRef, login: &str) -> HostResult<bool>;
+
     /// Statuses and check runs reported on a commit.
     async fn commit_checks(&self, repo: &RepoRef, sha: &Sha) -> HostResult<CommitChecks>;
 }

@@ -2014,3 +2014,120 @@ async fn closing_a_test_branch_with_no_pull_request_open_succeeds() {
         .await
         .unwrap();
 }
+
+/// A direct merge that GitHub refuses because the target moved while it merged (405, "Base
+/// branch was modified") is reported as the target moving, to be tried again on the new
+/// target, not as a refusal that would fail the pull request.
+#[tokio::test]
+async fn a_direct_merge_that_races_a_push_to_the_target_reports_the_target_moved() {
+    let server = MockServer::start().await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/git/ref/heads/main"),
+        200,
+        ref_json("main", BASE),
+    )
+    .await;
+    open_pulls(&server).await;
+    let moved = "Base branch was modified. Review and try the merge again.";
+    mock(
+        &server,
+        "PUT",
+        &format!("{REPO}/pulls/1/merge"),
+        405,
+        message(moved),
+    )
+    .await;
+    let request = MergeRequest {
+        prs: vec![pr(1, HEAD1, "One")],
+        tested_sha: None,
+        ..merge_request(MergeMethod::Squash)
+    };
+    let outcome = with_token(&server).merge(&repo(), &request).await.unwrap();
+    assert_eq!(
+        outcome,
+        MergeOutcome::TargetMoved {
+            actual: Sha::new(BASE)
+        }
+    );
+}
+
+/// A direct merge whose answer is a server error may have happened: it is not sent again
+/// (a second one would be refused as "not mergeable"), and the error leaves it to the queue
+/// to ask whether it landed.
+#[tokio::test]
+async fn a_direct_merge_without_an_answer_is_not_sent_again() {
+    let server = MockServer::start().await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/git/ref/heads/main"),
+        200,
+        ref_json("main", BASE),
+    )
+    .await;
+    open_pulls(&server).await;
+    Mock::given(method("PUT"))
+        .and(path(format!("{REPO}/pulls/1/merge")))
+        .respond_with(ResponseTemplate::new(502).set_body_json(message("Server Error")))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let request = MergeRequest {
+        prs: vec![pr(1, HEAD1, "One")],
+        tested_sha: None,
+        ..merge_request(MergeMethod::MergeCommit)
+    };
+    let error = with_token(&server)
+        .merge(&repo(), &request)
+        .await
+        .unwrap_err();
+    assert!(matches!(error, HostError::Transient { .. }), "{error:?}");
+}
+
+/// Who may write: the legacy `permission` GitHub answers is `write` (also for `maintain`) or
+/// `admin`; `read` (also for `triage`) and `none` may not, nor an account GitHub does not know.
+#[tokio::test]
+async fn an_account_may_write_with_the_write_maintain_or_admin_role() {
+    let server = MockServer::start().await;
+    let roles = [
+        ("writer", "write", "write", true),
+        ("maintainer", "write", "maintain", true),
+        ("owner", "admin", "admin", true),
+        ("triager", "read", "triage", false),
+        ("reader", "read", "read", false),
+        ("outsider", "none", "none", false),
+    ];
+    for (login, permission, role_name, _) in roles {
+        mock(
+            &server,
+            "GET",
+            &format!("{REPO}/collaborators/{login}/permission"),
+            200,
+            json!({
+                "permission": permission,
+                "role_name": role_name,
+                "user": { "login": login, "id": 7, "type": "User", "site_admin": false },
+            }),
+        )
+        .await;
+    }
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/collaborators/ghost/permission"),
+        404,
+        message("Not Found"),
+    )
+    .await;
+    let host = with_token(&server);
+    for (login, _, role_name, may) in roles {
+        assert_eq!(
+            host.may_write(&repo(), login).await.unwrap(),
+            may,
+            "{login} ({role_name})"
+        );
+    }
+    assert!(!host.may_write(&repo(), "ghost").await.unwrap());
+}

@@ -19,10 +19,14 @@ use mq_core::error::ErrorCode;
 use mq_core::ids::{OrgId, PrNumber, QueueId, RepoRef};
 use mq_core::priority::Priority;
 use mq_core::snapshot::Queue;
+use mq_githost::GitHost;
 use mq_githost::webhook::{CommentCommand, HostFact, InvalidCommand, PrChange};
 
-/// Commenters whose `/service` commands are followed: those who may write to the repository.
-pub const TRUSTED_ASSOCIATIONS: [&str; 3] = ["OWNER", "MEMBER", "COLLABORATOR"];
+/// Commenters whose `/service` commands are considered: the repository's owner, members of
+/// its organisation and its collaborators. Which of them may write to the repository (and so
+/// use the commands) the Git host is then asked ([`mq_githost::GitHost::may_write`]): an
+/// organisation member or a collaborator may only read.
+pub const CONSIDERED_ASSOCIATIONS: [&str; 3] = ["OWNER", "MEMBER", "COLLABORATOR"];
 
 /// What a delivery did: the queues it reached.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -69,10 +73,17 @@ pub async fn deliver(app: &App, fact: HostFact) -> Result<Delivered, ServiceErro
         }
         HostFact::Command {
             pr,
+            author,
             author_association,
             command,
             ..
-        } => comment_command(app, to, *pr, author_association, command.clone()).await,
+        } => {
+            let commenter = Commenter {
+                login: author,
+                association: author_association,
+            };
+            comment_command(app, to, *pr, commenter, command.clone()).await
+        }
         HostFact::Push { .. }
         | HostFact::Ping { .. }
         | HostFact::CheckSuiteCompleted { .. }
@@ -165,13 +176,31 @@ async fn pull_request(
     Ok(reached)
 }
 
+/// Who wrote a `/service` comment.
+struct Commenter<'a> {
+    login: &'a str,
+    /// `OWNER`, `MEMBER`, `COLLABORATOR`, ...
+    association: &'a str,
+}
+
+impl Commenter<'_> {
+    /// Whether the commenter may write to `repo`: only an association that can (see
+    /// [`CONSIDERED_ASSOCIATIONS`]) is checked with the Git host.
+    async fn may_write(&self, host: &dyn GitHost, repo: &RepoRef) -> Result<bool, ServiceError> {
+        if !CONSIDERED_ASSOCIATIONS.contains(&self.association) {
+            return Ok(false);
+        }
+        Ok(host.may_write(repo, self.login).await?)
+    }
+}
+
 /// A `/service` comment: followed when the commenter may write to the repository and the
 /// queue of the pull request's base branch accepts commands; otherwise answered in a comment.
 async fn comment_command(
     app: &App,
     to: Owned<'_>,
     pr: PrNumber,
-    association: &str,
+    commenter: Commenter<'_>,
     command: Result<CommentCommand, InvalidCommand>,
 ) -> Result<Delivered, ServiceError> {
     let host = app.host()?;
@@ -189,7 +218,7 @@ async fn comment_command(
             tracing::warn!(error = %e, "command reply not posted");
         }
     };
-    if !TRUSTED_ASSOCIATIONS.contains(&association) {
+    if !commenter.may_write(host, repo).await? {
         reply(
             "Only people who can write to this repository may use `/service` commands.".to_owned(),
         )

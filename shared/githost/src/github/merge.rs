@@ -181,12 +181,22 @@ async fn direct_merge(
     for pr in &request.prs {
         let path = format!("{}/pulls/{}/merge", repo_path(repo), pr.pr);
         let payload = json!({ "merge_method": method, "sha": pr.head_sha.as_str() });
+        // Not sent again after a server error or a lost answer: the merge may have happened,
+        // and a second one would be refused as "not mergeable". The error makes the queue ask
+        // whether it landed (`GitHost::merge_landed`) before it tries again.
         let reply = client
-            .send(repo, Method::PUT, &path, Some(&payload))
-            .await?;
+            .send_unrepeated(repo, Method::PUT, &path, Some(&payload))
+            .await?
+            .reply()?;
         match reply.status.as_u16() {
             200 => target_sha = Some(Sha::new(reply.json::<ShaOnly>()?.sha)),
             409 => return Ok(MergeOutcome::PrChanged { pr: pr.pr }),
+            405 if base_was_modified(&reply.message()) => {
+                let actual = branch_head(client, repo, &request.target)
+                    .await?
+                    .ok_or_else(|| HostError::NotFound(format!("branch {}", request.target)))?;
+                return Ok(MergeOutcome::TargetMoved { actual });
+            }
             405 | 422 => {
                 let mut detail = reply.message();
                 if mentions_signatures(&detail) {
@@ -206,6 +216,14 @@ async fn direct_merge(
             "a merge needs at least one pull request".into(),
         )),
     }
+}
+
+/// Whether GitHub refused a merge because the target moved while it merged ("Base branch was
+/// modified. Review and try the merge again."): a race to retry, not a refusal.
+fn base_was_modified(message: &str) -> bool {
+    message
+        .to_ascii_lowercase()
+        .contains("base branch was modified")
 }
 
 /// The target's commit if this merge already happened (see `GitHost::merge_landed`).

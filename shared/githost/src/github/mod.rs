@@ -209,6 +209,11 @@ impl GitHost for GitHubHost {
         checks::required_statuses(&self.client, repo, branch).await
     }
 
+    async fn may_write(&self, repo: &RepoRef, login: &str) -> HostResult<bool> {
+        self.check_repo(repo)?;
+        pulls::may_write(&self.client, repo, login).await
+    }
+
     async fn commit_checks(&self, repo: &RepoRef, sha: &Sha) -> HostResult<CommitChecks> {
         self.check_repo(repo)?;
         validate::sha("sha", sha)?;

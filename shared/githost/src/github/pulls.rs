@@ -1,7 +1,9 @@
 //! Pull requests, their heads and their comments.
 
 use super::client::{Client, Reply, Sent, escape, repo_path};
-use super::wire::{Compare, IssueComment, Message, Numbered, PullWire, RefWire};
+use super::wire::{
+    CollaboratorPermission, Compare, IssueComment, Message, Numbered, PullWire, RefWire,
+};
 use crate::comment::{is_marked, marked};
 use crate::error::{HostError, HostResult};
 use crate::port::TestPullRequest;
@@ -200,4 +202,17 @@ pub(crate) async fn close_test_pulls(
         close(client, repo, pr.number).await?;
     }
     Ok(())
+}
+
+/// Whether `login` may write to `repo`: its role there is `write`, `maintain` or `admin` (the
+/// legacy `permission` GitHub answers is `write` or `admin`). An account GitHub does not know
+/// (404) may not.
+pub(crate) async fn may_write(client: &Client, repo: &RepoRef, login: &str) -> HostResult<bool> {
+    let path = format!(
+        "{}/collaborators/{}/permission",
+        repo_path(repo),
+        escape(login)
+    );
+    let found: Option<CollaboratorPermission> = client.get_optional(repo, &path).await?;
+    Ok(found.is_some_and(|p| matches!(p.permission.as_str(), "write" | "admin")))
 }

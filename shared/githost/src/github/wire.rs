@@ -17,6 +17,13 @@ pub(crate) struct Numbered {
     pub number: u32,
 }
 
+/// `GET /repos/{owner}/{repo}/collaborators/{username}/permission`: the account's legacy
+/// role (`admin`, `write`, `read` or `none`; `maintain` shows as `write`, `triage` as `read`).
+#[derive(Debug, Deserialize)]
+pub(crate) struct CollaboratorPermission {
+    pub permission: String,
+}
+
 #[derive(Debug, Deserialize)]
 pub(crate) struct ShaOnly {
     pub sha: String,

@@ -6,6 +6,8 @@
 //!   `closed`, `merged`; default `open`) and `pr.<n>.draft` in the repository's git config say
 //!   the rest; the author is the head commit's author; mergeability is a real trial merge.
 //! - Branch protection: `branch.<name>.requiredStatuses` (repeatable, or comma-separated).
+//! - Who may write: `collaborator.<login>.permission` (`read`, `triage`, `write`, `maintain` or
+//!   `admin`); an account without one may (the local host has no accounts of its own).
 //! - Statuses and the queue's comments are stored in the repository (see `records`).
 //! - With a [`CiConfig`], every test branch is tested by a local command (see [`ci`]).
 
@@ -234,6 +236,12 @@ impl GitHost for LocalGitHost {
             .filter(|context| !context.is_empty())
             .collect();
         Ok(resolve_required(config, protection))
+    }
+
+    async fn may_write(&self, repo: &RepoRef, login: &str) -> HostResult<bool> {
+        let key = format!("collaborator.{login}.permission");
+        let role = self.git(repo)?.config(&key).await?;
+        Ok(role.is_none_or(|role| matches!(role.as_str(), "write" | "maintain" | "admin")))
     }
 
     async fn commit_checks(&self, repo: &RepoRef, sha: &Sha) -> HostResult<CommitChecks> {

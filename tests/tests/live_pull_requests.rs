@@ -16,6 +16,7 @@ live_on_both_stores!(
     unknown_pull_requests_and_other_organisations_get_not_found,
     cancel_and_restart_of_inactive_pull_requests_conflict,
     the_comment_and_status_check_say_where_each_pull_request_stands,
+    a_branch_requiring_the_queues_own_status_merges_what_ci_passed,
 );
 
 /// Fields of `getSubmittedPullRequest` (`SubmittedPullRequest` in `openapi/openapi.json`).
@@ -505,4 +506,22 @@ async fn the_comment_and_status_check_say_where_each_pull_request_stands(backend
     env.wait_for_comment(&repo, 3, "Cancelled in the queue for `main`:")
         .await;
     wait_for_queue_status(&env, &repo, &head(3), StatusState::Error, "Cancelled").await;
+}
+
+/// A repository that requires the queue's own status (`merge-queue`) to merge into `main`, so
+/// that nothing merges around the queue: a test run waits for CI only (the queue sets its
+/// status on pull request heads, never on test branches), and merges once CI passed.
+async fn a_branch_requiring_the_queues_own_status_merges_what_ci_passed(backend: Backend) {
+    let env = LiveEnv::start(backend).await;
+    let repo = env.repo("rocket");
+    repo.require_statuses("main", &[CI, "merge-queue"]);
+    repo.add_prs(1, &[]);
+    env.create_queue(&repo, json!({})).await;
+    env.submit(&repo, 1).await;
+    let run = env.wait_for_run(&repo, 1).await;
+    assert_eq!(run.details["requiredStatuses"], json!([CI]));
+    env.set_status(&repo, &run.sha, CI, StatusState::Success)
+        .await;
+    env.wait_for_state(&repo, 1, "merged").await;
+    assert_eq!(repo.history_subjects("main"), ["Change 1 (#1)"]);
 }

@@ -5,6 +5,7 @@
 //! expected target sha), so an effect whose answer was lost is simply executed again.
 
 use mq_core::engine::{Effect, EffectOutcome, Event, MergeRefusal, PendingEffect};
+use mq_core::git::RequiredStatuses;
 use mq_core::snapshot::Queue;
 use mq_githost::{
     GitHost, HostError, HostResult, MergeOutcome, MergeRequest, StatusUpdate, TestBranchOutcome,
@@ -13,6 +14,15 @@ use mq_githost::{
 
 /// The context of the status check the queue sets on pull request heads.
 pub const STATUS_CONTEXT: &str = "merge-queue";
+
+/// The statuses a test run (or a pull request's head, for a direct merge) waits for: the
+/// branch's, without the queue's own. A repository that requires the queue's status to merge
+/// into its branch (so that nothing merges around the queue) would otherwise have every run
+/// wait for a status the queue sets on pull request heads only, and time out.
+pub fn without_own_status(mut required: RequiredStatuses) -> RequiredStatuses {
+    required.contexts.retain(|c| c != STATUS_CONTEXT);
+    required
+}
 
 /// Executes one effect of `queue` and returns the event that reports its outcome.
 pub async fn execute(host: &dyn GitHost, queue: &Queue, pending: &PendingEffect) -> Event {
@@ -55,7 +65,8 @@ async fn outcome(host: &dyn GitHost, queue: &Queue, effect: &Effect) -> HostResu
             };
             match host.create_test_branch(repo, &request).await? {
                 TestBranchOutcome::Created { sha, base_sha } => {
-                    let required = host.required_statuses(repo, &queue.branch).await?;
+                    let required =
+                        without_own_status(host.required_statuses(repo, &queue.branch).await?);
                     Ok(EffectOutcome::BranchCreated {
                         sha,
                         base_sha,

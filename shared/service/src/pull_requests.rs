@@ -1,6 +1,7 @@
 //! The pull request endpoints: submit, cancel, restart, read, impacted targets, test runs.
 
 use super::drive::{self, Actor, Start, apply_in_order};
+use super::effects;
 use super::shell::contention_deadline;
 use crate::app::App;
 use crate::error::ServiceError;
@@ -407,8 +408,7 @@ pub async fn head_checks_passed(
         return Ok(false);
     }
     let required = if queue.config.required_statuses.is_empty() {
-        host.required_statuses(&queue.repo, &queue.branch)
-            .await?
+        effects::without_own_status(host.required_statuses(&queue.repo, &queue.branch).await?)
             .contexts
     } else {
         queue.config.required_statuses.clone()

@@ -111,6 +111,46 @@ pub fn classify(history: &[ResultRecord], t: &Thresholds, now: Timestamp) -> Ver
     }
 }
 
+/// The verdict on the kept results, held to a status they no longer show: only the last
+/// results of a test are kept (on every branch), and those that made it BROKEN or FLAKY can
+/// leave before the status may end. A BROKEN test stays BROKEN until
+/// `broken_recovery_passes` passes on stable branches came after it broke; a FLAKY one stays
+/// FLAKY until its `flaky_until`. A more severe verdict always stands.
+pub fn held(
+    previous: &HealthStatus,
+    flaky_until: Option<Timestamp>,
+    verdict: Verdict,
+    history: &[ResultRecord],
+    t: &Thresholds,
+    now: Timestamp,
+) -> Verdict {
+    let still = |kind, flaky_until| Verdict {
+        kind,
+        reason: previous.reason.clone(),
+        flaky_until,
+    };
+    match (previous.kind, verdict.kind) {
+        (StatusKind::Broken, StatusKind::Flaky | StatusKind::Healthy)
+            if stable_passes_since(history, previous.since) < t.broken_recovery_passes =>
+        {
+            still(StatusKind::Broken, None)
+        }
+        (StatusKind::Flaky, StatusKind::Healthy) if flaky_until.is_some_and(|u| u > now) => {
+            still(StatusKind::Flaky, flaky_until)
+        }
+        _ => verdict,
+    }
+}
+
+/// Passes on stable branches recorded at or after `since`.
+fn stable_passes_since(history: &[ResultRecord], since: Timestamp) -> u32 {
+    let passes = history
+        .iter()
+        .filter(|r| r.stable && r.at >= since && r.outcome.passed())
+        .count();
+    u32::try_from(passes).unwrap_or(u32::MAX)
+}
+
 fn verdict(kind: StatusKind, reason: String, flaky_until: Option<Timestamp>) -> Verdict {
     Verdict {
         kind,

@@ -380,3 +380,58 @@ fn history_is_bounded() {
     assert_eq!(tc.history.len(), super::settings::HISTORY_CAPACITY);
     assert_eq!(tc.history.last().unwrap().upload, "u99");
 }
+
+/// Records `outcomes` (one upload each, an hour apart from `at`) on `main` or on pull request
+/// 7's branch; returns the time of the last.
+fn record_all(tc: &mut TestCase, outcomes: &str, on_main: bool, mut at: i64) -> i64 {
+    let t = Thresholds::default();
+    for c in outcomes.chars() {
+        at += HOUR;
+        let outcome = match c {
+            'P' => Outcome::Passed,
+            'F' => Outcome::Failed,
+            _ => Outcome::PassedOnRetry,
+        };
+        let upload = format!("u{at}");
+        let pr = (!on_main).then_some(7);
+        tc.record(result(&upload, &upload, outcome, at, pr), &t, Timestamp(at));
+    }
+    at
+}
+
+#[test]
+fn a_broken_test_stays_broken_after_its_failures_leave_the_kept_results() {
+    let mut tc = test_case();
+    let at = record_all(&mut tc, "FFF", true, START);
+    assert_eq!(tc.status.kind, Broken);
+    // Pull requests fail too while main is broken: the failures on main leave the kept
+    // results, and nothing has passed.
+    let at = record_all(&mut tc, &"F".repeat(45), false, at);
+    assert!(tc.history.iter().all(|r| !r.stable));
+    assert_eq!(tc.status.kind, Broken, "{}", tc.status.reason);
+    assert!(
+        tc.status.reason.starts_with("broken"),
+        "{}",
+        tc.status.reason
+    );
+    let at = record_all(&mut tc, "P", true, at);
+    assert_eq!(tc.status.kind, Broken, "one pass is not a recovery");
+    record_all(&mut tc, "P", true, at);
+    assert_eq!(tc.status.kind, Healthy, "{}", tc.status.reason);
+}
+
+#[test]
+fn a_flaky_test_stays_flaky_for_its_recovery_days_after_its_evidence_leaves() {
+    let t = Thresholds::default();
+    let mut tc = test_case();
+    let at = record_all(&mut tc, "R", true, START);
+    assert_eq!(tc.status.kind, Flaky);
+    let until = tc.flaky_until.expect("a recovery time");
+    assert_eq!(until, Timestamp(at + 7 * DAY));
+    // A busy day: the retry leaves the kept results within hours.
+    record_all(&mut tc, &"P".repeat(45), true, at);
+    assert_eq!(tc.status.kind, Flaky, "{}", tc.status.reason);
+    assert_eq!(tc.flaky_until, Some(until));
+    tc.reclassify(&t, Timestamp(until.0 + HOUR));
+    assert_eq!(tc.status.kind, Healthy, "{}", tc.status.reason);
+}

@@ -1,7 +1,7 @@
 //! A test case's summary: identity, status, quarantine, and the recent results the rules need.
 //! One item per test case, updated by every result; its size is bounded.
 
-use super::classify::{HealthStatus, StatusKind, classify};
+use super::classify::{HealthStatus, StatusKind, classify, held};
 use super::history::{PrFailure, ResultRecord, impacted_last_7d, note_pr_failure};
 use super::identity::TestIdentity;
 use super::quarantine::{QuarantineOverride, is_candidate, is_quarantined};
@@ -110,6 +110,14 @@ impl TestCase {
     /// changed.
     pub fn reclassify(&mut self, t: &Thresholds, now: Timestamp) -> bool {
         let verdict = classify(&self.history, t, now);
+        let verdict = held(
+            &self.status,
+            self.flaky_until,
+            verdict,
+            &self.history,
+            t,
+            now,
+        );
         let changed = verdict.kind != self.status.kind;
         self.status = HealthStatus::after(Some(&self.status), &verdict, now);
         self.flaky_until = verdict.flaky_until;

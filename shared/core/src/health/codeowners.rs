@@ -25,6 +25,9 @@ pub const MAX_CODEOWNERS_BYTES: usize = 3 * 1024 * 1024;
 pub const MAX_PATTERNED_RULES: usize = 20_000;
 /// Longest pattern of a rule.
 pub const MAX_PATTERN_BYTES: usize = 1024;
+/// Most bytes of a rule's owners together: each test case keeps the owners of its file, and
+/// a stored test case has to fit in one DynamoDB item (400 KB).
+pub const MAX_OWNERS_BYTES: usize = 4096;
 /// Most matching work of one upload: [`CodeOwners::patterned_rules`] times the bytes of the
 /// distinct file paths matched. A patterned rule costs up to about a nanosecond per byte of
 /// path, so this bounds the matching of an upload to a few seconds; rules naming a path
@@ -117,6 +120,8 @@ pub enum CodeOwnersError {
     TooManyRules,
     #[error("line {line} has a pattern longer than {MAX_PATTERN_BYTES} bytes")]
     PatternTooLong { line: usize },
+    #[error("line {line} names owners longer than {MAX_OWNERS_BYTES} bytes together")]
+    OwnersTooLong { line: usize },
     #[error("line {line} has a pattern that cannot be read: {reason}")]
     BadPattern { line: usize, reason: String },
     #[error("has patterns too complex to match: {0}")]
@@ -213,6 +218,9 @@ impl CodeOwners {
             };
             if pattern.len() > MAX_PATTERN_BYTES {
                 return Err(CodeOwnersError::PatternTooLong { line: i + 1 });
+            }
+            if owners.iter().map(|o| o.len() + 1).sum::<usize>() > MAX_OWNERS_BYTES {
+                return Err(CodeOwnersError::OwnersTooLong { line: i + 1 });
             }
             builder.add(i + 1, pattern, owners)?;
         }
@@ -451,6 +459,18 @@ apps/ @octocat
         assert_eq!(
             CodeOwners::parse(&long).unwrap_err().to_string(),
             "line 2 has a pattern longer than 1024 bytes"
+        );
+        // The same owner 400,000 times compresses to a few KiB, and would be copied into
+        // every test case of the file.
+        let crowd = format!("* {}\n", "@o ".repeat(400_000));
+        assert_eq!(
+            CodeOwners::parse(&crowd).unwrap_err().to_string(),
+            "line 1 names owners longer than 4096 bytes together"
+        );
+        let team = format!("* {}\n", "@acme/team ".repeat(300));
+        assert_eq!(
+            CodeOwners::parse(&team).unwrap().owners_of("a.rs").len(),
+            300
         );
     }
 }

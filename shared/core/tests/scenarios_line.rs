@@ -173,9 +173,9 @@ fn a_pull_request_that_is_not_mergeable_waits_not_ready_until_it_is() {
     facts.mergeability = Mergeability::InProgress;
     h.submit_facts(facts.clone()).unwrap();
     assert_eq!(h.state(1), NotReady);
-    let view = mq_core::engine::view::pull_request(&h.snap.queue, h.entry(1).unwrap());
-    assert!(view.readiness.does_base_branch_match);
-    assert!(!view.readiness.requires_impacted_targets);
+    let readiness = mq_core::engine::view::readiness(&h.snap.queue, h.entry(1).unwrap());
+    assert!(readiness.does_base_branch_match);
+    assert!(!readiness.requires_impacted_targets);
     // The tick asks the Git host again; it now says mergeable.
     h.advance_minutes(1);
     h.tick();
@@ -282,8 +282,8 @@ fn a_pull_request_for_another_base_is_not_ready_until_its_base_matches() {
     facts.base_branch = "develop".into();
     h.submit_facts(facts.clone()).unwrap();
     assert_eq!(h.state(1), NotReady);
-    let view = mq_core::engine::view::pull_request(&h.snap.queue, h.entry(1).unwrap());
-    assert!(!view.readiness.does_base_branch_match);
+    let readiness = mq_core::engine::view::readiness(&h.snap.queue, h.entry(1).unwrap());
+    assert!(!readiness.does_base_branch_match);
     facts.base_branch = "main".into();
     h.ok(Event::PrUpdated { pr: facts });
     assert_eq!(h.state(1), Testing);

@@ -3,7 +3,7 @@
 mod support;
 
 use mq_core::ErrorCode;
-use mq_core::engine::view::{pull_request, test_run};
+use mq_core::engine::view::readiness;
 use mq_core::engine::{Effect, Event};
 use mq_core::entry::EntryState::*;
 use mq_core::entry::ImpactedTargets;
@@ -24,13 +24,12 @@ fn without_impacted_targets_an_entry_stays_not_ready() {
     let mut h = parallel(4);
     h.submit(1);
     assert_eq!(h.state(1), NotReady);
-    let view = pull_request(&h.snap.queue, h.entry(1).unwrap());
-    assert!(view.readiness.requires_impacted_targets);
-    assert!(!view.readiness.has_impacted_targets);
+    let ready = readiness(&h.snap.queue, h.entry(1).unwrap());
+    assert!(ready.requires_impacted_targets);
+    assert!(!ready.has_impacted_targets);
     h.set_targets(1, &["//app"]);
     assert_eq!(h.state(1), Testing);
-    let view = pull_request(&h.snap.queue, h.entry(1).unwrap());
-    assert!(view.readiness.has_impacted_targets);
+    assert!(readiness(&h.snap.queue, h.entry(1).unwrap()).has_impacted_targets);
 }
 
 #[test]
@@ -84,14 +83,13 @@ fn entries_depend_on_intersecting_entries_ahead_transitively() {
         "through 3, 4 depends on 1"
     );
     let run = h.run(&h.run_of(4)).unwrap().clone();
-    let view = test_run(&h.snap.queue, &run);
-    assert_eq!(view.dependent_prs, vec![1, 3]);
+    assert_eq!(run.dependent_prs, vec![1, 3]);
     assert_eq!(
-        view.impacted_targets,
+        run.impacted_targets,
         Some(vec!["a".to_owned(), "c".to_owned()])
     );
     assert_eq!(
-        view.impacted_targets_for_tested_prs,
+        run.impacted_targets_for_tested_prs,
         Some(vec!["c".to_owned()])
     );
 }

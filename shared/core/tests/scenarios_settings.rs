@@ -3,7 +3,7 @@
 mod support;
 
 use mq_core::ErrorCode;
-use mq_core::engine::view::test_run;
+use mq_core::engine::view::{pr_url, required_statuses, test_branch_sha};
 use mq_core::engine::{Effect, EffectOutcome, Event, MAX_ATTEMPTS};
 use mq_core::entry::EntryState::*;
 use mq_core::git::RequiredStatusesSource;
@@ -372,11 +372,12 @@ fn the_queue_own_required_statuses_win_over_the_repository() {
     });
     h.submit(1);
     let run = h.run(&h.run_of(1)).unwrap().clone();
-    let view = test_run(&h.snap.queue, &run);
-    assert_eq!(view.required_statuses, vec!["lint".to_owned()]);
     assert_eq!(
-        view.required_statuses_source,
-        Some(RequiredStatusesSource::MergeInstance)
+        required_statuses(&h.snap.queue, &run),
+        (
+            vec!["lint".to_owned()],
+            Some(RequiredStatusesSource::MergeInstance)
+        )
     );
     // The repository's "ci" passing is not enough.
     h.pass_pr(1);
@@ -405,7 +406,7 @@ fn without_a_queue_list_the_repository_sources_apply_and_an_empty_update_is_igno
     h.submit(1);
     let run = h.run(&h.run_of(1)).unwrap().clone();
     assert_eq!(
-        test_run(&h.snap.queue, &run).required_statuses_source,
+        required_statuses(&h.snap.queue, &run).1,
         Some(RequiredStatusesSource::RepoProviderBranchProtection)
     );
     h.pass_pr(1);
@@ -676,37 +677,40 @@ fn a_finished_run_is_kept_as_history_with_its_status() {
     h.pass(&run);
     let done = h.finished_runs.iter().find(|r| r.id == run).unwrap();
     assert_eq!(done.status, RunStatus::Succeeded);
-    let view = test_run(&h.snap.queue, done);
     assert_eq!(
-        view.tested_pull_requests[0].pr_url,
+        pr_url(&h.snap.queue.repo, done.tested[0].pr),
         "https://github.com/acme/rocket/pull/1"
     );
-    assert_eq!(view.status_checks[0].context, "ci");
-    assert!(!view.test_branch_sha.is_empty());
+    assert_eq!(done.statuses[0].context, "ci");
+    assert!(!test_branch_sha(done).is_empty());
 }
 
 // ---- views ----------------------------------------------------------------------------------
 
 #[test]
 fn the_public_view_of_an_entry_follows_its_life() {
-    use mq_core::engine::view::{pull_request, queue_order};
+    use mq_core::engine::view::{queue_order, test_run_id};
     use mq_core::priority::Priority;
     let mut h = queue(1);
     h.submit(1);
     h.submit_with(2, Priority::from_name("urgent").unwrap(), false);
-    let urgent = pull_request(&h.snap.queue, h.entry(2).unwrap());
-    assert!(urgent.skip_the_line);
-    assert_eq!(urgent.priority_name, "urgent");
-    assert_eq!(urgent.used_default_priority_name, None);
-    let medium = pull_request(&h.snap.queue, h.entry(1).unwrap());
-    assert_eq!(medium.used_default_priority_name.as_deref(), Some("medium"));
-    assert!(medium.is_currently_submitted_to_queue);
+    let urgent = h.entry(2).unwrap();
+    assert!(urgent.priority.is_urgent());
+    assert_eq!(urgent.priority.name(), "urgent");
+    assert!(!urgent.priority.defaulted);
+    let medium = h.entry(1).unwrap();
+    assert!(medium.priority.defaulted);
+    assert_eq!(medium.priority.name(), "medium");
+    assert!(medium.state.is_active());
     h.pass_pr(2);
     h.pass_pr(1);
     let done = h.concluded.iter().find(|e| e.pr == 1).unwrap();
-    let view = pull_request(&h.snap.queue, done);
-    assert_eq!(view.state, Merged);
-    assert!(!view.is_currently_submitted_to_queue);
+    assert_eq!(done.state, Merged);
+    assert!(!done.state.is_active());
+    assert!(
+        test_run_id(done).is_some(),
+        "a merged entry names its last run"
+    );
     assert!(
         queue_order(&h.snap).is_empty(),
         "terminal entries leave the list"

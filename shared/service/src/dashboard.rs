@@ -330,7 +330,7 @@ pub async fn pull_request_history(
         })
         .collect();
     Ok(PullRequestHistory {
-        pull_request: SubmittedPullRequest::from(view::pull_request(queue, &entry)),
+        pull_request: SubmittedPullRequest::of(queue, &entry),
         pr_url: view::pr_url(&queue.repo, entry.pr),
         submitted_at: entry.submitted_at.to_rfc3339(),
         concluded_at: entry.concluded_at.map(Timestamp::to_rfc3339),

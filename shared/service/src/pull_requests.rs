@@ -5,7 +5,7 @@ use super::effects;
 use super::shell::contention_deadline;
 use crate::app::App;
 use crate::error::ServiceError;
-use mq_core::engine::{CancelReason, Event, checks_verdict, view};
+use mq_core::engine::{CancelReason, Event, checks_verdict};
 use mq_core::entry::{Entry, UploadedTargets};
 use mq_core::error::{DomainError, ErrorCode};
 use mq_core::git::{PrFacts, Verdict};
@@ -313,7 +313,7 @@ pub async fn submitted(
         _ => return Err(DomainError::queue_not_found().into()),
     };
     let entry = entry.ok_or_else(|| never_submitted(pr))?;
-    Ok(view::pull_request(&queue, &entry).into())
+    Ok(SubmittedPullRequest::of(&queue, &entry))
 }
 
 /// Records impacted targets for a pull request's head. An active entry takes them at once
@@ -394,7 +394,7 @@ pub async fn testing_details(
             format!("test run {run_id} not found in this queue"),
         )
     })?;
-    Ok(view::test_run(&queue, &run).into())
+    Ok(TestingDetails::of(&queue, &run))
 }
 
 /// Whether every required status passed on the pull request's own head; read only where

@@ -128,10 +128,7 @@ pub fn view_with_entries(snapshot: &QueueSnapshot, now: Timestamp) -> QueueWithE
         queue: QueueView::from(&snapshot.queue),
         enqueued_pull_requests: view::queue_order(snapshot)
             .into_iter()
-            .map(|e| EnqueuedPullRequest {
-                stuck: stuck.contains(&e.pr),
-                ..EnqueuedPullRequest::from(view::pull_request(&snapshot.queue, e))
-            })
+            .map(|e| EnqueuedPullRequest::of(e, stuck.contains(&e.pr)))
             .collect(),
     }
 }

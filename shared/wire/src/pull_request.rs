@@ -2,12 +2,12 @@
 
 use super::common::{Int, QueueTarget, RepoBody};
 use mq_core::DomainError;
-use mq_core::engine::view::PullRequestView;
-use mq_core::entry::{EntryState, ImpactedTargets};
+use mq_core::engine::view;
+use mq_core::entry::{Entry, EntryState, ImpactedTargets};
 use mq_core::ids::{PrNumber, Sha};
 use mq_core::priority::Priority;
+use mq_core::snapshot::Queue;
 use serde::{Deserialize, Deserializer, Serialize};
-use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 /// Most impacted targets one request may name.
@@ -264,29 +264,34 @@ pub struct SubmittedPullRequest {
     pub test_run_id: Option<String>,
 }
 
-impl From<PullRequestView<'_>> for SubmittedPullRequest {
-    fn from(v: PullRequestView<'_>) -> Self {
+impl SubmittedPullRequest {
+    /// An entry of `queue`, active or concluded.
+    pub fn of(queue: &Queue, entry: &Entry) -> Self {
+        let readiness = view::readiness(queue, entry);
         Self {
-            state_changed_at: v.state_changed_at.to_rfc3339(),
-            priority_value: v.priority_value,
-            priority_name: v.priority_name.into_owned(),
-            skip_the_line: v.skip_the_line,
-            force_enqueued: v.force_enqueued,
-            is_currently_submitted_to_queue: v.is_currently_submitted_to_queue,
-            pr_number: v.pr_number,
-            pr_title: v.pr_title.to_owned(),
-            pr_sha: v.pr_sha.to_owned(),
-            pr_base_branch: v.pr_base_branch.to_owned(),
-            pr_author: v.pr_author.to_owned(),
-            id: v.id.to_owned(),
-            state: v.state,
+            state_changed_at: entry.state_changed_at.to_rfc3339(),
+            priority_value: entry.priority.value,
+            priority_name: entry.priority.name().into_owned(),
+            skip_the_line: entry.priority.is_urgent(),
+            force_enqueued: entry.force_enqueued,
+            is_currently_submitted_to_queue: entry.state.is_active(),
+            pr_number: entry.pr,
+            pr_title: entry.pr_facts.title.clone(),
+            pr_sha: entry.pr_facts.head_sha.to_string(),
+            pr_base_branch: entry.pr_facts.base_branch.clone(),
+            pr_author: entry.pr_facts.author.clone(),
+            id: entry.id.clone(),
+            state: entry.state,
             readiness: ReadinessView {
-                requires_impacted_targets: v.readiness.requires_impacted_targets,
-                does_base_branch_match: v.readiness.does_base_branch_match,
-                has_impacted_targets: v.readiness.has_impacted_targets,
+                requires_impacted_targets: readiness.requires_impacted_targets,
+                does_base_branch_match: readiness.does_base_branch_match,
+                has_impacted_targets: readiness.has_impacted_targets,
             },
-            used_default_priority_name: v.used_default_priority_name.map(Cow::into_owned),
-            test_run_id: v.test_run_id.map(str::to_owned),
+            used_default_priority_name: entry
+                .priority
+                .defaulted
+                .then(|| entry.priority.name().into_owned()),
+            test_run_id: view::test_run_id(entry).map(str::to_owned),
         }
     }
 }

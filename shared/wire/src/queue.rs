@@ -3,7 +3,7 @@
 use super::advice::TuningView;
 use super::common::{Int, QueueTarget, RepoBody};
 use mq_core::DomainError;
-use mq_core::engine::view::PullRequestView;
+use mq_core::entry::Entry;
 use mq_core::settings::{
     DirectMergeMode, MergeMethod, OptimizationMode, QueueMode, QueueState, RequestedState,
     SettingsPatch, setting_int,
@@ -177,22 +177,23 @@ pub struct EnqueuedPullRequest<'a> {
     pub stuck: bool,
 }
 
-impl<'a> From<PullRequestView<'a>> for EnqueuedPullRequest<'a> {
-    fn from(v: PullRequestView<'a>) -> Self {
+impl<'a> EnqueuedPullRequest<'a> {
+    /// An active entry of the queue, borrowing its text; `stuck` as said.
+    pub fn of(entry: &'a Entry, stuck: bool) -> Self {
         Self {
-            state_changed_at: v.state_changed_at.to_rfc3339(),
-            priority_value: v.priority_value,
-            priority_name: v.priority_name,
-            skip_the_line: v.skip_the_line,
-            no_batch: v.no_batch,
-            pr_number: v.pr_number,
-            pr_title: Cow::Borrowed(v.pr_title),
-            pr_sha: Cow::Borrowed(v.pr_sha),
-            pr_base_branch: Cow::Borrowed(v.pr_base_branch),
-            pr_author: Cow::Borrowed(v.pr_author),
-            id: Cow::Borrowed(v.id),
-            used_default_priority_name: v.used_default_priority_name,
-            stuck: false,
+            state_changed_at: entry.state_changed_at.to_rfc3339(),
+            priority_value: entry.priority.value,
+            priority_name: entry.priority.name(),
+            skip_the_line: entry.priority.is_urgent(),
+            no_batch: entry.no_batch,
+            pr_number: entry.pr,
+            pr_title: Cow::Borrowed(&entry.pr_facts.title),
+            pr_sha: Cow::Borrowed(entry.pr_facts.head_sha.as_str()),
+            pr_base_branch: Cow::Borrowed(&entry.pr_facts.base_branch),
+            pr_author: Cow::Borrowed(&entry.pr_facts.author),
+            id: Cow::Borrowed(&entry.id),
+            used_default_priority_name: entry.priority.defaulted.then(|| entry.priority.name()),
+            stuck,
         }
     }
 }

@@ -2,9 +2,10 @@
 
 use super::common::{QueueTarget, RepoBody};
 use mq_core::DomainError;
-use mq_core::engine::view::TestRunView;
+use mq_core::engine::view;
 use mq_core::git::RequiredStatusesSource;
-use mq_core::run::RunStatus;
+use mq_core::run::{RunStatus, TestRun};
+use mq_core::snapshot::Queue;
 use serde::{Deserialize, Serialize};
 
 /// Longest accepted test run id.
@@ -80,49 +81,49 @@ pub struct TestingDetails {
     pub dependent_prs: Vec<u32>,
 }
 
-impl From<TestRunView> for TestingDetails {
-    fn from(v: TestRunView) -> Self {
+impl TestingDetails {
+    /// A run of `queue`, active or finished.
+    pub fn of(queue: &Queue, run: &TestRun) -> Self {
+        let (required_statuses, required_statuses_source) = view::required_statuses(queue, run);
         Self {
-            required_statuses: v.required_statuses,
-            test_branch: v.test_branch,
-            test_branch_sha: v.test_branch_sha,
-            check_suites: v
-                .check_suites
+            required_statuses,
+            test_branch: run.branch.clone(),
+            test_branch_sha: view::test_branch_sha(run),
+            check_suites: view::check_suites(run)
                 .into_iter()
-                .map(|s| CheckSuiteView {
-                    check_runs: s
-                        .check_runs
+                .map(|suite| CheckSuiteView {
+                    check_runs: suite
                         .into_iter()
                         .map(|c| CheckRunView {
-                            name: c.name,
-                            url: c.url,
+                            name: c.name.clone(),
+                            url: c.url.clone(),
                         })
                         .collect(),
                 })
                 .collect(),
-            status_checks: v
-                .status_checks
-                .into_iter()
+            status_checks: run
+                .statuses
+                .iter()
                 .map(|s| StatusCheckView {
-                    context: s.context,
-                    url: s.url,
+                    context: s.context.clone(),
+                    url: s.url.clone(),
                 })
                 .collect(),
-            tested_pull_requests: v
-                .tested_pull_requests
-                .into_iter()
+            tested_pull_requests: run
+                .tested
+                .iter()
                 .map(|t| TestedPullRequestView {
-                    pr_number: t.pr_number,
-                    pr_url: t.pr_url,
-                    title: t.title,
+                    pr_number: t.pr,
+                    pr_url: view::pr_url(&queue.repo, t.pr),
+                    title: t.title.clone(),
                 })
                 .collect(),
-            required_statuses_source: v.required_statuses_source,
-            created_at: v.created_at.to_rfc3339(),
-            status: v.status,
-            impacted_targets: v.impacted_targets,
-            impacted_targets_for_tested_prs: v.impacted_targets_for_tested_prs,
-            dependent_prs: v.dependent_prs,
+            required_statuses_source,
+            created_at: run.created_at.to_rfc3339(),
+            status: run.status,
+            impacted_targets: run.impacted_targets.clone(),
+            impacted_targets_for_tested_prs: run.impacted_targets_for_tested_prs.clone(),
+            dependent_prs: run.dependent_prs.clone(),
         }
     }
 }

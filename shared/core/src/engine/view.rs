@@ -1,17 +1,16 @@
-//! What the API shows of a queue, as plain data (the JSON shape belongs to `shared/wire`):
-//! the order of `enqueuedPullRequests`, a submitted pull request with its readiness
-//! (`SubmittedPullRequest` in `openapi/openapi.json`) and a test run as
-//! `getMergeQueueTestingDetails` describes it (`TestingDetails` in `openapi/openapi.json`).
+//! The rules behind what the API shows of a queue (the JSON shapes are `shared/wire`'s, built
+//! from the domain's types with these): the order of `enqueuedPullRequests`, entries that are
+//! stuck, a pull request's readiness and run, the statuses a run waits for, its check runs by
+//! suite, and the addresses of pull requests.
 
 use super::line::line_of;
-use crate::entry::{Entry, EntryState};
-use crate::git::RequiredStatusesSource;
+use crate::entry::{Entry, EntryState, Readiness};
+use crate::git::{CheckRunReport, RequiredStatusesSource};
 use crate::ids::{PrNumber, RepoRef};
 use crate::run::{RunStatus, TestRun};
 use crate::settings::{QueueMode, QueueState};
 use crate::snapshot::{Queue, QueueSnapshot};
 use crate::time::Timestamp;
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// Where an entry stands: (bucket, group in the line, position in the group).
@@ -93,157 +92,32 @@ fn in_flight(snapshot: &QueueSnapshot) -> bool {
     runs || snapshot.outbox.iter().any(|x| !x.held)
 }
 
-/// The readiness object of `getSubmittedPullRequest` (`SubmittedPullRequest` in
-/// `openapi/openapi.json`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ReadinessView {
-    pub requires_impacted_targets: bool,
-    pub does_base_branch_match: bool,
-    pub has_impacted_targets: bool,
-}
-
-/// A submitted pull request (`EnqueuedPullRequest`, `SubmittedPullRequest` in
-/// `openapi/openapi.json`), borrowing from its entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PullRequestView<'a> {
-    pub id: &'a str,
-    pub state: EntryState,
-    pub state_changed_at: Timestamp,
-    pub priority_value: u8,
-    pub priority_name: Cow<'static, str>,
-    /// True for `urgent` (value 0).
-    pub skip_the_line: bool,
-    pub force_enqueued: bool,
-    pub no_batch: bool,
-    pub is_currently_submitted_to_queue: bool,
-    pub pr_number: PrNumber,
-    pub pr_title: &'a str,
-    pub pr_sha: &'a str,
-    pub pr_base_branch: &'a str,
-    pub pr_author: &'a str,
-    pub readiness: ReadinessView,
-    /// `medium` when the submission gave no priority.
-    pub used_default_priority_name: Option<Cow<'static, str>>,
-    /// The run testing the pull request now, or the last one that did.
-    pub test_run_id: Option<&'a str>,
-}
-
-/// An entry, active or concluded, as `getSubmittedPullRequest` shows it.
-pub fn pull_request<'a>(queue: &Queue, entry: &'a Entry) -> PullRequestView<'a> {
+/// The readiness of an entry in `queue` (`SubmittedPullRequest.readiness` in
+/// `openapi/openapi.json`): impacted targets are required in parallel mode.
+pub fn readiness(queue: &Queue, entry: &Entry) -> Readiness {
     let parallel = queue.config.mode == QueueMode::Parallel;
-    let r = entry.readiness(&queue.branch, parallel);
-    PullRequestView {
-        id: &entry.id,
-        state: entry.state,
-        state_changed_at: entry.state_changed_at,
-        priority_value: entry.priority.value,
-        priority_name: entry.priority.name(),
-        skip_the_line: entry.priority.is_urgent(),
-        force_enqueued: entry.force_enqueued,
-        no_batch: entry.no_batch,
-        is_currently_submitted_to_queue: entry.state.is_active(),
-        pr_number: entry.pr,
-        pr_title: &entry.pr_facts.title,
-        pr_sha: entry.pr_facts.head_sha.as_str(),
-        pr_base_branch: &entry.pr_facts.base_branch,
-        pr_author: &entry.pr_facts.author,
-        readiness: ReadinessView {
-            requires_impacted_targets: r.requires_impacted_targets,
-            does_base_branch_match: r.does_base_branch_match,
-            has_impacted_targets: r.has_impacted_targets,
-        },
-        used_default_priority_name: entry.priority.defaulted.then(|| entry.priority.name()),
-        test_run_id: entry.current_run.as_deref().or(entry.last_run.as_deref()),
-    }
+    entry.readiness(&queue.branch, parallel)
 }
 
-/// A check run on a test branch: `{name, url}`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CheckRunLink {
-    pub name: String,
-    pub url: String,
+/// The run testing an entry now, or the last one that did (`testRunId`).
+pub fn test_run_id(entry: &Entry) -> Option<&str> {
+    entry.current_run.as_deref().or(entry.last_run.as_deref())
 }
 
-/// A check suite on a test branch, with its check runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CheckSuiteView {
-    pub check_runs: Vec<CheckRunLink>,
-}
-
-/// A commit status on a test branch: `{context, url}`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StatusLink {
-    pub context: String,
-    pub url: String,
-}
-
-/// A pull request tested by a run: `{prNumber, prUrl, title}`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TestedPullRequest {
-    pub pr_number: PrNumber,
-    pub pr_url: String,
-    pub title: String,
-}
-
-/// A test run as `getMergeQueueTestingDetails` describes it (`TestingDetails` in
-/// `openapi/openapi.json`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TestRunView {
-    pub required_statuses: Vec<String>,
-    pub test_branch: String,
-    /// Empty until the branch exists.
-    pub test_branch_sha: String,
-    pub check_suites: Vec<CheckSuiteView>,
-    pub status_checks: Vec<StatusLink>,
-    pub tested_pull_requests: Vec<TestedPullRequest>,
-    pub required_statuses_source: Option<RequiredStatusesSource>,
-    pub created_at: Timestamp,
-    pub status: RunStatus,
-    /// Present when impacted targets are uploaded for a pull request in the branch.
-    pub impacted_targets: Option<Vec<String>>,
-    pub impacted_targets_for_tested_prs: Option<Vec<String>>,
-    /// Pull requests ahead merged into the branch to form its base, not tested by it.
-    pub dependent_prs: Vec<PrNumber>,
-}
-
-/// A run of `queue`, active or finished.
-pub fn test_run(queue: &Queue, run: &TestRun) -> TestRunView {
-    let (required_statuses, source) = match &run.required {
+/// The statuses a run of `queue` waits for, and where they came from: resolved when its
+/// branch was created; before that, the queue's own list if it has one (the repository's
+/// sources are read with the branch), else none yet.
+pub fn required_statuses(
+    queue: &Queue,
+    run: &TestRun,
+) -> (Vec<String>, Option<RequiredStatusesSource>) {
+    match &run.required {
         Some(r) => (r.contexts.clone(), r.source),
         None if !queue.config.required_statuses.is_empty() => (
             queue.config.required_statuses.clone(),
             Some(RequiredStatusesSource::MergeInstance),
         ),
         None => (Vec::new(), None),
-    };
-    TestRunView {
-        required_statuses,
-        test_branch: run.branch.clone(),
-        test_branch_sha: test_branch_sha(run),
-        check_suites: check_suites(run),
-        status_checks: run
-            .statuses
-            .iter()
-            .map(|s| StatusLink {
-                context: s.context.clone(),
-                url: s.url.clone(),
-            })
-            .collect(),
-        tested_pull_requests: run
-            .tested
-            .iter()
-            .map(|t| TestedPullRequest {
-                pr_number: t.pr,
-                pr_url: pr_url(&queue.repo, t.pr),
-                title: t.title.clone(),
-            })
-            .collect(),
-        required_statuses_source: source,
-        created_at: run.created_at,
-        status: run.status,
-        impacted_targets: run.impacted_targets.clone(),
-        impacted_targets_for_tested_prs: run.impacted_targets_for_tested_prs.clone(),
-        dependent_prs: run.dependent_prs.clone(),
     }
 }
 
@@ -255,24 +129,19 @@ pub fn test_branch_sha(run: &TestRun) -> String {
         .unwrap_or_default()
 }
 
-/// Check runs grouped by suite, suites in the order first seen.
-fn check_suites(run: &TestRun) -> Vec<CheckSuiteView> {
+/// A run's check runs grouped by suite, suites in the order first seen.
+pub fn check_suites(run: &TestRun) -> Vec<Vec<&CheckRunReport>> {
     let mut order: Vec<u64> = Vec::new();
-    let mut suites: BTreeMap<u64, Vec<CheckRunLink>> = BTreeMap::new();
+    let mut suites: BTreeMap<u64, Vec<&CheckRunReport>> = BTreeMap::new();
     for c in &run.check_runs {
         if !order.contains(&c.suite_id) {
             order.push(c.suite_id);
         }
-        suites.entry(c.suite_id).or_default().push(CheckRunLink {
-            name: c.name.clone(),
-            url: c.url.clone(),
-        });
+        suites.entry(c.suite_id).or_default().push(c);
     }
     order
         .into_iter()
-        .map(|id| CheckSuiteView {
-            check_runs: suites.remove(&id).unwrap_or_default(),
-        })
+        .map(|id| suites.remove(&id).unwrap_or_default())
         .collect()
 }
 

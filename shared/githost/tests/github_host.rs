@@ -939,6 +939,21 @@ fn merge_request(method: MergeMethod) -> MergeRequest {
     }
 }
 
+/// A server where `main` is at `BASE` and pull requests #1 and #2 are open at `HEAD1`, `HEAD2`.
+async fn main_at_base_with_open_pulls() -> MockServer {
+    let server = MockServer::start().await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/git/ref/heads/main"),
+        200,
+        ref_json("main", BASE),
+    )
+    .await;
+    open_pulls(&server).await;
+    server
+}
+
 async fn open_pulls(server: &MockServer) {
     for (n, head) in [(1, HEAD1), (2, HEAD2)] {
         mock(
@@ -954,16 +969,7 @@ async fn open_pulls(server: &MockServer) {
 
 #[tokio::test]
 async fn merge_commit_fast_forwards_the_target_to_the_tested_commit() {
-    let server = MockServer::start().await;
-    mock(
-        &server,
-        "GET",
-        &format!("{REPO}/git/ref/heads/main"),
-        200,
-        ref_json("main", BASE),
-    )
-    .await;
-    open_pulls(&server).await;
+    let server = main_at_base_with_open_pulls().await;
     Mock::given(method("PATCH"))
         .and(path(format!("{REPO}/git/refs/heads/main")))
         .and(body_partial_json(json!({ "sha": "c2c2", "force": false })))
@@ -1122,16 +1128,7 @@ async fn refused_fast_forward(
     rules: Value,
     protection: (u16, Value),
 ) -> MergeOutcome {
-    let server = MockServer::start().await;
-    mock(
-        &server,
-        "GET",
-        &format!("{REPO}/git/ref/heads/main"),
-        200,
-        ref_json("main", BASE),
-    )
-    .await;
-    open_pulls(&server).await;
+    let server = main_at_base_with_open_pulls().await;
     mock(
         &server,
         "PATCH",
@@ -1235,16 +1232,7 @@ async fn an_unreadable_protection_leaves_it_to_githubs_message() {
 /// rebase merge onto a branch that requires signed commits is refused with what to do.
 #[tokio::test]
 async fn a_direct_rebase_merge_refused_for_signatures_says_what_to_do() {
-    let server = MockServer::start().await;
-    mock(
-        &server,
-        "GET",
-        &format!("{REPO}/git/ref/heads/main"),
-        200,
-        ref_json("main", BASE),
-    )
-    .await;
-    open_pulls(&server).await;
+    let server = main_at_base_with_open_pulls().await;
     let refusal = "Base branch requires signed commits. Rebase merges cannot be automatically signed by GitHub";
     Mock::given(method("PUT"))
         .and(path(format!("{REPO}/pulls/1/merge")))
@@ -1521,16 +1509,7 @@ async fn an_app_commits_as_its_bot_user() {
 
 #[tokio::test]
 async fn a_tested_commit_that_is_not_a_test_branch_of_the_pull_requests_is_refused() {
-    let server = MockServer::start().await;
-    mock(
-        &server,
-        "GET",
-        &format!("{REPO}/git/ref/heads/main"),
-        200,
-        ref_json("main", BASE),
-    )
-    .await;
-    open_pulls(&server).await;
+    let server = main_at_base_with_open_pulls().await;
     tested_chain(&server).await;
     let mut request = merge_request(MergeMethod::Squash);
     request.prs.reverse();
@@ -2020,16 +1999,7 @@ async fn closing_a_test_branch_with_no_pull_request_open_succeeds() {
 /// target, not as a refusal that would fail the pull request.
 #[tokio::test]
 async fn a_direct_merge_that_races_a_push_to_the_target_reports_the_target_moved() {
-    let server = MockServer::start().await;
-    mock(
-        &server,
-        "GET",
-        &format!("{REPO}/git/ref/heads/main"),
-        200,
-        ref_json("main", BASE),
-    )
-    .await;
-    open_pulls(&server).await;
+    let server = main_at_base_with_open_pulls().await;
     let moved = "Base branch was modified. Review and try the merge again.";
     mock(
         &server,
@@ -2058,16 +2028,7 @@ async fn a_direct_merge_that_races_a_push_to_the_target_reports_the_target_moved
 /// to ask whether it landed.
 #[tokio::test]
 async fn a_direct_merge_without_an_answer_is_not_sent_again() {
-    let server = MockServer::start().await;
-    mock(
-        &server,
-        "GET",
-        &format!("{REPO}/git/ref/heads/main"),
-        200,
-        ref_json("main", BASE),
-    )
-    .await;
-    open_pulls(&server).await;
+    let server = main_at_base_with_open_pulls().await;
     Mock::given(method("PUT"))
         .and(path(format!("{REPO}/pulls/1/merge")))
         .respond_with(ResponseTemplate::new(502).set_body_json(message("Server Error")))

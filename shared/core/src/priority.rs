@@ -69,6 +69,12 @@ impl Priority {
             )
     }
 
+    /// The name of the default priority this is, when the submission gave none
+    /// (`usedDefaultPriorityName`).
+    pub fn defaulted_name(self) -> Option<Cow<'static, str>> {
+        self.defaulted.then(|| self.name())
+    }
+
     /// `urgent` (value 0) skips the line and preempts running tests behind it.
     pub const fn is_urgent(self) -> bool {
         self.value == 0

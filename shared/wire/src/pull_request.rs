@@ -8,6 +8,7 @@ use mq_core::ids::{PrNumber, Sha};
 use mq_core::priority::Priority;
 use mq_core::snapshot::Queue;
 use serde::{Deserialize, Deserializer, Serialize};
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 /// Most impacted targets one request may name.
@@ -287,10 +288,7 @@ impl SubmittedPullRequest {
                 does_base_branch_match: readiness.does_base_branch_match,
                 has_impacted_targets: readiness.has_impacted_targets,
             },
-            used_default_priority_name: entry
-                .priority
-                .defaulted
-                .then(|| entry.priority.name().into_owned()),
+            used_default_priority_name: entry.priority.defaulted_name().map(Cow::into_owned),
             test_run_id: view::test_run_id(entry).map(str::to_owned),
         }
     }

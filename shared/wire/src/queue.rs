@@ -192,7 +192,7 @@ impl<'a> EnqueuedPullRequest<'a> {
             pr_base_branch: Cow::Borrowed(&entry.pr_facts.base_branch),
             pr_author: Cow::Borrowed(&entry.pr_facts.author),
             id: Cow::Borrowed(&entry.id),
-            used_default_priority_name: entry.priority.defaulted.then(|| entry.priority.name()),
+            used_default_priority_name: entry.priority.defaulted_name(),
             stuck,
         }
     }

@@ -334,7 +334,8 @@ impl DynamoStore {
     /// queue. `Unavailable` when commits kept landing during every attempt.
     async fn load_in_pages(&self, id: &QueueId) -> StoreResult<Option<QueueSnapshot>> {
         let table = &self.tables.queues;
-        for retry in 0.. {
+        let mut retry = 0;
+        loop {
             let Some(before) = self.get_item(table, key(id.as_str(), QUEUE_SK)).await? else {
                 return Ok(None);
             };
@@ -346,8 +347,8 @@ impl DynamoStore {
                 return snapshot_from_items(items);
             }
             backoff(retry, "the queue kept changing while it was read").await?;
+            retry += 1;
         }
-        unreachable!("backoff gives up")
     }
 
     /// Finishes the large commit whose redo is attached to `queue_item`, if one is.

@@ -58,6 +58,10 @@ const ROWS_AT_ONCE: usize = 6;
 /// makes an effect still executing look lost: the queue then carries out the newer
 /// notification held behind it, and the older one, landing last, is what the host keeps.
 const CLOCK_STEP_MS: i64 = EFFECT_LEASE_MS - 5_000;
+/// How long (real time) after its lease began an effect may still be executing: the requests
+/// here carry out their effects within seconds. Until then the clock does not pass its lease
+/// ([`ClockMover`]); after, an effect still there waits for the tick.
+const EXECUTING_FOR: Duration = Duration::from_secs(20);
 
 #[derive(Debug, Clone, Copy)]
 pub struct Row {
@@ -342,6 +346,8 @@ async fn upload_targets(env: &LiveEnv, repo: &GitRepo) {
 /// Waits until every pull request concluded; with batching, moves the clock forward
 /// whenever nothing changed for [`IDLE`]. Returns each pull request's final state.
 async fn conclude_all(env: &LiveEnv, repo: &GitRepo, row: &Row) -> BTreeMap<u32, String> {
+    let id = QueueId::new(&repo_ref(repo), "main");
+    let mut mover = ClockMover::default();
     let started = Instant::now();
     let mut last_change = Instant::now();
     let mut last: BTreeMap<u32, String> = BTreeMap::new();
@@ -361,7 +367,7 @@ async fn conclude_all(env: &LiveEnv, repo: &GitRepo, row: &Row) -> BTreeMap<u32,
             last = now;
             last_change = Instant::now();
         } else if row.batch && last_change.elapsed() > IDLE {
-            env.clock.advance_millis(CLOCK_STEP_MS);
+            mover.advance(env, &outbox_of(env, &id).await, CLOCK_STEP_MS);
             last_change = Instant::now();
         }
         assert!(
@@ -379,12 +385,12 @@ async fn conclude_all(env: &LiveEnv, repo: &GitRepo, row: &Row) -> BTreeMap<u32,
 /// clock moves on ([`settle_step`]).
 async fn settle(env: &LiveEnv, repo: &GitRepo, row: &Row) {
     let id = QueueId::new(&repo_ref(repo), "main");
+    let mut mover = ClockMover::default();
     let started = Instant::now();
     let mut last_change = Instant::now();
     let mut last_outbox = Vec::new();
     loop {
-        let snapshot = env.store.load(&id).await.expect("queue readable");
-        let outbox = snapshot.map(|s| s.outbox).unwrap_or_default();
+        let outbox = outbox_of(env, &id).await;
         if outbox.is_empty() {
             return;
         }
@@ -401,11 +407,48 @@ async fn settle(env: &LiveEnv, repo: &GitRepo, row: &Row) {
             last_outbox = outbox;
             last_change = Instant::now();
         } else if last_change.elapsed() > IDLE {
-            env.clock
-                .advance_millis(settle_step(&outbox, env.clock.now()));
+            let step = settle_step(&outbox, env.clock.now());
+            mover.advance(env, &outbox, step);
             last_change = Instant::now();
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The Git host actions the queue `id` still has to carry out.
+async fn outbox_of(env: &LiveEnv, id: &QueueId) -> Vec<PendingEffect> {
+    let snapshot = env.store.load(id).await.expect("queue readable");
+    snapshot.map(|s| s.outbox).unwrap_or_default()
+}
+
+/// Moves the queue's clock forward without passing the lease of an effect that may still be
+/// executing (its first execution, whose lease began less than [`EXECUTING_FOR`] ago). A
+/// clock past it makes the queue take the effect for lost and carry it out again, and the
+/// notification held behind it goes first: the older one, landing last, is what the host
+/// keeps.
+#[derive(Default)]
+struct ClockMover {
+    /// When each lease (effect, its end) was first seen.
+    leases: BTreeMap<(String, Timestamp), Instant>,
+}
+
+impl ClockMover {
+    fn advance(&mut self, env: &LiveEnv, outbox: &[PendingEffect], wanted: i64) {
+        let now = env.clock.now();
+        let executing = outbox
+            .iter()
+            .filter(|x| !x.held && x.last_error.is_none() && x.next_attempt_at > now);
+        let mut step = wanted;
+        for x in executing {
+            let lease = (x.id.clone(), x.next_attempt_at);
+            let seen = *self.leases.entry(lease).or_insert_with(Instant::now);
+            if seen.elapsed() < EXECUTING_FOR {
+                step = step.min(x.next_attempt_at.millis_since(now) - 1);
+            }
+        }
+        if step > 0 {
+            env.clock.advance_millis(step);
+        }
     }
 }
 

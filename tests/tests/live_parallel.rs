@@ -10,6 +10,7 @@ use serde_json::json;
 live_on_both_stores!(
     independent_lanes_merge_independently,
     targets_uploaded_before_submission_apply_when_a_queue_turns_parallel,
+    targets_of_a_pull_request_submitted_while_its_queue_turns_parallel_apply,
     targets_uploaded_to_a_deleted_queue_do_not_count
 );
 
@@ -133,6 +134,47 @@ async fn targets_uploaded_before_submission_apply_when_a_queue_turns_parallel(ba
     assert_eq!(without["state"], "not_ready", "{without}");
     assert_eq!(without["readiness"]["hasImpactedTargets"], false);
 
+    env.update_queue(&repo, json!({"state": "running"})).await;
+    let api = env.wait_for_run(&repo, 1).await;
+    assert_eq!(api.details["impactedTargets"], json!(["api"]));
+}
+
+/// A pull request whose targets were uploaded before it was submitted, submitted while its
+/// queue switches to parallel mode: the switch has read the targets of the entries it saw
+/// (#2's) and has not committed yet. The submission commits in single mode, without
+/// targets; the switch commits after it, and still gives #1 its targets.
+async fn targets_of_a_pull_request_submitted_while_its_queue_turns_parallel_apply(
+    backend: Backend,
+) {
+    let (env, store) = LiveEnv::options().start_with_faulty_store(backend, 1).await;
+    let repo = env.repo("rocket");
+    let heads = repo.add_prs(2, &[]);
+    let settings = json!({"concurrency": 2, "requiredStatuses": [CI]});
+    env.create_queue(&repo, settings).await;
+    env.update_queue(&repo, json!({"state": "paused"})).await;
+    env.submit(&repo, 2).await;
+    let uploaded = env
+        .set_impacted_targets(&repo, 1, &heads[0], json!(["api"]))
+        .await;
+    assert_eq!(uploaded.status, 200, "{:?}", uploaded.body);
+
+    let held = store.hold_next_uploaded_targets_answer();
+    let switch = env.update_queue(&repo, json!({"mode": "parallel"}));
+    let submit_meanwhile = async {
+        held.reached.notified().await;
+        env.submit(&repo, 1).await;
+        let submitted = env.pull_request(&repo, 1).await;
+        assert_eq!(
+            submitted["readiness"]["requiresImpactedTargets"], false,
+            "#1 was submitted before the switch committed: {submitted}"
+        );
+        held.release.notify_one();
+    };
+    tokio::join!(switch, submit_meanwhile);
+
+    let with = env.pull_request(&repo, 1).await;
+    assert_eq!(with["state"], "pending", "{with}");
+    assert_eq!(with["readiness"]["hasImpactedTargets"], true, "{with}");
     env.update_queue(&repo, json!({"state": "running"})).await;
     let api = env.wait_for_run(&repo, 1).await;
     assert_eq!(api.details["impactedTargets"], json!(["api"]));

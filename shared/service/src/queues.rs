@@ -8,12 +8,13 @@ use crate::error::ServiceError;
 use mq_core::engine::{Event, view};
 use mq_core::error::{DomainError, ErrorCode};
 use mq_core::git::PrFacts;
-use mq_core::ids::{OrgId, QueueId};
+use mq_core::ids::{OrgId, PrNumber, QueueId};
 use mq_core::settings::{QueueMode, SettingsPatch};
 use mq_core::snapshot::{Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
 use mq_store::StoreError;
 use mq_wire::{EnqueuedPullRequest, QueueTarget, QueueView, QueueWithEntries};
+use std::collections::BTreeSet;
 use tokio::time::Instant;
 
 /// Creates a queue for the caller's organisation, which must own the repository (404
@@ -68,18 +69,49 @@ pub async fn update(
     }];
     let to_parallel = patch.mode == Some(QueueMode::Parallel)
         && snapshot.queue.config.mode != QueueMode::Parallel;
+    let waiting = without_targets(&snapshot, &BTreeSet::new());
     if to_parallel {
         // Targets uploaded before submission were not needed until now.
-        let waiting: Vec<PrFacts> = snapshot
-            .entries
-            .iter()
-            .filter(|e| !e.has_impacted_targets())
-            .map(|e| e.pr_facts.clone())
-            .collect();
         events.extend(uploaded_targets_events(app, &snapshot.queue, &waiting).await?);
     }
     let start = Start::from(snapshot);
-    drive::apply(app, Actor::Org(org), id, &events, start).await
+    let queue = drive::apply(app, Actor::Org(org), id, &events, start).await?;
+    if to_parallel {
+        let seen = waiting.iter().map(|pr| pr.number).collect();
+        targets_submitted_meanwhile(app, org, id, &seen).await?;
+    }
+    Ok(queue)
+}
+
+/// The facts of the entries of `snapshot` that have no impacted targets, but those in `seen`.
+fn without_targets(snapshot: &QueueSnapshot, seen: &BTreeSet<PrNumber>) -> Vec<PrFacts> {
+    snapshot
+        .entries
+        .iter()
+        .filter(|e| !e.has_impacted_targets() && !seen.contains(&e.pr))
+        .map(|e| e.pr_facts.clone())
+        .collect()
+}
+
+/// After a switch to parallel mode: targets uploaded for pull requests submitted while the
+/// switch was being made. A single-mode submission reads no targets, and the switch read the
+/// targets of the entries it saw (`seen`) before its commit; an entry committed in between
+/// would wait for targets already uploaded. Read after the switch's commit, the queue holds
+/// every such entry, and any submission committed later is in parallel mode and reads its
+/// own.
+async fn targets_submitted_meanwhile(
+    app: &App,
+    org: &OrgId,
+    id: &QueueId,
+    seen: &BTreeSet<PrNumber>,
+) -> Result<(), ServiceError> {
+    let now = drive::read(app, org, id).await?;
+    let missed = without_targets(&now, seen);
+    let late = uploaded_targets_events(app, &now.queue, &missed).await?;
+    if !late.is_empty() {
+        drive::apply(app, Actor::ServiceFor(org), id, &late, Start::fresh()).await?;
+    }
+    Ok(())
 }
 
 /// Deletes a queue with no active entries; 409 while any is active.

@@ -124,6 +124,15 @@ pub struct FaultyStore {
     lost_answer_ppm: AtomicU64,
     latency: Latency,
     counts: Mutex<FaultCounts>,
+    held_uploaded_targets: Mutex<Option<Arc<HeldAnswer>>>,
+}
+
+/// An answer held back: `reached` is notified once the wrapped store has answered, and the
+/// caller gets the answer after `release` is notified.
+#[derive(Debug, Default)]
+pub struct HeldAnswer {
+    pub reached: tokio::sync::Notify,
+    pub release: tokio::sync::Notify,
 }
 
 impl FaultyStore {
@@ -137,7 +146,15 @@ impl FaultyStore {
             lost_answer_ppm: AtomicU64::new(0),
             latency: Latency::default(),
             counts: Mutex::new(FaultCounts::default()),
+            held_uploaded_targets: Mutex::new(None),
         }
+    }
+
+    /// Holds back the answer of the next read of uploaded impacted targets until released.
+    pub fn hold_next_uploaded_targets_answer(&self) -> Arc<HeldAnswer> {
+        let held = Arc::new(HeldAnswer::default());
+        *lock(&self.held_uploaded_targets) = Some(held.clone());
+        held
     }
 
     /// Every call waits between `min` and `max` (uniformly, seeded) before it is made: a slow
@@ -300,7 +317,6 @@ pass_on! {
         Read fn queues_of_org(org: &OrgId) -> Vec<Queue>;
         Read fn queues_of_repo(repo_key: &str) -> Vec<Queue>;
         Write fn put_uploaded_targets(id: &QueueId, pr: PrNumber, targets: &UploadedTargets) -> ();
-        Read fn uploaded_targets(id: &QueueId, pr: PrNumber) -> Option<UploadedTargets>;
         Read fn queues_with_work() -> Vec<QueueId>;
         Read fn runs_by_sha(sha: &Sha) -> Vec<RunLocation>;
         Write fn acquire_lease(id: &QueueId, owner: &str, now: Timestamp, until: Timestamp) -> bool;
@@ -315,6 +331,21 @@ pass_on! {
     async fn delete_queue(&self, snapshot: &QueueSnapshot) -> StoreResult<()> {
         self.inject(Call::Conditional).await?;
         self.answer(self.inner.delete_queue(snapshot).await)
+    }
+
+    async fn uploaded_targets(
+        &self,
+        id: &QueueId,
+        pr: PrNumber,
+    ) -> StoreResult<Option<UploadedTargets>> {
+        self.inject(Call::Read).await?;
+        let answer = self.inner.uploaded_targets(id, pr).await;
+        let held = lock(&self.held_uploaded_targets).take();
+        if let Some(held) = held {
+            held.reached.notify_one();
+            held.release.notified().await;
+        }
+        answer
     }
 }
 

@@ -8,7 +8,7 @@ use e2e::{ACME, Backend, TestEnv, UMBRELLA, on_both_stores};
 use mq_core::time::Timestamp;
 use mq_lambda::s3::UploadBucket;
 use mq_service::test_health::recover;
-use mq_service::{App, SystemClock};
+use mq_service::{App, Clock, SystemClock};
 use serde_json::{Value, json};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -272,13 +272,28 @@ async fn auto_quarantine_takes_flaky_tests(env: TestEnv) {
     set_settings(&env, json!({"quarantining": true})).await;
     let list = env.ok("flaky-tests/list-quarantined-tests", &body).await;
     assert_eq!(list["page"]["total_rows"], 0, "auto-quarantine is off");
+    env.clock.advance_minutes(30);
+    let before = env.clock.now();
     set_settings(&env, json!({"auto_quarantine": true})).await;
+    let after = env.clock.now();
     let list = env.ok("flaky-tests/list-quarantined-tests", &body).await;
     assert_eq!(
         names(&list),
         ["integration_flaky", "tests::sometimes_fails"],
         "flaky, never broken"
     );
+    let time = |v: &Value| Timestamp::parse_rfc3339(v.as_str().unwrap()).unwrap();
+    for q in list["quarantined_tests"].as_array().unwrap() {
+        let at = time(&q["quarantined_at"]);
+        assert!(
+            before <= at && at <= after,
+            "when auto-quarantine was turned on: {q}"
+        );
+        assert!(
+            time(&q["status_last_updated_at"]) < before,
+            "FLAKY before that: {q}"
+        );
+    }
     let flaky = id_of(&env, "FLAKY", "integration_flaky").await;
     set_settings(
         &env,

@@ -4,7 +4,7 @@ use super::classify::{StatusKind, Verdict, classify};
 use super::history::{Outcome, ResultRecord};
 use super::identity::TestIdentity;
 use super::quarantine::QuarantineOverride;
-use super::settings::Thresholds;
+use super::settings::{RepoHealthSettings, Thresholds};
 use super::test_case::{NewResult, TestCase};
 use crate::ids::{OrgId, RepoRef};
 use crate::time::Timestamp;
@@ -361,6 +361,53 @@ fn quarantine_candidacy_follows_override_and_status() {
     );
     assert_eq!(tc.quarantine_since, Some(Timestamp(START + 2 * HOUR)));
     assert!(!tc.needs_auto_quarantine());
+}
+
+#[test]
+fn a_test_is_quarantined_from_when_its_repository_let_it_be() {
+    let t = Thresholds::default();
+    let mut tc = test_case();
+    tc.record(
+        result("u1", "c1", Outcome::PassedOnRetry, START, None),
+        &t,
+        Timestamp(START),
+    );
+    let mut settings = RepoHealthSettings::default();
+    assert_eq!(tc.quarantined_at(&settings), None, "quarantining is off");
+    settings.switch(Some(true), None, Timestamp(START + HOUR));
+    assert_eq!(tc.quarantined_at(&settings), None, "auto-quarantine is off");
+    settings.switch(None, Some(true), Timestamp(START + 2 * HOUR));
+    assert_eq!(
+        tc.quarantined_at(&settings),
+        Some(Timestamp(START + 2 * HOUR)),
+        "FLAKY since START, quarantined once auto-quarantine was on"
+    );
+    settings.switch(Some(true), Some(true), Timestamp(START + 3 * HOUR));
+    assert_eq!(
+        tc.quarantined_at(&settings),
+        Some(Timestamp(START + 2 * HOUR)),
+        "turning on what is on changes nothing"
+    );
+    let mut healthy = test_case();
+    healthy.set_quarantine(
+        QuarantineOverride::AlwaysQuarantine,
+        Timestamp(START + 4 * HOUR),
+    );
+    settings.switch(None, Some(false), Timestamp(START + 5 * HOUR));
+    assert_eq!(tc.quarantined_at(&settings), None, "auto-quarantine is off");
+    assert_eq!(
+        healthy.quarantined_at(&settings),
+        Some(Timestamp(START + 4 * HOUR)),
+        "an override needs no auto-quarantine"
+    );
+    settings.switch(Some(false), None, Timestamp(START + 6 * HOUR));
+    assert_eq!(healthy.quarantined_at(&settings), None);
+    settings.switch(Some(true), None, Timestamp(START + 7 * HOUR));
+    assert_eq!(
+        healthy.quarantined_at(&settings),
+        Some(Timestamp(START + 7 * HOUR)),
+        "quarantining turned on again"
+    );
 }
 
 #[test]

@@ -3,6 +3,7 @@
 
 use crate::error::DomainError;
 use crate::ids::check_branch;
+use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
 
 /// Results kept per test case: enough for every window below.
@@ -117,6 +118,13 @@ pub struct RepoHealthSettings {
     pub quarantining: bool,
     /// FLAKY tests are quarantined without an override (broken ones never are).
     pub auto_quarantine: bool,
+    /// When quarantining was last turned on (`None` while it is off, and in settings stored
+    /// before this was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quarantining_since: Option<Timestamp>,
+    /// When auto-quarantine was last turned on (as `quarantining_since`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_quarantine_since: Option<Timestamp>,
     #[serde(default)]
     pub thresholds: Thresholds,
     /// The variants uploads of the repository have named (escaped as in test identities),
@@ -133,6 +141,24 @@ pub struct RepoHealthSettings {
 pub const MAX_REMEMBERED_VARIANTS: usize = 16;
 
 impl RepoHealthSettings {
+    /// Turns the switches given on or off at `now`, keeping when each was last turned on.
+    pub fn switch(
+        &mut self,
+        quarantining: Option<bool>,
+        auto_quarantine: Option<bool>,
+        now: Timestamp,
+    ) {
+        if let Some(on) = quarantining {
+            self.quarantining_since = since(self.quarantining, self.quarantining_since, on, now);
+            self.quarantining = on;
+        }
+        if let Some(on) = auto_quarantine {
+            self.auto_quarantine_since =
+                since(self.auto_quarantine, self.auto_quarantine_since, on, now);
+            self.auto_quarantine = on;
+        }
+    }
+
     /// The settings with `variant` remembered, or `None` when it is already known, empty, or
     /// the list is full.
     pub fn with_variant(&self, variant: &str) -> Option<Self> {
@@ -147,6 +173,15 @@ impl RepoHealthSettings {
             }
             _ => None,
         }
+    }
+}
+
+/// When a switch that was `was` (on since `since`) and is now `on` was last turned on.
+fn since(was: bool, since: Option<Timestamp>, on: bool, now: Timestamp) -> Option<Timestamp> {
+    match (was, on) {
+        (_, false) => None,
+        (false, true) => Some(now),
+        (true, true) => since,
     }
 }
 

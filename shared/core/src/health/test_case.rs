@@ -154,6 +154,24 @@ impl TestCase {
         is_quarantined(settings, self.quarantine, self.status.kind)
     }
 
+    /// When it became quarantined, `None` when it is not: the latest of when it became a
+    /// candidate and when the repository's switches it needs were turned on. A test moved
+    /// from auto-quarantine to an `ALWAYS_QUARANTINE` override while quarantined counts from
+    /// when it became a candidate and quarantining was turned on.
+    pub fn quarantined_at(&self, settings: &RepoHealthSettings) -> Option<Timestamp> {
+        if !self.quarantined(settings) {
+            return None;
+        }
+        let candidate = self.quarantine_since.unwrap_or(self.status.since);
+        let auto = settings
+            .auto_quarantine_since
+            .filter(|_| self.needs_auto_quarantine());
+        [Some(candidate), settings.quarantining_since, auto]
+            .into_iter()
+            .flatten()
+            .max()
+    }
+
     pub fn is_unhealthy(&self) -> bool {
         self.status.kind != StatusKind::Healthy
     }

@@ -68,7 +68,10 @@ pub async fn quarantined(
         overrides_only: !settings.auto_quarantine,
     };
     let (cases, page) = fetch(app, &scope, list, &name, &page_req).await?;
-    let quarantined_tests = cases.iter().map(quarantined_view).collect();
+    let quarantined_tests = cases
+        .iter()
+        .map(|case| quarantined_view(case, &settings))
+        .collect();
     Ok(QuarantinedTestsPage {
         quarantined_tests,
         page,
@@ -137,7 +140,7 @@ pub fn unhealthy_view(
 }
 
 /// An item of `quarantined_tests` (`QuarantinedTest` in `openapi/openapi.json`).
-pub fn quarantined_view(case: &TestCase) -> QuarantinedTest {
+pub fn quarantined_view(case: &TestCase, settings: &RepoHealthSettings) -> QuarantinedTest {
     QuarantinedTest {
         name: case.identity.name.clone(),
         parent: case.identity.parent.clone(),
@@ -145,7 +148,7 @@ pub fn quarantined_view(case: &TestCase) -> QuarantinedTest {
         classname: case.identity.classname.clone(),
         codeowners: case.codeowners.clone(),
         quarantined_at: case
-            .quarantine_since
+            .quarantined_at(settings)
             .unwrap_or(case.status.since)
             .to_rfc3339(),
         status_last_updated_at: case.status.since.to_rfc3339(),

@@ -94,12 +94,7 @@ async fn save_settings(
     for attempt in 0..crate::shell::MAX_COMMIT_ATTEMPTS {
         let stored = app.store.health_settings(scope).await?;
         let mut next = stored.clone().unwrap_or_default();
-        if let Some(on) = req.quarantining {
-            next.quarantining = on;
-        }
-        if let Some(on) = req.auto_quarantine {
-            next.auto_quarantine = on;
-        }
+        next.switch(req.quarantining, req.auto_quarantine, app.now());
         if let Some(patch) = &req.thresholds {
             next.thresholds = patched(&next.thresholds, patch)?;
         }

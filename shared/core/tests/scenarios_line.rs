@@ -806,6 +806,20 @@ fn a_failure_cleared_by_a_pass_behind_is_a_flake_with_or_without_adaptation() {
 }
 
 #[test]
+fn a_failure_behind_a_pass_that_came_first_is_a_flake_under_adaptation_too() {
+    let mut h = adaptive(2, 1);
+    h.submit(1);
+    h.submit(2);
+    h.pass_pr(2);
+    assert_eq!(h.merged_prs(), Vec::<u32>::new(), "1 is still testing");
+    let at = h.now;
+    h.fail_pr(1);
+    assert_eq!(h.merged_prs(), vec![1, 2], "the pass behind proves 1");
+    assert_eq!(h.snap.queue.engine.last_flake_at, Some(at));
+    h.assert_clean();
+}
+
+#[test]
 fn a_queue_remembers_a_bounded_number_of_failed_heads() {
     let mut h = adaptive(1, 1);
     for pr in 1..=40 {

@@ -110,12 +110,6 @@ impl Work {
         if !ahead_passed {
             return Decision::Wait;
         }
-        if self.cfg().adaptive_pending_failure && !self.flake_seen_lately() {
-            return Decision::Fail;
-        }
-        if phase == Phase::BeforeFill {
-            return Decision::Wait;
-        }
         let depth = self.cfg().pending_failure_depth.max(1) as usize;
         let window: Vec<&TestRun> = self
             .dependents_in(line, at)
@@ -125,7 +119,14 @@ impl Work {
             .collect();
         let passed_behind = window.iter().any(|r| r.status == RunStatus::Succeeded);
         if self.cfg().can_optimistically_merge && passed_behind {
+            // A pass that already came in behind clears it, adaptive or not: that is a flake.
             return Decision::Clear;
+        }
+        if self.cfg().adaptive_pending_failure && !self.flake_seen_lately() {
+            return Decision::Fail;
+        }
+        if phase == Phase::BeforeFill {
+            return Decision::Wait;
         }
         // New groups start before this rule runs, so a window shorter than the depth and
         // entirely finished will not grow now: it closes.

@@ -313,6 +313,43 @@ fn closing_a_pull_request_under_bisection_takes_it_out_of_its_split() {
     h.assert_clean();
 }
 
+/// [1,2,3] fails; [1,2] is tested first and 2, the culprit, is cancelled while it is: the
+/// split goes on as [1] and passes. [1] and [3] are not the halves of a set that failed, so
+/// 3 is tested, not blamed.
+#[test]
+fn skipping_redundant_tests_implies_nothing_from_a_half_a_pull_request_left() {
+    let mut h = Harness::with(SettingsPatch {
+        batch: Some(true),
+        batching_min_size: Some(3),
+        concurrency: Some(1),
+        bisection_concurrency: Some(1),
+        optimization_mode: Some(OptimizationMode::BisectionSkipRedundantTests),
+        ..Default::default()
+    });
+    for pr in 1..=3 {
+        h.submit(pr);
+    }
+    h.fail_pr(1);
+    assert_eq!(h.content_of(&h.run_of(1)), vec![1, 2]);
+    h.ok(Event::Cancel {
+        pr: 2,
+        reason: mq_core::engine::CancelReason::Api,
+    });
+    let left = h.run_of(1);
+    assert_eq!(h.content_of(&left), vec![1], "the split goes on without 2");
+    h.pass(&left);
+    assert_eq!(h.state(3), PendingFailure, "3 is not blamed");
+    let right = h.run_of(3);
+    assert_eq!(h.content_of(&right), vec![3], "3 is tested alone");
+    h.pass(&right);
+    assert_eq!(
+        (h.state(1), h.state(3)),
+        (Pending, Pending),
+        "back in the queue"
+    );
+    h.assert_clean();
+}
+
 #[test]
 fn skipping_redundant_tests_tests_the_halves_one_after_the_other() {
     let mut h = Harness::with(SettingsPatch {

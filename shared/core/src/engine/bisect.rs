@@ -227,16 +227,24 @@ impl Work {
     }
 
     /// Takes a pull request out of the bisection it is in (cancelled, closed, ...); a split
-    /// testing it is cancelled and waits again without it.
+    /// testing it is cancelled and waits again without it. The split and its sibling no
+    /// longer make up a set that failed, so neither implies the other's result: both are
+    /// tested.
     pub fn leave_bisection(&mut self, pr: PrNumber) {
         let Some((b, i)) = self.split_of(pr) else {
             return;
         };
-        let split = &mut self.s.queue.engine.bisections[b].splits[i];
+        let splits = &mut self.s.queue.engine.bisections[b].splits;
+        let before = splits[i].prs.clone();
+        for other in splits.iter_mut().filter(|s| s.sibling == before) {
+            other.sibling.clear();
+        }
+        let split = &mut splits[i];
         split.prs.retain(|&p| p != pr);
+        split.sibling.clear();
         let run = split.run.take();
         if split.prs.is_empty() {
-            self.s.queue.engine.bisections[b].splits.remove(i);
+            splits.remove(i);
         }
         if let Some(run) = run {
             self.close_run(&run, "cancelled");

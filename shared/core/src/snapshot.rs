@@ -200,10 +200,10 @@ impl QueueSnapshot {
         self.sort();
     }
 
-    /// True while groups are in the line: a run in flight (held ones too), or a group
-    /// tested and not yet merged or failed.
+    /// True while groups are in the line: a run in flight (held ones too), a group tested
+    /// and not yet merged or failed, or a failed batch still bisected.
     pub fn has_groups(&self) -> bool {
-        !self.runs.is_empty()
+        !self.runs.is_empty() || !self.queue.engine.bisections.is_empty()
     }
 }
 

@@ -350,6 +350,75 @@ fn skipping_redundant_tests_implies_nothing_from_a_half_a_pull_request_left() {
     h.assert_clean();
 }
 
+fn batch_of_four_failing() -> Harness {
+    let mut h = Harness::with(SettingsPatch {
+        batch: Some(true),
+        batching_min_size: Some(4),
+        concurrency: Some(1),
+        bisection_concurrency: Some(2),
+        ..Default::default()
+    });
+    for pr in 1..=4 {
+        h.submit(pr);
+    }
+    h
+}
+
+/// A batch that fails while its queue drains is still bisected: its pull requests are in
+/// line, and the innocent ones go back to the queue instead of waiting in pending_failure.
+#[test]
+fn a_batch_failing_while_the_queue_drains_is_bisected() {
+    let mut h = batch_of_four_failing();
+    h.update(SettingsPatch {
+        state: Some(mq_core::settings::RequestedState::Draining),
+        ..Default::default()
+    });
+    h.fail_pr(1);
+    assert_eq!(h.content_of(&h.run_of(1)), vec![1, 2]);
+    assert_eq!(h.content_of(&h.run_of(3)), vec![3, 4]);
+    h.fail_pr(1);
+    h.pass_pr(3);
+    assert_eq!((h.state(3), h.state(4)), (Pending, Pending));
+    h.fail_pr(1);
+    h.pass_pr(2);
+    assert_eq!(h.state(1), Failed);
+    assert_eq!(h.state(2), Pending);
+    assert_eq!(h.testing_runs().len(), 0, "nothing new starts");
+    h.assert_clean();
+}
+
+/// A mode switch waits for a bisection: the failure is not decided yet.
+#[test]
+fn a_mode_switch_waits_for_a_bisection_to_end() {
+    use mq_core::settings::{QueueMode, QueueState};
+    let mut h = batch_of_four_failing();
+    h.update(SettingsPatch {
+        bisection_concurrency: Some(1),
+        ..Default::default()
+    });
+    h.fail_pr(1);
+    h.update(SettingsPatch {
+        mode: Some(QueueMode::Parallel),
+        ..Default::default()
+    });
+    let mut splits = 0;
+    while !h.snap.queue.engine.bisections.is_empty() {
+        assert_eq!(h.snap.queue.state, QueueState::SwitchingModes);
+        let run = h.testing_runs()[0].id.clone();
+        if h.content_of(&run).contains(&1) {
+            h.fail(&run);
+        } else {
+            h.pass(&run);
+        }
+        splits += 1;
+    }
+    assert_eq!(splits, 4, "[1,2], [3,4], [1], [2]");
+    assert_eq!(h.state(1), Failed);
+    assert_eq!(h.snap.queue.state, QueueState::Running);
+    assert_eq!(h.snap.queue.config.mode, QueueMode::Parallel);
+    h.assert_clean();
+}
+
 #[test]
 fn skipping_redundant_tests_tests_the_halves_one_after_the_other() {
     let mut h = Harness::with(SettingsPatch {

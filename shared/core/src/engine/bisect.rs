@@ -92,7 +92,9 @@ impl Work {
                 continue;
             }
             let budget = self.cfg().bisection_concurrency.max(1) as usize;
-            if !self.can_start() || self.bisection_in_flight() >= budget {
+            // A bisection decides a failure already in line: it goes on while the queue
+            // drains or switches modes, as restarts do.
+            if !self.can_rerun() || self.bisection_in_flight() >= budget {
                 break;
             }
             let place = bisection.place;

@@ -38,9 +38,14 @@ pub fn worth_changing(advice: &Advice, proposed: Option<&TunedSettings>) -> Opti
 }
 
 /// Whether `to` merges 10% more per hour than `from`, keeps up where `from` falls behind,
-/// or merges as much 10% sooner (a minute at least) where both keep up.
+/// or merges as much 10% sooner (a minute at least) where both keep up. Settings projected
+/// to merge nothing gain nothing (a window where every pull request failed projects no
+/// merges for any setting).
 fn large_gain(from: &Candidate, to: &Candidate) -> bool {
     let (p, q) = (&from.projection, &to.projection);
+    if q.merges_per_hour <= 0.0 {
+        return false;
+    }
     let more = q.merges_per_hour >= p.merges_per_hour * (1.0 + LARGE_GAIN);
     let catches_up = q.keeps_up && !p.keeps_up;
     let as_many = q.merges_per_hour >= p.merges_per_hour * (1.0 - TIE);

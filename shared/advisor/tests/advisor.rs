@@ -383,6 +383,19 @@ fn auto_tuning_changes_settings_for_a_large_gain_only() {
     // The current settings are the best.
     let keep = advice_of(now, vec![now, candidate(2, 4.0, 60.0, 1.0)]);
     assert_eq!(worth_changing(&keep, None), None);
+    // Nothing merges whatever the settings (every pull request of the window failed).
+    let none = |concurrency| Candidate {
+        projection: Projection {
+            merges_per_hour: 0.0,
+            mean_minutes_to_merge: 0.0,
+            p95_minutes_to_merge: 0.0,
+            keeps_up: false,
+            ..candidate(concurrency, 0.0, 0.0, 0.0).projection
+        },
+        ..candidate(concurrency, 0.0, 0.0, 0.0)
+    };
+    let nothing = advice_of(none(4), vec![none(1), none(4)]);
+    assert_eq!(worth_changing(&nothing, None), None);
 }
 
 #[test]

@@ -244,7 +244,9 @@ fn lanes(facts: &QueueFacts, window: Window) -> [LaneFigures; 2] {
         RunKind::Main => 0,
         RunKind::Bisection => 1,
     };
-    for run in facts.snapshot.runs.iter().filter(|r| !r.is_finished()) {
+    // A held run (a restart waiting for a slot) is not in flight.
+    let in_flight = |r: &&TestRun| !r.is_finished() && !r.held;
+    for run in facts.snapshot.runs.iter().filter(in_flight) {
         let figures = &mut lanes[lane(run.kind)];
         figures.runs_active += 1;
         figures.prs_testing += run.tested.len() as u64;

@@ -66,7 +66,8 @@ pub const EFFECTS_PENDING: Metric = Metric {
 pub const ENTRIES_STUCK: Metric = Metric {
     name: "mq_entries_stuck",
     help: "Pull requests in the queue that have not changed state for longer than the queue's \
-           testing timeout while nothing in flight could move them.",
+           testing timeout (or its batching wait, when longer) while nothing in flight could \
+           move them.",
 };
 pub const WAIT_DURATION: Metric = Metric {
     name: "mq_pr_wait_duration_1h_seconds",

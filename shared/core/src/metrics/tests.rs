@@ -224,6 +224,21 @@ fn live_gauges_count_the_snapshot() {
 }
 
 #[test]
+fn a_held_run_is_not_in_flight() {
+    let mut facts = afternoon();
+    let snapshot = Arc::make_mut(&mut facts.snapshot);
+    let run = snapshot
+        .runs
+        .iter_mut()
+        .find(|r| r.kind == RunKind::Main && !r.is_finished())
+        .expect("a main run in flight");
+    run.held = true;
+    let f = figures(&facts, NOW);
+    assert_eq!((f.main.prs_testing, f.main.runs_active), (0, 0));
+    assert_eq!(f.bisection.runs_active, 1);
+}
+
+#[test]
 fn rolling_counts_cover_the_last_hour_only() {
     let f = figures(&afternoon(), NOW);
     assert_eq!(f.restarts, 2, "the restart 65 minutes ago is outside");

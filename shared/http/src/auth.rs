@@ -23,13 +23,18 @@ pub fn hash_token(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
 }
 
-/// The token a request carries, from `x-api-token` or else `Authorization: Bearer`.
+/// The longest token looked up; a longer one is not valid.
+pub const MAX_TOKEN_LEN: usize = 512;
+
+/// The token a request carries, from `x-api-token` or else `Authorization: Bearer` (an
+/// empty `x-api-token`, such as an unset CI variable, carries none).
 pub fn presented_token(req: &Request) -> Option<&str> {
     let direct = req
         .headers()
         .get(TOKEN_HEADER)
         .and_then(|v| v.to_str().ok())
-        .map(str::trim);
+        .map(str::trim)
+        .filter(|t| !t.is_empty());
     let bearer = || {
         req.headers()
             .get(header::AUTHORIZATION)
@@ -39,14 +44,15 @@ pub fn presented_token(req: &Request) -> Option<&str> {
                 scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
             })
     };
-    direct
-        .or_else(bearer)
-        .filter(|t| !t.is_empty() && t.len() <= 512)
+    direct.or_else(bearer).filter(|t| !t.is_empty())
 }
 
 /// The organisation of the request's token; 401 when it is missing, unknown or revoked.
 pub async fn authenticate(tokens: &dyn TokenStore, req: &Request) -> Result<OrgId, ApiError> {
     let token = presented_token(req).ok_or_else(ApiError::unauthorized)?;
+    if token.len() > MAX_TOKEN_LEN {
+        return Err(ApiError::token_not_valid());
+    }
     let hash = hash_token(token);
     let record = tokens
         .find_token(&hash)
@@ -138,7 +144,8 @@ mod tests {
                 .as_str(),
             "acme"
         );
-        for refused in ["old-token", "live-tokeN", "live-toke", "unknown"] {
+        let long = "t".repeat(MAX_TOKEN_LEN + 1);
+        for refused in ["old-token", "live-tokeN", "live-toke", "unknown", &long] {
             let answer = authenticate(&store, &ask(refused)).await;
             let err = answer.expect_err(refused);
             assert_eq!((err.status.as_u16(), err.code), (401, "UNAUTHORIZED"));
@@ -171,6 +178,14 @@ mod tests {
             None
         );
         assert_eq!(presented_token(&with_headers(&[("x-api-token", "")])), None);
+        assert_eq!(
+            presented_token(&with_headers(&[
+                ("x-api-token", " "),
+                ("authorization", "Bearer t4")
+            ])),
+            Some("t4"),
+            "an empty x-api-token hides no bearer token"
+        );
         assert_eq!(presented_token(&with_headers(&[])), None);
     }
 }

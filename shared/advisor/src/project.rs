@@ -1,8 +1,7 @@
 //! Projections: a setting run by the simulator on the workload the estimates describe.
 
 use crate::estimate::Estimates;
-use crate::settings::Settings;
-use crate::settings::Space;
+use crate::settings::{BATCH_SIZES, CONCURRENCY, Settings, Space};
 use mq_core::settings::QueueConfig;
 use mq_simulation::workload::{Arrivals, Workload};
 use mq_simulation::{Options, simulate};
@@ -13,6 +12,21 @@ pub const WARM_UP: f64 = 0.1;
 
 /// A projection simulates at least this many times the pull requests a full queue holds.
 pub const MIN_LINES: usize = 4;
+
+/// `settings` as a projection simulates them: a concurrency, bisection concurrency and
+/// batch size at most the largest the search tries ([`CONCURRENCY`], [`BATCH_SIZES`]). A
+/// queue's own settings beyond them (a concurrency of thousands) are projected as those, so
+/// that a projection's work stays bounded whatever the queue's settings.
+fn bounded(settings: &Settings) -> Settings {
+    let most = |values: &[u32]| values.iter().copied().max().unwrap_or(1);
+    let concurrency = settings.concurrency.clamp(1, most(&CONCURRENCY));
+    Settings {
+        concurrency,
+        batching_min_size: settings.batching_min_size.min(most(&BATCH_SIZES)),
+        bisection_concurrency: settings.bisection_concurrency.min(concurrency),
+        ..*settings
+    }
+}
 
 /// The pull requests a group takes.
 fn group_size(settings: &Settings) -> u32 {
@@ -107,6 +121,7 @@ impl Model {
     /// the queue holds when full (a saturated backlog, and a group per testing slot), so
     /// that a large line is measured past its filling up.
     pub fn prs_for(&self, settings: &Settings, prs: u32) -> u32 {
+        let settings = &bounded(settings);
         let full = self.backlog() + settings.concurrency as usize * group_size(settings) as usize;
         prs.max(u32::try_from(MIN_LINES * full).unwrap_or(u32::MAX))
     }
@@ -124,6 +139,7 @@ impl Model {
         prs: u32,
         seeds: &[u64],
     ) -> (Projection, u64) {
+        let settings = &bounded(settings);
         let patch = settings.simulated(&self.current);
         let backlog = self.backlog();
         let line = 2 * settings.concurrency as usize * group_size(settings) as usize;

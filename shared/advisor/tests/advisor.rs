@@ -344,6 +344,41 @@ fn advice_from_a_simulated_history_is_deterministic_bounded_and_no_worse() {
     assert!(json["estimates"]["flakeRate"]["count"].is_u64());
 }
 
+/// A queue whose own settings are far outside the search (a concurrency of four billion,
+/// batches of a million) is still advised within the budget: its projection simulates a
+/// line no longer than the search's longest.
+#[test]
+fn advice_for_a_queue_with_huge_settings_stays_within_its_budget() {
+    let (history, config) = simulated_history();
+    let e = estimate(&history);
+    let budget = Budget {
+        work: 40_000_000,
+        seed: 3,
+    };
+    let huge = [
+        QueueConfig {
+            concurrency: u32::MAX,
+            bisection_concurrency: u32::MAX,
+            ..config.clone()
+        },
+        QueueConfig {
+            batch: true,
+            batching_min_size: 1_000_000,
+            ..config.clone()
+        },
+    ];
+    for current in huge {
+        let advice = advise(&e, &current, Goal::MostMerges, budget).unwrap();
+        assert!(
+            advice.work <= budget.work * 6 / 5,
+            "{} over {}",
+            advice.work,
+            budget.work
+        );
+        assert_eq!(advice.current.settings, Settings::of(&current));
+    }
+}
+
 fn advice_of(current: Candidate, candidates: Vec<Candidate>) -> mq_advisor::Advice {
     mq_advisor::Advice {
         goal: Goal::MostMerges,

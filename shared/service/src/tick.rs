@@ -60,7 +60,7 @@ pub async fn run(app: &App, owner: &str) -> Result<TickReport, ServiceError> {
 }
 
 /// [`run`], starting queues for `budget` only (the queues in turn first); then test-health
-/// recovery and auto-tuning, whatever the time.
+/// recovery and, last, auto-tuning, whatever the time.
 pub async fn run_starting_for(
     app: &App,
     owner: &str,
@@ -93,11 +93,12 @@ pub async fn run_starting_for(
             }
         }
     }
-    report.tuned = tune_one(app, &due_for_tuning).await;
     match super::test_health::recover(app, app.now()).await {
         Ok(n) => report.recovered_tests = n,
         Err(e) => tracing::warn!(error = %e, "test health recovery failed; the next tick retries"),
     }
+    // Last: a check spends seconds of simulation.
+    report.tuned = tune_one(app, &due_for_tuning).await;
     Ok(report)
 }
 

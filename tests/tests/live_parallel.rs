@@ -11,7 +11,8 @@ live_on_both_stores!(
     independent_lanes_merge_independently,
     targets_uploaded_before_submission_apply_when_a_queue_turns_parallel,
     targets_of_a_pull_request_submitted_while_its_queue_turns_parallel_apply,
-    targets_uploaded_to_a_deleted_queue_do_not_count
+    targets_uploaded_to_a_deleted_queue_do_not_count,
+    the_largest_target_lists_fit_their_entries_and_runs
 );
 
 async fn independent_lanes_merge_independently(backend: Backend) {
@@ -214,4 +215,46 @@ async fn targets_uploaded_to_a_deleted_queue_do_not_count(backend: Backend) {
         .await;
     assert_eq!(again.status, 200, "{:?}", again.body);
     env.wait_for_run(&repo, 1).await;
+}
+
+/// The largest lists an upload may send (4,096 names; 64 KiB of names) are kept with their
+/// entries and runs on both stores, and a run whose lane names more than it keeps reports
+/// `ALL`: every DynamoDB item stays under its 400 KB.
+async fn the_largest_target_lists_fit_their_entries_and_runs(backend: Backend) {
+    let env = LiveEnv::start(backend).await;
+    let repo = env.repo("rocket");
+    let heads = repo.add_prs(2, &[]);
+    let settings = json!({"mode": "parallel", "concurrency": 2, "requiredStatuses": [CI]});
+    env.create_queue(&repo, settings).await;
+    let mut most_names: Vec<String> = (0..4_095).map(|i| format!("//many:t{i:07}")).collect();
+    let mut longest_names: Vec<String> = (0..64)
+        .map(|i| format!("//long:{i:02}{}", "x".repeat(991)))
+        .collect();
+    for list in [&mut most_names, &mut longest_names] {
+        list.push("//shared".to_owned());
+        let bytes: usize = list.iter().map(String::len).sum();
+        assert!(bytes <= 65_536, "{bytes}");
+    }
+    for (pr, list) in [(1, &most_names), (2, &longest_names)] {
+        env.submit(&repo, pr).await;
+        let uploaded = env
+            .set_impacted_targets(&repo, pr, &heads[pr as usize - 1], json!(list))
+            .await;
+        assert_eq!(uploaded.status, 200, "{:?}", uploaded.body);
+    }
+    let first = env.wait_for_run(&repo, 1).await;
+    assert_eq!(
+        first.details["impactedTargets"].as_array().unwrap().len(),
+        4_096
+    );
+    let second = env.wait_for_run(&repo, 2).await;
+    assert_eq!(second.details["dependentPrs"], json!([1]));
+    assert_eq!(second.details["impactedTargets"], json!(["ALL"]));
+    assert_eq!(
+        second.details["impactedTargetsForTestedPrs"]
+            .as_array()
+            .unwrap()
+            .len(),
+        65
+    );
 }

@@ -51,13 +51,23 @@ fn over_limit() -> Vec<(&'static str, Value, &'static str)> {
         ),
         (
             "setImpactedTargets",
-            with_pr(q(json!({"impactedTargets": vec!["//t"; 100_001]})), &sha),
+            with_pr(q(json!({"impactedTargets": vec!["//t"; 4_097]})), &sha),
             "impactedTargets",
         ),
         (
             "setImpactedTargets",
             with_pr(q(json!({"impactedTargets": [long(1025)]})), &sha),
             "impactedTargets[0]",
+        ),
+        (
+            "setImpactedTargets",
+            with_pr(
+                q(
+                    json!({"impactedTargets": (0..65).map(|i| format!("{i:04}{}", long(1020))).collect::<Vec<_>>()}),
+                ),
+                &sha,
+            ),
+            "impactedTargets",
         ),
         (
             "getMergeQueueTestingDetails",

@@ -6,6 +6,10 @@ use crate::time::Timestamp;
 use crate::wire_enum;
 use serde::{Deserialize, Serialize};
 
+/// Most bytes of target names a run keeps in each of its two lists: the run is one DynamoDB
+/// item (400 KB at most), and a lane of many pull requests may name far more together.
+pub const MAX_RUN_TARGETS_BYTES: usize = 64 * 1024;
+
 wire_enum! {
     /// A test run's status (the run statuses in `openapi/openapi.json`).
     pub enum RunStatus {
@@ -114,7 +118,8 @@ pub struct TestRun {
     pub statuses: Vec<StatusReport>,
     #[serde(default)]
     pub check_runs: Vec<CheckRunReport>,
-    /// Union of impacted targets over every PR in the branch, dependents included.
+    /// Union of impacted targets over every PR in the branch, dependents included; `["ALL"]`
+    /// when a PR impacts everything, or when the names would be over [`MAX_RUN_TARGETS_BYTES`].
     pub impacted_targets: Option<Vec<String>>,
     /// Impacted targets of the tested PRs only.
     pub impacted_targets_for_tested_prs: Option<Vec<String>>,

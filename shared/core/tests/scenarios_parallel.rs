@@ -94,6 +94,36 @@ fn entries_depend_on_intersecting_entries_ahead_transitively() {
     );
 }
 
+/// A lane whose pull requests name more than a run keeps reports `ALL` for the union, and
+/// its own list while that fits.
+#[test]
+fn a_run_keeps_at_most_64_kib_of_target_names_in_each_list() {
+    let mut h = parallel(4);
+    let names = |pr: u32| -> Vec<String> {
+        (0..40)
+            .map(|i| format!("//lane/{pr}/{i:02}/{}", "x".repeat(1000)))
+            .collect()
+    };
+    for pr in 1..=2 {
+        h.submit(pr);
+        let mut targets = names(pr);
+        targets.push("//shared".to_owned());
+        let targets: Vec<&str> = targets.iter().map(String::as_str).collect();
+        h.set_targets(pr, &targets);
+    }
+    let run = h.run(&h.run_of(2)).unwrap().clone();
+    assert_eq!(run.dependent_prs, vec![1]);
+    assert_eq!(
+        run.impacted_targets,
+        Some(vec!["ALL".to_owned()]),
+        "80 KB together"
+    );
+    let own = run.impacted_targets_for_tested_prs.unwrap();
+    assert_eq!(own.len(), 41, "40 KB of its own");
+    let bytes: usize = own.iter().map(String::len).sum();
+    assert!(bytes <= mq_core::run::MAX_RUN_TARGETS_BYTES, "{bytes}");
+}
+
 #[test]
 fn all_intersects_everything() {
     let mut h = parallel(4);

@@ -12,9 +12,13 @@ use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 /// Most impacted targets one request may name.
-pub const MAX_IMPACTED_TARGETS: usize = 100_000;
+pub const MAX_IMPACTED_TARGETS: usize = 4_096;
 /// Longest impacted target name.
 pub const MAX_TARGET_LEN: usize = 1024;
+/// Most bytes of target names one request may send, all together: a pull request's targets
+/// are kept with its entry, in one DynamoDB item (400 KB at most). A longer list is sent as
+/// `"ALL"`.
+pub const MAX_TARGETS_BYTES: usize = 64 * 1024;
 
 /// `pr`: `{number}`, and `sha` where an endpoint needs it.
 #[derive(Debug, Clone, Deserialize)]
@@ -211,6 +215,14 @@ fn targets(body: &TargetsBody) -> Result<ImpactedTargets, DomainError> {
                 &format!("must be a non-empty name of at most {MAX_TARGET_LEN} characters"),
             ));
         }
+    }
+    if list.iter().map(String::len).sum::<usize>() > MAX_TARGETS_BYTES {
+        return Err(DomainError::invalid(
+            "impactedTargets",
+            &format!(
+                "may hold at most {MAX_TARGETS_BYTES} bytes of target names in all; send \"ALL\" instead"
+            ),
+        ));
     }
     Ok(ImpactedTargets::List(
         list.iter().cloned().collect::<BTreeSet<_>>(),

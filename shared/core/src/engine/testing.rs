@@ -5,9 +5,11 @@
 use super::line::key_of;
 use super::work::Work;
 use super::{BranchPr, Effect};
-use crate::entry::EntryState;
+use crate::entry::{EntryState, ImpactedTargets};
 use crate::ids::PrNumber;
-use crate::run::{LinePlace, MergeStamp, RunKind, RunStatus, TestRun, TestedPr};
+use crate::run::{
+    LinePlace, MAX_RUN_TARGETS_BYTES, MergeStamp, RunKind, RunStatus, TestRun, TestedPr,
+};
 
 impl Work {
     /// Ready entries waiting for a test, in the order they will be taken: by priority value,
@@ -306,12 +308,17 @@ impl Work {
         })
     }
 
-    /// `impactedTargets` of a set of PRs: present only when one of them has targets.
+    /// `impactedTargets` of a set of PRs: present only when one of them has targets; `["ALL"]`
+    /// when their names would be over [`MAX_RUN_TARGETS_BYTES`].
     fn targets_list(&self, prs: &[PrNumber]) -> Option<Vec<String>> {
         let any = prs
             .iter()
             .any(|&pr| self.entry(pr).is_some_and(|e| e.has_impacted_targets()));
-        any.then(|| self.targets_of(prs).to_list())
+        let list = any.then(|| self.targets_of(prs).to_list())?;
+        if list.iter().map(String::len).sum::<usize>() > MAX_RUN_TARGETS_BYTES {
+            return Some(ImpactedTargets::All.to_list());
+        }
+        Some(list)
     }
 }
 

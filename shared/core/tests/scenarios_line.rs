@@ -943,6 +943,62 @@ fn statuses_and_check_runs_are_folded_per_required_name() {
     h.assert_clean();
 }
 
+/// Two check runs named `ci`, from two workflows (two check suites): one still running does
+/// not let the other's pass merge the run. A re-run in the same suite replaces the attempt
+/// before it.
+#[test]
+fn a_required_check_passes_only_when_every_suite_reporting_it_passed() {
+    use mq_core::git::{CheckConclusion, CheckRunReport, CheckStatus};
+    let mut h = queue(1);
+    h.submit(1);
+    let run = h.run_of(1);
+    let sha = h.run(&run).unwrap().sha.clone().unwrap();
+    let check = |id, suite_id, status, conclusion, at| CheckRunReport {
+        id,
+        name: CI.into(),
+        status,
+        conclusion,
+        url: String::new(),
+        suite_id,
+        updated_at: at,
+    };
+    let started = h.now;
+    h.ok(Event::CheckRunReported {
+        sha: sha.clone(),
+        check: check(1, 10, CheckStatus::InProgress, None, started),
+    });
+    h.advance_minutes(1);
+    let passed = Some(CheckConclusion::Success);
+    h.ok(Event::CheckRunReported {
+        sha: sha.clone(),
+        check: check(2, 11, CheckStatus::Completed, passed, h.now),
+    });
+    assert_eq!(h.state(1), Testing, "suite 10's ci is still running");
+    h.advance_minutes(1);
+    let failed = Some(CheckConclusion::Failure);
+    h.ok(Event::CheckRunReported {
+        sha: sha.clone(),
+        check: check(1, 10, CheckStatus::Completed, failed, h.now),
+    });
+    assert_eq!(h.state(1), Failed, "one suite's ci failed");
+
+    // A new attempt in the same suite replaces the one still shown as running.
+    h.submit(2);
+    let run = h.run_of(2);
+    let sha = h.run(&run).unwrap().sha.clone().unwrap();
+    h.ok(Event::CheckRunReported {
+        sha: sha.clone(),
+        check: check(3, 20, CheckStatus::InProgress, None, h.now),
+    });
+    h.advance_minutes(1);
+    h.passed.insert(h.content_of(&run));
+    h.ok(Event::CheckRunReported {
+        sha,
+        check: check(4, 20, CheckStatus::Completed, passed, h.now),
+    });
+    assert_eq!(h.state(2), Merged);
+}
+
 #[test]
 fn a_timed_out_check_run_fails_the_run() {
     use mq_core::git::{CheckConclusion, CheckRunReport, CheckStatus};

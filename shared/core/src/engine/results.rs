@@ -8,6 +8,7 @@ use crate::entry::EntryState;
 use crate::git::{CheckRunReport, RequiredStatuses, RequiredStatusesSource, StatusReport, Verdict};
 use crate::ids::{PrNumber, Sha};
 use crate::run::{RunKind, RunStatus, TestRun};
+use std::collections::BTreeMap;
 
 impl Work {
     /// Main runs whose branch conflicted and whose failure is not decided yet: each keeps its
@@ -298,8 +299,10 @@ pub fn required_verdict(run: &TestRun, name: &str) -> Verdict {
     checks_verdict(&run.statuses, &run.check_runs, name)
 }
 
-/// One required name: the latest commit status with that context and the latest check run
-/// with that name; a failure of either fails, both (or the one present) passing passes.
+/// One required name: the latest commit status with that context, and in each check suite
+/// the latest check run with that name (a re-run replaces the attempt before it in its
+/// suite; two workflows, or two apps, each report their own). A failure of any fails; all of
+/// them (at least one) passing passes.
 pub fn checks_verdict(
     statuses: &[StatusReport],
     check_runs: &[CheckRunReport],
@@ -310,12 +313,15 @@ pub fn checks_verdict(
         .filter(|s| s.context == name)
         .max_by_key(|s| s.updated_at)
         .map(|s| s.state.verdict());
-    let check = check_runs
-        .iter()
-        .filter(|c| c.name == name)
-        .max_by_key(|c| (c.updated_at, c.id))
-        .map(CheckRunReport::verdict);
-    let found: Vec<Verdict> = status.into_iter().chain(check).collect();
+    let mut latest_per_suite: BTreeMap<u64, &CheckRunReport> = BTreeMap::new();
+    for check in check_runs.iter().filter(|c| c.name == name) {
+        let latest = latest_per_suite.entry(check.suite_id).or_insert(check);
+        if (check.updated_at, check.id) > (latest.updated_at, latest.id) {
+            *latest = check;
+        }
+    }
+    let checks = latest_per_suite.into_values().map(CheckRunReport::verdict);
+    let found: Vec<Verdict> = status.into_iter().chain(checks).collect();
     if found.contains(&Verdict::Failed) {
         Verdict::Failed
     } else if !found.is_empty() && found.iter().all(|v| *v == Verdict::Passed) {

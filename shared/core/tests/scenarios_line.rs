@@ -563,6 +563,26 @@ fn a_pull_request_closed_while_its_merge_is_under_way_is_cancelled_when_the_merg
     h.assert_clean();
 }
 
+/// The host refuses the merge because the pull request was closed, before the queue heard
+/// of the close: it is cancelled (pr_closed), not failed, and the group behind restarts.
+#[test]
+fn a_merge_refused_because_the_pull_request_was_closed_cancels_it() {
+    let mut h = queue(2);
+    h.submit(1);
+    h.submit(2);
+    h.auto_execute = false;
+    h.pass_pr(1);
+    h.host.closed.insert(1);
+    h.auto_execute = true;
+    h.execute_all();
+    assert_eq!(h.state(1), Cancelled);
+    assert_eq!(h.conclusion(1), "pr_closed");
+    assert_eq!(h.content_of(&h.run_of(2)), vec![2], "restarted without 1");
+    h.pass_pr(2);
+    assert_eq!(h.merged_prs(), vec![2]);
+    h.assert_clean();
+}
+
 #[test]
 fn new_commits_during_a_merge_refuse_it_and_a_resubmission_waits_for_its_answer() {
     let mut h = queue(1);

@@ -56,6 +56,10 @@ pub enum MergeOutcome {
     PrChanged {
         pr: PrNumber,
     },
+    /// A pull request was closed (or merged by hand) since it was tested.
+    PrClosed {
+        pr: PrNumber,
+    },
     /// The host refused for another reason (conflict, protection).
     Rejected {
         pr: Option<PrNumber>,
@@ -70,10 +74,7 @@ impl MergeOutcome {
         if *head != pr.head_sha {
             return Some(MergeOutcome::PrChanged { pr: pr.pr });
         }
-        (state != PrState::Open).then(|| MergeOutcome::Rejected {
-            pr: Some(pr.pr),
-            detail: format!("#{} is {}", pr.pr, state.as_str()),
-        })
+        (state != PrState::Open).then_some(MergeOutcome::PrClosed { pr: pr.pr })
     }
 }
 
@@ -189,10 +190,7 @@ mod tests {
         );
         assert_eq!(
             MergeOutcome::refusing(&pr, &tested, PrState::Closed),
-            Some(MergeOutcome::Rejected {
-                pr: Some(7),
-                detail: "#7 is closed".into()
-            })
+            Some(MergeOutcome::PrClosed { pr: 7 })
         );
     }
 }

@@ -180,6 +180,9 @@ fn merge_outcome(outcome: MergeOutcome) -> EffectOutcome {
         MergeOutcome::PrChanged { pr } => EffectOutcome::MergeRefused {
             refusal: MergeRefusal::PrChanged { pr },
         },
+        MergeOutcome::PrClosed { pr } => EffectOutcome::MergeRefused {
+            refusal: MergeRefusal::PrClosed { pr },
+        },
         MergeOutcome::Rejected { pr, detail } => EffectOutcome::MergeRefused {
             refusal: MergeRefusal::Rejected { pr, detail },
         },

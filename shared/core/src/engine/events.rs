@@ -152,6 +152,8 @@ pub enum MergeRefusal {
     TargetMoved { actual: Sha },
     /// A pull request's head changed since it was tested.
     PrChanged { pr: PrNumber },
+    /// A pull request was closed (or merged by hand) since it was tested.
+    PrClosed { pr: PrNumber },
     /// The host could not merge (conflict, protection, permissions); `detail` says why.
     Rejected {
         pr: Option<PrNumber>,

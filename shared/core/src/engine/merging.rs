@@ -174,6 +174,10 @@ impl Work {
                 self.remove_entries(&[*pr], EntryState::Cancelled, "new_commits");
                 self.restart_merge_groups(&in_merge);
             }
+            MergeRefusal::PrClosed { pr } => {
+                self.remove_entries(&[*pr], EntryState::Cancelled, "pr_closed");
+                self.restart_merge_groups(&in_merge);
+            }
             MergeRefusal::Rejected { pr: Some(pr), .. } if in_merge.contains(pr) => {
                 self.remove_entries(&[*pr], EntryState::Failed, "merge_failed");
                 self.restart_merge_groups(&in_merge);
@@ -214,6 +218,9 @@ impl Work {
             }
             MergeRefusal::PrChanged { .. } => {
                 self.remove_entries(&[pr], EntryState::Cancelled, "new_commits");
+            }
+            MergeRefusal::PrClosed { .. } => {
+                self.remove_entries(&[pr], EntryState::Cancelled, "pr_closed");
             }
             MergeRefusal::Rejected { .. } => {
                 self.remove_entries(&[pr], EntryState::Failed, "merge_failed");

@@ -84,6 +84,8 @@ pub struct Host {
     pub heads: BTreeMap<PrNumber, Sha>,
     /// Pull requests that conflict when merged into a test branch.
     pub conflicts: BTreeSet<PrNumber>,
+    /// Pull requests closed on the host (a merge of them is refused).
+    pub closed: BTreeSet<PrNumber>,
     /// What the repository requires (branch protection).
     pub required: RequiredStatuses,
     /// Every target content the queue produced, in order.
@@ -106,6 +108,7 @@ impl Host {
             branches: BTreeMap::new(),
             heads: BTreeMap::new(),
             conflicts: BTreeSet::new(),
+            closed: BTreeSet::new(),
             required: RequiredStatuses {
                 contexts: vec![CI.to_owned()],
                 source: Some(RequiredStatusesSource::RepoProviderBranchProtection),
@@ -539,6 +542,11 @@ impl Harness {
                     if self.host.heads.get(&p.pr) != Some(&p.head_sha) {
                         return EffectOutcome::MergeRefused {
                             refusal: MergeRefusal::PrChanged { pr: p.pr },
+                        };
+                    }
+                    if self.host.closed.contains(&p.pr) {
+                        return EffectOutcome::MergeRefused {
+                            refusal: MergeRefusal::PrClosed { pr: p.pr },
                         };
                     }
                 }

@@ -95,13 +95,18 @@ impl GitRepo {
         repo
     }
 
-    /// Branch protection of `branch`: these statuses are required.
     /// Gives the account `login` the role `role` (`read`, `triage`, `write`, `maintain`,
     /// `admin`) on the repository; an account without one may write.
     pub fn set_role(&self, login: &str, role: &str) {
         self.git(&["config", &format!("collaborator.{login}.permission"), role]);
     }
 
+    /// Pull request `n` is now `state` (`open`, `closed`, `merged`) on the host.
+    pub fn set_pr_state(&self, n: u32, state: &str) {
+        self.git(&["config", &format!("pr.{n}.state"), state]);
+    }
+
+    /// Branch protection of `branch`: these statuses are required.
     pub fn require_statuses(&self, branch: &str, contexts: &[&str]) {
         let key = format!("branch.{branch}.requiredStatuses");
         self.git(&["config", &key, &contexts.join(",")]);

@@ -228,6 +228,7 @@ impl Request {
                 Some(deliver(env, "status", &payload, SECRET).await)
             }
             Request::Closed(pr) => {
+                repo.set_pr_state(*pr, "closed");
                 let payload = pull_request_event(repo, *pr, "closed");
                 Some(deliver(env, "pull_request", &payload, SECRET).await)
             }

@@ -17,6 +17,7 @@ live_on_both_stores!(
     signed_deliveries_complete_runs,
     a_bad_signature_is_refused_and_changes_nothing,
     a_closed_pull_request_leaves_the_queue,
+    a_late_closed_delivery_leaves_a_reopened_pull_request_in_the_queue,
     comment_commands_submit_and_cancel_for_writers_only,
     a_push_to_main_restarts_testing_on_the_new_head,
     deliveries_reach_only_the_queues_of_the_repositorys_owner,
@@ -99,6 +100,7 @@ async fn a_closed_pull_request_leaves_the_queue(backend: Backend) {
     let repo = queue_requiring_build_and_lint(&env).await;
     env.submit(&repo, 1).await;
     env.wait_for_run(&repo, 1).await;
+    repo.set_pr_state(1, "closed");
     let closed = pull_request_event(&repo, 1, "closed");
     assert_eq!(
         deliver(&env, "pull_request", &closed, SECRET).await.status,
@@ -106,6 +108,22 @@ async fn a_closed_pull_request_leaves_the_queue(backend: Backend) {
     );
     env.wait_for_state(&repo, 1, "cancelled").await;
     assert!(env.current_run(&repo, 1).await.is_none(), "its run stopped");
+}
+
+/// #1 was closed, reopened and submitted again; the `closed` delivery comes late (or is
+/// delivered again). The pull request is open on the host: its entry stays.
+async fn a_late_closed_delivery_leaves_a_reopened_pull_request_in_the_queue(backend: Backend) {
+    let env = LiveEnv::options().webhook(SECRET).start(backend).await;
+    let repo = queue_requiring_build_and_lint(&env).await;
+    env.submit(&repo, 1).await;
+    env.wait_for_run(&repo, 1).await;
+    let late = pull_request_event(&repo, 1, "closed");
+    assert_eq!(
+        deliver(&env, "pull_request", &late, SECRET).await.status,
+        200
+    );
+    env.tick().await;
+    assert_eq!(env.pull_request(&repo, 1).await["state"], "testing");
 }
 
 async fn comment_commands_submit_and_cancel_for_writers_only(backend: Backend) {

@@ -297,7 +297,9 @@ async fn deliver_verdict(
     }
 }
 
+/// Pull request `pr` is closed on the host, and GitHub tells of it.
 async fn closed(world: &World, at: &TestEnv, q: usize, pr: u32) {
+    world.repos[q].set_pr_state(pr, "closed");
     let payload = pull_request_event(&world.repos[q], pr, "closed");
     let reply = deliver(at, "pull_request", &payload, SECRET).await;
     world.ledger.tally.record("webhook pull_request", &reply);

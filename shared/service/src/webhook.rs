@@ -19,8 +19,8 @@ use mq_core::error::ErrorCode;
 use mq_core::ids::{OrgId, PrNumber, QueueId, RepoRef};
 use mq_core::priority::Priority;
 use mq_core::snapshot::Queue;
-use mq_githost::GitHost;
-use mq_githost::webhook::{CommentCommand, HostFact, InvalidCommand, PrChange};
+use mq_githost::webhook::{CommentCommand, HostFact, InvalidCommand};
+use mq_githost::{GitHost, HostError};
 
 /// Commenters whose `/service` commands are considered: the repository's owner, members of
 /// its organisation and its collaborators. Which of them may write to the repository (and so
@@ -58,9 +58,7 @@ pub async fn deliver(app: &App, fact: HostFact) -> Result<Delivered, ServiceErro
             };
             to_owned_runs_of(app, to, sha, event).await
         }
-        HostFact::PullRequest { change, pr, .. } => {
-            pull_request(app, to, change.clone(), pr.clone()).await
-        }
+        HostFact::PullRequest { pr, .. } => pull_request(app, to, pr.clone()).await,
         HostFact::Push {
             branch,
             after,
@@ -148,12 +146,13 @@ async fn queues_with_runs_on(
     Ok(queues)
 }
 
-/// A pull request changed: every queue with an active entry for it hears of it. The
-/// delivery's view of mergeability is provisional, so an open pull request is read anew.
+/// A pull request changed: every queue with an active entry for it hears of it. The pull
+/// request is read anew: the delivery's view of mergeability is provisional, and a delivery
+/// may come late or again (a `closed` one after the pull request was reopened and submitted
+/// again). Only a pull request the Git host no longer has is taken as the delivery says.
 async fn pull_request(
     app: &App,
     to: Owned<'_>,
-    change: PrChange,
     pr: mq_core::git::PrFacts,
 ) -> Result<Delivered, ServiceError> {
     let number = pr.number;
@@ -165,9 +164,16 @@ async fn pull_request(
         if snapshot.entry_for_pr(number).is_none() {
             continue;
         }
-        let facts = match (&change, app.githost.as_deref()) {
-            (PrChange::Closed, _) | (_, None) => pr.clone(),
-            (_, Some(host)) => pr_facts(host, &snapshot.queue, number).await?,
+        let facts = match app.githost.as_deref() {
+            None => pr.clone(),
+            Some(host) => {
+                let (repo, branch) = (&snapshot.queue.repo, &snapshot.queue.branch);
+                match host.pull_request(repo, number, branch).await {
+                    Ok(facts) => facts,
+                    Err(HostError::NotFound(_)) => pr.clone(),
+                    Err(e) => return Err(e.into()),
+                }
+            }
         };
         let update = [Event::PrUpdated { pr: facts }];
         drive::apply(app, Actor::Service, &queue, &update, Start::from(snapshot)).await?;

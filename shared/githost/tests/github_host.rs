@@ -1034,40 +1034,7 @@ async fn a_merge_is_refused_when_the_target_moved() {
 #[tokio::test]
 async fn a_repeated_merge_that_already_happened_is_reported_merged() {
     let server = MockServer::start().await;
-    let merged = "8888888888888888888888888888888888888888";
-    mock(
-        &server,
-        "GET",
-        &format!("{REPO}/git/ref/heads/main"),
-        200,
-        ref_json("main", merged),
-    )
-    .await;
-    for (sha, tree) in [("c2c2", "tested-tree"), (merged, "tested-tree")] {
-        let commit = commit_json(sha, tree, &[BASE], "Two (#2)");
-        mock(
-            &server,
-            "GET",
-            &format!("{REPO}/git/commits/{sha}"),
-            200,
-            commit,
-        )
-        .await;
-    }
-    let compare = json!({"status": "ahead", "ahead_by": 2, "behind_by": 0, "total_commits": 2});
-    mock(
-        &server,
-        "GET",
-        &format!("{REPO}/compare/{BASE}...{merged}"),
-        200,
-        compare,
-    )
-    .await;
-    Mock::given(method("PATCH"))
-        .respond_with(ResponseTemplate::new(200))
-        .expect(0)
-        .mount(&server)
-        .await;
+    let merged = squash_merged_with_its_answer_lost(&server).await;
     let outcome = with_token(&server)
         .merge(&repo(), &merge_request(MergeMethod::Squash))
         .await
@@ -1078,6 +1045,71 @@ async fn a_repeated_merge_that_already_happened_is_reported_merged() {
             target_sha: Sha::new(merged)
         }
     );
+}
+
+/// The tick asks whether a merge it did not hear back from landed: it did, and its pull
+/// requests, still open, are closed.
+#[tokio::test]
+async fn a_landed_squash_merge_found_by_the_tick_closes_its_pull_requests() {
+    let server = MockServer::start().await;
+    let merged = squash_merged_with_its_answer_lost(&server).await;
+    let landed = with_token(&server)
+        .merge_landed(&repo(), &merge_request(MergeMethod::Squash))
+        .await
+        .unwrap();
+    assert_eq!(landed, Some(Sha::new(merged)));
+}
+
+/// A server where the squash merge of #1 and #2 on `BASE` (tested as `c2c2`) landed, and
+/// its answer was lost before the pull requests were closed: `main` is at a commit with the
+/// tested tree, ahead of `BASE`. The target must not move again, and each pull request must
+/// be closed once. Returns the merged commit.
+async fn squash_merged_with_its_answer_lost(server: &MockServer) -> &'static str {
+    let merged = "8888888888888888888888888888888888888888";
+    mock(
+        server,
+        "GET",
+        &format!("{REPO}/git/ref/heads/main"),
+        200,
+        ref_json("main", merged),
+    )
+    .await;
+    for (sha, tree) in [("c2c2", "tested-tree"), (merged, "tested-tree")] {
+        let commit = commit_json(sha, tree, &[BASE], "Two (#2)");
+        mock(
+            server,
+            "GET",
+            &format!("{REPO}/git/commits/{sha}"),
+            200,
+            commit,
+        )
+        .await;
+    }
+    let compare = json!({"status": "ahead", "ahead_by": 2, "behind_by": 0, "total_commits": 2});
+    mock(
+        server,
+        "GET",
+        &format!("{REPO}/compare/{BASE}...{merged}"),
+        200,
+        compare,
+    )
+    .await;
+    Mock::given(method("PATCH"))
+        .and(path(format!("{REPO}/git/refs/heads/main")))
+        .respond_with(ResponseTemplate::new(200))
+        .expect(0)
+        .mount(server)
+        .await;
+    for pr in [1, 2] {
+        Mock::given(method("PATCH"))
+            .and(path(format!("{REPO}/pulls/{pr}")))
+            .and(wiremock::matchers::body_json(json!({"state": "closed"})))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({})))
+            .expect(1)
+            .mount(server)
+            .await;
+    }
+    merged
 }
 
 #[tokio::test]

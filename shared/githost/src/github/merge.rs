@@ -4,7 +4,8 @@
 //! false`). `squash` and `rebase` write one commit per pull request with the git data API, each
 //! with the tree the tested commit had after that pull request, then fast-forward the target to
 //! the last one; the pull requests are then closed, since GitHub only marks a pull request
-//! merged when its own head lands. A direct merge (nothing tested) uses the pull request merge
+//! merged when its own head lands (also when a repeated merge, or the tick, finds the merge
+//! already done: a close that failed is retried with the effect). A direct merge (nothing tested) uses the pull request merge
 //! API, guarded by the head sha. A refusal from a branch that requires signed commits says so
 //! (see `signing`).
 
@@ -40,6 +41,7 @@ pub(crate) async fn merge(
         if *expected != actual {
             let commits = Commits { client, repo };
             if already_merged(&commits, expected, &actual, request.tested_sha.as_ref()).await? {
+                close_merged(client, repo, request).await?;
                 return Ok(MergeOutcome::Merged { target_sha: actual });
             }
             return Ok(MergeOutcome::TargetMoved { actual });
@@ -62,15 +64,32 @@ pub(crate) async fn merge(
         }
     };
     let outcome = fast_forward(client, repo, &request.target, &actual, &new_tip).await?;
-    if matches!(outcome, MergeOutcome::Merged { .. }) && request.method != MergeMethod::MergeCommit
-    {
-        for pr in &request.prs {
-            if let Err(e) = pulls::close(client, repo, pr.pr).await {
-                tracing::warn!(pr = pr.pr, error = %e, "merged, but could not close the pull request");
-            }
-        }
+    if matches!(outcome, MergeOutcome::Merged { .. }) {
+        close_merged(client, repo, request).await?;
     }
     Ok(outcome)
+}
+
+/// Closes the pull requests of a merge that wrote commits of its own (`squash`, `rebase`):
+/// GitHub marks a pull request merged only when its own head lands. Called on every path that
+/// finds the merge done, so that a transient error here (the merge landed, the pull requests
+/// are still open) fails the effect for now, and its retry finds the merge done and closes
+/// them again; closing a closed pull request changes nothing. An error retrying cannot mend
+/// (no permission to close) is logged: the merge stands.
+async fn close_merged(client: &Client, repo: &RepoRef, request: &MergeRequest) -> HostResult<()> {
+    if request.method == MergeMethod::MergeCommit || request.tested_sha.is_none() {
+        return Ok(());
+    }
+    for pr in &request.prs {
+        match pulls::close(client, repo, pr.pr).await {
+            Err(e) if e.is_retryable() => return Err(e),
+            Err(e) => {
+                tracing::warn!(pr = pr.pr, error = %e, "merged, but could not close the pull request");
+            }
+            Ok(()) => {}
+        }
+    }
+    Ok(())
 }
 
 async fn check_heads(
@@ -243,7 +262,11 @@ pub(crate) async fn landed(
     if *expected == actual {
         return Ok(None);
     }
-    landed_at(&Commits { client, repo }, request, expected, actual).await
+    let landed = landed_at(&Commits { client, repo }, request, expected, actual).await?;
+    if landed.is_some() {
+        close_merged(client, repo, request).await?;
+    }
+    Ok(landed)
 }
 
 /// Creates a commit (git data API) from `payload`: message, tree, parents, and optionally

@@ -163,6 +163,12 @@ pub struct Bisection {
     /// Sets of pull requests known to fail on this bisection's base, each sorted.
     #[serde(default)]
     pub failed_sets: Vec<Vec<PrNumber>>,
+    /// The failed run's dependent pull requests: the groups ahead of the batch, all passed
+    /// when it failed. Splits are tested on those still in the queue, never on a group that
+    /// came ahead later (an urgent one, a restart) and has not passed. `None` in bisections
+    /// stored before this was kept: their splits are tested on the groups now ahead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dependent_prs: Option<Vec<PrNumber>>,
 }
 
 /// One half of a failed set, tested by a bisection run.

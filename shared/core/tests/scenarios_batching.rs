@@ -350,6 +350,36 @@ fn skipping_redundant_tests_implies_nothing_from_a_half_a_pull_request_left() {
     h.assert_clean();
 }
 
+/// [1,2] fails (1 is broken) and is bisected; while [1] tests, an urgent #9 (broken too)
+/// comes ahead of everything and starts testing. [2] is tested on what was ahead of the
+/// batch when it failed (nothing), not on #9's untested group: #9's failure blames #9
+/// alone, and 2 goes back to the queue.
+#[test]
+fn a_split_is_tested_on_what_had_passed_ahead_of_its_batch_not_on_a_group_that_came_ahead() {
+    let mut h = Harness::with(SettingsPatch {
+        batch: Some(true),
+        batching_min_size: Some(2),
+        concurrency: Some(1),
+        bisection_concurrency: Some(1),
+        ..Default::default()
+    });
+    h.submit(1);
+    h.submit(2);
+    h.fail_pr(1);
+    assert_eq!(h.content_of(&h.run_of(1)), vec![1], "[1] is tested first");
+    h.submit_with(9, Priority::of(0), true);
+    assert_eq!(h.content_of(&h.run_of(9)), vec![9]);
+    h.fail_pr(1);
+    assert_eq!(h.state(1), Failed);
+    let split = h.run_of(2);
+    assert_eq!(h.content_of(&split), vec![2], "not on #9");
+    h.fail_pr(9);
+    assert_eq!(h.state(9), Failed);
+    h.pass(&split);
+    assert_eq!(h.state(2), Pending, "2 was never the culprit");
+    h.assert_clean();
+}
+
 fn batch_of_four_failing() -> Harness {
     let mut h = Harness::with(SettingsPatch {
         batch: Some(true),

@@ -19,6 +19,7 @@ use crate::entry::EntryState;
 use crate::ids::PrNumber;
 use crate::run::{Bisection, RunKind, Split, TestRun};
 use crate::settings::OptimizationMode;
+use std::collections::BTreeSet;
 
 impl Work {
     fn skip_redundant(&self) -> bool {
@@ -45,6 +46,7 @@ impl Work {
                 },
             ],
             failed_sets: vec![sorted(prs)],
+            dependent_prs: Some(run.dependent_prs.clone()),
         };
         for &pr in prs {
             self.set_state(pr, EntryState::PendingFailure);
@@ -100,7 +102,11 @@ impl Work {
             let place = bisection.place;
             let failed_run = bisection.run_id.clone();
             let prs = split.prs.clone();
-            let dependent_prs = self.dependent_prs(place, &prs);
+            let Some(dependent_prs) = self.split_base(b, &prs) else {
+                // A group it is tested on was restarted and has not passed again yet.
+                i += 1;
+                continue;
+            };
             let id = self.create_run(
                 RunKind::Bisection,
                 place,
@@ -113,6 +119,43 @@ impl Work {
             i += 1;
         }
         changed
+    }
+
+    /// The pull requests a split of bisection `b` is tested on: those of the failed run's
+    /// dependents still in the queue, once every one of them has passed (`None` until then).
+    fn split_base(&self, b: usize, prs: &[PrNumber]) -> Option<Vec<PrNumber>> {
+        let bisection = &self.s.queue.engine.bisections[b];
+        let Some(ahead) = &bisection.dependent_prs else {
+            return Some(self.dependent_prs(bisection.place, prs));
+        };
+        let mut base = Vec::new();
+        for &pr in ahead {
+            match self.entry(pr).map(|e| e.state) {
+                None => {} // merged, or out of the queue: the target holds what it merged
+                Some(EntryState::TestsPassed) => base.push(pr),
+                Some(_) => return None,
+            }
+        }
+        Some(base)
+    }
+
+    /// Bisection runs tested on a pull request in `removed` (it failed, or left the line to
+    /// wait again) are stopped and their splits wait to be tested again on what is left.
+    pub fn rerun_splits_built_on(&mut self, removed: &BTreeSet<PrNumber>) {
+        let built_on: Vec<String> = self
+            .s
+            .runs
+            .iter()
+            .filter(|r| r.kind == RunKind::Bisection && !r.is_finished())
+            .filter(|r| r.dependent_prs.iter().any(|p| removed.contains(p)))
+            .map(|r| r.id.clone())
+            .collect();
+        for id in built_on {
+            if let Some((b, i)) = self.split_of_run(&id) {
+                self.s.queue.engine.bisections[b].splits[i].run = None;
+            }
+            self.close_run(&id, "restart");
+        }
     }
 
     /// Where a bisection run's split is: (bisection index, split index).

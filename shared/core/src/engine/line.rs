@@ -238,6 +238,7 @@ impl Work {
                 removed.extend(prs);
             }
         }
+        self.rerun_splits_built_on(&removed);
     }
 
     /// Groups whose branch would now contain the group `new`: every group behind it in

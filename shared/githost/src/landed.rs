@@ -40,6 +40,26 @@ pub(crate) async fn landed_at<S: MergeSource>(
     Ok(done.then_some(actual))
 }
 
+/// Before a merge is sent, whether it already happened (a repeat of a merge whose answer was
+/// lost; the target is at `actual` now): `Some(actual)` when it did. When the target moved
+/// from the expected commit, as [`landed_at`] says; a direct merge that expected no commit
+/// (the queue's first) happened when every pull request is merged.
+pub(crate) async fn done_before<S: MergeSource>(
+    source: &S,
+    request: &MergeRequest,
+    actual: &Sha,
+) -> HostResult<Option<Sha>> {
+    match (&request.expected_target_sha, &request.tested_sha) {
+        (Some(expected), _) if expected != actual => {
+            landed_at(source, request, expected, actual.clone()).await
+        }
+        (None, None) => Ok(all_merged(source, &request.prs)
+            .await?
+            .then(|| actual.clone())),
+        _ => Ok(None),
+    }
+}
+
 /// Whether this merge was already done (a repeat of a merge whose answer was lost): the target
 /// moved on from the expected commit to one with exactly the tested tree.
 pub(crate) async fn already_merged<S: MergeSource>(

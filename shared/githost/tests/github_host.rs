@@ -2079,6 +2079,49 @@ async fn a_direct_merge_without_an_answer_is_not_sent_again() {
     assert!(matches!(error, HostError::Transient { .. }), "{error:?}");
 }
 
+/// A direct merge repeated after its answer was lost: #1 is merged and `main` moved on. It
+/// is reported merged and not sent again, also as the queue's first direct merge, which
+/// expected no commit of the target.
+#[tokio::test]
+async fn a_repeated_direct_merge_that_already_happened_is_reported_merged() {
+    let server = MockServer::start().await;
+    let merged = "7777777777777777777777777777777777777777";
+    let main = ref_json("main", merged);
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/git/ref/heads/main"),
+        200,
+        main,
+    )
+    .await;
+    let pull = pull_json(1, HEAD1, "closed", true, Value::Null);
+    mock(&server, "GET", &format!("{REPO}/pulls/1"), 200, pull).await;
+    Mock::given(method("PUT"))
+        .respond_with(ResponseTemplate::new(200))
+        .expect(0)
+        .mount(&server)
+        .await;
+    let request = MergeRequest {
+        prs: vec![pr(1, HEAD1, "One")],
+        tested_sha: None,
+        ..merge_request(MergeMethod::MergeCommit)
+    };
+    let first = MergeRequest {
+        expected_target_sha: None,
+        ..request.clone()
+    };
+    for request in [request, first] {
+        let outcome = with_token(&server).merge(&repo(), &request).await;
+        assert_eq!(
+            outcome.unwrap(),
+            MergeOutcome::Merged {
+                target_sha: Sha::new(merged)
+            }
+        );
+    }
+}
+
 /// Who may write: the legacy `permission` GitHub answers is `write` (also for `maintain`) or
 /// `admin`; `read` (also for `triage`) and `none` may not, nor an account GitHub does not know.
 #[tokio::test]

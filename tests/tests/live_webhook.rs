@@ -20,6 +20,7 @@ live_on_both_stores!(
     a_late_closed_delivery_leaves_a_reopened_pull_request_in_the_queue,
     comment_commands_submit_and_cancel_for_writers_only,
     a_push_to_main_restarts_testing_on_the_new_head,
+    a_push_delivered_late_restarts_nothing,
     deliveries_reach_only_the_queues_of_the_repositorys_owner,
 );
 
@@ -194,6 +195,32 @@ async fn a_push_to_main_restarts_testing_on_the_new_head(backend: Backend) {
         tested.contains(&after),
         "the new run contains the pushed commit"
     );
+}
+
+/// Two pushes to `main`, delivered in the wrong order: the queue follows the newer, and the
+/// older one, delivered last, restarts nothing.
+async fn a_push_delivered_late_restarts_nothing(backend: Backend) {
+    let env = LiveEnv::options().webhook(SECRET).start(backend).await;
+    let repo = queue_requiring_build_and_lint(&env).await;
+    env.submit(&repo, 1).await;
+    let first = env.wait_for_run(&repo, 1).await;
+    let base = repo.head("main").expect("main exists");
+    let older = repo.push_commit("main", "hotfix.txt");
+    let newer = repo.push_commit("main", "hotfix-2.txt");
+    let push = push_event(&repo, &older, &newer);
+    assert_eq!(deliver(&env, "push", &push, SECRET).await.status, 200);
+    let second = wait_until("a new run on the newer head", || async {
+        env.current_run(&repo, 1)
+            .await
+            .filter(|run| run.id != first.id)
+    })
+    .await;
+    assert!(repo.git(&["rev-list", &second.sha]).contains(&newer));
+    let late = push_event(&repo, &base, &older);
+    assert_eq!(deliver(&env, "push", &late, SECRET).await.status, 200);
+    env.tick().await;
+    let now = env.current_run(&repo, 1).await.expect("still testing");
+    assert_eq!(now.id, second.id, "the late push restarted nothing");
 }
 
 /// A CI result names its repository: one for another organisation's repository, or for an

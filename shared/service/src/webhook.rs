@@ -66,7 +66,18 @@ pub async fn deliver(app: &App, fact: HostFact) -> Result<Delivered, ServiceErro
             ..
         } => {
             let queues = queues_on(app, to, |q| &q.branch == branch).await?;
-            let moved = Event::TargetMoved { sha: after.clone() };
+            if queues.is_empty() {
+                return Ok(Delivered::default());
+            }
+            // A delivery may come late, out of order or again: the queues follow where the
+            // branch is now, as the Git host says.
+            let head = match app.githost.as_deref() {
+                Some(host) => host.branch_head(to.repo, branch).await?,
+                None => None,
+            };
+            let moved = Event::TargetMoved {
+                sha: head.unwrap_or_else(|| after.clone()),
+            };
             send(app, queues, moved).await
         }
         HostFact::Command {

@@ -12,7 +12,8 @@ live_on_both_stores!(
     targets_uploaded_before_submission_apply_when_a_queue_turns_parallel,
     targets_of_a_pull_request_submitted_while_its_queue_turns_parallel_apply,
     targets_uploaded_to_a_deleted_queue_do_not_count,
-    the_largest_target_lists_fit_their_entries_and_runs
+    the_largest_target_lists_fit_their_entries_and_runs,
+    an_abbreviated_head_sha_names_the_head
 );
 
 async fn independent_lanes_merge_independently(backend: Backend) {
@@ -257,4 +258,33 @@ async fn the_largest_target_lists_fit_their_entries_and_runs(backend: Backend) {
             .len(),
         65
     );
+}
+
+/// `pr.sha` may be abbreviated, as git takes it (7 hex digits or more, any case): before
+/// submission it is checked with the Git host's head, after it with the entry's.
+async fn an_abbreviated_head_sha_names_the_head(backend: Backend) {
+    let env = LiveEnv::start(backend).await;
+    let repo = env.repo("rocket");
+    let heads = repo.add_prs(2, &[]);
+    let settings = json!({"mode": "parallel", "concurrency": 2, "requiredStatuses": [CI]});
+    env.create_queue(&repo, settings).await;
+    let before = env
+        .set_impacted_targets(&repo, 1, &heads[0][..7], json!(["api"]))
+        .await;
+    assert_eq!(before.status, 200, "{:?}", before.body);
+    env.submit(&repo, 1).await;
+    env.submit(&repo, 2).await;
+    let after = env
+        .set_impacted_targets(&repo, 2, &heads[1][..12].to_uppercase(), json!(["web"]))
+        .await;
+    assert_eq!(after.status, 200, "{:?}", after.body);
+    for pr in [1, 2] {
+        let entry = env.pull_request(&repo, pr).await;
+        assert_eq!(entry["readiness"]["hasImpactedTargets"], true, "{entry}");
+    }
+    let wrong = env
+        .set_impacted_targets(&repo, 2, "0000000", json!(["web"]))
+        .await;
+    assert_eq!(wrong.status, 409, "{:?}", wrong.body);
+    assert_eq!(wrong.body["error"]["code"], "SHA_MISMATCH");
 }

@@ -278,6 +278,14 @@ impl Sha {
     pub fn short(&self) -> &str {
         &self.0[..self.0.len().min(7)]
     }
+
+    /// Whether this sha, as a client gave it (an abbreviation of at least 7 hex digits, in
+    /// any case), names the commit `full`, as git takes an abbreviated sha.
+    pub fn abbreviates(&self, full: &Sha) -> bool {
+        full.0
+            .get(..self.0.len())
+            .is_some_and(|prefix| self.0.len() >= 7 && prefix.eq_ignore_ascii_case(&self.0))
+    }
 }
 
 impl fmt::Display for Sha {
@@ -289,6 +297,21 @@ impl fmt::Display for Sha {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_abbreviated_sha_names_the_commits_it_starts() {
+        let full = Sha::new("0123456789abcdef0123456789abcdef01234567");
+        for given in ["0123456", "0123456789ABCDEF", full.as_str()] {
+            assert!(Sha::new(given).abbreviates(&full), "{given}");
+        }
+        for given in [
+            "012345",
+            "1123456",
+            "0123456789abcdef0123456789abcdef012345678",
+        ] {
+            assert!(!Sha::new(given).abbreviates(&full), "{given}");
+        }
+    }
 
     #[test]
     fn queue_id_ignores_case_of_repository_but_not_of_branch() {

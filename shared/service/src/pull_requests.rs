@@ -330,12 +330,13 @@ pub async fn set_impacted_targets(
         .entry_for_pr(upload.pr)
         .map(|e| e.pr_facts.head_sha.clone());
     let head_sha = match (&upload.head_sha, active_head) {
+        (Some(given), Some(head)) if given.abbreviates(&head) => head,
         (Some(given), Some(_)) => given.clone(),
         (None, Some(head)) => head,
         (given, None) => {
             let facts = pr_facts(app.host()?, &snapshot.queue, upload.pr).await?;
             match given {
-                Some(given) if *given != facts.head_sha => {
+                Some(given) if !given.abbreviates(&facts.head_sha) => {
                     return Err(sha_mismatch(upload.pr, given, &facts).into());
                 }
                 _ => facts.head_sha,
@@ -449,8 +450,7 @@ fn sha_mismatch(pr: PrNumber, given: &Sha, facts: &PrFacts) -> DomainError {
     DomainError::conflict(
         ErrorCode::ShaMismatch,
         format!(
-            "pr.sha {} is not the head of pull request #{pr} ({})",
-            given.short(),
+            "pr.sha {given} is not the head of pull request #{pr} ({})",
             facts.head_sha.short()
         ),
     )

@@ -207,8 +207,7 @@ impl Work {
             return Err(DomainError::conflict(
                 ErrorCode::ShaMismatch,
                 format!(
-                    "impacted targets were uploaded for {}, but pull request {pr} is at {}",
-                    head_sha.short(),
+                    "impacted targets were uploaded for {head_sha}, but pull request {pr} is at {}",
                     entry.pr_facts.head_sha.short()
                 ),
             ));

@@ -3,8 +3,9 @@
 //! Both adapters answer the same way, from what they read of the repository.
 
 use crate::error::HostResult;
-use crate::port::MergeRequest;
+use crate::port::{MergeOutcome, MergeRequest};
 use crate::tested_chain::CommitSource;
+use crate::validate;
 use mq_core::engine::BranchPr;
 use mq_core::git::PrState;
 use mq_core::ids::{PrNumber, Sha};
@@ -40,11 +41,35 @@ pub(crate) async fn landed_at<S: MergeSource>(
     Ok(done.then_some(actual))
 }
 
-/// Before a merge is sent, whether it already happened (a repeat of a merge whose answer was
-/// lost; the target is at `actual` now): `Some(actual)` when it did. When the target moved
-/// from the expected commit, as [`landed_at`] says; a direct merge that expected no commit
-/// (the queue's first) happened when every pull request is merged.
-pub(crate) async fn done_before<S: MergeSource>(
+/// What a merge about to be sent finds, the target being at `actual`: `Merged` when it
+/// already happened (a repeat of a merge whose answer was lost, see [`done_before`]),
+/// `TargetMoved` when the target moved from the expected commit otherwise, `None` when it
+/// may go ahead.
+pub(crate) async fn before_sending<S: MergeSource>(
+    source: &S,
+    request: &MergeRequest,
+    actual: &Sha,
+) -> HostResult<Option<MergeOutcome>> {
+    if let Some(expected) = &request.expected_target_sha {
+        validate::sha("expected_target_sha", expected)?;
+    }
+    if let Some(target_sha) = done_before(source, request, actual).await? {
+        return Ok(Some(MergeOutcome::Merged { target_sha }));
+    }
+    let moved = request
+        .expected_target_sha
+        .as_ref()
+        .is_some_and(|e| e != actual);
+    Ok(moved.then(|| MergeOutcome::TargetMoved {
+        actual: actual.clone(),
+    }))
+}
+
+/// Whether a merge about to be sent already happened (the target is at `actual` now):
+/// `Some(actual)` when it did. When the target moved from the expected commit, as
+/// [`landed_at`] says; a direct merge that expected no commit (the queue's first) happened
+/// when every pull request is merged.
+async fn done_before<S: MergeSource>(
     source: &S,
     request: &MergeRequest,
     actual: &Sha,

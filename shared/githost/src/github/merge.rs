@@ -15,7 +15,7 @@ use super::pulls::{self, branch_head};
 use super::signing::{mentions_signatures, refusal_detail};
 use super::wire::{Compare, GitCommit, ShaOnly};
 use crate::error::{HostError, HostResult};
-use crate::landed::{MergeSource, done_before, landed_at};
+use crate::landed::{MergeSource, before_sending, landed_at};
 use crate::port::{MergeOutcome, MergeRequest};
 use crate::tested_chain::{CommitInfo, CommitSource, Step, read_chain_onto, squash_message};
 use crate::validate;
@@ -36,19 +36,13 @@ pub(crate) async fn merge(
     let actual = branch_head(client, repo, &request.target)
         .await?
         .ok_or_else(|| HostError::NotFound(format!("branch {}", request.target)))?;
-    if let Some(expected) = &request.expected_target_sha {
-        validate::sha("expected_target_sha", expected)?;
-    }
-    if let Some(target_sha) = done_before(&Commits { client, repo }, request, &actual).await? {
-        close_merged(client, repo, request).await?;
-        return Ok(MergeOutcome::Merged { target_sha });
-    }
-    if request
-        .expected_target_sha
-        .as_ref()
-        .is_some_and(|e| *e != actual)
-    {
-        return Ok(MergeOutcome::TargetMoved { actual });
+    match before_sending(&Commits { client, repo }, request, &actual).await? {
+        Some(merged @ MergeOutcome::Merged { .. }) => {
+            close_merged(client, repo, request).await?;
+            return Ok(merged);
+        }
+        Some(refused) => return Ok(refused),
+        None => {}
     }
     if let Some(refused) = check_heads(client, repo, &request.prs).await? {
         return Ok(refused);

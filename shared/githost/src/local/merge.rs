@@ -9,7 +9,7 @@ use super::branches::{self, Chain, merge_chain};
 use super::git::{Authorship, Git, RefUpdate};
 use super::pulls::{self, branch_ref};
 use crate::error::HostResult;
-use crate::landed::{MergeSource, done_before, landed_at};
+use crate::landed::{MergeSource, before_sending, landed_at};
 use crate::port::{MergeOutcome, MergeRequest};
 use crate::tested_chain::{CommitInfo, CommitSource, Step, read_chain_onto, squash_message};
 use crate::validate;
@@ -25,18 +25,8 @@ type Refused = MergeOutcome;
 pub(crate) async fn merge(git: &Git, request: &MergeRequest) -> HostResult<MergeOutcome> {
     validate::branch("target", &request.target)?;
     let actual = branches::head(git, &request.target).await?;
-    if let Some(expected) = &request.expected_target_sha {
-        validate::sha("expected_target_sha", expected)?;
-    }
-    if let Some(target_sha) = done_before(git, request, &actual).await? {
-        return Ok(MergeOutcome::Merged { target_sha });
-    }
-    if request
-        .expected_target_sha
-        .as_ref()
-        .is_some_and(|e| *e != actual)
-    {
-        return Ok(MergeOutcome::TargetMoved { actual });
+    if let Some(outcome) = before_sending(git, request, &actual).await? {
+        return Ok(outcome);
     }
     match new_target(git, &actual, request).await? {
         Err(refused) => Ok(refused),

@@ -520,6 +520,42 @@ async fn check_quarantined_passes_a_job_only_when_every_failure_is_quarantined()
     assert_eq!(clean.stdout.trim(), "no failed test in 1 report(s)");
 }
 
+/// The organisation of the test-health endpoints is the token's, which the API tells: acme
+/// also owns `acme-labs`, whose repository's owner is not acme's id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_health_commands_name_the_tokens_organisation_not_the_repository_owner() {
+    let env = LiveEnv::start(Backend::Memory).await;
+    let link = mq_store::OwnerLink {
+        owner: mq_core::ids::OwnerRef::parse("owner", "github.com/acme-labs").unwrap(),
+        org: mq_core::ids::OrgId::parse("acme").unwrap(),
+        linked_at: mq_core::time::Timestamp(0),
+    };
+    env.app.store.link_owner(&link).await.unwrap();
+    let mq = mq(&env).var("MQ_REPO", "acme-labs/rocket");
+    let report = fixture("nextest-noretry-run2.xml");
+    let args = ["upload", "--sha", "a1a1a1a", "--branch", "main", &report];
+    mq.run(&args).await.expect(0);
+    let checked = mq
+        .run(&["-v", "check-quarantined", &report])
+        .await
+        .expect(1);
+    assert!(
+        checked
+            .stderr
+            .contains("organisation: acme (from the API token's organisation)"),
+        "{}",
+        checked.stderr
+    );
+    assert!(
+        checked
+            .stdout
+            .starts_with("2 of 2 failed tests are not quarantined:"),
+        "{}",
+        checked.stdout
+    );
+    mq.run(&["tests", "unhealthy"]).await.expect(0);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_503_is_retried_with_the_same_idempotency_key() {
     let env = LiveEnv::start(Backend::Memory).await;

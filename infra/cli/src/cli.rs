@@ -79,7 +79,7 @@ pub struct GlobalArgs {
     /// checkout]
     #[arg(long, env = "MQ_SHA", global = true, value_name = "SHA")]
     pub sha: Option<String>,
-    /// The organisation of the test-health endpoints [default: the repository's owner]
+    /// The organisation of the test-health endpoints [default: the API token's organisation]
     #[arg(long, env = "MQ_ORG", global = true, value_name = "ORG")]
     pub org: Option<String>,
     /// Print the API's JSON instead of text (one document per line when there are several)

@@ -21,6 +21,7 @@ pub struct Context {
     target: OnceCell<String>,
     pr: OnceCell<u32>,
     api: OnceCell<Api>,
+    org: OnceCell<String>,
 }
 
 /// The flags with a variable, as (argument id, flag, variable).
@@ -55,6 +56,7 @@ impl Context {
             target: OnceCell::new(),
             pr: OnceCell::new(),
             api: OnceCell::new(),
+            org: OnceCell::new(),
         }
     }
 
@@ -190,14 +192,22 @@ impl Context {
         Ok(Some(value.to_owned()))
     }
 
-    /// The organisation of the test-health endpoints: --org, else the repository's owner.
+    /// The organisation of the test-health endpoints: --org, else the token's, as the API
+    /// says (`listQueues`, asked once). A repository's owner is not its organisation's id.
     pub fn org(&self) -> Result<String> {
+        if let Some(org) = self.org.get() {
+            return Ok(org.clone());
+        }
         let found = match &self.args.org {
             Some(org) => Found::new(org.clone(), self.source("org")),
-            None => Found::new(self.repo()?.owner.clone(), "the repository's owner"),
+            None => {
+                let list = self.api()?.read("listQueues", &self.repo_body()?)?;
+                let org = list["organisation"].as_str().unwrap_or_default().to_owned();
+                Found::new(org, "the API token's organisation")
+            }
         };
         self.show("organisation", &found);
-        Ok(found.value)
+        Ok(self.org.get_or_init(|| found.value).clone())
     }
 
     /// `{repo: {host, owner, name}}` of the repository.

@@ -505,7 +505,7 @@ async fn check_quarantined_passes_a_job_only_when_every_failure_is_quarantined()
         .await
         .expect(1);
     assert!(
-        other.stdout.contains("(never uploaded)"),
+        other.stdout.contains("(no upload has named this test)"),
         "{}",
         other.stdout
     );

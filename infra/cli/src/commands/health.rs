@@ -338,10 +338,11 @@ fn print_check(checked: &[Value], open: &[&Value]) {
         if total == 1 { " is" } else { "s are" }
     ));
     for t in open {
-        let known = if t["known"] == true {
-            ""
-        } else {
-            " (never uploaded)"
+        // The API's note says why a test was not found (one known only under variants).
+        let known = match (t["known"] == true, t["note"].as_str()) {
+            (true, _) => String::new(),
+            (false, Some(note)) => format!(" ({note})"),
+            (false, None) => " (never uploaded)".to_owned(),
         };
         line(format!("  {}{known}", describe(t)));
     }

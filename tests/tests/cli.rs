@@ -556,6 +556,48 @@ async fn test_health_commands_name_the_tokens_organisation_not_the_repository_ow
     mq.run(&["tests", "unhealthy"]).await.expect(0);
 }
 
+/// An API URL that redirects elsewhere is not followed: the token (`x-api-token`) would go
+/// with it to whatever host the redirect names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redirect_is_not_followed_with_the_token() {
+    use axum::http::{HeaderMap, StatusCode};
+    use std::sync::{Arc, Mutex};
+    async fn listen(app: axum::Router) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        url
+    }
+    let tokens: Arc<Mutex<Vec<String>>> = Arc::default();
+    let seen = tokens.clone();
+    let elsewhere = listen(axum::Router::new().fallback(move |headers: HeaderMap| {
+        let seen = seen.clone();
+        async move {
+            let token = headers
+                .get("x-api-token")
+                .map(|v| v.to_str().unwrap().to_owned());
+            seen.lock().unwrap().extend(token);
+            "{}"
+        }
+    }))
+    .await;
+    let redirect = listen(axum::Router::new().fallback(move || {
+        let to = format!("{elsewhere}/v1/listQueues");
+        async move { (StatusCode::TEMPORARY_REDIRECT, [("location", to)]) }
+    }))
+    .await;
+    let ran = Mq::new(&format!("{redirect}/v1"), ACME)
+        .var("MQ_REPO", "acme/rocket")
+        .run(&["tests", "quarantined"])
+        .await
+        .expect(4);
+    assert!(ran.stderr.contains("HTTP_REDIRECT"), "{}", ran.stderr);
+    assert!(
+        tokens.lock().unwrap().is_empty(),
+        "the token went elsewhere"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_503_is_retried_with_the_same_idempotency_key() {
     let env = LiveEnv::start(Backend::Memory).await;

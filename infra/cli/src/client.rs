@@ -101,6 +101,9 @@ impl Api {
             .user_agent(concat!("mq/", env!("CARGO_PKG_VERSION")))
             .timeout(REQUEST_TIMEOUT)
             .connect_timeout(CONNECT_TIMEOUT)
+            // A redirect would carry the token (x-api-token) to wherever it points: none is
+            // followed, and a 3xx answer is an error naming it.
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| Error::input(format!("cannot set up the HTTP client: {e}")))?;
         Ok(Self {
@@ -348,6 +351,12 @@ fn api_error(operation: &str, answer: &Answer) -> Error {
     };
     let (code, message) = match (field("code"), field("message")) {
         (Some(code), Some(message)) => (code, message),
+        _ if (300..400).contains(&answer.status) => (
+            "HTTP_REDIRECT".to_owned(),
+            "the API's URL redirects elsewhere, which is not followed (the token would go \
+             with it): set MQ_API_URL to the address it redirects to"
+                .to_owned(),
+        ),
         _ => {
             let text = String::from_utf8_lossy(&answer.body);
             let start: String = text.trim().chars().take(200).collect();

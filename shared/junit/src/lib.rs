@@ -9,6 +9,7 @@
 
 pub mod limits;
 pub mod normalise;
+mod times;
 
 pub use limits::{Limits, Used};
 pub use normalise::{Attempt, CaseRun, Report};
@@ -68,7 +69,14 @@ pub fn read_next_report(
     })?;
     used.xml_bytes += xml.len();
     limits::check(&xml, limits, used)?;
-    let suites = junit_parser::from_reader(xml.as_slice()).map_err(describe_parse_error)?;
+    let suites = match junit_parser::from_reader(xml.as_slice()) {
+        // Maven Surefire groups the digits of a duration over 1,000 s (`time="1,234.5"`).
+        Err(junit_parser::Error::ParseFloatError(_)) => {
+            junit_parser::from_reader(times::ungrouped(&xml)?.as_slice())
+        }
+        parsed => parsed,
+    }
+    .map_err(describe_parse_error)?;
     drop(xml);
     let report = normalise::report(&suites);
     drop(suites);

@@ -79,48 +79,66 @@ impl Report {
     }
 }
 
-/// Normalises parsed suites. A test case written more than once in the same suite is one
-/// case retried: runners re-run only what failed, so every occurrence before the last is a
-/// failed attempt, even when it is written without a `<failure>` (pytest-rerunfailures writes
-/// earlier attempts as empty elements).
+/// Normalises parsed suites. A test case written more than once in the same `<testsuite>`
+/// element is one case retried, its occurrences attempts in order. When the suite counts
+/// fewer tests than it has `<testcase>` elements, the repetitions are reruns written as extra
+/// elements: runners re-run only what failed, so every occurrence before the last is a failed
+/// attempt, even when written without a `<failure>` (pytest-rerunfailures writes earlier
+/// attempts as empty elements). When it counts them all (`go test -count=2`), each occurrence
+/// keeps its own outcome. The same case in two `<testsuite>` elements (two files of
+/// jest-junit named alike) is two cases.
 pub fn report(suites: &TestSuites) -> Report {
     let mut cases: Vec<CaseRun> = Vec::new();
-    let mut index: HashMap<(String, String, String, Option<String>), usize> = HashMap::new();
-    let mut visit = |suite: &TestSuite, case: &TestCase| {
+    type Key = (usize, String, String, String, Option<String>);
+    let mut index: HashMap<Key, usize> = HashMap::new();
+    let mut visit = |element: usize, suite: &TestSuite, case: &TestCase| {
         let run = case_run(&suite.name, case);
         let key = (
+            element,
             run.parent.clone(),
             run.classname.clone(),
             run.name.clone(),
             run.file.clone(),
         );
+        let reruns = (suite.tests as usize) < suite.cases.len();
         match index.get(&key) {
-            Some(&i) => retried(&mut cases[i], run.attempts),
+            Some(&i) => retried(&mut cases[i], run.attempts, reruns),
             None => {
                 index.insert(key, cases.len());
                 cases.push(run);
             }
         }
     };
+    let mut elements = 0;
     for suite in &suites.suites {
-        walk(suite, &mut visit);
+        walk(suite, &mut elements, &mut visit);
     }
     Report { cases }
 }
 
-fn walk(suite: &TestSuite, visit: &mut impl FnMut(&TestSuite, &TestCase)) {
+/// Visits every case of `suite` and the suites in it, each with the number of its
+/// `<testsuite>` element in document order (`elements` counts them).
+fn walk(
+    suite: &TestSuite,
+    elements: &mut usize,
+    visit: &mut impl FnMut(usize, &TestSuite, &TestCase),
+) {
+    let this = *elements;
+    *elements += 1;
     for case in &suite.cases {
-        visit(suite, case);
+        visit(this, suite, case);
     }
     for inner in &suite.suites {
-        walk(inner, visit);
+        walk(inner, elements, visit);
     }
 }
 
-/// A later occurrence of a case: what came before it was a failed attempt.
-fn retried(earlier: &mut CaseRun, later: Vec<Attempt>) {
+/// A later occurrence of a case. Written as a rerun (`reruns`), what came before it was a
+/// failed attempt.
+fn retried(earlier: &mut CaseRun, later: Vec<Attempt>, reruns: bool) {
     if let Some(last) = earlier.attempts.last_mut()
         && *last == Attempt::Passed
+        && reruns
     {
         *last = Attempt::Failed;
     }

@@ -292,3 +292,44 @@ fn long_test_names_are_refused_with_their_position() {
         2
     );
 }
+
+/// Surefire formats durations with grouped digits: a suite or test over 1,000 s is written
+/// `time="1,234.567"`. It reads as the same report.
+#[test]
+fn surefire_durations_over_a_thousand_seconds_read_alike() {
+    let name = "surefire-2.22-noretry.xml";
+    let plain = String::from_utf8(fixture_bytes(name)).unwrap();
+    let grouped = plain
+        .replacen(r#"time="0.125""#, r#"time="1,234.567""#, 1)
+        .replacen(r#"time="0.008""#, r#"time="2,001.5""#, 1);
+    assert_ne!(grouped, plain);
+    let report = read_report(grouped.as_bytes(), &Limits::default()).unwrap();
+    assert_eq!(report, fixture(name));
+}
+
+/// The same case in two `<testsuite>` elements is two cases, not a retry: jest-junit names
+/// every file without a top-level `describe` "undefined", and writes no file.
+#[test]
+fn the_same_case_in_two_suite_elements_is_not_a_retry() {
+    let xml = r#"<testsuites>
+      <testsuite name="undefined" tests="1"><testcase classname=" renders" name=" renders"/></testsuite>
+      <testsuite name="undefined" tests="1"><testcase classname=" renders" name=" renders"/></testsuite>
+    </testsuites>"#;
+    let report = read_report(xml.as_bytes(), &Limits::default()).unwrap();
+    let attempts: Vec<&[Attempt]> = report.cases.iter().map(|c| &c.attempts[..]).collect();
+    assert_eq!(attempts, [&[P][..], &[P][..]]);
+    assert_eq!(report.passed_on_retry(), 0);
+}
+
+/// `go test -count=2` writes each run as its own `<testcase>`, and counts them all in the
+/// suite's `tests`: two passes are two passes, not a failure then a pass.
+#[test]
+fn repeated_runs_a_suite_counts_keep_their_outcomes() {
+    let xml = r#"<testsuites><testsuite name="pkg" tests="2" failures="0">
+      <testcase classname="pkg" name="TestA"/><testcase classname="pkg" name="TestA"/>
+    </testsuite></testsuites>"#;
+    let report = read_report(xml.as_bytes(), &Limits::default()).unwrap();
+    assert_eq!(report.cases.len(), 1);
+    assert_eq!(report.cases[0].attempts, [P, P]);
+    assert_eq!(report.passed_on_retry(), 0);
+}

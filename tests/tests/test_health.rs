@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 on_both_stores!(
     two_commits_of_real_reports_list_flaky_and_broken_tests,
+    two_runs_of_one_commit_in_one_upload_are_flaky_in_either_order,
     listed_tests_carry_every_field,
     codeowners_and_impacted_pull_requests,
     quarantine_one_test_and_ci_asks_which_failures_are_quarantined,
@@ -61,6 +62,33 @@ async fn two_commits_of_real_reports_list_flaky_and_broken_tests(env: TestEnv) {
         assert!(reason.starts_with("flaky: "), "{reason}");
     }
     assert_eq!(flaky["page"]["total_rows"], 2);
+}
+
+/// The two runs of one commit sent together in one upload: `integration_flaky` passed in
+/// the first report and failed in the second, `tests::sometimes_fails` the other way round.
+/// Each is FLAKY, whichever order its attempts came in, as when they come in two uploads.
+async fn two_runs_of_one_commit_in_one_upload_are_flaky_in_either_order(env: TestEnv) {
+    let files: Vec<(&str, Vec<u8>)> = ["nextest-noretry-run1.xml", "nextest-noretry-run2.xml"]
+        .into_iter()
+        .map(|name| (name, fixture(name)))
+        .collect();
+    let r = upload(&env, &feature_run("a"), &[], &files).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let flaky = unhealthy(&env, "FLAKY", 100, "").await;
+    assert_eq!(
+        names(&flaky),
+        ["integration_flaky", "tests::sometimes_fails"]
+    );
+}
+
+/// A run of a feature branch, on a commit of its own.
+fn feature_run(id: &str) -> Run<'_> {
+    Run {
+        commit: id,
+        branch: "feature",
+        upload_id: id,
+        pr: None,
+    }
 }
 
 async fn listed_tests_carry_every_field(env: TestEnv) {

@@ -297,7 +297,7 @@ pub fn recent_results(history: &[ResultRecord]) -> Vec<RecentResult> {
             outcome: match r.outcome {
                 Outcome::Passed => "passed",
                 Outcome::PassedOnRetry => "passed_on_retry",
-                Outcome::Failed => "failed",
+                Outcome::Failed | Outcome::FailedAfterPass => "failed",
             },
             at: r.at.to_rfc3339(),
             commit: r.commit.clone(),

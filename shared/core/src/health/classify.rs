@@ -314,12 +314,18 @@ fn same_commit(history: &[ResultRecord]) -> Option<Evidence> {
     let mut latest: Option<Evidence> = None;
     for r in history {
         let (passed, failed) = seen.entry(&r.commit).or_default();
-        *passed |= r.outcome.passed();
+        let was_mixed = *passed && *failed;
+        *passed |= r.outcome.saw_pass();
         *failed |= r.outcome.saw_failure();
-        let retried = r.outcome.passed() && r.outcome.saw_failure();
-        if *passed && *failed {
-            let how = if retried {
+        let retried = r.outcome.saw_pass() && r.outcome.saw_failure();
+        // New evidence: the result that first showed both on the commit, or a failure on a
+        // commit known to pass. A pass on it is no new evidence: the commit keeps being
+        // tested, and the test may recover meanwhile.
+        if *passed && *failed && (!was_mixed || r.outcome.saw_failure()) {
+            let how = if retried && r.outcome.passed() {
                 "failed, then passed on a retry"
+            } else if retried {
+                "passed, then failed on a retry"
             } else {
                 "passed and failed across runs"
             };

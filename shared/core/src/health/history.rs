@@ -13,9 +13,13 @@ pub enum Outcome {
     /// Failed, then passed on a retry: a pass and a fail on one commit.
     #[serde(rename = "R")]
     PassedOnRetry,
-    /// The last attempt failed.
+    /// The last attempt failed, and none passed.
     #[serde(rename = "F")]
     Failed,
+    /// Passed, then failed on a later attempt (the same test in two reports of one upload,
+    /// `go test -count=2`): a fail, and a pass and a fail on one commit.
+    #[serde(rename = "A")]
+    FailedAfterPass,
 }
 
 impl Outcome {
@@ -23,18 +27,26 @@ impl Outcome {
     pub fn from_attempts(passed: usize, failed: usize, last_passed: bool) -> Option<Self> {
         match (passed, failed) {
             (0, 0) => None,
-            _ if !last_passed => Some(Outcome::Failed),
+            (0, _) => Some(Outcome::Failed),
+            _ if !last_passed => Some(Outcome::FailedAfterPass),
             (_, 0) => Some(Outcome::Passed),
             _ => Some(Outcome::PassedOnRetry),
         }
     }
 
+    /// The run's final outcome was a pass.
     pub fn passed(self) -> bool {
-        !matches!(self, Outcome::Failed)
+        matches!(self, Outcome::Passed | Outcome::PassedOnRetry)
     }
 
+    /// The run's final outcome was a failure.
     pub fn failed(self) -> bool {
-        matches!(self, Outcome::Failed)
+        !self.passed()
+    }
+
+    /// Whether any attempt passed.
+    pub fn saw_pass(self) -> bool {
+        !matches!(self, Outcome::Failed)
     }
 
     /// Whether any attempt failed.
@@ -116,6 +128,10 @@ mod tests {
             Some(Outcome::PassedOnRetry)
         );
         assert_eq!(Outcome::from_attempts(0, 3, false), Some(Outcome::Failed));
+        assert_eq!(
+            Outcome::from_attempts(1, 1, false),
+            Some(Outcome::FailedAfterPass)
+        );
         assert_eq!(Outcome::from_attempts(0, 0, false), None);
     }
 

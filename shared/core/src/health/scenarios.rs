@@ -39,7 +39,8 @@ impl Story {
                 'P' => Outcome::Passed,
                 'F' => Outcome::Failed,
                 'R' => Outcome::PassedOnRetry,
-                _ => panic!("outcome letters are P, F, R"),
+                'A' => Outcome::FailedAfterPass,
+                _ => panic!("outcome letters are P, F, R, A"),
             };
             self.now += HOUR;
             self.uploads += 1;
@@ -245,6 +246,29 @@ fn flaky_recovers_after_seven_days_without_new_evidence() {
     let s = s.days_later(1);
     assert_eq!(s.status(), Healthy);
     s.assert_reason_starts_with("recovered: no new flaky evidence for 7 days");
+}
+
+#[test]
+fn a_pass_then_a_fail_in_one_run_is_flaky() {
+    let s = story().branch("f1", "A");
+    assert_eq!(s.status(), Flaky);
+    s.assert_reason_contains("passed, then failed on a retry");
+}
+
+/// A commit of main failed and passed again; later runs of that same commit keep passing.
+/// They are no new evidence: the test recovers 7 days after the last.
+#[test]
+fn passes_of_a_commit_that_flaked_are_no_new_evidence() {
+    let s = story().main_commit("m1", "FP");
+    assert_eq!(s.status(), Flaky);
+    let s = s.days_later(6).main_commit("m1", "P").days_later(2);
+    assert_eq!(s.status(), Healthy, "{}", s.reason());
+    let s = s.main_commit("m1", "F");
+    assert_eq!(
+        s.status(),
+        Flaky,
+        "a new failure of the commit is new evidence"
+    );
 }
 
 #[test]

@@ -25,6 +25,7 @@ on_both_stores!(
     page_size_must_be_1_to_100,
     other_organisations_get_not_found,
     uploads_are_idempotent_by_upload_id,
+    an_upload_retried_with_its_idempotency_key_is_replayed,
     infrastructure_failures_are_not_evidence,
     bad_uploads_are_refused_and_change_nothing,
     settings_are_validated_and_name_the_field,
@@ -1001,4 +1002,54 @@ async fn a_failure_checked_without_a_variant_matches_its_one_known_variant(env: 
 
     let never = check(&env, json!([{"name": "never_seen"}])).await;
     assert_eq!(never["tests"][0]["note"], "no upload has named this test");
+}
+
+/// A client retrying an upload with the same `Idempotency-Key` draws a new multipart
+/// boundary (curl does): the same parts are the same request, and the first answer is
+/// replayed.
+async fn an_upload_retried_with_its_idempotency_key_is_replayed(env: TestEnv) {
+    let fields = [
+        ("repo", "github.com/acme/rocket"),
+        ("commit_sha", "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1"),
+        ("branch", "main"),
+        ("upload_id", "retried"),
+    ];
+    let report = "nextest-noretry-run1.xml";
+    let (content_type, body) = e2e::health::form(&fields, &[(report, fixture(report))]);
+    let mut answers = Vec::new();
+    for boundary in ["first-attempt-boundary", "second-attempt-boundary"] {
+        let retyped = content_type.replace("----mq-test-boundary-7d1b3", boundary);
+        let rebound = String::from_utf8(body.clone())
+            .unwrap()
+            .replace("----mq-test-boundary-7d1b3", boundary);
+        let answer = env
+            .http
+            .post(env.url("flaky-tests/upload"))
+            .header("x-api-token", e2e::ACME)
+            .header("idempotency-key", "upload-42")
+            .header("content-type", retyped)
+            .body(rebound)
+            .send()
+            .await
+            .unwrap();
+        let replayed = answer.headers().get("idempotency-replayed").is_some();
+        answers.push((
+            answer.status().as_u16(),
+            replayed,
+            answer.text().await.unwrap(),
+        ));
+    }
+    assert_eq!(
+        (answers[0].0, answers[0].1),
+        (200, false),
+        "{}",
+        answers[0].2
+    );
+    assert_eq!(
+        (answers[1].0, answers[1].1),
+        (200, true),
+        "{}",
+        answers[1].2
+    );
+    assert_eq!(answers[0].2, answers[1].2);
 }

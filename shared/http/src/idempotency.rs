@@ -4,8 +4,9 @@
 //! The key (1 to 255 visible ASCII characters) is scoped to the organisation and the endpoint
 //! and kept 24 hours. The first request claims it with a conditional write before acting and
 //! stores its response after (2xx and 4xx; a 5xx releases the claim so a retry acts). A repeat
-//! with the same body (by SHA-256) replays the stored response with `Idempotency-Replayed:
-//! true`; a different body is refused (422 `IDEMPOTENCY_KEY_REUSED`); a repeat while the first
+//! with the same body (by SHA-256; of a `multipart/form-data` body, its parts, since a client
+//! draws a new boundary for each attempt) replays the stored response with
+//! `Idempotency-Replayed: true`; a different body is refused (422 `IDEMPOTENCY_KEY_REUSED`); a repeat while the first
 //! is still running is refused (409 `IDEMPOTENCY_KEY_IN_USE`). A claim left unanswered for
 //! [`STALE_AFTER_MS`] (its function died) is taken over.
 
@@ -67,7 +68,7 @@ where
     let record = IdempotencyRecord {
         scope: format!("{}#{route}#{key}", caller.org.as_str()),
         claim_id: uuid::Uuid::new_v4().to_string(),
-        body_hash: hex::encode(Sha256::digest(req.body().as_ref())),
+        body_hash: body_hash(&req).await,
         claimed_at: now,
         keep_until: now.plus_millis(KEEP_FOR_MS),
         response: None,
@@ -104,6 +105,25 @@ where
         }
     }
     Ok(response)
+}
+
+/// The SHA-256 of what a request asks: its body, or the parts of a `multipart/form-data`
+/// body (names, file names and contents, each with its length), whatever its boundary.
+async fn body_hash(req: &Request) -> String {
+    let mut hash = Sha256::new();
+    match crate::multipart::parse(req).await {
+        Ok(parts) => {
+            for part in parts {
+                let file_name = part.file_name.unwrap_or_default();
+                for field in [part.name.as_bytes(), file_name.as_bytes(), &part.bytes] {
+                    hash.update((field.len() as u64).to_be_bytes());
+                    hash.update(field);
+                }
+            }
+        }
+        Err(_) => hash.update(req.body().as_ref()),
+    }
+    hex::encode(hash.finalize())
 }
 
 /// The answer to a repeat: the first response, or why there is none to give.

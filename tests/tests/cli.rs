@@ -1081,6 +1081,52 @@ async fn bad_input_is_refused_with_a_clear_error() {
     assert!(!ran.stderr.contains("not-a-token"), "{}", ran.stderr);
 }
 
+/// Maven Surefire writes a report per test class: 1,001 small reports are more than one
+/// upload request may carry (1,000 files), however few bytes they are. They go through
+/// upload URLs, each an upload of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_reports_than_one_request_takes_go_through_upload_urls() {
+    let endpoint = mq_tables::moto::endpoint();
+    let name = format!("mq-cli-many-{}", std::process::id());
+    let bucket = UploadBucket::local(&mq_tables::local_config(&endpoint).await, &name);
+    bucket.create().await.expect("bucket created on moto");
+    let env = TestEnv::start_with(Backend::Memory, |app| {
+        app.with_uploads(std::sync::Arc::new(bucket))
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..1_001 {
+        let xml = format!(
+            r#"<testsuite name="T{i}" tests="1"><testcase classname="T{i}" name="t"/></testsuite>"#
+        );
+        std::fs::write(dir.path().join(format!("TEST-{i:04}.xml")), xml).unwrap();
+    }
+    let pattern = format!("{}/TEST-*.xml", dir.path().display());
+    let mq = Mq::new(&env.gateway.base_url(), ACME).var("MQ_REPO", "acme/rocket");
+    let args = [
+        "upload",
+        "--sha",
+        "a1a1a1a",
+        "--branch",
+        "main",
+        "--upload-id",
+        "many",
+        &pattern,
+    ];
+    let sent = mq.run(&args).await.expect(0);
+    assert!(
+        sent.stderr
+            .contains("more reports, test cases or XML than one request may carry"),
+        "{}",
+        sent.stderr
+    );
+    assert!(
+        sent.stdout.contains("uploaded (upload id many-1001)"),
+        "{}",
+        sent.stdout
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn uploads_above_the_direct_limit_go_through_upload_urls() {
     let endpoint = mq_tables::moto::endpoint();

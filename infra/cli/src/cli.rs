@@ -167,8 +167,9 @@ record. It changes nothing: apply advice with `mq settings`. It takes a few seco
   mq upload 'target/nextest/ci/*.xml' 'reports/**/*.xml.gz'
   mq upload --variant linux-x86_64 'build/test-results/**/*.xml'
 
-Reports are checked and gzipped before they are sent. An upload larger than --direct-limit \
-goes through upload URLs (one per report) instead of one request. The upload id comes from the \
+Reports are checked and gzipped before they are sent. An upload larger than --direct-limit, or \
+with more reports (over 1,000), test cases or XML than one upload takes, goes through upload \
+URLs (one per report) instead of one request. The upload id comes from the \
 CI run (GITHUB_RUN_ID, GITHUB_JOB and the variant), so a retried job or step does not count \
 twice; outside CI it is a hash of the reports. Matrix jobs pass --variant to tell their legs \
 apart.")]

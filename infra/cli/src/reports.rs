@@ -85,6 +85,21 @@ pub fn load(patterns: &[String]) -> Result<Vec<ReportFile>> {
         .collect()
 }
 
+/// Most report files one upload request may carry (the API's limit, SECURITY.md).
+pub const MAX_FILES_PER_UPLOAD: usize = 1_000;
+
+/// Whether the reports fit the limits of one upload request together: at most
+/// [`MAX_FILES_PER_UPLOAD`] files, and the XML, test cases and elements of all of them within
+/// what the API takes of one upload (through upload URLs each report is an upload of its own).
+pub fn fit_one_upload(files: &[ReportFile]) -> bool {
+    let limits = Limits::default();
+    let mut used = mq_junit::Used::default();
+    files.len() <= MAX_FILES_PER_UPLOAD
+        && files
+            .iter()
+            .all(|f| mq_junit::read_next_report(&f.bytes, &limits, &mut used).is_ok())
+}
+
 /// A failed test as the API's quarantine check takes it (as its report names it).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct FailedTest {

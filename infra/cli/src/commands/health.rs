@@ -35,14 +35,22 @@ pub fn upload(ctx: &Context, args: &UploadArgs) -> Result<Outcome> {
     let fields = metadata(ctx, args, &files)?;
     let (content_type, body) = multipart(&fields, &files, &gzipped);
     let size = body.len() as u64;
-    if size > args.direct_limit {
-        note(format!(
-            "{} to send, above the direct limit of {}: through upload URLs",
-            human(size),
-            human(args.direct_limit)
-        ));
+    let fits = reports::fit_one_upload(&files);
+    if size > args.direct_limit || !fits {
+        note(if fits {
+            format!(
+                "{} to send, above the direct limit of {}: through upload URLs",
+                human(size),
+                human(args.direct_limit)
+            )
+        } else {
+            "more reports, test cases or XML than one request may carry: through upload URLs"
+                .to_owned()
+        });
         match via_urls(ctx, &fields, &files, gzipped) {
-            Err(e) if e.code() == Some("UPLOADS_NOT_CONFIGURED") && size <= API_BODY_LIMIT => {
+            Err(e)
+                if e.code() == Some("UPLOADS_NOT_CONFIGURED") && size <= API_BODY_LIMIT && fits =>
+            {
                 note("this deployment has no upload URLs; sending in one request");
             }
             other => return other,

@@ -229,6 +229,13 @@ pub fn pull_request(env: &Environment) -> Option<Found<u32>> {
         .find_map(|r| pr_in_ref(r).map(|n| Found::new(n, format!("the checkout ({r} is HEAD)"))))
 }
 
+/// A job started by a comment on a pull request (`issue_comment`): its event names the pull
+/// request but neither its head nor its base, and its checkout and `GITHUB_SHA` are the
+/// default branch's, so neither is guessed from them.
+pub fn on_pull_request_comment(env: &Environment) -> bool {
+    env.event_field("/issue/pull_request").is_some() && env.event_field("/pull_request").is_none()
+}
+
 fn event_number(env: &Environment, pointer: &str) -> Option<Found<u32>> {
     let field = env.event_field(pointer)?;
     let n = u32::try_from(field.value.as_u64()?).ok()?;
@@ -241,6 +248,9 @@ fn event_number(env: &Environment, pointer: &str) -> Option<Found<u32>> {
 pub fn head_sha(env: &Environment) -> Option<Found<String>> {
     if let Some(sha) = event_string(env, "/pull_request/head/sha") {
         return Some(sha);
+    }
+    if on_pull_request_comment(env) {
+        return None;
     }
     let on_merge_ref = env
         .var("GITHUB_REF")
@@ -269,6 +279,9 @@ pub fn target_branch(env: &Environment) -> Option<Found<String>> {
     }
     if let Some(found) = event_string(env, "/pull_request/base/ref") {
         return Some(found);
+    }
+    if on_pull_request_comment(env) {
+        return None;
     }
     let head = env.git(&[
         "symbolic-ref",
@@ -395,6 +408,32 @@ mod tests {
         ] {
             assert!(Repo::parse(bad, "github.com").is_err(), "{bad}");
         }
+    }
+
+    /// A job started by a comment on pull request #7 (`issue_comment`): the event names the
+    /// pull request, not its head or base; `GITHUB_SHA` is the default branch's tip.
+    #[test]
+    fn a_comment_job_guesses_neither_head_nor_base() {
+        let dir = std::env::temp_dir().join(format!("mq-ci-comment-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let event = dir.join("event.json");
+        let payload = r#"{"action": "created", "issue": {"number": 7,
+            "pull_request": {"url": "https://api.github.com/repos/acme/rocket/pulls/7"}},
+            "comment": {"body": "/merge"}}"#;
+        std::fs::write(&event, payload).unwrap();
+        let env = Environment::with(
+            &[
+                ("GITHUB_EVENT_PATH", event.to_str().unwrap()),
+                ("GITHUB_SHA", "d00dd00dd00dd00dd00dd00dd00dd00dd00dd00d"),
+                ("GITHUB_REF", "refs/heads/main"),
+            ],
+            &dir,
+        );
+        assert_eq!(pull_request(&env).map(|f| f.value), Some(7));
+        assert!(on_pull_request_comment(&env));
+        assert_eq!(head_sha(&env).map(|f| f.value), None);
+        assert_eq!(target_branch(&env).map(|f| f.value), None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

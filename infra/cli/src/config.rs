@@ -138,15 +138,24 @@ impl Context {
         Ok(self.repo.get_or_init(|| found.value))
     }
 
-    /// The queue's target branch; `main` when nothing tells.
+    /// The queue's target branch; `main` when nothing tells, except in a job started by a
+    /// pull request's comment, whose base the CI environment does not say.
     pub fn target(&self) -> Result<String> {
         if let Some(target) = self.target.get() {
             return Ok(target.clone());
         }
         let found = match &self.args.target {
             Some(branch) => Found::new(branch.clone(), self.source("target")),
-            None => ci::target_branch(&self.env)
-                .unwrap_or_else(|| Found::new("main".to_owned(), "the default")),
+            None => match ci::target_branch(&self.env) {
+                Some(found) => found,
+                None if ci::on_pull_request_comment(&self.env) => {
+                    return Err(Error::input(
+                        "the pull request's base branch is unknown in a job started by a \
+                         comment: pass --target BRANCH (or set MQ_TARGET_BRANCH)",
+                    ));
+                }
+                None => Found::new("main".to_owned(), "the default"),
+            },
         };
         check_branch("target branch", &found.value)?;
         self.show("target branch", &found);

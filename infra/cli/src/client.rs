@@ -378,6 +378,20 @@ fn api_error(operation: &str, answer: &Answer) -> Error {
     }
 }
 
+/// A URL as it may be printed: without credentials before an `@`, a query or a fragment.
+fn shown_url(text: &str) -> String {
+    let text = text.trim();
+    let text = &text[..text.find(['?', '#']).unwrap_or(text.len())];
+    let Some((scheme, rest)) = text.split_once("://") else {
+        return text.to_owned();
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    format!("{scheme}://{host}{path}")
+}
+
 fn new_key() -> String {
     format!("mq-{}", uuid::Uuid::new_v4())
 }
@@ -391,15 +405,22 @@ fn progress_body(bytes: Bytes, progress: &ProgressBar) -> reqwest::blocking::Bod
     reqwest::blocking::Body::sized(reader, len)
 }
 
-/// `http(s)://host[:port][/prefix]` with `/v1/` at the end (added when missing).
+/// `http(s)://host[:port][/prefix]` with `/v1/` at the end (added when missing). An error
+/// shows the URL without what could be a secret in it.
 pub fn normalise_base_url(text: &str) -> Result<Url> {
-    let bad = |why: &str| Error::input(format!("the API URL `{text}` {why}"));
+    let shown = shown_url(text);
+    let bad = |why: &str| Error::input(format!("the API URL `{shown}` {why}"));
     let mut url = Url::parse(text.trim()).map_err(|e| bad(&format!("is not a URL ({e})")))?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(bad("must start with https:// (or http://)"));
     }
     if url.query().is_some() || url.fragment().is_some() {
         return Err(bad("must not have a query or a fragment"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(bad(
+            "must not carry credentials: the token goes in MQ_API_TOKEN (or --token-file)",
+        ));
     }
     let path = url.path().trim_end_matches('/').to_owned();
     let path = if path.ends_with("/v1") {
@@ -414,6 +435,20 @@ pub fn normalise_base_url(text: &str) -> Result<Url> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secrets_in_a_bad_api_url_are_never_shown() {
+        for url in [
+            "https://api.example.com/v1?token=SECRET",
+            "https://user:SECRET@api.example.com/v1",
+            "https://SECRET@api.example.com/v1",
+            "https://api.example.com/v1#SECRET",
+        ] {
+            let error = normalise_base_url(url).unwrap_err().to_string();
+            assert!(!error.contains("SECRET"), "{error}");
+            assert!(error.contains("api.example.com/v1"), "{error}");
+        }
+    }
 
     #[test]
     fn base_urls_end_with_v1() {

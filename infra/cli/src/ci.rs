@@ -293,11 +293,18 @@ pub fn target_branch(env: &Environment) -> Option<Found<String>> {
     Some(Found::new(branch, "origin's default branch"))
 }
 
-/// The branch the tests ran on: `GITHUB_HEAD_REF` (a pull request's branch),
-/// `GITHUB_REF_NAME`, else the checkout's current branch.
+/// The branch the tests ran on: `GITHUB_HEAD_REF` (a pull request's branch; from a fork,
+/// prefixed with the fork's owner, so that a fork's `main` is not taken for this
+/// repository's), `GITHUB_REF_NAME`, else the checkout's current branch.
 pub fn current_branch(env: &Environment) -> Option<Found<String>> {
     if let Some(var) = env.var("GITHUB_HEAD_REF") {
-        return Some(var);
+        return Some(match fork_owner(env) {
+            Some(owner) => Found::new(
+                format!("{owner}/{}", var.value),
+                "GITHUB_HEAD_REF, with the fork's owner",
+            ),
+            None => var,
+        });
     }
     if let Some(var) = env
         .var("GITHUB_REF_NAME")
@@ -307,6 +314,14 @@ pub fn current_branch(env: &Environment) -> Option<Found<String>> {
     }
     let branch = env.git(&["symbolic-ref", "--quiet", "--short", "HEAD"])?;
     Some(Found::new(branch, "the checkout's branch"))
+}
+
+/// The owner of the repository a pull request comes from, when it is a fork of this one.
+fn fork_owner(env: &Environment) -> Option<String> {
+    let head = event_string(env, "/pull_request/head/repo/full_name")?.value;
+    let this = env.var("GITHUB_REPOSITORY")?.value;
+    (!head.eq_ignore_ascii_case(&this))
+        .then(|| head.split('/').next().unwrap_or_default().to_owned())
 }
 
 /// The URL of this GitHub Actions run.
@@ -433,6 +448,38 @@ mod tests {
         assert!(on_pull_request_comment(&env));
         assert_eq!(head_sha(&env).map(|f| f.value), None);
         assert_eq!(target_branch(&env).map(|f| f.value), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A pull request from a fork whose branch is `main`: the branch the tests ran on is
+    /// not this repository's `main`.
+    #[test]
+    fn a_forks_branch_is_named_with_its_owner() {
+        let dir = std::env::temp_dir().join(format!("mq-ci-fork-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let event = dir.join("event.json");
+        let payload = r#"{"pull_request": {"number": 9,
+            "head": {"ref": "main", "sha": "abc1234", "repo": {"full_name": "contributor/rocket"}},
+            "base": {"ref": "main", "repo": {"full_name": "acme/rocket"}}}}"#;
+        std::fs::write(&event, payload).unwrap();
+        let vars = |repo: &'static str| {
+            [
+                ("GITHUB_EVENT_PATH", event.to_str().unwrap().to_owned()),
+                ("GITHUB_HEAD_REF", "main".to_owned()),
+                ("GITHUB_REPOSITORY", repo.to_owned()),
+            ]
+        };
+        let branch = |repo| {
+            let vars = vars(repo);
+            let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            current_branch(&Environment::with(&vars, &dir)).map(|f| f.value)
+        };
+        assert_eq!(branch("acme/rocket").as_deref(), Some("contributor/main"));
+        assert_eq!(
+            branch("contributor/rocket").as_deref(),
+            Some("main"),
+            "not a fork"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -392,7 +392,8 @@ pub struct ReportArgs {
 pub struct UploadArgs {
     #[command(flatten)]
     pub reports: ReportArgs,
-    /// The branch the tests ran on [default: GITHUB_HEAD_REF, GITHUB_REF_NAME, or the checkout]
+    /// The branch the tests ran on [default: GITHUB_HEAD_REF (a fork's prefixed with its owner),
+    /// GITHUB_REF_NAME, or the checkout]
     #[arg(long, value_name = "BRANCH")]
     pub branch: Option<String>,
     /// The upload's id: the same id again changes nothing [default: from the CI run]

@@ -915,9 +915,57 @@ async fn large_reports_go_through_s3(env: TestEnv) {
         (again.status, again.code()),
         (409, "UPLOAD_ALREADY_RECEIVED")
     );
+    an_object_too_large_is_refused_once(&env).await;
     let none = TestEnv::start(backend).await;
     let r = none.post("flaky-tests/upload-url", Some(ACME), &body).await;
     assert_eq!((r.status, r.code()), (404, "UPLOADS_NOT_CONFIGURED"));
+}
+
+/// The uploads bucket of `env`, read by an ingestion that takes objects of 100 bytes at
+/// most (the real limit is 100 MiB): as the object of the PUT is larger, its upload is
+/// refused for good and says why, instead of failing the invocation again and again.
+async fn an_object_too_large_is_refused_once(env: &TestEnv) {
+    struct ReadingLittle(Arc<dyn mq_service::uploads::ReportBucket>);
+    #[async_trait::async_trait]
+    impl mq_service::uploads::ReportBucket for ReadingLittle {
+        async fn presigned_put(&self, key: &str) -> Result<String, String> {
+            self.0.presigned_put(key).await
+        }
+        async fn get(
+            &self,
+            key: &str,
+            _max_bytes: usize,
+        ) -> Result<mq_service::uploads::Fetched, String> {
+            self.0.get(key, 100).await
+        }
+    }
+    let body = json!({
+        "repo": {"host": "github.com", "owner": "acme", "name": "rocket"},
+        "commit_sha": sha("T"), "branch": "main", "upload_id": "s3-too-large",
+    });
+    let url = env.ok("flaky-tests/upload-url", &body).await;
+    let upload_url = url["upload_url"].as_str().unwrap();
+    let put = env
+        .http
+        .put(upload_url)
+        .body(fixture("surefire-2.22-rerun-flaky.xml"))
+        .send()
+        .await
+        .unwrap();
+    assert!(put.status().is_success(), "{}", put.status());
+    let key = upload_url.split('?').next().unwrap();
+    let key = &key[key.find("/test-results/").unwrap() + 1..];
+    let app = env.app();
+    let bucket = app.uploads.clone().expect("a bucket");
+    let little = (*app).clone().with_uploads(Arc::new(ReadingLittle(bucket)));
+    let refused = mq_service::test_health::objects::ingest_object(&little, key).await;
+    let refused = format!("{:?}", refused.unwrap());
+    assert!(refused.starts_with("Refused(\"the report is "), "{refused}");
+    let again = mq_service::test_health::objects::ingest_object(&little, key).await;
+    assert!(
+        format!("{:?}", again.unwrap()).starts_with("Ignored("),
+        "not tried again"
+    );
 }
 
 async fn flaky_tests_recover_after_seven_days(env: TestEnv) {

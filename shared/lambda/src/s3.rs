@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 use aws_sdk_s3::presigning::PresigningConfig;
-use mq_service::uploads::{ReportBucket, URL_LIFETIME};
+use mq_service::uploads::{Fetched, ReportBucket, URL_LIFETIME};
 
 /// An S3 bucket (or an S3-compatible server) holding uploaded reports.
 #[derive(Clone, Debug)]
@@ -65,7 +65,7 @@ impl ReportBucket for UploadBucket {
         Ok(request.uri().to_owned())
     }
 
-    async fn get(&self, key: &str, max_bytes: usize) -> Result<Vec<u8>, String> {
+    async fn get(&self, key: &str, max_bytes: usize) -> Result<Fetched, String> {
         let out = self
             .client
             .get_object()
@@ -74,10 +74,11 @@ impl ReportBucket for UploadBucket {
             .send()
             .await
             .map_err(|e| aws_sdk_s3::error::DisplayErrorContext(e).to_string())?;
-        if out.content_length().unwrap_or_default() as u64 > max_bytes as u64 {
-            return Err(format!("the object is larger than {max_bytes} bytes"));
+        let size = u64::try_from(out.content_length().unwrap_or_default()).unwrap_or_default();
+        if size > max_bytes as u64 {
+            return Ok(Fetched::TooLarge { bytes: size });
         }
         let bytes = out.body.collect().await.map_err(|e| e.to_string())?;
-        Ok(bytes.to_vec())
+        Ok(Fetched::Bytes(bytes.to_vec()))
     }
 }

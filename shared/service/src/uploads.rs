@@ -12,14 +12,24 @@ pub const OBJECT_PREFIX: &str = "test-results/";
 /// How long a presigned URL stays valid.
 pub const URL_LIFETIME: Duration = Duration::from_secs(15 * 60);
 
+/// An object read back from the bucket.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fetched {
+    Bytes(Vec<u8>),
+    /// Larger than the reader takes: its size, and nothing read.
+    TooLarge {
+        bytes: u64,
+    },
+}
+
 /// A bucket holding uploaded reports. Errors are messages for the log.
 #[async_trait]
 pub trait ReportBucket: Send + Sync {
     /// A URL that accepts one PUT of `key` until [`URL_LIFETIME`] has passed.
     async fn presigned_put(&self, key: &str) -> Result<String, String>;
 
-    /// The object's bytes; refused when larger than `max_bytes`.
-    async fn get(&self, key: &str, max_bytes: usize) -> Result<Vec<u8>, String>;
+    /// The object's bytes, or only its size when it is larger than `max_bytes`.
+    async fn get(&self, key: &str, max_bytes: usize) -> Result<Fetched, String>;
 }
 
 /// The object key of an upload.

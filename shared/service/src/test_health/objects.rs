@@ -4,7 +4,7 @@
 use super::ingest::{IncomingUpload, ReportFile, ingest, metadata_from_fields};
 use crate::app::App;
 use crate::error::ServiceError;
-use crate::uploads::{URL_LIFETIME, object_key, parse_object_key};
+use crate::uploads::{Fetched, URL_LIFETIME, object_key, parse_object_key};
 use mq_core::ErrorCode;
 use mq_core::health::upload_key;
 use mq_core::ids::OrgId;
@@ -93,7 +93,7 @@ pub async fn ingest_object(app: &App, key: &str) -> Result<ObjectOutcome, Servic
             "{key} is not an upload object"
         )));
     };
-    let Some(mut record) = app.store.get_upload(&org, upload).await? else {
+    let Some(record) = app.store.get_upload(&org, upload).await? else {
         return Ok(ObjectOutcome::Ignored(format!(
             "no upload registered for {key}"
         )));
@@ -107,10 +107,19 @@ pub async fn ingest_object(app: &App, key: &str) -> Result<ObjectOutcome, Servic
         .uploads
         .as_ref()
         .ok_or_else(|| ServiceError::internal("the uploads bucket is not configured"))?;
-    let bytes = bucket
+    let bytes = match bucket
         .get(key, MAX_OBJECT_BYTES)
         .await
-        .map_err(ServiceError::internal)?;
+        .map_err(ServiceError::internal)?
+    {
+        Fetched::Bytes(bytes) => bytes,
+        Fetched::TooLarge { bytes } => {
+            let why = format!(
+                "the report is {bytes} bytes, over the {MAX_OBJECT_BYTES} an upload URL takes"
+            );
+            return refused(app, record, why).await;
+        }
+    };
     let incoming = IncomingUpload {
         metadata: record.metadata.clone(),
         codeowners: None,
@@ -129,11 +138,20 @@ pub async fn ingest_object(app: &App, key: &str) -> Result<ObjectOutcome, Servic
         }),
         Err(e) if e.is_invalid_input() => {
             let why = e.refusal().unwrap_or_default().to_owned();
-            record.state = UploadState::Done;
-            record.error = Some(why.clone());
-            app.store.put_upload(&record).await?;
-            Ok(ObjectOutcome::Refused(why))
+            refused(app, record, why).await
         }
         Err(e) => Err(e),
     }
+}
+
+/// Records on the upload that its report was refused, and why: it is not tried again.
+async fn refused(
+    app: &App,
+    mut record: UploadRecord,
+    why: String,
+) -> Result<ObjectOutcome, ServiceError> {
+    record.state = UploadState::Done;
+    record.error = Some(why.clone());
+    app.store.put_upload(&record).await?;
+    Ok(ObjectOutcome::Refused(why))
 }

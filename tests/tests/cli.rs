@@ -736,6 +736,9 @@ async fn operators_see_and_steer_the_queue() {
             "{table}"
         );
     }
+    let testing = env.wait_for_run(&repo, 1).await;
+    assert_eq!(rows[0][3], testing.id, "the run testing #1: {table}");
+    assert_eq!((rows[1][0], rows[1][3]), ("-", "-"), "#2 waits: {table}");
     let json: Value =
         serde_json::from_str(&mq.run(&["--json", "queue"]).await.expect(0).stdout).unwrap();
     assert_eq!(json, env.queue(&repo).await, "--json is the API's JSON");

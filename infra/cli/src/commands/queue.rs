@@ -10,8 +10,7 @@ use crate::exit::Outcome;
 use crate::output::{self, line, table, text};
 use serde_json::{Value, json};
 use std::io::{IsTerminal, Write};
-use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
+use std::time::Duration;
 
 pub fn queue(ctx: &Context, args: &QueueArgs) -> Result<Outcome> {
     if !args.watch {
@@ -52,32 +51,35 @@ fn redraw(before: &str, now: &str) {
     let _ = out.flush();
 }
 
-/// The queue as text (with `--json`, the API's JSON on one line).
+/// The queue as text (with `--json`, `getQueue`'s JSON on one line). The table comes from
+/// one `getQueueActivity` call: the line's groups (their runs and the state of each pull
+/// request) and the pull requests waiting.
 fn render(ctx: &Context) -> Result<Drawn> {
-    let queue = ctx.api()?.read("getQueue", &ctx.queue_body()?)?;
     if ctx.args.json {
+        let queue = ctx.api()?.read("getQueue", &ctx.queue_body()?)?;
         let text = format!("{queue}\n");
         return Ok(Drawn {
             without_ages: text.clone(),
             text,
         });
     }
-    let entries = queue["enqueuedPullRequests"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
+    let activity = ctx.api()?.read("getQueueActivity", &ctx.queue_body()?)?;
+    let list = |name: &str| activity[name].as_array().cloned().unwrap_or_default();
+    let (groups, waiting) = (list("line"), list("waiting"));
+    let in_line: usize = groups.iter().map(|g| active_prs(g).len()).sum();
+    let count = in_line + waiting.len();
+    let queue = &activity["queue"];
     let mut out = format!(
-        "{} {}: {}, concurrency {}, batch {}, mode {}, {} pull request{}\n",
+        "{} {}: {}, concurrency {}, batch {}, mode {}, {count} pull request{}\n",
         ctx.repo()?,
         ctx.target()?,
-        text(&queue, "state"),
-        text(&queue, "concurrency"),
+        text(queue, "state"),
+        text(queue, "concurrency"),
         if queue["batch"] == true { "on" } else { "off" },
-        text(&queue, "mode"),
-        entries.len(),
-        if entries.len() == 1 { "" } else { "s" }
+        text(queue, "mode"),
+        if count == 1 { "" } else { "s" }
     );
-    if entries.is_empty() {
+    if count == 0 {
         return Ok(Drawn {
             without_ages: out.clone(),
             text: out,
@@ -85,7 +87,8 @@ fn render(ctx: &Context) -> Result<Drawn> {
     }
     out.push('\n');
     let header = ["GROUP", "PULL REQUESTS", "STATE", "RUN", "AGE"];
-    let mut rows = rows(ctx, &entries)?;
+    let mut rows = group_rows(&groups);
+    rows.extend(waiting_rows(&waiting));
     let text = format!("{out}{}", table(&header, &rows));
     for row in &mut rows {
         row[4].clear();
@@ -94,62 +97,75 @@ fn render(ctx: &Context) -> Result<Drawn> {
     Ok(Drawn { text, without_ages })
 }
 
-/// One row per group of pull requests tested together, in queue order. A pull request's
-/// state is the entry's, or else its submission's (`getSubmittedPullRequest`); entries are
-/// grouped by their test run when the API names it, else each stands alone.
-fn rows(ctx: &Context, entries: &[Value]) -> Result<Vec<Vec<String>>> {
-    let now = OffsetDateTime::now_utc();
-    let mut rows: Vec<Vec<String>> = Vec::new();
-    let mut last_run: Option<String> = None;
-    for entry in entries {
-        let state = entry_state(ctx, entry)?;
-        let run = entry["testRunId"].as_str().map(str::to_owned);
-        let number = format!("#{}", text(entry, "prNumber"));
-        let age = age(entry["stateChangedAt"].as_str(), now);
-        if run.is_some()
-            && run == last_run
-            && let Some(row) = rows.last_mut()
-        {
-            row[1] = format!("{} {number}", row[1]);
+/// The pull requests of a group of the line still in the queue.
+fn active_prs(group: &Value) -> Vec<Value> {
+    group["pullRequests"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p.get("state").is_some())
+        .cloned()
+        .collect()
+}
+
+/// One row per group of the line, front first (then bisection runs): its pull requests,
+/// their state, its run and how long it has run.
+fn group_rows(groups: &[Value]) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    for group in groups {
+        let prs = active_prs(group);
+        let Some(first) = prs.first() else {
             continue;
+        };
+        let numbers: Vec<String> = prs
+            .iter()
+            .map(|p| format!("#{}", text(p, "prNumber")))
+            .collect();
+        let described = if prs.len() == 1 {
+            format!(
+                "{} {}",
+                numbers[0],
+                truncate(first["prTitle"].as_str().unwrap_or(""), 48)
+            )
+        } else {
+            numbers.join(" ")
+        };
+        let mut state = text(first, "state");
+        if group["kind"] == "bisection" {
+            state.push_str(" (bisection)");
         }
-        let title = truncate(entry["prTitle"].as_str().unwrap_or(""), 48);
-        let group = (rows.len() + 1).to_string();
+        let age = group["ageSeconds"].as_u64().map(Duration::from_secs);
         rows.push(vec![
-            group,
-            format!("{number} {title}"),
+            (rows.len() + 1).to_string(),
+            described,
             state,
-            run.clone().unwrap_or_else(|| "-".to_owned()),
-            age,
+            text(group, "testRunId"),
+            age.map_or_else(|| "-".to_owned(), short),
         ]);
-        last_run = run;
     }
-    Ok(rows)
+    rows
 }
 
-fn entry_state(ctx: &Context, entry: &Value) -> Result<String> {
-    let mut state = match entry["state"].as_str() {
-        Some(state) => state.to_owned(),
-        None => {
-            let mut body = ctx.queue_body()?;
-            body["pr"] = json!({"number": entry["prNumber"]});
-            let seen = ctx.api()?.read("getSubmittedPullRequest", &body)?;
-            text(&seen, "state")
-        }
-    };
-    if entry["stuck"] == true {
-        state.push_str(" (stuck)");
-    }
-    Ok(state)
-}
-
-/// How long ago `at` (RFC 3339) was, e.g. `4m`.
-fn age(at: Option<&str>, now: OffsetDateTime) -> String {
-    let Some(at) = at.and_then(|a| OffsetDateTime::parse(a, &Rfc3339).ok()) else {
-        return "-".to_owned();
-    };
-    let seconds = (now - at).whole_seconds().max(0) as u64;
-    short(std::time::Duration::from_secs(seconds))
+/// One row per pull request waiting, next to start first.
+fn waiting_rows(waiting: &[Value]) -> Vec<Vec<String>> {
+    waiting
+        .iter()
+        .map(|w| {
+            let mut state = text(w, "state");
+            if w["stuck"] == true {
+                state.push_str(" (stuck)");
+            }
+            let title = truncate(w["prTitle"].as_str().unwrap_or(""), 48);
+            let age = w["waitingSeconds"].as_u64().map(Duration::from_secs);
+            vec![
+                "-".to_owned(),
+                format!("#{} {title}", text(w, "prNumber")),
+                state,
+                "-".to_owned(),
+                age.map_or_else(|| "-".to_owned(), short),
+            ]
+        })
+        .collect()
 }
 
 fn truncate(text: &str, max: usize) -> String {
@@ -383,11 +399,35 @@ mod tests {
     }
 
     #[test]
-    fn ages() {
-        let now = OffsetDateTime::parse("2026-01-01T10:00:00Z", &Rfc3339).unwrap();
-        assert_eq!(age(Some("2026-01-01T09:56:30Z"), now), "3m");
-        assert_eq!(age(Some("2026-01-01T10:00:05Z"), now), "0s");
-        assert_eq!(age(Some("yesterday"), now), "-");
+    fn a_batch_is_one_row_with_its_run_and_waiting_pull_requests_follow() {
+        let groups = [
+            json!({"testRunId": "7-ab12-main", "kind": "main", "ageSeconds": 185,
+                   "pullRequests": [
+                       {"prNumber": 1, "prTitle": "One", "state": "testing"},
+                       {"prNumber": 2, "prTitle": "Two", "state": "testing"},
+                       {"prNumber": 3, "prTitle": "Merged meanwhile"}]}),
+            json!({"testRunId": "8-cd34-bisection", "kind": "bisection", "ageSeconds": 5,
+                   "pullRequests": [{"prNumber": 4, "prTitle": "Four", "state": "pending_failure"}]}),
+        ];
+        assert_eq!(
+            group_rows(&groups),
+            [
+                ["1", "#1 #2", "testing", "7-ab12-main", "3m"],
+                [
+                    "2",
+                    "#4 Four",
+                    "pending_failure (bisection)",
+                    "8-cd34-bisection",
+                    "5s"
+                ],
+            ]
+        );
+        let waiting = [json!({"prNumber": 5, "prTitle": "Five", "state": "pending",
+                              "waitingSeconds": 7200, "stuck": true})];
+        assert_eq!(
+            waiting_rows(&waiting),
+            [["-", "#5 Five", "pending (stuck)", "-", "2h00m"]]
+        );
     }
 
     #[test]

@@ -94,10 +94,17 @@ pub fn state_history(entry: &Entry, runs: &[TestRun], restarts: &[Restart]) -> V
             run: entry.last_run.clone(),
             ..StateChange::new(at, entry.state)
         },
-        _ => StateChange {
-            run: entry.current_run.clone(),
-            ..StateChange::new(entry.state_changed_at, entry.state)
-        },
+        // An active entry's time of change stays put when it restarts in the same state
+        // (testing again at once): the changes rebuilt since then are its own, and its
+        // current state comes last.
+        _ => {
+            let latest = changes.iter().map(|c| c.at).max();
+            let at = latest.map_or(entry.state_changed_at, |l| l.max(entry.state_changed_at));
+            StateChange {
+                run: entry.current_run.clone(),
+                ..StateChange::new(at, entry.state)
+            }
+        }
     };
     // Nothing rebuilt comes after the last change the entry itself records.
     changes.retain(|c| c.at <= last.at);
@@ -217,6 +224,43 @@ mod tests {
         assert_eq!(history[3].reason.as_deref(), Some("restart"));
         assert_eq!(history[5].reason.as_deref(), Some("tests_failed"));
         assert_eq!(history[6].reason.as_deref(), Some("tests_failed"));
+    }
+
+    /// A push to the target restarted the group at once: the entry went from testing to
+    /// testing, so its time of change stayed at the first run's start. The restart and the
+    /// second run are still shown, and its current state is the second run's.
+    #[test]
+    fn an_entry_restarted_into_testing_shows_the_restart_and_its_new_run() {
+        let mut entry = merged_after_one_run();
+        entry.state = EntryState::Testing;
+        entry.state_changed_at = Timestamp(200);
+        entry.concluded_at = None;
+        entry.current_run = Some("r2".to_owned());
+        let mut cancelled = run("r1", &entry, RunStatus::Cancelled, 200, Some(300));
+        cancelled.reason = Some("target_moved".to_owned());
+        let runs = [
+            cancelled,
+            run("r2", &entry, RunStatus::InProgress, 310, None),
+        ];
+        let restarts = [Restart {
+            entry_id: entry.id.clone(),
+            pr: entry.pr,
+            at: Timestamp(300),
+            count: 1,
+            total: 1,
+        }];
+        let history = state_history(&entry, &runs, &restarts);
+        assert_eq!(
+            states(&history),
+            [
+                (100, EntryState::NotReady),
+                (150, EntryState::Pending),
+                (200, EntryState::Testing),
+                (300, EntryState::Pending),
+                (310, EntryState::Testing),
+            ]
+        );
+        assert_eq!(history[4].run.as_deref(), Some("r2"));
     }
 
     #[test]

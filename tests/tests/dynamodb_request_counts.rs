@@ -124,7 +124,7 @@ const EXPECTED: &[(&str, &str, usize, usize, &str, usize)] = &[
         "a history too short for advice",
         1,
         1,
-        "Query Queues, Query PullRequests ×2, Query TestRuns",
+        "Query Queues, Query PullRequests, Query TestRuns",
         0,
     ),
     (

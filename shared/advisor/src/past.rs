@@ -10,7 +10,8 @@ use mq_core::snapshot::QueueSnapshot;
 ///
 /// - `kept`: what the store kept of the window: the entries that left the queue in it
 ///   (`concluded_at` in it), as their conclusion left them; the runs that finished in it
-///   (`finished_at` in it), whatever their kind and status; the restarts recorded in it;
+///   (`finished_at` in it), whatever their kind and status (restarts are not used: the
+///   service reads none);
 /// - `active`: the entries still in the queue at the window's end, from the snapshot; an
 ///   entry both concluded and active counts once.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -113,10 +113,12 @@ pub async fn load_history(
 ) -> Result<Loaded, ServiceError> {
     let id = &snapshot.queue.id;
     let mut window = Window::last(&snapshot.queue, now, window_ms);
+    // One more than kept: more than MAX_HISTORY_ITEMS read says the window holds more.
     let (concluded, runs) = tokio::join!(
-        app.store.conclusions_between(id, window, MAX_HISTORY_ITEMS),
         app.store
-            .finished_runs_between(id, window, MAX_HISTORY_ITEMS)
+            .conclusions_between(id, window, MAX_HISTORY_ITEMS + 1),
+        app.store
+            .finished_runs_between(id, window, MAX_HISTORY_ITEMS + 1)
     );
     let (mut concluded, mut runs) = (concluded?, runs?);
     let oldest_kept = [
@@ -132,22 +134,27 @@ pub async fn load_history(
         concluded.retain(|e| e.concluded_at.is_some_and(|at| at >= from));
         runs.retain(|r| r.finished_at.is_some_and(|at| at >= from));
     }
+    // The advisor uses no restart: none is read.
     let kept = History {
         concluded,
         finished_runs: runs,
-        restarts: app.store.restarts_between(id, window).await?,
+        restarts: Vec::new(),
     };
     let past = Past::new(window, kept, snapshot);
     Ok(Loaded { past, shortened })
 }
 
-/// The time of the oldest of `items` (newest first) when the read was cut at
-/// [`MAX_HISTORY_ITEMS`]; the window then starts there.
+/// When the read (newest first) found more than [`MAX_HISTORY_ITEMS`]: the window then
+/// starts just after the oldest item read, so that every item of the millisecond it starts
+/// at was read.
 fn full_from<T>(items: &[T], at: impl Fn(&T) -> Option<Timestamp>) -> Option<Timestamp> {
-    if items.len() < MAX_HISTORY_ITEMS {
+    if items.len() <= MAX_HISTORY_ITEMS {
         return None;
     }
-    items.last().and_then(at)
+    items
+        .last()
+        .and_then(at)
+        .map(|oldest| oldest.plus_millis(1))
 }
 
 /// Runs the advisor on a blocking thread (it is CPU-bound for its whole budget,
@@ -190,5 +197,26 @@ fn no_advice(refused: &AdviceError) -> NoAdvice {
     NoAdvice {
         reason: refused.reason().to_owned(),
         message: refused.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A window holding exactly the most items kept is whole; one more read says it holds
+    /// more, and the window then starts after the oldest read (its millisecond may hold
+    /// items not read).
+    #[test]
+    fn a_window_is_shortened_only_when_it_holds_more_than_is_kept() {
+        let items: Vec<i64> = (0..MAX_HISTORY_ITEMS as i64)
+            .rev()
+            .map(|i| 1_000 + i)
+            .collect();
+        let at = |t: &i64| Some(Timestamp(*t));
+        assert_eq!(full_from(&items, at), None);
+        let mut more = items.clone();
+        more.push(999);
+        assert_eq!(full_from(&more, at), Some(Timestamp(1_000)));
     }
 }

@@ -301,14 +301,19 @@ pub async fn pull_request_history(
     let now = app.now();
     // Runs finish at the latest when the submission concludes (or now, while it is active).
     let end = entry.concluded_at.unwrap_or(now).plus_millis(1);
+    let lifetime = Window::between(entry.submitted_at, end);
+    // The queue's restarts are read only for an entry that has any: the read covers every
+    // pull request of the queue over the entry's lifetime.
+    let restarts = async {
+        if entry.restarts == 0 {
+            return Ok(Vec::new());
+        }
+        app.store.restarts_between(id, lifetime).await
+    };
     let (finished, restarts) = tokio::join!(
-        app.store.finished_runs_between(
-            id,
-            Window::between(entry.submitted_at, end),
-            HISTORY_RUNS_READ
-        ),
         app.store
-            .restarts_between(id, Window::between(entry.submitted_at, end))
+            .finished_runs_between(id, lifetime, HISTORY_RUNS_READ),
+        restarts
     );
     let mut runs: Vec<TestRun> = finished?
         .into_iter()

@@ -300,3 +300,55 @@ async fn a_queue_larger_than_a_page_reads_as_one_version_while_commits_land() {
     writer.await.unwrap();
     assert!(reads >= 5, "only {reads} reads while the writer committed");
 }
+
+/// A concluded entry's items in the PullRequests table (its latest conclusion, read by
+/// getSubmittedPullRequest, and its conclusion log) both expire when concluded entries do
+/// (SECURITY.md: 30 days), so neither outlives the retention.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_concluded_entrys_items_expire_together() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use contract::fixtures::{T0, commit, concluded, entry};
+    use mq_core::entry::EntryState;
+    use mq_store::QueueStore;
+    use mq_store::dynamo::keys::{EXPIRES_AT, done_sk, latest_pr_sk};
+    let store = fresh_dynamo().await;
+    let q = contract::fixtures::queue("acme", "rocket", "main");
+    store.create_queue(&q).await.unwrap();
+    let before = store.load(&q.id).await.unwrap().unwrap();
+    let mut with_entry = before.clone();
+    with_entry.entries = vec![Arc::new(entry(1, EntryState::Testing, T0))];
+    let added = commit(&before, with_entry, vec![], vec![], T0);
+    store.commit(&added).await.unwrap();
+    let snap = store.load(&q.id).await.unwrap().unwrap();
+    let t1 = T0.plus_millis(60_000);
+    let merged = concluded((*snap.entries[0]).clone(), EntryState::Merged, t1);
+    let mut after = snap.clone();
+    after.entries.clear();
+    let concluding = commit(&snap, after, vec![merged.clone()], vec![], t1);
+    store.commit(&concluding).await.unwrap();
+    let expires = |sk: String| {
+        let store = &store;
+        let pk = q.id.as_str().to_owned();
+        async move {
+            let key = std::collections::HashMap::from([
+                ("pk".to_owned(), AttributeValue::S(pk)),
+                ("sk".to_owned(), AttributeValue::S(sk)),
+            ]);
+            let item = store
+                .client()
+                .get_item()
+                .table_name(&store.tables().pull_requests)
+                .set_key(Some(key))
+                .send()
+                .await
+                .unwrap()
+                .item
+                .expect("the item is stored");
+            item.get(EXPIRES_AT).cloned()
+        }
+    };
+    let latest = expires(latest_pr_sk(1)).await;
+    let log = expires(done_sk(t1, &merged.id)).await;
+    assert!(latest.is_some(), "the latest conclusion expires");
+    assert_eq!(latest, log);
+}

@@ -581,10 +581,18 @@ fn restart_item(queue_id: &str, restart: &Restart) -> StoreResult<Item> {
     )
 }
 
-/// The latest-conclusion item of the PR and the conclusion log item.
+/// The latest-conclusion item of the PR and the conclusion log item, both kept as long as
+/// concluded entries are (SECURITY.md's retention).
 fn concluded_items(queue_id: &str, entry: &Entry, fallback: Timestamp) -> StoreResult<[Item; 2]> {
     let at = entry.concluded_at.unwrap_or(fallback);
-    let latest = to_item(entry, &[(PK, s(queue_id)), (SK, s(latest_pr_sk(entry.pr)))])?;
+    let latest = to_item(
+        entry,
+        &[
+            (PK, s(queue_id)),
+            (SK, s(latest_pr_sk(entry.pr))),
+            (EXPIRES_AT, n(expires_at(at))),
+        ],
+    )?;
     let log = to_item(
         entry,
         &[

@@ -185,7 +185,7 @@ pub fn repository(env: &Environment) -> Option<Found<Repo>> {
 }
 
 /// A URL without the user and password it may carry (`https://user:secret@host/...`).
-fn without_credentials(url: &str) -> String {
+pub fn without_credentials(url: &str) -> String {
     match url.split_once("://") {
         Some((scheme, rest)) => {
             let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));

@@ -381,15 +381,7 @@ fn api_error(operation: &str, answer: &Answer) -> Error {
 /// A URL as it may be printed: without credentials before an `@`, a query or a fragment.
 fn shown_url(text: &str) -> String {
     let text = text.trim();
-    let text = &text[..text.find(['?', '#']).unwrap_or(text.len())];
-    let Some((scheme, rest)) = text.split_once("://") else {
-        return text.to_owned();
-    };
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let host = authority
-        .rsplit_once('@')
-        .map_or(authority, |(_, host)| host);
-    format!("{scheme}://{host}{path}")
+    crate::ci::without_credentials(&text[..text.find(['?', '#']).unwrap_or(text.len())])
 }
 
 fn new_key() -> String {

@@ -96,16 +96,21 @@ async fn targets_uploaded_meanwhile(
     if queue.config.mode != QueueMode::Parallel || found {
         return Ok(());
     }
-    let late = uploaded_targets_events(app, queue, std::slice::from_ref(pr)).await?;
+    apply_uploaded_targets(app, org, queue, std::slice::from_ref(pr)).await
+}
+
+/// Gives the entries of `prs` the impacted targets stored for their heads, if any (facts: an
+/// entry gone, or at another head, meanwhile takes nothing).
+pub async fn apply_uploaded_targets(
+    app: &App,
+    org: &OrgId,
+    queue: &Queue,
+    prs: &[PrFacts],
+) -> Result<(), ServiceError> {
+    let late = uploaded_targets_events(app, queue, prs).await?;
     if !late.is_empty() {
-        drive::apply(
-            app,
-            Actor::ServiceFor(org),
-            &queue.id,
-            &late,
-            Start::fresh(),
-        )
-        .await?;
+        let owner = Actor::ServiceFor(org);
+        drive::apply(app, owner, &queue.id, &late, Start::fresh()).await?;
     }
     Ok(())
 }

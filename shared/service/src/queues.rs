@@ -1,7 +1,7 @@
 //! Queue administration: create, read, update, delete.
 
 use super::drive::{self, Actor, Start};
-use super::pull_requests::uploaded_targets_events;
+use super::pull_requests::{apply_uploaded_targets, uploaded_targets_events};
 use super::shell::{Retry, contention_deadline};
 use crate::app::App;
 use crate::error::ServiceError;
@@ -69,9 +69,10 @@ pub async fn update(
     }];
     let to_parallel = patch.mode == Some(QueueMode::Parallel)
         && snapshot.queue.config.mode != QueueMode::Parallel;
-    let waiting = without_targets(&snapshot, &BTreeSet::new());
+    let mut waiting = Vec::new();
     if to_parallel {
         // Targets uploaded before submission were not needed until now.
+        waiting = without_targets(&snapshot, &BTreeSet::new());
         events.extend(uploaded_targets_events(app, &snapshot.queue, &waiting).await?);
     }
     let start = Start::from(snapshot);
@@ -106,12 +107,7 @@ async fn targets_submitted_meanwhile(
     seen: &BTreeSet<PrNumber>,
 ) -> Result<(), ServiceError> {
     let now = drive::read(app, org, id).await?;
-    let missed = without_targets(&now, seen);
-    let late = uploaded_targets_events(app, &now.queue, &missed).await?;
-    if !late.is_empty() {
-        drive::apply(app, Actor::ServiceFor(org), id, &late, Start::fresh()).await?;
-    }
-    Ok(())
+    apply_uploaded_targets(app, org, &now.queue, &without_targets(&now, seen)).await
 }
 
 /// Deletes a queue with no active entries; 409 while any is active.

@@ -76,13 +76,45 @@ async fn a_half_written_large_commit_is_finished_by_the_next_writer() {
 }
 
 /// Attaches `changes` to the queue item as a large commit's redo at `version`, with
-/// `active` entries, as a writer that stopped right after the first step leaves it.
+/// `active` entries, as a writer that stopped right after the second step leaves it: the
+/// redo in parts in the PullRequests table, the queue item naming them.
 async fn attach_redo(
     store: &DynamoStore,
     id: &mq_core::ids::QueueId,
     version: u64,
     active: u32,
     changes: &mq_core::snapshot::LiveChanges,
+) {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use mq_store::dynamo::large_commit::{REDO_PART, RedoParts, cut};
+    let json = serde_json::to_string(changes).unwrap();
+    let pieces = cut(&json);
+    let redo = RedoParts::new(version, "stopped-writer", pieces.len());
+    for (index, piece) in pieces.into_iter().enumerate() {
+        let item = std::collections::HashMap::from([
+            ("pk".to_owned(), AttributeValue::S(id.as_str().to_owned())),
+            ("sk".to_owned(), AttributeValue::S(redo.part_sk(index))),
+            (REDO_PART.to_owned(), AttributeValue::S(piece.to_owned())),
+        ]);
+        store
+            .client()
+            .put_item()
+            .table_name(&store.tables().pull_requests)
+            .set_item(Some(item))
+            .send()
+            .await
+            .unwrap();
+    }
+    attach_redo_attribute(store, id, version, active, redo.attribute()).await;
+}
+
+/// Sets the queue item's version, active entries and `redo` attribute.
+async fn attach_redo_attribute(
+    store: &DynamoStore,
+    id: &mq_core::ids::QueueId,
+    version: u64,
+    active: u32,
+    redo: String,
 ) {
     use aws_sdk_dynamodb::types::AttributeValue;
     use mq_store::dynamo::keys::{ACTIVE_ENTRIES, VERSION};
@@ -103,10 +135,7 @@ async fn attach_redo(
         .unwrap();
     item.insert(VERSION.into(), AttributeValue::N(version.to_string()));
     item.insert(ACTIVE_ENTRIES.into(), AttributeValue::N(active.to_string()));
-    item.insert(
-        REDO.into(),
-        AttributeValue::S(serde_json::to_string(changes).unwrap()),
-    );
+    item.insert(REDO.into(), AttributeValue::S(redo));
     store
         .client()
         .put_item()
@@ -200,10 +229,15 @@ async fn a_delete_during_a_half_written_large_commit_leaves_no_item_behind() {
 
 /// An entry of about 30 KB (300 impacted targets of 100 characters).
 fn big_entry(pr: u32) -> mq_core::entry::Entry {
+    entry_with_targets(pr, 300)
+}
+
+/// An entry with `targets` impacted targets of 100 characters (about 100 bytes each).
+fn entry_with_targets(pr: u32, targets: usize) -> mq_core::entry::Entry {
     use contract::fixtures::*;
     use mq_core::entry::{EntryState, ImpactedTargets, UploadedTargets};
     let mut e = entry(pr, EntryState::Pending, T0);
-    let targets = (0..300)
+    let targets = (0..targets)
         .map(|i| format!("//services/{pr:04}/target-{i:04}/{}", "x".repeat(70)))
         .collect();
     e.impacted = Some(UploadedTargets {
@@ -351,4 +385,110 @@ async fn a_concluded_entrys_items_expire_together() {
     let log = expires(done_sk(t1, &merged.id)).await;
     assert!(latest.is_some(), "the latest conclusion expires");
     assert_eq!(latest, log);
+}
+
+/// A redo attached inline to the queue item (the JSON itself, as earlier versions wrote it)
+/// is still read whole and finished.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redo_written_inline_by_an_earlier_version_is_read_and_finished() {
+    use contract::fixtures::*;
+    use mq_core::entry::EntryState;
+    use mq_core::snapshot::LiveChanges;
+    use mq_store::QueueStore;
+
+    let store = fresh_dynamo().await;
+    let q = queue("acme", "rocket", "main");
+    store.create_queue(&q).await.unwrap();
+    let changes = LiveChanges {
+        put_entries: (1..=3)
+            .map(|pr| entry(pr, EntryState::Pending, T0))
+            .collect(),
+        ..LiveChanges::default()
+    };
+    let inline = serde_json::to_string(&changes).unwrap();
+    attach_redo_attribute(&store, &q.id, 1, 3, inline).await;
+    let seen = store.load(&q.id).await.unwrap().unwrap();
+    assert_eq!(seen.entries.len(), 3, "a reader sees the commit whole");
+    let mut next = seen.clone();
+    next.entries.truncate(2);
+    let attempt = commit(&seen, next.clone(), vec![], vec![], T0);
+    assert!(store.commit(&attempt).await.is_err(), "finished first");
+    store.commit(&attempt).await.unwrap();
+    let keys = partition_keys(&store, &q.id).await;
+    assert_eq!(keys.iter().filter(|k| k.starts_with("ENTRY#")).count(), 2);
+}
+
+/// A commit of fewer items than a transaction holds, but heavier than its 4 MB (70 entries
+/// of about 64 KB of impacted targets), is written in steps and applies whole; so is the
+/// commit that then changes every one of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_heavier_than_a_transaction_holds_applies_whole() {
+    use contract::fixtures::*;
+    use mq_core::entry::EntryState;
+    use mq_store::QueueStore;
+
+    let store = fresh_dynamo().await;
+    let q = queue("acme", "rocket", "main");
+    store.create_queue(&q).await.unwrap();
+    let empty = store.load(&q.id).await.unwrap().unwrap();
+    let mut heavy = empty.clone();
+    heavy.entries = (1..=70)
+        .map(|pr| Arc::new(entry_with_targets(pr, 640)))
+        .collect();
+    store
+        .commit(&commit(&empty, heavy.clone(), vec![], vec![], T0))
+        .await
+        .unwrap();
+    let loaded = store.load(&q.id).await.unwrap().unwrap();
+    assert_eq!(loaded.entries, heavy.entries);
+
+    let mut testing = loaded.clone();
+    for e in &mut testing.entries {
+        Arc::make_mut(e).state = EntryState::Testing;
+    }
+    store
+        .commit(&commit(&loaded, testing.clone(), vec![], vec![], T0))
+        .await
+        .unwrap();
+    let after = store.load(&q.id).await.unwrap().unwrap();
+    assert_eq!(after.entries, testing.entries);
+    assert_eq!(after.queue.version, 2);
+}
+
+/// A large commit whose changes weigh more than an item may (400 KB: here 150 entries of
+/// about 30 KB) keeps them in parts, and applies whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_commit_heavier_than_an_item_keeps_its_redo_in_parts() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use contract::fixtures::*;
+    use mq_store::QueueStore;
+
+    let store = fresh_dynamo().await;
+    let q = queue("acme", "rocket", "main");
+    store.create_queue(&q).await.unwrap();
+    let empty = store.load(&q.id).await.unwrap().unwrap();
+    let mut many = empty.clone();
+    many.entries = (1..=150).map(|pr| Arc::new(big_entry(pr))).collect();
+    store
+        .commit(&commit(&empty, many.clone(), vec![], vec![], T0))
+        .await
+        .unwrap();
+    let loaded = store.load(&q.id).await.unwrap().unwrap();
+    assert_eq!(loaded.entries, many.entries);
+
+    let parts = store
+        .client()
+        .query()
+        .table_name(&store.tables().pull_requests)
+        .key_condition_expression("pk = :pk AND begins_with(sk, :redo)")
+        .expression_attribute_values(":pk", AttributeValue::S(q.id.as_str().to_owned()))
+        .expression_attribute_values(":redo", AttributeValue::S("REDO#".to_owned()))
+        .projection_expression("sk")
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        parts.count() >= 2,
+        "the redo of about 4.5 MB is kept in parts, not in the queue item"
+    );
 }

@@ -18,6 +18,7 @@ use super::DynamoStore;
 use super::codec::{Item, from_item, from_items, from_optional_item, get_s, key, n, s, to_item};
 use super::keys::{EXPIRES_AT, PK, SK, VERSION};
 use super::requests::{query_count, query_up_to};
+use super::transaction_limits::{MAX_TRANSACTION_ITEMS, groups_by, item_bytes};
 use crate::codeowners::{MAX_STORED_BYTES, compress};
 use crate::error::StoreError;
 use crate::port::{
@@ -47,8 +48,6 @@ const SETTINGS_SK: &str = "SETTINGS";
 const CODEOWNERS_SK: &str = "CODEOWNERS";
 const UPLOAD_SK: &str = "UPLOAD";
 const RECOVERY_SHARD_VALUE: &str = "FLAKY";
-/// DynamoDB refuses transactions of more than this many actions.
-const MAX_TRANSACTION: usize = 100;
 /// Raw results per item (about 60 bytes each: far below the 400 KB item limit).
 const RAW_PER_ITEM: usize = 1000;
 
@@ -200,15 +199,22 @@ impl TestHealthStore for DynamoStore {
 
     async fn put_test_cases(&self, cases: &[TestCase]) -> StoreResult<Vec<Uuid>> {
         let mut lost = Vec::new();
-        for chunk in cases.chunks(MAX_TRANSACTION) {
-            let actions = chunk
-                .iter()
-                .map(|c| versioned_put(&self.tables.test_health, case_item(c)?, c.version))
-                .collect::<StoreResult<Vec<_>>>()?;
+        let puts = cases
+            .iter()
+            .map(|c| {
+                let item = case_item(c)?;
+                let bytes = item_bytes(&item);
+                let put = versioned_put(&self.tables.test_health, item, c.version)?;
+                Ok((c.id, put, bytes))
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
+        for group in groups_by(puts, |(_, _, bytes)| *bytes, MAX_TRANSACTION_ITEMS) {
+            let (ids, actions): (Vec<Uuid>, Vec<_>) =
+                group.into_iter().map(|(id, put, _)| (id, put)).unzip();
             match self.transact(actions).await {
                 Ok(()) => {}
-                // Nothing of the chunk was written: the caller merges each again.
-                Err(StoreError::Conflict) => lost.extend(chunk.iter().map(|c| c.id)),
+                // Nothing of the group was written: the caller merges each again.
+                Err(StoreError::Conflict) => lost.extend(ids),
                 Err(e) => return Err(e),
             }
         }

@@ -7,8 +7,10 @@
 //!   runs whose branch exists).
 //! - PullRequests: per queue, `PR#<pr>` (latest concluded entry of each PR),
 //!   `DONE#<concluded ms>#<entry id>` (conclusion log, expires),
-//!   `RESTART#<ms>#<entry id>#<restarts so far>` (restart log, expires) and `TARGETS#<pr>`
-//!   (impacted targets last uploaded for the PR, expires).
+//!   `RESTART#<ms>#<entry id>#<restarts so far>` (restart log, expires), `TARGETS#<pr>`
+//!   (impacted targets last uploaded for the PR, expires) and
+//!   `REDO#<version>#<token>#<part>` (the parts of a large commit's changes, expire: see
+//!   [`super::large_commit`]).
 //! - TestRuns: per queue, finished runs by id; `finished-index` (local) on `finished_ms`.
 //! - ApiTokens: tokens by `token_hash` (the SHA-256 of the secret, kind `token`), and the
 //!   organisation of each repository owner by `token_hash` = `owner#<host/owner>` (kind

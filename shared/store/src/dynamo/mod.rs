@@ -10,6 +10,7 @@ mod owners;
 mod queues;
 mod requests;
 mod tokens;
+mod transaction_limits;
 
 use crate::tables::TableNames;
 use aws_sdk_dynamodb::Client;

@@ -3,9 +3,11 @@
 use super::DynamoStore;
 use super::codec::{Item, from_item, from_items, from_optional_item, get_s, key, n, s, to_item};
 use super::keys::*;
-use super::large_commit::{REDO, STEP_ITEMS};
-use super::requests::{
-    Pages, TransactionFailed, backoff, delete_action, map_sdk_error, put_action, query_all,
+use super::large_commit::{REDO, REDO_PART, RedoParts, STEP_ITEMS, cut};
+use super::requests::{Pages, TransactionFailed, backoff, delete_action, map_sdk_error, query_all};
+use super::transaction_limits::{
+    MAX_TRANSACTION_ITEMS, TRANSACTION_BUDGET, Write, fit_one_transaction, groups, item_bytes,
+    total_bytes,
 };
 use crate::error::StoreError;
 use crate::port::{QueueStore, RunLocation, StoreResult};
@@ -22,9 +24,6 @@ use mq_core::run::TestRun;
 use mq_core::snapshot::{Commit, LiveChanges, Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
 
-/// DynamoDB refuses transactions of more than this many actions.
-const MAX_TRANSACTION_ITEMS: usize = 100;
-
 #[async_trait]
 impl QueueStore for DynamoStore {
     async fn create_queue(&self, queue: &Queue) -> StoreResult<()> {
@@ -39,18 +38,19 @@ impl QueueStore for DynamoStore {
         let mut pages = Pages::of(self.partition_query(&self.tables.queues, id.as_str()));
         let first = pages.next(None).await?.and_then(|out| out.items);
         if pages.finished() {
-            return snapshot_from_items(first.unwrap_or_default());
+            return self.snapshot_from(id, first.unwrap_or_default()).await;
         }
         self.load_in_pages(id).await
     }
 
     async fn commit(&self, commit: &Commit) -> StoreResult<()> {
-        let changes = &commit.live;
+        let mut writes = self.first_writes(commit, None)?;
+        writes.extend(self.live_writes(commit.queue.id.as_str(), &commit.live)?);
         let history = self.history_items(commit)?;
-        if changes.writes() + commit.uploaded_targets.len() < MAX_TRANSACTION_ITEMS {
-            self.commit_at_once(commit, changes, history).await
+        if fit_one_transaction(&writes) {
+            self.commit_at_once(commit, writes, history).await
         } else {
-            self.commit_in_steps(commit, changes, history).await
+            self.commit_in_steps(commit, history).await
         }
     }
 
@@ -244,21 +244,26 @@ impl QueueStore for DynamoStore {
 }
 
 impl DynamoStore {
-    /// One transaction: the queue item, every live change, and as much history as fits.
+    /// One transaction: `writes` (the queue item and every live change), and as much
+    /// history as fits.
     async fn commit_at_once(
         &self,
         commit: &Commit,
-        changes: &LiveChanges,
-        mut history: Vec<(String, Item)>,
+        mut writes: Vec<Write>,
+        history: Vec<(String, Item)>,
     ) -> StoreResult<()> {
-        let mut actions = vec![self.guarded_queue_put(commit, None)?];
-        actions.extend(self.uploaded_targets_actions(commit)?);
-        actions.extend(self.live_actions(commit.queue.id.as_str(), changes)?);
-        let room = MAX_TRANSACTION_ITEMS - actions.len();
-        let later = history.split_off(history.len().min(room));
+        let mut bytes = total_bytes(&writes);
+        let mut later = Vec::new();
         for (table, item) in history {
-            actions.push(put_action(&table, item)?);
+            let weight = item_bytes(&item);
+            if writes.len() < MAX_TRANSACTION_ITEMS && bytes + weight <= TRANSACTION_BUDGET {
+                bytes += weight;
+                writes.push(Write::put(&table, item)?);
+            } else {
+                later.push((table, item));
+            }
         }
+        let actions = writes.into_iter().map(|w| w.action).collect();
         self.transact_guarded(&commit.queue.id, actions).await?;
         // History that did not fit is written after the commit: it never describes a change
         // that did not happen, and the writes are idempotent.
@@ -269,26 +274,81 @@ impl DynamoStore {
     async fn commit_in_steps(
         &self,
         commit: &Commit,
-        changes: &LiveChanges,
         history: Vec<(String, Item)>,
     ) -> StoreResult<()> {
-        let redo = serde_json::to_string(changes).map_err(StoreError::internal)?;
-        let mut first = vec![self.guarded_queue_put(commit, Some(redo))?];
-        first.extend(self.uploaded_targets_actions(commit)?);
-        self.transact_guarded(&commit.queue.id, first).await?;
         let id = commit.queue.id.as_str();
-        self.apply_redo(id, commit.queue.version, changes).await?;
+        let redo = self.put_redo_parts(commit).await?;
+        let first = self.first_writes(commit, Some(&redo))?;
+        let actions = first.into_iter().map(|w| w.action).collect();
+        self.transact_guarded(&commit.queue.id, actions).await?;
+        self.apply_redo(id, commit.queue.version, &commit.live)
+            .await?;
         self.batch_put(history).await
+    }
+
+    /// Puts the parts of a large commit's redo (step 1 of [`super::large_commit`]).
+    async fn put_redo_parts(&self, commit: &Commit) -> StoreResult<RedoParts> {
+        let id = commit.queue.id.as_str();
+        let json = serde_json::to_string(&commit.live).map_err(StoreError::internal)?;
+        let pieces = cut(&json);
+        let token = uuid::Uuid::new_v4().to_string();
+        let redo = RedoParts::new(commit.queue.version, &token, pieces.len());
+        let expires = n(expires_at(commit.queue.updated_at));
+        let items = pieces
+            .into_iter()
+            .enumerate()
+            .map(|(index, piece)| {
+                let item = Item::from([
+                    (PK.to_owned(), s(id)),
+                    (SK.to_owned(), s(redo.part_sk(index))),
+                    (REDO_PART.to_owned(), s(piece)),
+                    (EXPIRES_AT.to_owned(), expires.clone()),
+                ]);
+                (self.tables.pull_requests.clone(), item)
+            })
+            .collect();
+        self.batch_put(items).await?;
+        Ok(redo)
+    }
+
+    /// The changes of the large commit whose redo is attached to `queue_item`, if one is.
+    async fn redo_of(&self, id: &QueueId, queue_item: &Item) -> StoreResult<Option<LiveChanges>> {
+        let Some(attribute) = get_s(queue_item, REDO) else {
+            return Ok(None);
+        };
+        let json = match RedoParts::named_by(attribute) {
+            Some(redo) => self.redo_json(id, &redo).await?,
+            None => attribute.to_owned(),
+        };
+        serde_json::from_str(&json)
+            .map(Some)
+            .map_err(StoreError::internal)
+    }
+
+    /// The JSON of a redo kept in parts, read back whole.
+    async fn redo_json(&self, id: &QueueId, redo: &RedoParts) -> StoreResult<String> {
+        let items = query_all(self.pull_requests_between(id, redo.sk_range())).await?;
+        if items.len() != redo.parts {
+            return Err(StoreError::internal(format!(
+                "{} of the {} parts of the redo {} were found",
+                items.len(),
+                redo.parts,
+                redo.prefix
+            )));
+        }
+        Ok(items
+            .iter()
+            .filter_map(|item| get_s(item, REDO_PART))
+            .collect())
     }
 
     /// Writes a redo's changes in steps, then removes it; stops quietly when a newer commit
     /// exists (someone finished it first).
     async fn apply_redo(&self, id: &str, version: u64, changes: &LiveChanges) -> StoreResult<()> {
-        let actions = self.live_actions(id, changes)?;
-        for step in actions.chunks(STEP_ITEMS) {
-            let mut step = step.to_vec();
-            step.insert(0, self.redo_still_attached(id, version)?);
-            match self.transact(step).await {
+        for step in groups(self.live_writes(id, changes)?, STEP_ITEMS) {
+            let mut actions = vec![self.redo_still_attached(id, version)?];
+            actions.extend(step.into_iter().map(|w| w.action));
+            match self.transact(actions).await {
                 Err(StoreError::Conflict) => return Ok(()),
                 other => other?,
             }
@@ -344,16 +404,30 @@ impl DynamoStore {
             if after.is_some_and(|after| version_of(&after) == version_of(&before)) {
                 items.retain(|item| get_s(item, SK) != Some(QUEUE_SK));
                 items.push(before);
-                return snapshot_from_items(items);
+                return self.snapshot_from(id, items).await;
             }
             backoff(retry, "the queue kept changing while it was read").await?;
             retry += 1;
         }
     }
 
+    /// Builds a snapshot from the items of a queue's partition, with the large commit being
+    /// written, if any, applied; `None` without a queue item.
+    async fn snapshot_from(
+        &self,
+        id: &QueueId,
+        items: Vec<Item>,
+    ) -> StoreResult<Option<QueueSnapshot>> {
+        let redo = match items.iter().find(|item| get_s(item, SK) == Some(QUEUE_SK)) {
+            Some(queue_item) => self.redo_of(id, queue_item).await?,
+            None => None,
+        };
+        snapshot_from_items(items, redo)
+    }
+
     /// Finishes the large commit whose redo is attached to `queue_item`, if one is.
     async fn finish_redo_of(&self, id: &QueueId, queue_item: Item) -> StoreResult<()> {
-        let Some(changes) = redo_of(&queue_item)? else {
+        let Some(changes) = self.redo_of(id, &queue_item).await? else {
             return Ok(());
         };
         let queue: Queue = from_item(queue_item)?;
@@ -375,49 +449,42 @@ impl DynamoStore {
     }
 
     /// The item writes of a commit's live changes.
-    fn live_actions(&self, id: &str, c: &LiveChanges) -> StoreResult<Vec<TransactWriteItem>> {
+    fn live_writes(&self, id: &str, c: &LiveChanges) -> StoreResult<Vec<Write>> {
         let queues = &self.tables.queues;
         let mut live = Vec::with_capacity(c.writes());
         for e in &c.put_entries {
-            live.push(put_action(
-                queues,
-                to_item(e, &[(PK, s(id)), (SK, s(entry_sk(e.pr)))])?,
-            )?);
+            let item = to_item(e, &[(PK, s(id)), (SK, s(entry_sk(e.pr)))])?;
+            live.push(Write::put(queues, item)?);
         }
         for pr in &c.delete_entries {
-            live.push(delete_action(queues, key(id, &entry_sk(*pr)))?);
+            live.push(Write::delete(queues, key(id, &entry_sk(*pr)))?);
         }
         for r in &c.put_runs {
-            live.push(put_action(queues, run_item(id, r)?)?);
+            live.push(Write::put(queues, run_item(id, r)?)?);
         }
         for r in &c.delete_runs {
-            live.push(delete_action(queues, key(id, &run_sk(r)))?);
+            live.push(Write::delete(queues, key(id, &run_sk(r)))?);
         }
         for x in &c.put_effects {
-            live.push(put_action(
-                queues,
-                to_item(x, &[(PK, s(id)), (SK, s(effect_sk(&x.id)))])?,
-            )?);
+            let item = to_item(x, &[(PK, s(id)), (SK, s(effect_sk(&x.id)))])?;
+            live.push(Write::put(queues, item)?);
         }
         for x in &c.delete_effects {
-            live.push(delete_action(queues, key(id, &effect_sk(x)))?);
+            live.push(Write::delete(queues, key(id, &effect_sk(x)))?);
         }
         Ok(live)
     }
 
-    /// The uploaded impacted targets a commit records, in its (first) transaction.
-    fn uploaded_targets_actions(&self, commit: &Commit) -> StoreResult<Vec<TransactWriteItem>> {
+    /// The writes of a commit's first transaction: the guarded queue put (with the large
+    /// commit's `redo` attached, if any) and the uploaded impacted targets it records.
+    fn first_writes(&self, commit: &Commit, redo: Option<&RedoParts>) -> StoreResult<Vec<Write>> {
         let id = commit.queue.id.as_str();
-        commit
-            .uploaded_targets
-            .iter()
-            .map(|(pr, targets)| {
-                put_action(
-                    &self.tables.pull_requests,
-                    uploaded_targets_item(id, *pr, targets)?,
-                )
-            })
-            .collect()
+        let mut writes = vec![self.guarded_queue_put(commit, redo)?];
+        for (pr, targets) in &commit.uploaded_targets {
+            let item = uploaded_targets_item(id, *pr, targets)?;
+            writes.push(Write::put(&self.tables.pull_requests, item)?);
+        }
+        Ok(writes)
     }
 
     /// The history items of a commit, with their tables: concluded entries, finished runs,
@@ -443,15 +510,12 @@ impl DynamoStore {
 
     /// The queue item's put, conditional on the version the commit was computed from and on
     /// no large commit being half applied; `redo` attaches a large commit's changes.
-    fn guarded_queue_put(
-        &self,
-        commit: &Commit,
-        redo: Option<String>,
-    ) -> StoreResult<TransactWriteItem> {
+    fn guarded_queue_put(&self, commit: &Commit, redo: Option<&RedoParts>) -> StoreResult<Write> {
         let mut item = queue_item(&commit.queue, commit.active_entries, commit.has_work)?;
         if let Some(redo) = redo {
-            item.insert(REDO.to_owned(), s(redo));
+            item.insert(REDO.to_owned(), s(redo.attribute()));
         }
+        let bytes = item_bytes(&item);
         let put = Put::builder()
             .table_name(&self.tables.queues)
             .set_item(Some(item))
@@ -462,7 +526,8 @@ impl DynamoStore {
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .build()
             .map_err(StoreError::internal)?;
-        Ok(TransactWriteItem::builder().put(put).build())
+        let action = TransactWriteItem::builder().put(put).build();
+        Ok(Write { action, bytes })
     }
 
     fn queue_exists_check(&self, id: &QueueId) -> StoreResult<TransactWriteItem> {
@@ -604,15 +669,17 @@ fn concluded_items(queue_id: &str, entry: &Entry, fallback: Timestamp) -> StoreR
     Ok([latest, log])
 }
 
-/// Builds a snapshot from the items of a queue's partition; `None` without a queue item.
-fn snapshot_from_items(items: Vec<Item>) -> StoreResult<Option<QueueSnapshot>> {
+/// Builds a snapshot from the items of a queue's partition and the changes of the large
+/// commit being written, if any; `None` without a queue item.
+fn snapshot_from_items(
+    items: Vec<Item>,
+    redo: Option<LiveChanges>,
+) -> StoreResult<Option<QueueSnapshot>> {
     let mut queue = None;
-    let mut redo = None;
     let (mut entries, mut runs, mut outbox) = (Vec::new(), Vec::new(), Vec::new());
     for item in items {
         let sk = get_s(&item, SK).unwrap_or_default().to_owned();
         if sk == QUEUE_SK {
-            redo = redo_of(&item)?;
             queue = Some(from_item::<Queue>(item)?);
         } else if sk.starts_with(ENTRY_PREFIX) {
             entries.push(from_item(item)?);
@@ -643,13 +710,6 @@ fn version_of(item: &Item) -> Option<&str> {
     item.get(VERSION)
         .and_then(|v| v.as_n().ok())
         .map(String::as_str)
-}
-
-/// The changes of a large commit attached to a queue item, if any.
-fn redo_of(item: &Item) -> StoreResult<Option<LiveChanges>> {
-    get_s(item, REDO)
-        .map(|json| serde_json::from_str(json).map_err(StoreError::internal))
-        .transpose()
 }
 
 fn take(found: &mut Vec<(String, Item)>, table: &str, sk: &str) -> Option<Item> {

@@ -5,6 +5,7 @@
 use super::DynamoStore;
 use super::codec::{Item, s};
 use super::keys::PK;
+use super::transaction_limits::{DYNAMODB_TRANSACTION_BYTES, actions_bytes};
 use crate::error::StoreError;
 use crate::port::StoreResult;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
@@ -204,6 +205,11 @@ impl DynamoStore {
         &self,
         actions: Vec<TransactWriteItem>,
     ) -> Result<(), TransactionFailed> {
+        debug_assert!(
+            actions_bytes(&actions) <= DYNAMODB_TRANSACTION_BYTES,
+            "a transaction of {} bytes: DynamoDB refuses more than {DYNAMODB_TRANSACTION_BYTES}",
+            actions_bytes(&actions)
+        );
         let result = self
             .client
             .transact_write_items()

@@ -131,6 +131,27 @@ pub async fn test_case_writes_are_conditional_on_the_version(store: Arc<dyn Stor
     );
 }
 
+/// Test cases that weigh more together than one DynamoDB transaction holds (4 MB: here 120
+/// tests named with 40,000 characters) are all written.
+pub async fn test_cases_heavier_than_a_transaction_are_written_whole(store: Arc<dyn Store>) {
+    let s = scope("acme");
+    let cases: Vec<TestCase> = (0..120)
+        .map(|i| {
+            case(
+                "acme",
+                &format!("{i:03}{}", "x".repeat(40_000)),
+                StatusKind::Healthy,
+            )
+        })
+        .collect();
+    assert_eq!(store.put_test_cases(&cases).await, Ok(vec![]));
+    let (_, read) = store
+        .settings_and_test_cases(&s, &ids(&cases))
+        .await
+        .unwrap();
+    assert_eq!(read.len(), 120);
+}
+
 pub async fn repository_items_are_read_with_test_cases(store: Arc<dyn Store>) {
     let s = scope("acme");
     assert_eq!(

@@ -71,6 +71,7 @@ macro_rules! all_contract_tests {
             health_settings_are_versioned,
             test_case_writes_are_conditional_on_the_version,
             repository_items_are_read_with_test_cases,
+            test_cases_heavier_than_a_transaction_are_written_whole,
             lists_are_in_id_order_and_page_both_ways,
             a_status_change_moves_a_test_between_lists,
             quarantine_list_can_hold_overrides_only,

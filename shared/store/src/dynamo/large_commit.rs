@@ -1,5 +1,5 @@
 //! Commits larger than one transaction may hold (100 actions, 4 MB: see
-//! [`super::transaction_limits`]).
+//! `transaction_limits.rs`).
 //!
 //! A failure that restarts a long line of batches can change more entries, runs and effects
 //! than DynamoDB accepts in one `TransactWriteItems`, in number or in bytes (an entry or a
@@ -39,7 +39,7 @@ pub const REDO_PART: &str = "part";
 pub(crate) const STEP_ITEMS: usize = 99;
 
 /// The most of a redo's JSON one part holds, in bytes.
-pub(crate) const REDO_PART_BYTES: usize = 300_000;
+pub const REDO_PART_BYTES: usize = 300_000;
 
 /// Where a large commit's redo is kept: the sort key prefix of its parts and how many there
 /// are.

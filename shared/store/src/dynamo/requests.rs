@@ -28,13 +28,19 @@ const MAX_RETRIES: u32 = 9;
 /// What a batch request that kept leaving items unprocessed answers.
 const UNPROCESSED: &str = "DynamoDB left items unprocessed";
 
-/// Error codes DynamoDB uses for throttling and capacity.
-const THROTTLING_CODES: [&str; 5] = [
+/// Error codes of DynamoDB's answers worth retrying: throttling, capacity, a failure or an
+/// outage of the service (HTTP 500 and 503), and a transaction sent again while the first
+/// attempt is still being applied (the SDK retried it: it may well land).
+const RETRYABLE_CODES: [&str; 9] = [
     "ProvisionedThroughputExceededException",
     "ThrottlingException",
     "RequestLimitExceeded",
     "LimitExceededException",
     "InternalServerError",
+    "InternalFailure",
+    "ServiceUnavailable",
+    "RequestTimeout",
+    "TransactionInProgressException",
 ];
 
 /// A retryable error: DynamoDB throttled, did not answer or left work undone.
@@ -45,8 +51,10 @@ fn unavailable(message: impl Into<String>) -> StoreError {
     }
 }
 
-/// Maps an SDK error to a store error: a failed condition is a `Conflict`; throttling and
-/// transport problems are `Unavailable` (retryable); anything else is `Internal`.
+/// Maps an SDK error to a store error: a failed condition is a `Conflict`; throttling, a
+/// failure of the service, transport problems and answers without an error code (a proxy's
+/// 502 or 504) are `Unavailable` (retryable, and the write may have happened); anything else
+/// (a request DynamoDB refused as invalid) is `Internal`.
 pub(crate) fn map_sdk_error<E, R>(err: SdkError<E, R>) -> StoreError
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
@@ -60,7 +68,7 @@ where
             let code = service.err().code().unwrap_or_default();
             if code == "ConditionalCheckFailedException" {
                 StoreError::Conflict
-            } else if THROTTLING_CODES.contains(&code) {
+            } else if code.is_empty() || RETRYABLE_CODES.contains(&code) {
                 unavailable(code)
             } else {
                 StoreError::Internal(format!(
@@ -436,5 +444,50 @@ impl DynamoStore {
             .key_condition_expression("#k = :v")
             .expression_attribute_names("#k", attribute)
             .expression_attribute_values(":v", s(value))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_sdk_dynamodb::error::ErrorMetadata;
+    use aws_sdk_dynamodb::operation::get_item::GetItemError;
+
+    fn answered(code: Option<&str>) -> StoreError {
+        let mut meta = ErrorMetadata::builder().message("from the service");
+        if let Some(code) = code {
+            meta = meta.code(code);
+        }
+        map_sdk_error(SdkError::<GetItemError, ()>::service_error(
+            GetItemError::generic(meta.build()),
+            (),
+        ))
+    }
+
+    #[test]
+    fn failures_of_the_service_are_retryable_and_refusals_are_not() {
+        for code in [
+            "ThrottlingException",
+            "InternalServerError",
+            "ServiceUnavailable",
+            "TransactionInProgressException",
+        ] {
+            assert!(
+                matches!(answered(Some(code)), StoreError::Unavailable { .. }),
+                "{code}"
+            );
+        }
+        assert!(
+            matches!(answered(None), StoreError::Unavailable { .. }),
+            "an answer without an error code (a proxy's 502)"
+        );
+        assert_eq!(
+            answered(Some("ConditionalCheckFailedException")),
+            StoreError::Conflict
+        );
+        assert!(matches!(
+            answered(Some("ValidationException")),
+            StoreError::Internal(_)
+        ));
     }
 }

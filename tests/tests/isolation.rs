@@ -12,13 +12,19 @@ use e2e::git_repo::GitRepo;
 use e2e::health::{Run, fixture, form, health_body, sha, upload};
 use e2e::live::{LiveEnv, body, repo_ref};
 use e2e::{ACME, Auth, Backend, REVOKED, UMBRELLA, live_on_both_stores};
-use mq_core::ids::OrgId;
+use mq_core::git::StatusState;
+use mq_core::ids::{OrgId, OwnerRef};
 use mq_core::settings::{QueueConfig, QueueState};
 use mq_core::snapshot::Queue;
 use mq_service::Clock;
+use mq_service::tick;
+use mq_store::OwnerLink;
 use serde_json::{Value, json};
 
-live_on_both_stores!(every_endpoint_answers_only_for_the_owners_repositories);
+live_on_both_stores!(
+    every_endpoint_answers_only_for_the_owners_repositories,
+    a_queue_whose_owner_moved_to_another_organisation_is_left_alone,
+);
 
 /// How a request is made, on the repository `rocket` of an owner.
 #[derive(Clone)]
@@ -423,4 +429,48 @@ fn name(call: &Call) -> &'static str {
         Call::Metrics => "getMergeQueueMetrics",
         Call::Webhook => "webhooks/github",
     }
+}
+
+/// acme tests a pull request on its repository; then the operator moves the owner
+/// `github.com/acme` to umbrella. CI passes, and the tick does not merge into what is now
+/// umbrella's repository for acme's queue, nor touch it otherwise; linked back to acme, the
+/// queue goes on and merges.
+async fn a_queue_whose_owner_moved_to_another_organisation_is_left_alone(backend: Backend) {
+    let env = LiveEnv::options()
+        .webhook("isolation-secret")
+        .without_tick()
+        .start(backend)
+        .await;
+    let repo = env.repo("rocket");
+    repo.add_prs(1, &[]);
+    env.create_queue(&repo, json!({"requiredStatuses": [e2e::live::CI]}))
+        .await;
+    env.submit(&repo, 1).await;
+    let run = env.wait_for_run(&repo, 1).await;
+    let (main, branches) = (repo.head("main"), repo.test_branches());
+    let owner = OwnerRef::parse("owner", "github.com/acme").unwrap();
+    let (acme, umbrella) = (
+        OrgId::parse("acme").unwrap(),
+        OrgId::parse("umbrella").unwrap(),
+    );
+    let link = |org: &OrgId| OwnerLink {
+        owner: owner.clone(),
+        org: org.clone(),
+        linked_at: env.clock.now(),
+    };
+    env.store.unlink_owner(&owner, &acme).await.unwrap();
+    env.store.link_owner(&link(&umbrella)).await.unwrap();
+
+    env.set_status(&repo, &run.sha, e2e::live::CI, StatusState::Success)
+        .await;
+    let report = tick::run(&env.app, "e2e").await.unwrap();
+    assert_eq!(report.failed, 0);
+    assert_eq!(repo.head("main"), main, "nothing merged for acme's queue");
+    assert_eq!(repo.test_branches(), branches, "no test branch pushed");
+
+    env.store.unlink_owner(&owner, &umbrella).await.unwrap();
+    env.store.link_owner(&link(&acme)).await.unwrap();
+    env.tick().await;
+    env.wait_for_state(&repo, 1, "merged").await;
+    assert_ne!(repo.head("main"), main, "linked back, the queue merges");
 }

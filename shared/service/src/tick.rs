@@ -16,12 +16,13 @@
 
 use super::drive::{self, Actor, Start};
 use super::effects;
+use super::owners;
 use crate::app::App;
 use crate::error::ServiceError;
 use mq_core::engine::{Event, view};
 use mq_core::ids::QueueId;
 use mq_core::run::RunStatus;
-use mq_core::snapshot::QueueSnapshot;
+use mq_core::snapshot::{Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
 use mq_githost::GitHost;
 use std::time::{Duration, Instant};
@@ -169,6 +170,16 @@ async fn advance(app: &App, id: &QueueId) -> Result<Ticked, ServiceError> {
             due_for_tuning: false,
         });
     };
+    if !owned_by_its_organisation(app, &snapshot.queue).await? {
+        tracing::warn!(
+            queue = %id,
+            org = %snapshot.queue.org,
+            "the queue's repository is no longer owned by its organisation; left alone"
+        );
+        return Ok(Ticked {
+            due_for_tuning: false,
+        });
+    }
     warn_stuck(&snapshot, app.now());
     let mut events = match app.githost.as_deref() {
         Some(host) => {
@@ -182,6 +193,15 @@ async fn advance(app: &App, id: &QueueId) -> Result<Ticked, ServiceError> {
     let queue = drive::apply(app, Actor::Service, id, &events, Start::from(snapshot)).await?;
     let due_for_tuning = queue.tuning.due(&queue.config, queue.state, app.now());
     Ok(Ticked { due_for_tuning })
+}
+
+/// Whether the organisation of `queue` still owns its repository (SECURITY.md): once the
+/// repository's owner is unlinked from it, or linked to another organisation, the service no
+/// longer acts on the repository for that queue (no CI read, test branch, merge or comment),
+/// as its organisation's own requests are refused. Linked back, the queue goes on.
+async fn owned_by_its_organisation(app: &App, queue: &Queue) -> Result<bool, ServiceError> {
+    let owner = owners::organisation_of(app, &queue.repo.owner_ref().key()).await?;
+    Ok(owner.as_ref() == Some(&queue.org))
 }
 
 /// Logs a warning for each entry that should have moved and did not.

@@ -1,8 +1,8 @@
 //! Item keys and attribute names of the DynamoDB layout.
 //!
 //! - Queues: one partition per queue (`pk` = queue id) holding its live items: `QUEUE`,
-//!   `ENTRY#<pr>`, `RUN#<run id>`, `EFFECT#<effect id>` and `LEASE`. One `Query` reads a
-//!   snapshot. Sparse indexes: `org-index` (`org_key`), `repo-index` (`repo_key`),
+//!   `ENTRY#<pr>`, `RUN#<run id>`, `EFFECT#<effect id>`, `LEASE` and `#VERSION` (the
+//!   queue's version again, sorted first). One `Query` reads a snapshot. Sparse indexes: `org-index` (`org_key`), `repo-index` (`repo_key`),
 //!   `work-index` (`work_shard`, only while the queue has work), `sha-index` (`test_sha`, on
 //!   runs whose branch exists).
 //! - PullRequests: per queue, `PR#<pr>` (latest concluded entry of each PR),
@@ -55,6 +55,9 @@ pub const OWNER_KEY_PREFIX: &str = "owner#";
 pub const HISTORY_RETENTION_DAYS: i64 = 30;
 
 pub const QUEUE_SK: &str = "QUEUE";
+/// The version of the queue again, in the item read first by a query of its partition: see
+/// `read_at_one_version` in `queues.rs`.
+pub const VERSION_SK: &str = "#VERSION";
 pub const LEASE_SK: &str = "LEASE";
 pub const ENTRY_PREFIX: &str = "ENTRY#";
 pub const RUN_PREFIX: &str = "RUN#";

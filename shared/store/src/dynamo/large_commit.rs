@@ -9,8 +9,8 @@
 //! 1. The commit's live changes (the *redo*, as JSON) are put in parts of at most 300 KB, in
 //!    the queue's partition of the PullRequests table (`REDO#<version>#<token>#<part>`): an
 //!    item holds at most 400 KB, and a redo can hold megabytes.
-//! 2. One transaction puts the queue item at the new version, conditional on the expected
-//!    version, with the attribute `redo` naming the parts (`<key prefix>/<number of parts>`).
+//! 2. One transaction puts the queue item (and `#VERSION`) at the new version, conditional on
+//!    the expected version, with the attribute `redo` naming the parts (`<key prefix>/<number of parts>`).
 //!    From this moment the commit has happened.
 //! 3. The changes are applied in transactions of at most 99 item writes and 3 MB, each
 //!    conditional on the queue item still being at that version with that redo attached.

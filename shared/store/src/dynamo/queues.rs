@@ -35,12 +35,19 @@ impl QueueStore for DynamoStore {
     }
 
     async fn load(&self, id: &QueueId) -> StoreResult<Option<QueueSnapshot>> {
-        let mut pages = Pages::of(self.partition_query(&self.tables.queues, id.as_str()));
-        let first = pages.next(None).await?.and_then(|out| out.items);
-        if pages.finished() {
-            return self.snapshot_from(id, first.unwrap_or_default()).await;
+        for retry in 0.. {
+            let mut pages = Pages::of(self.partition_query(&self.tables.queues, id.as_str()));
+            let first = pages.next(None).await?.and_then(|out| out.items);
+            if !pages.finished() {
+                return self.load_in_pages(id).await;
+            }
+            let items = first.unwrap_or_default();
+            if read_at_one_version(&items) {
+                return self.snapshot_from(id, items).await;
+            }
+            backoff(retry, "the queue kept changing while it was read").await?;
         }
-        self.load_in_pages(id).await
+        unreachable!("backoff gives up first")
     }
 
     async fn commit(&self, commit: &Commit) -> StoreResult<()> {
@@ -71,7 +78,7 @@ impl QueueStore for DynamoStore {
             .build()
             .map_err(StoreError::internal)?;
         let mut actions = vec![TransactWriteItem::builder().delete(guard).build()];
-        let mut sks: Vec<String> = vec![LEASE_SK.to_owned()];
+        let mut sks: Vec<String> = vec![LEASE_SK.to_owned(), VERSION_SK.to_owned()];
         sks.extend(snapshot.runs.iter().map(|r| run_sk(&r.id)));
         sks.extend(snapshot.outbox.iter().map(|x| effect_sk(&x.id)));
         for sk in sks {
@@ -480,6 +487,12 @@ impl DynamoStore {
     fn first_writes(&self, commit: &Commit, redo: Option<&RedoParts>) -> StoreResult<Vec<Write>> {
         let id = commit.queue.id.as_str();
         let mut writes = vec![self.guarded_queue_put(commit, redo)?];
+        let version = Item::from([
+            (PK.to_owned(), s(id)),
+            (SK.to_owned(), s(VERSION_SK)),
+            (VERSION.to_owned(), n(commit.queue.version)),
+        ]);
+        writes.push(Write::put(&self.tables.queues, version)?);
         for (pr, targets) in &commit.uploaded_targets {
             let item = uploaded_targets_item(id, *pr, targets)?;
             writes.push(Write::put(&self.tables.pull_requests, item)?);
@@ -705,6 +718,29 @@ fn snapshot_from_items(
     }))
 }
 
+/// Whether the items of a queue's partition, read by one query, are all of one version of the
+/// queue. A query reads items one after the other, in key order, and each as it is when read
+/// (DynamoDB isolates a query from a transaction item by item only): a commit that lands
+/// while the query reads could give the entries and effects of one version with the queue
+/// item of the next, and a commit computed from that would be accepted. Each commit writes
+/// the version twice, in `#VERSION` (read first) and in the queue item: when the two agree,
+/// no commit landed between reading the first and the queue item, so what was read in between
+/// is of that version. Items read after the queue item (runs) may be newer; a commit
+/// computed from them fails its version check, as it should. A queue no commit wrote since
+/// `#VERSION` was introduced has none: its items are taken as read.
+pub(crate) fn read_at_one_version(items: &[Item]) -> bool {
+    let version_in = |sk: &str| {
+        items
+            .iter()
+            .find(|item| get_s(item, SK) == Some(sk))
+            .map(|item| version_of(item).map(str::to_owned))
+    };
+    match (version_in(VERSION_SK), version_in(QUEUE_SK)) {
+        (Some(first), Some(queue)) => first == queue,
+        _ => true,
+    }
+}
+
 /// The version of a queue item.
 fn version_of(item: &Item) -> Option<&str> {
     item.get(VERSION)
@@ -729,4 +765,32 @@ fn uploaded_targets_item(id: &str, pr: PrNumber, targets: &UploadedTargets) -> S
             (EXPIRES_AT, n(expires_at(targets.uploaded_at))),
         ],
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(sk: &str, version: u64) -> Item {
+        Item::from([(SK.to_owned(), s(sk)), (VERSION.to_owned(), n(version))])
+    }
+
+    #[test]
+    fn a_read_is_of_one_version_when_both_copies_of_the_version_agree() {
+        let entry = Item::from([(SK.to_owned(), s(entry_sk(1)))]);
+        let read = |first: u64, queue: u64| {
+            read_at_one_version(&[
+                item(VERSION_SK, first),
+                entry.clone(),
+                item(QUEUE_SK, queue),
+            ])
+        };
+        assert!(read(7, 7));
+        assert!(!read(7, 8), "a commit landed after #VERSION was read");
+        assert!(
+            read_at_one_version(&[entry.clone(), item(QUEUE_SK, 3)]),
+            "no commit wrote #VERSION yet"
+        );
+        assert!(read_at_one_version(&[]), "no queue");
+    }
 }

@@ -303,6 +303,19 @@ pub enum Claim {
     Taken(IdempotencyRecord),
 }
 
+impl Claim {
+    /// What a claim of `record` is when `existing` holds its scope: `Claimed` when `existing`
+    /// is `record`'s own claim, unanswered (made by an attempt whose answer was lost), else
+    /// `Taken`.
+    pub fn found(record: &IdempotencyRecord, existing: IdempotencyRecord) -> Self {
+        if existing.claim_id == record.claim_id && existing.response.is_none() {
+            Claim::Claimed
+        } else {
+            Claim::Taken(existing)
+        }
+    }
+}
+
 /// Idempotency keys of mutating requests, with the first response to each.
 #[async_trait]
 pub trait IdempotencyStore: Send + Sync {
@@ -310,8 +323,9 @@ pub trait IdempotencyStore: Send + Sync {
     /// expired at `now` and is either answered or claimed at or after `stale_before` (an
     /// older unanswered claim belongs to a request that died: it is taken over). Atomic: of
     /// two requests claiming one scope at once, one gets `Claimed` and the other `Taken` with
-    /// the winner's record. `Conflict` when the record kept changing while it was read
-    /// (DynamoDB: three attempts).
+    /// the winner's record. A claim found holding the scope unanswered with `record`'s own
+    /// claim id is this claim, made by an attempt whose answer was lost: `Claimed`.
+    /// `Conflict` when the record kept changing while it was read (DynamoDB: three attempts).
     async fn claim_idempotency_key(
         &self,
         record: &IdempotencyRecord,

@@ -58,7 +58,7 @@ impl IdempotencyStore for DynamoStore {
                 Ok(_) => return Ok(Claim::Claimed),
                 Err(StoreError::Conflict) => {
                     if let Some(existing) = self.idempotency_record(&record.scope).await? {
-                        return Ok(Claim::Taken(existing));
+                        return Ok(Claim::found(record, existing));
                     }
                 }
                 Err(e) => return Err(e),

@@ -42,7 +42,7 @@ impl IdempotencyStore for MemoryStore {
         if let Some(existing) = records.get(&record.scope)
             && still_holds(existing, now, stale_before)
         {
-            return Ok(Claim::Taken(existing.clone()));
+            return Ok(Claim::found(record, existing.clone()));
         }
         let mut fresh = record.clone();
         fresh.response = None;

@@ -37,6 +37,11 @@ pub async fn idempotency_keys_are_claimed_once_and_keep_the_response(store: Arc<
     let t0 = 1_700_000_000_000;
     let first = record("acme#submitPullRequest#k1", "c1", "h1", t0);
     assert_eq!(claim(store.as_ref(), &first, t0).await, Claim::Claimed);
+    assert_eq!(
+        claim(store.as_ref(), &first, t0).await,
+        Claim::Claimed,
+        "the same claim again (its first answer was lost, the SDK sent it again) is this claim"
+    );
 
     let second = record("acme#submitPullRequest#k1", "c2", "h1", t0 + 1);
     let Claim::Taken(running) = claim(store.as_ref(), &second, t0 + 1).await else {

@@ -548,3 +548,88 @@ async fn a_read_of_two_versions_of_a_queue_is_never_taken_as_a_snapshot() {
     let loaded = store.load(&q.id).await.unwrap().unwrap();
     assert_eq!((loaded.queue.version, loaded.entries.len()), (1, 1));
 }
+
+/// Refuses every `BatchWriteItem` while `on`, as a throttled or failing DynamoDB may.
+#[derive(Debug, Default, Clone)]
+struct FailingBatchWrites {
+    on: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl aws_sdk_dynamodb::config::Intercept for FailingBatchWrites {
+    fn name(&self) -> &'static str {
+        "FailingBatchWrites"
+    }
+
+    fn read_before_transmit(
+        &self,
+        context: &aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef<'_>,
+        _components: &aws_sdk_dynamodb::config::RuntimeComponents,
+        _cfg: &mut aws_sdk_dynamodb::config::ConfigBag,
+    ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
+        let target = context.request().headers().get("x-amz-target");
+        if self.on.load(Ordering::SeqCst) && target.is_some_and(|t| t.ends_with("BatchWriteItem")) {
+            return Err("BatchWriteItem refused".into());
+        }
+        Ok(())
+    }
+}
+
+/// A commit concluding 45 pull requests: their history does not all fit its transaction,
+/// and what is left is written after it. When those writes fail (the commit has landed),
+/// every pull request's latest conclusion, which `getSubmittedPullRequest` and
+/// `cancelPullRequest` answer from, was in the transaction: none is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn latest_conclusions_go_into_the_commit_before_the_rest_of_its_history() {
+    use contract::fixtures::*;
+    use mq_core::entry::EntryState;
+    use mq_store::QueueStore;
+
+    let failing = FailingBatchWrites::default();
+    let plain = fresh_dynamo().await;
+    let config = plain
+        .client()
+        .config()
+        .to_builder()
+        .interceptor(failing.clone())
+        .build();
+    let store = DynamoStore::new(
+        aws_sdk_dynamodb::Client::from_conf(config),
+        plain.tables().clone(),
+    );
+    let q = queue("acme", "rocket", "main");
+    store.create_queue(&q).await.unwrap();
+    let empty = store.load(&q.id).await.unwrap().unwrap();
+    let mut line = empty.clone();
+    line.entries = (1..=45)
+        .map(|pr| Arc::new(entry(pr, EntryState::Testing, T0)))
+        .collect();
+    store
+        .commit(&commit(&empty, line, vec![], vec![], T0))
+        .await
+        .unwrap();
+    let tested = store.load(&q.id).await.unwrap().unwrap();
+    let t1 = T0.plus_millis(60_000);
+    let merged: Vec<_> = tested
+        .entries
+        .iter()
+        .map(|e| concluded((**e).clone(), EntryState::Merged, t1))
+        .collect();
+    let mut done = tested.clone();
+    done.entries.clear();
+
+    failing.on.store(true, Ordering::SeqCst);
+    let landed = store
+        .commit(&commit(&tested, done, merged, vec![], t1))
+        .await;
+    assert!(landed.is_err(), "the writes after the transaction failed");
+    failing.on.store(false, Ordering::SeqCst);
+    assert_eq!(store.load(&q.id).await.unwrap().unwrap().queue.version, 2);
+    for pr in 1..=45 {
+        let (_, latest) = store.load_entry(&q.id, pr).await.unwrap().unwrap();
+        assert_eq!(
+            latest.map(|e| e.state),
+            Some(EntryState::Merged),
+            "#{pr}: its latest conclusion was written with the commit"
+        );
+    }
+}

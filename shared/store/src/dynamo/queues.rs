@@ -24,6 +24,9 @@ use mq_core::run::TestRun;
 use mq_core::snapshot::{Commit, LiveChanges, Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
 
+/// An item and the table it goes to.
+type TableItem = (String, Item);
+
 #[async_trait]
 impl QueueStore for DynamoStore {
     async fn create_queue(&self, queue: &Queue) -> StoreResult<()> {
@@ -256,21 +259,10 @@ impl DynamoStore {
     async fn commit_at_once(
         &self,
         commit: &Commit,
-        mut writes: Vec<Write>,
+        writes: Vec<Write>,
         history: Vec<(String, Item)>,
     ) -> StoreResult<()> {
-        let mut bytes = total_bytes(&writes);
-        let mut later = Vec::new();
-        for (table, item) in history {
-            let weight = item_bytes(&item);
-            if writes.len() < MAX_TRANSACTION_ITEMS && bytes + weight <= TRANSACTION_BUDGET {
-                bytes += weight;
-                writes.push(Write::put(&table, item)?);
-            } else {
-                later.push((table, item));
-            }
-        }
-        let actions = writes.into_iter().map(|w| w.action).collect();
+        let (actions, later) = with_history_that_fits(writes, history)?;
         self.transact_guarded(&commit.queue.id, actions).await?;
         // History that did not fit is written after the commit: it never describes a change
         // that did not happen, and the writes are idempotent.
@@ -286,11 +278,11 @@ impl DynamoStore {
         let id = commit.queue.id.as_str();
         let redo = self.put_redo_parts(commit).await?;
         let first = self.first_writes(commit, Some(&redo))?;
-        let actions = first.into_iter().map(|w| w.action).collect();
+        let (actions, later) = with_history_that_fits(first, history)?;
         self.transact_guarded(&commit.queue.id, actions).await?;
         self.apply_redo(id, commit.queue.version, &commit.live)
             .await?;
-        self.batch_put(history).await
+        self.batch_put(later).await
     }
 
     /// Puts the parts of a large commit's redo (step 1 of [`super::large_commit`]).
@@ -500,21 +492,26 @@ impl DynamoStore {
         Ok(writes)
     }
 
-    /// The history items of a commit, with their tables: concluded entries, finished runs,
+    /// The history items of a commit, with their tables, in the order they go into its
+    /// transaction while there is room (the rest is written after it, and lost if that
+    /// fails): each concluded entry's latest conclusion (what `getSubmittedPullRequest` and
+    /// `cancelPullRequest` answer from) first, then finished runs, the conclusion log and
     /// restarts.
     fn history_items(&self, commit: &Commit) -> StoreResult<Vec<(String, Item)>> {
         let id = commit.queue.id.as_str();
         let (pull_requests, test_runs) = (&self.tables.pull_requests, &self.tables.test_runs);
         let mut history = Vec::new();
+        let mut logs = Vec::new();
         for e in &commit.concluded {
-            for item in concluded_items(id, e, commit.queue.updated_at)? {
-                history.push((pull_requests.clone(), item));
-            }
+            let [latest, log] = concluded_items(id, e, commit.queue.updated_at)?;
+            history.push((pull_requests.clone(), latest));
+            logs.push((pull_requests.clone(), log));
         }
         for r in &commit.finished_runs {
             let item = finished_run_item(id, r, commit.queue.updated_at)?;
             history.push((test_runs.clone(), item));
         }
+        history.append(&mut logs);
         for r in &commit.restarts {
             history.push((pull_requests.clone(), restart_item(id, r)?));
         }
@@ -716,6 +713,26 @@ fn snapshot_from_items(
         snapshot.sort();
         snapshot
     }))
+}
+
+/// The actions of a transaction of `writes` and of as much of `history` (in its order) as
+/// fits, and the history left for after it.
+fn with_history_that_fits(
+    mut writes: Vec<Write>,
+    history: Vec<TableItem>,
+) -> StoreResult<(Vec<TransactWriteItem>, Vec<TableItem>)> {
+    let mut bytes = total_bytes(&writes);
+    let mut later = Vec::new();
+    for (table, item) in history {
+        let weight = item_bytes(&item);
+        if writes.len() < MAX_TRANSACTION_ITEMS && bytes + weight <= TRANSACTION_BUDGET {
+            bytes += weight;
+            writes.push(Write::put(&table, item)?);
+        } else {
+            later.push((table, item));
+        }
+    }
+    Ok((writes.into_iter().map(|w| w.action).collect(), later))
 }
 
 /// Whether the items of a queue's partition, read by one query, are all of one version of the

@@ -77,7 +77,7 @@ async fn a_half_written_large_commit_is_finished_by_the_next_writer() {
 
 /// Attaches `changes` to the queue item as a large commit's redo at `version`, with
 /// `active` entries, as a writer that stopped right after the second step leaves it: the
-/// redo in parts in the PullRequests table, the queue item naming them.
+/// redo in parts beside the queue's partition, the queue item naming them.
 async fn attach_redo(
     store: &DynamoStore,
     id: &mq_core::ids::QueueId,
@@ -86,20 +86,21 @@ async fn attach_redo(
     changes: &mq_core::snapshot::LiveChanges,
 ) {
     use aws_sdk_dynamodb::types::AttributeValue;
+    use mq_store::dynamo::keys::redo_pk;
     use mq_store::dynamo::large_commit::{REDO_PART, RedoParts, cut};
     let json = serde_json::to_string(changes).unwrap();
     let pieces = cut(&json);
     let redo = RedoParts::new(version, "stopped-writer", pieces.len());
     for (index, piece) in pieces.into_iter().enumerate() {
         let item = std::collections::HashMap::from([
-            ("pk".to_owned(), AttributeValue::S(id.as_str().to_owned())),
+            ("pk".to_owned(), AttributeValue::S(redo_pk(id.as_str()))),
             ("sk".to_owned(), AttributeValue::S(redo.part_sk(index))),
             (REDO_PART.to_owned(), AttributeValue::S(piece.to_owned())),
         ]);
         store
             .client()
             .put_item()
-            .table_name(&store.tables().pull_requests)
+            .table_name(&store.tables().queues)
             .set_item(Some(item))
             .send()
             .await
@@ -480,10 +481,12 @@ async fn a_large_commit_heavier_than_an_item_keeps_its_redo_in_parts() {
     let parts = store
         .client()
         .query()
-        .table_name(&store.tables().pull_requests)
-        .key_condition_expression("pk = :pk AND begins_with(sk, :redo)")
-        .expression_attribute_values(":pk", AttributeValue::S(q.id.as_str().to_owned()))
-        .expression_attribute_values(":redo", AttributeValue::S("REDO#".to_owned()))
+        .table_name(&store.tables().queues)
+        .key_condition_expression("pk = :pk")
+        .expression_attribute_values(
+            ":pk",
+            AttributeValue::S(mq_store::dynamo::keys::redo_pk(q.id.as_str())),
+        )
         .projection_expression("sk")
         .send()
         .await

@@ -2,15 +2,15 @@
 //!
 //! - Queues: one partition per queue (`pk` = queue id) holding its live items: `QUEUE`,
 //!   `ENTRY#<pr>`, `RUN#<run id>`, `EFFECT#<effect id>`, `LEASE` and `#VERSION` (the
-//!   queue's version again, sorted first). One `Query` reads a snapshot. Sparse indexes: `org-index` (`org_key`), `repo-index` (`repo_key`),
+//!   queue's version again, sorted first). One `Query` reads a snapshot. Beside it, the
+//!   partition `REDO#<queue id>` holds the parts of large commits' changes,
+//!   `<version>#<token>#<part>` (they expire: see [`super::large_commit`]). Sparse indexes: `org-index` (`org_key`), `repo-index` (`repo_key`),
 //!   `work-index` (`work_shard`, only while the queue has work), `sha-index` (`test_sha`, on
 //!   runs whose branch exists).
 //! - PullRequests: per queue, `PR#<pr>` (latest concluded entry of each PR),
 //!   `DONE#<concluded ms>#<entry id>` (conclusion log, expires),
-//!   `RESTART#<ms>#<entry id>#<restarts so far>` (restart log, expires), `TARGETS#<pr>`
-//!   (impacted targets last uploaded for the PR, expires) and
-//!   `REDO#<version>#<token>#<part>` (the parts of a large commit's changes, expire: see
-//!   [`super::large_commit`]).
+//!   `RESTART#<ms>#<entry id>#<restarts so far>` (restart log, expires) and `TARGETS#<pr>`
+//!   (impacted targets last uploaded for the PR, expires).
 //! - TestRuns: per queue, finished runs by id; `finished-index` (local) on `finished_ms`.
 //! - ApiTokens: tokens by `token_hash` (the SHA-256 of the secret, kind `token`), and the
 //!   organisation of each repository owner by `token_hash` = `owner#<host/owner>` (kind
@@ -62,6 +62,13 @@ pub const LEASE_SK: &str = "LEASE";
 pub const ENTRY_PREFIX: &str = "ENTRY#";
 pub const RUN_PREFIX: &str = "RUN#";
 pub const EFFECT_PREFIX: &str = "EFFECT#";
+
+/// The partition of the Queues table holding the parts of queue `queue_id`'s large commits:
+/// apart from its live items, which a snapshot reads whole. Queue ids start with a host in
+/// lowercase, never with `REDO#`.
+pub fn redo_pk(queue_id: &str) -> String {
+    format!("REDO#{queue_id}")
+}
 
 pub fn entry_sk(pr: PrNumber) -> String {
     format!("{ENTRY_PREFIX}{pr:010}")

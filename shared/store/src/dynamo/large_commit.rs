@@ -7,8 +7,9 @@
 //! that keep every reader and writer consistent:
 //!
 //! 1. The commit's live changes (the *redo*, as JSON) are put in parts of at most 300 KB, in
-//!    the queue's partition of the PullRequests table (`REDO#<version>#<token>#<part>`): an
-//!    item holds at most 400 KB, and a redo can hold megabytes.
+//!    the partition `REDO#<queue id>` of the Queues table (`<version>#<token>#<part>`), where
+//!    every function that reads or commits the queue may read and write: an item holds at
+//!    most 400 KB, and a redo can hold megabytes.
 //! 2. One transaction puts the queue item (and `#VERSION`) at the new version, conditional on
 //!    the expected version, with the attribute `redo` naming the parts (`<key prefix>/<number of parts>`).
 //!    From this moment the commit has happened.

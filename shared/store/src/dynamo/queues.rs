@@ -293,20 +293,16 @@ impl DynamoStore {
         let token = uuid::Uuid::new_v4().to_string();
         let redo = RedoParts::new(commit.queue.version, &token, pieces.len());
         let expires = n(expires_at(commit.queue.updated_at));
-        let items = pieces
-            .into_iter()
-            .enumerate()
-            .map(|(index, piece)| {
-                let item = Item::from([
-                    (PK.to_owned(), s(id)),
-                    (SK.to_owned(), s(redo.part_sk(index))),
-                    (REDO_PART.to_owned(), s(piece)),
-                    (EXPIRES_AT.to_owned(), expires.clone()),
-                ]);
-                (self.tables.pull_requests.clone(), item)
-            })
-            .collect();
-        self.batch_put(items).await?;
+        let puts = pieces.into_iter().enumerate().map(|(index, piece)| {
+            let item = Item::from([
+                (PK.to_owned(), s(redo_pk(id))),
+                (SK.to_owned(), s(redo.part_sk(index))),
+                (REDO_PART.to_owned(), s(piece)),
+                (EXPIRES_AT.to_owned(), expires.clone()),
+            ]);
+            self.put_item(&self.tables.queues, item)
+        });
+        futures_util::future::try_join_all(puts).await?;
         Ok(redo)
     }
 
@@ -326,7 +322,14 @@ impl DynamoStore {
 
     /// The JSON of a redo kept in parts, read back whole.
     async fn redo_json(&self, id: &QueueId, redo: &RedoParts) -> StoreResult<String> {
-        let items = query_all(self.pull_requests_between(id, redo.sk_range())).await?;
+        let (lo, hi) = redo.sk_range();
+        let parts = self
+            .partition_query(&self.tables.queues, &redo_pk(id.as_str()))
+            .key_condition_expression("#pk = :pk AND #sk BETWEEN :lo AND :hi")
+            .expression_attribute_names("#sk", SK)
+            .expression_attribute_values(":lo", s(lo))
+            .expression_attribute_values(":hi", s(hi));
+        let items = query_all(parts).await?;
         if items.len() != redo.parts {
             return Err(StoreError::internal(format!(
                 "{} of the {} parts of the redo {} were found",

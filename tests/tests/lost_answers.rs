@@ -12,6 +12,7 @@ use serde_json::json;
 use std::sync::Arc;
 
 live_on_both_stores!(
+    a_creation_whose_answer_is_lost_is_found_and_answered,
     every_commit_whose_answer_is_lost_is_found_and_answered,
     a_delete_whose_answer_is_lost_is_answered_by_the_queue_being_gone,
 );
@@ -22,6 +23,28 @@ async fn env_losing_answers(backend: Backend) -> (LiveEnv, Arc<FaultyStore>) {
         .without_tick()
         .start_with_faulty_store(backend, 7)
         .await
+}
+
+/// A queue created once, whose answer was lost (or which the SDK sent again and found
+/// there): the request finds its own queue, by its first commit id, and answers 200; another
+/// request's creation of it is still 409.
+async fn a_creation_whose_answer_is_lost_is_found_and_answered(backend: Backend) {
+    let (env, faulty) = env_losing_answers(backend).await;
+    let repo = env.repo("rocket");
+    faulty.set_lost_answer_rate(1.0);
+    let created = env
+        .post("createQueue", Some(ACME), &body(&repo, json!({})))
+        .await;
+    faulty.set_lost_answer_rate(0.0);
+    assert_eq!(created.status, 200, "{}", created.body);
+    assert_eq!(
+        faulty.counts().injected.get(&FaultKind::AnswerLost),
+        Some(&1)
+    );
+    let again = env
+        .post("createQueue", Some(ACME), &body(&repo, json!({})))
+        .await;
+    assert_eq!((again.status, again.code()), (409, "QUEUE_ALREADY_EXISTS"));
 }
 
 async fn a_delete_whose_answer_is_lost_is_answered_by_the_queue_being_gone(backend: Backend) {

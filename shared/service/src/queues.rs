@@ -27,7 +27,7 @@ pub async fn create(
 ) -> Result<Queue, ServiceError> {
     let (config, state) = patch.initial_config()?;
     super::owners::check_repo(app, org, &target.repo).await?;
-    let queue = Queue::new(
+    let mut queue = Queue::new(
         org.clone(),
         target.repo,
         target.branch,
@@ -35,10 +35,19 @@ pub async fn create(
         state,
         app.now(),
     );
+    let creation = uuid::Uuid::new_v4().to_string();
+    queue.record_commit(creation.clone());
     crate::request_log::record_queue(&queue.id);
-    match app.store.create_queue(&queue).await {
-        Ok(()) => Ok(queue),
-        Err(StoreError::AlreadyExists) => Err(DomainError::conflict(
+    let error = match app.store.create_queue(&queue).await {
+        Ok(()) => return Ok(queue),
+        Err(e @ (StoreError::AlreadyExists | StoreError::Unavailable { .. })) => e,
+        Err(e) => return Err(e.into()),
+    };
+    // The queue may be this request's own, made by an attempt whose answer was lost (the
+    // SDK sent it again, and found it there): its first commit id says so.
+    match app.store.load(&queue.id).await {
+        Ok(Some(found)) if found.queue.has_commit(&creation) => Ok(found.queue),
+        _ if error == StoreError::AlreadyExists => Err(DomainError::conflict(
             ErrorCode::QueueAlreadyExists,
             format!(
                 "a queue already exists for branch {} of {}",
@@ -46,7 +55,7 @@ pub async fn create(
             ),
         )
         .into()),
-        Err(e) => Err(e.into()),
+        _ => Err(error.into()),
     }
 }
 

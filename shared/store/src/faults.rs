@@ -173,8 +173,8 @@ impl FaultyStore {
         self.rate_ppm.store(ppm(rate), Ordering::SeqCst);
     }
 
-    /// The chance (0.0..=1.0) that a commit or deletion the wrapped store applied answers with
-    /// a timeout.
+    /// The chance (0.0..=1.0) that a creation, commit or deletion of a queue the wrapped store
+    /// applied answers with a timeout.
     pub fn set_lost_answer_rate(&self, rate: f64) {
         self.lost_answer_ppm.store(ppm(rate), Ordering::SeqCst);
     }
@@ -309,7 +309,6 @@ pass_on! {
 
 pass_on! {
     QueueStore {
-        Write fn create_queue(queue: &Queue) -> ();
         Read fn load(id: &QueueId) -> Option<QueueSnapshot>;
         Read fn load_shared(id: &QueueId) -> Option<Arc<QueueSnapshot>>;
         Read fn load_entry(id: &QueueId, pr: PrNumber) -> Option<(Queue, Option<Entry>)>;
@@ -321,6 +320,11 @@ pass_on! {
         Read fn runs_by_sha(sha: &Sha) -> Vec<RunLocation>;
         Write fn acquire_lease(id: &QueueId, owner: &str, now: Timestamp, until: Timestamp) -> bool;
         Write fn release_lease(id: &QueueId, owner: &str) -> ();
+    }
+
+    async fn create_queue(&self, queue: &Queue) -> StoreResult<()> {
+        self.inject(Call::Write).await?;
+        self.answer(self.inner.create_queue(queue).await)
     }
 
     async fn commit(&self, commit: &Commit) -> StoreResult<()> {

@@ -25,6 +25,7 @@ use mq_core::run::RunStatus;
 use mq_core::snapshot::{Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
 use mq_githost::GitHost;
+use std::hash::{Hash, Hasher};
 use std::time::{Duration, Instant};
 
 /// How long a tick may hold a queue before another tick may take it over.
@@ -68,7 +69,7 @@ pub async fn run_starting_for(
     budget: Duration,
 ) -> Result<TickReport, ServiceError> {
     let started = Instant::now();
-    let ids = in_turn(app.store.queues_with_work().await?, app.now());
+    let ids = in_order_of_the_minute(app.store.queues_with_work().await?, app.now());
     let mut report = TickReport {
         queues: ids.len(),
         ..TickReport::default()
@@ -118,14 +119,17 @@ async fn tune_one(app: &App, due: &[QueueId]) -> Option<QueueId> {
     }
 }
 
-/// The queues with work, from the one whose turn it is at `now` on (they take turns by the
-/// minute, as [`turn`] does), so that a tick that runs out of time does not always leave the
-/// same queues unreached.
-fn in_turn(mut ids: Vec<QueueId>, now: Timestamp) -> Vec<QueueId> {
-    if let Some(first) = turn(&ids, now) {
-        let at = ids.iter().position(|id| id == first).unwrap_or(0);
-        ids.rotate_left(at);
-    }
+/// The queues with work in an order drawn afresh for the minute of `now` (the same within a
+/// minute), so that a tick that runs out of time leaves different queues unreached each
+/// minute: a queue that takes long (a slow Git host, many runs in flight) is no more often
+/// ahead of the queue after it in the index than behind it, whichever organisation's.
+fn in_order_of_the_minute(mut ids: Vec<QueueId>, now: Timestamp) -> Vec<QueueId> {
+    let minute = now.0.div_euclid(60_000);
+    ids.sort_by_cached_key(|id| {
+        let mut hasher = std::hash::DefaultHasher::new();
+        (minute, id.as_str()).hash(&mut hasher);
+        hasher.finish()
+    });
     ids
 }
 
@@ -307,21 +311,49 @@ mod tests {
         assert_eq!(turn(&[], at(1)), None);
     }
 
+    /// 20 queues, and a tick that reaches only the queues before the one that takes all its
+    /// time (`slow`): over two hours, every queue is reached in about half the minutes, the
+    /// one after `slow` in the index too, and none waits long.
     #[test]
-    fn queues_with_work_start_from_the_one_in_turn() {
-        let ids: Vec<QueueId> = ["a", "b", "c"]
-            .map(|s| QueueId::from_stored(s.into()))
-            .to_vec();
-        let at = |minute: i64| Timestamp(minute * 60_000);
-        let order = |minute| -> Vec<String> {
-            in_turn(ids.clone(), at(minute))
-                .iter()
-                .map(|id| id.as_str().to_owned())
-                .collect()
-        };
-        assert_eq!(order(0), ["a", "b", "c"]);
-        assert_eq!(order(1), ["b", "c", "a"]);
-        assert_eq!(order(5), ["c", "a", "b"]);
-        assert!(in_turn(Vec::new(), at(1)).is_empty());
+    fn a_slow_queue_keeps_no_other_queue_unreached_for_long() {
+        let ids: Vec<QueueId> = (0..20)
+            .map(|i| QueueId::from_stored(format!("github.com/org{i:02}/repo#main")))
+            .collect();
+        let slow = &ids[7];
+        let minutes = 120;
+        let mut reached = vec![0; ids.len()];
+        let mut longest_wait = vec![0; ids.len()];
+        let mut waiting = vec![0; ids.len()];
+        for minute in 0..minutes {
+            let order = in_order_of_the_minute(ids.clone(), Timestamp(minute * 60_000 + 5));
+            assert_eq!(
+                order,
+                in_order_of_the_minute(ids.clone(), Timestamp(minute * 60_000 + 59_999)),
+                "one order per minute"
+            );
+            let until_slow = order.iter().position(|id| id == slow).unwrap();
+            for (i, id) in ids.iter().enumerate() {
+                if order[..=until_slow].contains(id) {
+                    reached[i] += 1;
+                    waiting[i] = 0;
+                } else {
+                    waiting[i] += 1;
+                    longest_wait[i] = longest_wait[i].max(waiting[i]);
+                }
+            }
+        }
+        for (i, id) in ids.iter().enumerate().filter(|(_, id)| *id != slow) {
+            assert!(
+                (30..=90).contains(&reached[i]),
+                "{id}: reached in {} of {minutes} minutes",
+                reached[i]
+            );
+            assert!(
+                longest_wait[i] <= 10,
+                "{id}: {} minutes unreached",
+                longest_wait[i]
+            );
+        }
+        assert!(in_order_of_the_minute(Vec::new(), Timestamp(1)).is_empty());
     }
 }

@@ -7,6 +7,15 @@ use aws_config::environment::EnvironmentVariableCredentialsProvider;
 use mq_service::{App, SystemClock};
 use mq_store::{DynamoStore, MemoryStore, Store, TableNames};
 use std::sync::Arc;
+use std::time::Duration;
+
+/// The longest a deployed function waits for one attempt of a DynamoDB call: a transaction
+/// of 3 MB or a query page of 1 MB takes well under a second.
+pub const DYNAMODB_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(4);
+
+/// The longest a deployed function waits for a DynamoDB call, its retries included; then the
+/// store answers `Unavailable` (a retryable 503), well before an API function's 29 s end.
+pub const DYNAMODB_CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The AWS configuration of a deployed function: the region from Lambda's environment, its
 /// credentials from the environment variables Lambda sets (the standard chain when they are
@@ -40,7 +49,7 @@ pub async fn aws_config_from_env() -> aws_config::SdkConfig {
 pub fn store_from_env(config: &aws_config::SdkConfig) -> Result<Arc<dyn Store>, String> {
     match std::env::var("MQ_STORE").as_deref() {
         Ok("dynamodb") | Err(_) => {
-            let client = aws_sdk_dynamodb::Client::new(config);
+            let client = dynamodb_client(config);
             Ok(Arc::new(DynamoStore::new(client, TableNames::from_env())))
         }
         Ok("memory") => Ok(Arc::new(MemoryStore::new())),
@@ -48,6 +57,21 @@ pub fn store_from_env(config: &aws_config::SdkConfig) -> Result<Arc<dyn Store>, 
             "MQ_STORE is {other:?}; it must be dynamodb or memory"
         )),
     }
+}
+
+/// A DynamoDB client that gives up on a call after [`DYNAMODB_ATTEMPT_TIMEOUT`] per attempt
+/// and [`DYNAMODB_CALL_TIMEOUT`] in all: the SDK sets no such limit, and a call whose answer
+/// never came would wait until Lambda ended the function, its request unanswered.
+pub fn dynamodb_client(config: &aws_config::SdkConfig) -> aws_sdk_dynamodb::Client {
+    let timeouts = aws_config::timeout::TimeoutConfig::builder()
+        .connect_timeout(Duration::from_millis(3100))
+        .operation_attempt_timeout(DYNAMODB_ATTEMPT_TIMEOUT)
+        .operation_timeout(DYNAMODB_CALL_TIMEOUT)
+        .build();
+    let dynamodb = aws_sdk_dynamodb::config::Builder::from(config)
+        .timeout_config(timeouts)
+        .build();
+    aws_sdk_dynamodb::Client::from_conf(dynamodb)
 }
 
 /// The deployed application's store and clock. A function that acts on repositories or reads

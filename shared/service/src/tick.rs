@@ -119,16 +119,18 @@ async fn tune_one(app: &App, due: &[QueueId]) -> Option<QueueId> {
     }
 }
 
-/// The queues with work in an order drawn afresh for the minute of `now` (the same within a
-/// minute), so that a tick that runs out of time leaves different queues unreached each
-/// minute: a queue that takes long (a slow Git host, many runs in flight) is no more often
-/// ahead of the queue after it in the index than behind it, whichever organisation's.
+/// The queues with work in the order of the minute of `now` (the same within a minute): the
+/// queue whose turn it is first (they take turns by the minute, as [`turn`] does, so each is
+/// reached at least once in as many minutes as there are queues), then the others in an order
+/// drawn afresh each minute, so that a queue that takes long (a slow Git host, many runs in
+/// flight) is no more often ahead of a given queue than behind it, whichever organisation's.
 fn in_order_of_the_minute(mut ids: Vec<QueueId>, now: Timestamp) -> Vec<QueueId> {
+    let first = turn(&ids, now).cloned();
     let minute = now.0.div_euclid(60_000);
     ids.sort_by_cached_key(|id| {
         let mut hasher = std::hash::DefaultHasher::new();
         (minute, id.as_str()).hash(&mut hasher);
-        hasher.finish()
+        (Some(id) != first.as_ref(), hasher.finish())
     });
     ids
 }

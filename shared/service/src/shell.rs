@@ -147,25 +147,34 @@ where
     if start.snapshot.is_none() && handed_over.is_some() {
         owned_by(app, actor, id).await?;
     }
+    // A snapshot the caller read before its turn, with none handed over, may be older than
+    // what another request of this process committed meanwhile: a refusal on it is checked
+    // on a fresh read, and it is not handed on.
+    let mut maybe_old = start.snapshot.is_some() && handed_over.is_none();
     let mut retry = Retry::until(deadline);
     let mut known = newer(start.snapshot, handed_over);
     loop {
         let attempt = Instant::now();
         let before = match known.take() {
             Some(snapshot) => visible_to(snapshot, actor, id)?,
-            None => load_for(app, actor, id).await?,
+            None => {
+                maybe_old = false;
+                load_for(app, actor, id).await?
+            }
         };
-        let applied = step_and_commit(app, &mut turn, before, &mut step, &start.uploaded).await?;
-        match applied {
-            Some((before, transition)) => {
+        let current = !maybe_old;
+        match step_and_commit(app, &mut turn, before, &mut step, &start.uploaded, current).await {
+            Err(ServiceError::Refused(_)) if maybe_old => {}
+            Err(e) => return Err(e),
+            Ok(Some((before, transition))) => {
                 return Ok(Applied {
                     before,
                     transition,
                     deadline,
                 });
             }
-            None if retry.wait(attempt.elapsed()).await => {}
-            None => return Err(StoreError::Conflict.into()),
+            Ok(None) if retry.wait(attempt.elapsed()).await => {}
+            Ok(None) => return Err(StoreError::Conflict.into()),
         }
     }
 }
@@ -173,13 +182,15 @@ where
 /// Applies `step` to `before` and commits the result, with `uploaded` impacted targets; the
 /// snapshot it started from and the transition, or `None` when another writer committed
 /// first. A refusal by the step changes nothing. The queue as it is left is handed to the
-/// next turn.
+/// next turn: as committed, or, when nothing was committed, as `before` if it is `current`
+/// (read or handed over in this turn).
 async fn step_and_commit<F>(
     app: &App,
     turn: &mut Turn<'_>,
     before: QueueSnapshot,
     step: &mut F,
     uploaded: &[(PrNumber, UploadedTargets)],
+    current: bool,
 ) -> Result<Option<(QueueSnapshot, Transition)>, ServiceError>
 where
     F: FnMut(&QueueSnapshot, Timestamp) -> Result<Transition, DomainError>,
@@ -188,14 +199,18 @@ where
     let mut transition = match step(&before, now) {
         Ok(transition) => transition,
         Err(refused) => {
-            turn.hand_over(|| before);
+            if current {
+                turn.hand_over(|| before);
+            }
             return Err(refused.into());
         }
     };
     let mut commit = Commit::between(&before, &transition, now);
     if commit.changes_nothing(&before.queue) && uploaded.is_empty() {
         // Nothing changed: no write, no version bump.
-        turn.hand_over(|| before.clone());
+        if current {
+            turn.hand_over(|| before.clone());
+        }
         return Ok(Some((before, transition)));
     }
     commit.uploaded_targets = uploaded.to_vec();
@@ -393,5 +408,85 @@ mod tests {
         );
         let after = store.load(&id).await.unwrap().unwrap();
         assert_eq!(after.queue.config.concurrency, 1, "nothing changed");
+    }
+
+    /// A step that acts only on the queue with concurrency 3, and refuses otherwise.
+    fn needs_concurrency_3(s: &QueueSnapshot, now: Timestamp) -> Result<Transition, DomainError> {
+        if s.queue.config.concurrency != 3 {
+            return Err(DomainError::invalid("concurrency", "is not 3 yet"));
+        }
+        crate::drive::apply_in_order(s, &[], now, true)
+    }
+
+    /// The tick read the queue (concurrency 1); then a request set concurrency 3, and left
+    /// no snapshot behind (nobody waited). The tick's turn, from what it read, changes
+    /// nothing: it must not hand that old snapshot to the request waiting behind it, which
+    /// would then be refused on a queue it does not see as it is. A request that starts from
+    /// an old snapshot itself, and is refused on it, reads the queue and steps again.
+    #[tokio::test]
+    async fn a_snapshot_read_before_the_turn_is_neither_handed_on_nor_refused_on() {
+        let store = Arc::new(MemoryStore::new());
+        let app = App::new(store.clone(), Arc::new(SystemClock));
+        let queue = Queue::new(
+            OrgId::parse("acme").unwrap(),
+            RepoRef::new("github.com", "acme", "rocket").unwrap(),
+            "main".to_owned(),
+            QueueConfig::default(),
+            QueueState::Running,
+            app.now(),
+        );
+        store.create_queue(&queue).await.unwrap();
+        let id = queue.id.clone();
+        let old = store.load(&id).await.unwrap().unwrap();
+        let events = [Event::UpdateSettings {
+            patch: SettingsPatch {
+                concurrency: Some(3),
+                ..SettingsPatch::default()
+            },
+        }];
+        let step = |s: &QueueSnapshot, now| crate::drive::apply_in_order(s, &events, now, true);
+        commit_step(&app, Actor::Service, &id, step, Start::fresh())
+            .await
+            .unwrap();
+
+        let blocker = app.lines.turn(&id, contention_deadline()).await.unwrap();
+        let tick = {
+            let (app, id, old) = (app.clone(), id.clone(), old.clone());
+            tokio::spawn(async move {
+                let nothing =
+                    |s: &QueueSnapshot, now| crate::drive::apply_in_order(s, &[], now, true);
+                commit_step(&app, Actor::Service, &id, nothing, Start::from(old)).await
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let waiting = {
+            let (app, id) = (app.clone(), id.clone());
+            tokio::spawn(async move {
+                commit_step(
+                    &app,
+                    Actor::Service,
+                    &id,
+                    needs_concurrency_3,
+                    Start::fresh(),
+                )
+                .await
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        drop(blocker);
+        tick.await.unwrap().unwrap();
+        assert!(waiting.await.unwrap().is_ok(), "it saw the queue as it is");
+
+        let from_old = commit_step(
+            &app,
+            Actor::Service,
+            &id,
+            needs_concurrency_3,
+            Start::from(old),
+        );
+        assert!(
+            from_old.await.is_ok(),
+            "refused on the old snapshot, it read the queue"
+        );
     }
 }

@@ -233,14 +233,31 @@ impl QueueStore for DynamoStore {
             queue_exists,
             TransactWriteItem::builder().put(lease).build(),
         ];
-        match self.transact(actions).await {
-            Ok(()) => Ok(true),
-            Err(StoreError::Conflict) => match self.load(id).await? {
-                None => Err(StoreError::NotFound),
-                Some(_) => Ok(false),
-            },
-            Err(e) => Err(e),
+        for retry in 0.. {
+            // A commit writing the queue item at the same moment cancels the transaction
+            // without the lease being held: try again.
+            match self.transact_write(actions.clone()).await {
+                Ok(()) => return Ok(true),
+                Err(failed) if failed.met_another_transaction() => {
+                    backoff(
+                        retry,
+                        "the queue kept being written while its lease was taken",
+                    )
+                    .await?;
+                }
+                Err(TransactionFailed {
+                    error: StoreError::Conflict,
+                    ..
+                }) => {
+                    return match self.load(id).await? {
+                        None => Err(StoreError::NotFound),
+                        Some(_) => Ok(false),
+                    };
+                }
+                Err(failed) => return Err(failed.error),
+            }
         }
+        unreachable!("backoff gives up first")
     }
 
     async fn release_lease(&self, id: &QueueId, owner: &str) -> StoreResult<()> {

@@ -31,7 +31,7 @@ const UNPROCESSED: &str = "DynamoDB left items unprocessed";
 /// Error codes of DynamoDB's answers worth retrying: throttling, capacity, a failure or an
 /// outage of the service (HTTP 500 and 503), and a transaction sent again while the first
 /// attempt is still being applied (the SDK retried it: it may well land).
-const RETRYABLE_CODES: [&str; 9] = [
+const RETRYABLE_CODES: [&str; 10] = [
     "ProvisionedThroughputExceededException",
     "ThrottlingException",
     "RequestLimitExceeded",
@@ -41,6 +41,8 @@ const RETRYABLE_CODES: [&str; 9] = [
     "ServiceUnavailable",
     "RequestTimeout",
     "TransactionInProgressException",
+    // A single write that met a transaction on its item.
+    "TransactionConflictException",
 ];
 
 /// A retryable error: DynamoDB throttled, did not answer or left work undone.
@@ -112,6 +114,20 @@ pub(crate) struct TransactionFailed {
     pub error: StoreError,
     /// The reasons, one per action in order, when DynamoDB cancelled the transaction.
     pub reasons: Option<Vec<CancellationReason>>,
+}
+
+impl TransactionFailed {
+    /// Whether the transaction was cancelled only because another one was writing its items
+    /// at the same moment (no condition failed): trying again may well succeed.
+    pub fn met_another_transaction(&self) -> bool {
+        let codes: Vec<&str> = self
+            .reasons
+            .iter()
+            .flatten()
+            .filter_map(|r| r.code())
+            .collect();
+        codes.contains(&"TransactionConflict") && !codes.contains(&"ConditionalCheckFailed")
+    }
 }
 
 /// A put of `item` into `table`, as a transaction action.
@@ -489,5 +505,26 @@ mod tests {
             answered(Some("ValidationException")),
             StoreError::Internal(_)
         ));
+    }
+
+    fn cancelled(codes: &[&str]) -> TransactionFailed {
+        let reasons = codes
+            .iter()
+            .map(|code| CancellationReason::builder().code(*code).build())
+            .collect();
+        TransactionFailed {
+            error: StoreError::Conflict,
+            reasons: Some(reasons),
+        }
+    }
+
+    #[test]
+    fn a_transaction_that_only_met_another_is_worth_trying_again() {
+        assert!(cancelled(&["None", "TransactionConflict"]).met_another_transaction());
+        assert!(
+            !cancelled(&["TransactionConflict", "ConditionalCheckFailed"])
+                .met_another_transaction()
+        );
+        assert!(!cancelled(&["None", "ConditionalCheckFailed"]).met_another_transaction());
     }
 }

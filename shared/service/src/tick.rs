@@ -75,8 +75,9 @@ pub async fn run_starting_for(
         ..TickReport::default()
     };
     let mut due_for_tuning = Vec::new();
-    for id in ids {
-        if started.elapsed() >= budget {
+    for (n, id) in ids.into_iter().enumerate() {
+        // The queue in turn (the first) is always started, however long the listing took.
+        if n > 0 && started.elapsed() >= budget {
             report.not_reached += 1;
             continue;
         }

@@ -4,10 +4,10 @@ use super::DynamoStore;
 use super::codec::{Item, from_item, from_items, from_optional_item, get_s, key, n, s, to_item};
 use super::keys::*;
 use super::large_commit::{REDO, REDO_PART, RedoParts, STEP_ITEMS, cut};
-use super::requests::{Pages, TransactionFailed, backoff, delete_action, map_sdk_error, query_all};
+use super::requests::{Pages, TransactionFailed, backoff, map_sdk_error, query_all};
 use super::transaction_limits::{
-    MAX_TRANSACTION_ITEMS, TRANSACTION_BUDGET, Write, fit_one_transaction, groups, item_bytes,
-    total_bytes,
+    MAX_TRANSACTION_ITEMS, TRANSACTION_BUDGET, Write, delete_action, fit_one_transaction, groups,
+    item_bytes, total_bytes,
 };
 use crate::error::StoreError;
 use crate::port::{QueueStore, RunLocation, StoreResult};

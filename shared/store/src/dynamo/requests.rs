@@ -13,8 +13,8 @@ use aws_sdk_dynamodb::operation::query::QueryOutput;
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, CancellationReason, Delete, KeysAndAttributes, Put, PutRequest,
-    TransactWriteItem, WriteRequest,
+    AttributeValue, CancellationReason, KeysAndAttributes, PutRequest, TransactWriteItem,
+    WriteRequest,
 };
 use std::collections::HashMap;
 use std::time::Duration;
@@ -128,26 +128,6 @@ impl TransactionFailed {
             .collect();
         codes.contains(&"TransactionConflict") && !codes.contains(&"ConditionalCheckFailed")
     }
-}
-
-/// A put of `item` into `table`, as a transaction action.
-pub(crate) fn put_action(table: &str, item: Item) -> StoreResult<TransactWriteItem> {
-    let put = Put::builder()
-        .table_name(table)
-        .set_item(Some(item))
-        .build()
-        .map_err(StoreError::internal)?;
-    Ok(TransactWriteItem::builder().put(put).build())
-}
-
-/// A delete of the item at `key` of `table`, as a transaction action.
-pub(crate) fn delete_action(table: &str, key: Item) -> StoreResult<TransactWriteItem> {
-    let delete = Delete::builder()
-        .table_name(table)
-        .set_key(Some(key))
-        .build()
-        .map_err(StoreError::internal)?;
-    Ok(TransactWriteItem::builder().delete(delete).build())
 }
 
 impl DynamoStore {

@@ -1,4 +1,5 @@
-//! What one `TransactWriteItems` may hold, and how writes are grouped to stay within it.
+//! The actions of a `TransactWriteItems`, what one may hold, and how writes are grouped to
+//! stay within it.
 //!
 //! DynamoDB refuses a transaction of more than 100 actions, or whose items weigh more than
 //! 4 MB together; an item itself weighs at most 400 KB. Item weights are estimated with
@@ -7,9 +8,9 @@
 //! transaction.
 
 use super::codec::Item;
-use super::requests::{delete_action, put_action};
+use crate::error::StoreError;
 use crate::port::StoreResult;
-use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem};
+use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem};
 
 /// DynamoDB refuses transactions of more than this many actions.
 pub(crate) const MAX_TRANSACTION_ITEMS: usize = 100;
@@ -45,6 +46,26 @@ impl Write {
             bytes,
         })
     }
+}
+
+/// A put of `item` into `table`, as a transaction action.
+pub(crate) fn put_action(table: &str, item: Item) -> StoreResult<TransactWriteItem> {
+    let put = Put::builder()
+        .table_name(table)
+        .set_item(Some(item))
+        .build()
+        .map_err(StoreError::internal)?;
+    Ok(TransactWriteItem::builder().put(put).build())
+}
+
+/// A delete of the item at `key` of `table`, as a transaction action.
+pub(crate) fn delete_action(table: &str, key: Item) -> StoreResult<TransactWriteItem> {
+    let delete = Delete::builder()
+        .table_name(table)
+        .set_key(Some(key))
+        .build()
+        .map_err(StoreError::internal)?;
+    Ok(TransactWriteItem::builder().delete(delete).build())
 }
 
 /// Whether `writes` fit one transaction.

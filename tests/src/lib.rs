@@ -16,6 +16,7 @@ pub mod openapi;
 pub mod prometheus;
 pub mod requests;
 pub mod tally;
+pub mod template;
 pub mod timeline;
 
 use local_gateway::Gateway;

@@ -35,6 +35,9 @@ const WEBHOOK_SECRET: &str = "requests-secret";
 pub struct Sent {
     pub operation: String,
     pub tables: Vec<String>,
+    /// The IAM actions it needs, each on its resource: a table (`Queues`) or an index
+    /// (`Queues/index/org-index`), without prefix.
+    pub needs: Vec<(String, String)>,
 }
 
 impl Sent {
@@ -108,8 +111,16 @@ impl Intercept for RequestLog {
             .collect();
         tables.sort();
         tables.dedup();
+        let needs = needs_of(&operation, &body)
+            .into_iter()
+            .map(|(action, resource)| (action, self.short_name(&resource)))
+            .collect();
         let mut sent = self.sent.lock().unwrap_or_else(|p| p.into_inner());
-        sent.push(Sent { operation, tables });
+        sent.push(Sent {
+            operation,
+            tables,
+            needs,
+        });
         Ok(())
     }
 }
@@ -129,6 +140,37 @@ fn tables_of(body: &Value) -> Vec<String> {
         .flatten()
         .filter_map(|action| action.as_object()?.values().next()?["TableName"].as_str())
         .map(str::to_owned)
+        .collect()
+}
+
+/// The IAM actions a request of `operation` with `body` needs, each with its resource (a
+/// table's name, or `<table>/index/<index>`): a transaction needs its actions' own.
+fn needs_of(operation: &str, body: &Value) -> Vec<(String, String)> {
+    let action = |name: &str| format!("dynamodb:{name}");
+    if let Some(actions) = body["TransactItems"].as_array() {
+        return actions
+            .iter()
+            .filter_map(|a| a.as_object()?.iter().next())
+            .filter_map(|(kind, a)| {
+                let name = match kind.as_str() {
+                    "Put" => "PutItem",
+                    "Update" => "UpdateItem",
+                    "Delete" => "DeleteItem",
+                    "ConditionCheck" => "ConditionCheckItem",
+                    "Get" => "GetItem",
+                    _ => return None,
+                };
+                Some((action(name), a["TableName"].as_str()?.to_owned()))
+            })
+            .collect();
+    }
+    let resources = match (body["TableName"].as_str(), body["IndexName"].as_str()) {
+        (Some(table), Some(index)) => vec![format!("{table}/index/{index}")],
+        _ => tables_of(body),
+    };
+    resources
+        .into_iter()
+        .map(|resource| (action(operation), resource))
         .collect()
 }
 
@@ -517,6 +559,7 @@ async fn queue_endpoints(b: &Bench) -> Vec<Measured> {
         )
         .await,
     );
+    out.push(b.tick("one queue has work (#1 testing)").await);
     let (_, sha1) = b.run_testing(1);
     out.push(
         b.call(

@@ -129,6 +129,14 @@ const EXPECTED: &[(&str, &str, usize, usize, &str, usize)] = &[
     ),
     (
         "tick",
+        "one queue has work (#1 testing)",
+        0,
+        1,
+        "Query Queues ×2, TransactWriteItems Queues, DeleteItem Queues, Query TestHealth",
+        0,
+    ),
+    (
+        "tick",
         "no queue has work",
         0,
         0,

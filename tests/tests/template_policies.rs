@@ -7,30 +7,17 @@ use mq_tables::schema::TEMPLATE;
 
 /// Each function's block of the template: (route from its description, text).
 fn functions() -> Vec<(String, String)> {
-    let mut resources: Vec<String> = Vec::new();
-    for line in TEMPLATE.lines() {
-        let starts_resource = line.starts_with("  ") && !line.starts_with("   ");
-        match resources.last_mut() {
-            Some(last) if !starts_resource => {
-                last.push_str(line);
-                last.push('\n');
-            }
-            _ => resources.push(format!("{line}\n")),
-        }
-    }
-    let mut blocks = Vec::new();
-    for block in resources
-        .iter()
-        .filter(|b| b.contains("Type: AWS::Serverless::Function"))
-    {
-        let route = block
-            .lines()
-            .find_map(|l| l.trim().strip_prefix("Description: POST /v1/"))
-            .unwrap_or_default()
-            .to_owned();
-        blocks.push((route, block.clone()));
-    }
-    blocks
+    e2e::template::function_blocks()
+        .into_iter()
+        .map(|block| {
+            let route = block
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("Description: POST /v1/"))
+                .unwrap_or_default()
+                .to_owned();
+            (route, block)
+        })
+        .collect()
 }
 
 #[test]

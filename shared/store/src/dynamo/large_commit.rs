@@ -7,7 +7,8 @@
 //! that keep every reader and writer consistent:
 //!
 //! 1. The commit's live changes (the *redo*, as JSON) are put in parts of at most 300 KB, in
-//!    the partition `REDO#<queue id>` of the Queues table (`<version>#<token>#<part>`), where
+//!    the partition `REDO#<queue id>` of the Queues table (sort keys
+//!    `REDO#<version, 20 digits>#<token>#<part, 5 digits>`), where
 //!    every function that reads or commits the queue may read and write: an item holds at
 //!    most 400 KB, and a redo can hold megabytes.
 //! 2. One transaction puts the queue item (and `#VERSION`) at the new version, conditional on
@@ -25,10 +26,12 @@
 //! every write puts or deletes an item to the value the commit gave it, and the condition
 //! stops a late writer once a newer commit exists.
 //!
-//! The parts are never read once their redo is removed, nor when the transaction of step 2
-//! lost to another commit; they expire with the queue's history (30 days), so that a reader
-//! that read the queue item just before the redo was removed still finds them. A `redo`
-//! holding the JSON itself (written so by earlier versions) is read as such.
+//! The parts are written to expire in a year: a commit whose writer stopped stays attached
+//! until the next writer finishes it, however long the queue is left alone. Once the redo is
+//! removed, or when the transaction of step 2 lost to another commit, the parts are no longer
+//! needed, and are set to expire a day later (a reader that read the queue item just before
+//! may still read them meanwhile). A `redo` holding the JSON itself (written so by earlier
+//! versions) is read as such.
 
 /// The attribute of the queue item naming a large commit's redo.
 pub const REDO: &str = "redo";
@@ -38,6 +41,13 @@ pub const REDO_PART: &str = "part";
 
 /// Item writes per step transaction: one action is the condition on the queue item.
 pub(crate) const STEP_ITEMS: usize = 99;
+
+/// How long a redo's parts are kept when written (seconds): as long as a commit may stay
+/// attached, unfinished.
+pub(crate) const ATTACHED_PARTS_SECONDS: i64 = 365 * 86_400;
+
+/// How long a redo's parts are kept once it is finished or lost (seconds).
+pub(crate) const FINISHED_PARTS_SECONDS: u64 = 86_400;
 
 /// The most of a redo's JSON one part holds, in bytes.
 pub const REDO_PART_BYTES: usize = 300_000;

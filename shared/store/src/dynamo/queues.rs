@@ -3,7 +3,9 @@
 use super::DynamoStore;
 use super::codec::{Item, from_item, from_items, from_optional_item, get_s, key, n, s, to_item};
 use super::keys::*;
-use super::large_commit::{REDO, REDO_PART, RedoParts, STEP_ITEMS, cut};
+use super::large_commit::{
+    ATTACHED_PARTS_SECONDS, FINISHED_PARTS_SECONDS, REDO, REDO_PART, RedoParts, STEP_ITEMS, cut,
+};
 use super::requests::{Pages, TransactionFailed, backoff, map_sdk_error, query_all};
 use super::transaction_limits::{
     MAX_TRANSACTION_ITEMS, TRANSACTION_BUDGET, Write, delete_action, fit_one_transaction, groups,
@@ -38,6 +40,7 @@ impl QueueStore for DynamoStore {
     }
 
     async fn load(&self, id: &QueueId) -> StoreResult<Option<QueueSnapshot>> {
+        let mut read_before = None;
         for retry in 0.. {
             let mut pages = Pages::of(self.partition_query(&self.tables.queues, id.as_str()));
             let first = pages.next(None).await?.and_then(|out| out.items);
@@ -45,9 +48,13 @@ impl QueueStore for DynamoStore {
                 return self.load_in_pages(id).await;
             }
             let items = first.unwrap_or_default();
-            if read_at_one_version(&items) {
+            let queue_version = version_in(&items, QUEUE_SK);
+            if read_at_one_version(&items)
+                || (queue_version.is_some() && queue_version == read_before)
+            {
                 return self.snapshot_from(id, items).await;
             }
+            read_before = queue_version;
             backoff(retry, "the queue kept changing while it was read").await?;
         }
         unreachable!("backoff gives up first")
@@ -296,8 +303,16 @@ impl DynamoStore {
         let redo = self.put_redo_parts(commit).await?;
         let first = self.first_writes(commit, Some(&redo))?;
         let (actions, later) = with_history_that_fits(first, history)?;
-        self.transact_guarded(&commit.queue.id, actions).await?;
-        self.apply_redo(id, commit.queue.version, &commit.live)
+        match self.transact_guarded(&commit.queue.id, actions).await {
+            Err(StoreError::Conflict) => {
+                // Another commit came first: the parts are never named.
+                self.expire_redo_parts(id, &redo).await;
+                return Err(StoreError::Conflict);
+            }
+            other => other?,
+        }
+        let version = commit.queue.version;
+        self.apply_redo(id, version, &commit.live, Some(&redo))
             .await?;
         self.batch_put(later).await
     }
@@ -309,7 +324,7 @@ impl DynamoStore {
         let pieces = cut(&json);
         let token = uuid::Uuid::new_v4().to_string();
         let redo = RedoParts::new(commit.queue.version, &token, pieces.len());
-        let expires = n(expires_at(commit.queue.updated_at));
+        let expires = n(commit.queue.updated_at.millis() / 1000 + ATTACHED_PARTS_SECONDS);
         let puts = pieces.into_iter().enumerate().map(|(index, piece)| {
             let item = Item::from([
                 (PK.to_owned(), s(redo_pk(id))),
@@ -361,9 +376,15 @@ impl DynamoStore {
             .collect())
     }
 
-    /// Writes a redo's changes in steps, then removes it; stops quietly when a newer commit
-    /// exists (someone finished it first).
-    async fn apply_redo(&self, id: &str, version: u64, changes: &LiveChanges) -> StoreResult<()> {
+    /// Writes a redo's changes in steps, then removes it and lets its `parts` expire; stops
+    /// quietly when a newer commit exists (someone finished it first).
+    async fn apply_redo(
+        &self,
+        id: &str,
+        version: u64,
+        changes: &LiveChanges,
+        parts: Option<&RedoParts>,
+    ) -> StoreResult<()> {
         for step in groups(self.live_writes(id, changes)?, STEP_ITEMS) {
             let mut actions = vec![self.redo_still_attached(id, version)?];
             actions.extend(step.into_iter().map(|w| w.action));
@@ -385,8 +406,41 @@ impl DynamoStore {
             .send()
             .await;
         match cleared.map_err(map_sdk_error) {
-            Ok(_) | Err(StoreError::Conflict) => Ok(()),
-            Err(e) => Err(e),
+            Ok(_) | Err(StoreError::Conflict) => {}
+            Err(e) => return Err(e),
+        }
+        if let Some(parts) = parts {
+            self.expire_redo_parts(id, parts).await;
+        }
+        Ok(())
+    }
+
+    /// Lets the parts of a redo no longer attached (or never attached) expire a day from now:
+    /// a reader that read the queue item just before may still read them meanwhile. A part
+    /// whose expiry could not be set keeps the long one it was written with.
+    async fn expire_redo_parts(&self, id: &str, redo: &RedoParts) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let expires = n(now + FINISHED_PARTS_SECONDS);
+        let updates = (0..redo.parts).map(|index| {
+            self.client
+                .update_item()
+                .table_name(&self.tables.queues)
+                .set_key(Some(key(&redo_pk(id), &redo.part_sk(index))))
+                .update_expression("SET #e = :e")
+                .condition_expression("attribute_exists(#pk)")
+                .expression_attribute_names("#e", EXPIRES_AT)
+                .expression_attribute_names("#pk", PK)
+                .expression_attribute_values(":e", expires.clone())
+                .send()
+        });
+        for result in futures_util::future::join_all(updates).await {
+            if let Err(e) = result.map_err(map_sdk_error)
+                && e != StoreError::Conflict
+            {
+                tracing::warn!(error = %e, "a finished redo part keeps its long expiry");
+            }
         }
     }
 
@@ -449,8 +503,11 @@ impl DynamoStore {
         let Some(changes) = self.redo_of(id, &queue_item).await? else {
             return Ok(());
         };
+        let parts = get_s(&queue_item, REDO).and_then(RedoParts::named_by);
         let queue: Queue = from_item(queue_item)?;
-        self.apply_redo(id.as_str(), queue.version, &changes).await
+        let version = queue.version;
+        self.apply_redo(id.as_str(), version, &changes, parts.as_ref())
+            .await
     }
 
     /// A condition: the queue item is at `version` with its redo attached.
@@ -764,18 +821,23 @@ fn with_history_that_fits(
 /// no commit landed between reading the first and the queue item, so what was read in between
 /// is of that version. Items read after the queue item (runs) may be newer; a commit
 /// computed from them fails its version check, as it should. A queue no commit wrote since
-/// `#VERSION` was introduced has none: its items are taken as read.
+/// `#VERSION` was introduced has none: its items are taken as read. (A `#VERSION` left behind
+/// by an earlier version of this code, which commits without writing it, is handled by
+/// `load`: two reads in a row of one version of the queue item are whole, whatever
+/// `#VERSION` says.)
 pub(crate) fn read_at_one_version(items: &[Item]) -> bool {
-    let version_in = |sk: &str| {
-        items
-            .iter()
-            .find(|item| get_s(item, SK) == Some(sk))
-            .map(|item| version_of(item).map(str::to_owned))
-    };
-    match (version_in(VERSION_SK), version_in(QUEUE_SK)) {
+    match (version_in(items, VERSION_SK), version_in(items, QUEUE_SK)) {
         (Some(first), Some(queue)) => first == queue,
         _ => true,
     }
+}
+
+/// The version in the item with sort key `sk` among `items`, if there is one.
+fn version_in(items: &[Item], sk: &str) -> Option<String> {
+    items
+        .iter()
+        .find(|item| get_s(item, SK) == Some(sk))
+        .and_then(|item| version_of(item).map(str::to_owned))
 }
 
 /// The version of a queue item.

@@ -324,12 +324,23 @@ impl Bench {
 
     /// Calls `endpoint` (its path under `/v1/`) with `request` and logs what it sent.
     pub async fn call(&self, endpoint: &'static str, case: &'static str, req: Request) -> Measured {
+        self.call_answered(endpoint, case, req, 200).await
+    }
+
+    /// [`Bench::call`], expecting the answer `expected`.
+    pub async fn call_answered(
+        &self,
+        endpoint: &'static str,
+        case: &'static str,
+        req: Request,
+        expected: u16,
+    ) -> Measured {
         let route = route(endpoint).unwrap_or_else(|| panic!("no route {endpoint}"));
         self.log.take();
         let response = route.serve(&self.app, req).await;
         let status = response.status().as_u16();
         assert!(
-            status == 200,
+            status == expected,
             "{endpoint} ({case}) answered {status}: {}",
             String::from_utf8_lossy(response.body().as_ref())
         );
@@ -463,6 +474,19 @@ pub async fn measure() -> Vec<Measured> {
     out.extend(queue_endpoints(&b).await);
     out.extend(test_health_endpoints(&b).await);
     out
+}
+
+/// Calls that take other paths than [`measure`]'s, with what each sent: a creation of a queue
+/// that exists (it reads the queue, to know whether it is its own).
+pub async fn measure_other_paths() -> Vec<Measured> {
+    let b = Bench::start().await;
+    let body = post(&queue("main", json!({})));
+    let created = b.call("createQueue", "a queue", body).await;
+    let again = post(&queue("main", json!({})));
+    let refused = b
+        .call_answered("createQueue", "a queue that exists", again, 409)
+        .await;
+    vec![created, refused]
 }
 
 /// The queue and pull request endpoints, the webhook and the tick.

@@ -1,9 +1,10 @@
 //! Every DynamoDB request an endpoint sends is allowed by its function's policy in
 //! `template.yaml`. Moto does not enforce IAM: a request the policy does not cover would only
 //! fail once deployed. The requests are those `dynamodb_request_counts` logs, on moto: every
-//! endpoint, with the effects rounds of those that act on the Git host, and the tick.
+//! endpoint, with the effects rounds of those that act on the Git host, and the tick; and a
+//! few other paths (`measure_other_paths`).
 
-use e2e::requests::measure;
+use e2e::requests::{measure, measure_other_paths};
 use e2e::template::{dynamodb_allowed, function_blocks, served_by};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -13,7 +14,9 @@ async fn every_request_an_endpoint_sends_is_allowed_by_its_functions_policy() {
         .filter_map(|block| Some((served_by(block)?, dynamodb_allowed(block))))
         .collect();
     let mut denied = Vec::new();
-    for call in measure().await {
+    let mut calls = measure().await;
+    calls.extend(measure_other_paths().await);
+    for call in calls {
         let Some((_, allowed)) = functions.iter().find(|(route, _)| route == call.endpoint) else {
             panic!("no function serves {}", call.endpoint);
         };

@@ -14,6 +14,10 @@ use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_dynamodb::error::BoxError;
 use lambda_http::http::header::CONTENT_TYPE;
 use lambda_http::{Body, Request, RequestExt};
+use mq_core::entry::{Entry, ImpactedTargets, UploadedTargets};
+use mq_core::git::PrFacts;
+use mq_core::ids::{QueueId, RepoRef};
+use mq_core::snapshot::{Commit, Transition};
 use mq_githost::local::LocalGitHost;
 use mq_githost::webhook::{SIGNATURE_HEADER, WebhookReceiver, sign};
 use mq_http::routes::route;
@@ -477,16 +481,65 @@ pub async fn measure() -> Vec<Measured> {
 }
 
 /// Calls that take other paths than [`measure`]'s, with what each sent: a creation of a queue
-/// that exists (it reads the queue, to know whether it is its own).
+/// that exists (it reads the queue, to know whether it is its own), and reads of a queue
+/// larger than one page of a query (read with its queue item before and after).
 pub async fn measure_other_paths() -> Vec<Measured> {
     let b = Bench::start().await;
-    let body = post(&queue("main", json!({})));
+    let body = post(&queue("main", json!({"state": "paused"})));
     let created = b.call("createQueue", "a queue", body).await;
     let again = post(&queue("main", json!({})));
     let refused = b
         .call_answered("createQueue", "a queue that exists", again, 409)
         .await;
-    vec![created, refused]
+    let id = QueueId::new(
+        &RepoRef::new("github.com", "acme", "rocket").unwrap(),
+        "main",
+    );
+    fill_beyond_a_page(&b.app, &id).await;
+    let read = b
+        .call(
+            "getQueue",
+            "a queue over one page",
+            post(&queue("main", json!({}))),
+        )
+        .await;
+    let listed = b
+        .call("listQueues", "a queue over one page", post(&json!({})))
+        .await;
+    vec![created, refused, read, listed]
+}
+
+/// Gives queue `id` 40 entries of about 30 KB (300 impacted targets of 100 characters): more
+/// than one page of a query (1 MB).
+async fn fill_beyond_a_page(app: &App, id: &QueueId) {
+    let before = app.store.load(id).await.unwrap().expect("the queue");
+    let mut after = before.clone();
+    for pr in 100..140 {
+        let mut entry = Entry::submitted(
+            format!("big-{pr}"),
+            u64::from(pr),
+            PrFacts::sample(pr),
+            before.queue.created_at,
+        );
+        let targets = (0..300)
+            .map(|i| format!("//services/{pr:04}/target-{i:04}/{}", "x".repeat(70)))
+            .collect();
+        entry.impacted = Some(UploadedTargets {
+            head_sha: entry.pr_facts.head_sha.clone(),
+            targets: ImpactedTargets::List(targets),
+            uploaded_at: before.queue.created_at,
+        });
+        after.entries.push(Arc::new(entry));
+    }
+    let transition = Transition {
+        snapshot: after,
+        effects: vec![],
+        concluded: vec![],
+        finished_runs: vec![],
+    };
+    let mut commit = Commit::between(&before, &transition, before.queue.created_at);
+    commit.queue.record_commit("filled".to_owned());
+    app.store.commit(&commit).await.unwrap();
 }
 
 /// The queue and pull request endpoints, the webhook and the tick.

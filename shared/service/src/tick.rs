@@ -33,8 +33,8 @@ pub const LEASE_MILLIS: i64 = 60_000;
 
 /// How long a tick starts queues for. The schedule's function stops after 60 s: a tick slowed
 /// down by the Git host leaves the rest of its minute to the queue it is on, test-health
-/// recovery and auto-tuning. The queues it did not reach go first in a later minute
-/// (`in_turn`).
+/// recovery and auto-tuning. The queues it did not reach are others the next minute
+/// (`in_order_of_the_minute`).
 pub const START_QUEUES_FOR: Duration = Duration::from_secs(30);
 
 /// What one tick did, for its log line.

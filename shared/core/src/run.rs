@@ -165,8 +165,8 @@ pub struct Bisection {
     pub failed_sets: Vec<Vec<PrNumber>>,
     /// The failed run's dependent pull requests: the groups ahead of the batch, all passed
     /// when it failed. Splits are tested on those still in the queue, never on a group that
-    /// came ahead later (an urgent one, a restart) and has not passed. `None` in bisections
-    /// stored before this was kept: their splits are tested on the groups now ahead.
+    /// came ahead later (an urgent one, a restart) and has not passed. `None` in a bisection
+    /// stored without it: its splits are tested on the groups ahead of them when tested.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dependent_prs: Option<Vec<PrNumber>>,
 }

@@ -137,6 +137,17 @@ mod tests {
         }
     }
 
+    /// The first restart of `entry`, at `at`.
+    fn first_restart(entry: &Entry, at: i64) -> Restart {
+        Restart {
+            entry_id: entry.id.clone(),
+            pr: entry.pr,
+            at: Timestamp(at),
+            count: 1,
+            total: 1,
+        }
+    }
+
     fn states(changes: &[StateChange]) -> Vec<(i64, EntryState)> {
         changes.iter().map(|c| (c.at.0, c.state)).collect()
     }
@@ -201,13 +212,7 @@ mod tests {
         let mut split = run("r2-bisection", &entry, RunStatus::Succeeded, 860, Some(870));
         split.kind = RunKind::Bisection;
         let runs = [cancelled, runs[1].clone(), runs[2].clone(), split];
-        let restarts = [Restart {
-            entry_id: entry.id.clone(),
-            pr: entry.pr,
-            at: Timestamp(300),
-            count: 1,
-            total: 1,
-        }];
+        let restarts = [first_restart(&entry, 300)];
         let history = state_history(&entry, &runs, &restarts);
         assert_eq!(
             states(&history),
@@ -242,13 +247,7 @@ mod tests {
             cancelled,
             run("r2", &entry, RunStatus::InProgress, 310, None),
         ];
-        let restarts = [Restart {
-            entry_id: entry.id.clone(),
-            pr: entry.pr,
-            at: Timestamp(300),
-            count: 1,
-            total: 1,
-        }];
+        let restarts = [first_restart(&entry, 300)];
         let history = state_history(&entry, &runs, &restarts);
         assert_eq!(
             states(&history),

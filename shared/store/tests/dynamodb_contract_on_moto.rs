@@ -540,18 +540,7 @@ async fn a_read_of_two_versions_of_a_queue_is_read_again() {
     use mq_core::entry::EntryState;
     use mq_store::QueueStore;
 
-    let queries = CountingQueries::default();
-    let plain = fresh_dynamo().await;
-    let config = plain
-        .client()
-        .config()
-        .to_builder()
-        .interceptor(queries.clone())
-        .build();
-    let store = DynamoStore::new(
-        aws_sdk_dynamodb::Client::from_conf(config),
-        plain.tables().clone(),
-    );
+    let (store, watch) = watched_dynamo().await;
     let q = queue("acme", "rocket", "main");
     store.create_queue(&q).await.unwrap();
     let empty = store.load(&q.id).await.unwrap().unwrap();
@@ -568,33 +557,36 @@ async fn a_read_of_two_versions_of_a_queue_is_read_again() {
     );
 
     set_version_copy(&store, &q.id, 2).await;
-    queries.count.store(0, Ordering::SeqCst);
+    watch.queries.store(0, Ordering::SeqCst);
     let loaded = store.load(&q.id).await.unwrap().unwrap();
     assert_eq!((loaded.queue.version, loaded.entries.len()), (1, 1));
     assert_eq!(
-        queries.count.load(Ordering::SeqCst),
+        watch.queries.load(Ordering::SeqCst),
         2,
         "the versions differ: read again"
     );
     set_version_copy(&store, &q.id, 1).await;
-    queries.count.store(0, Ordering::SeqCst);
+    watch.queries.store(0, Ordering::SeqCst);
     store.load(&q.id).await.unwrap().unwrap();
     assert_eq!(
-        queries.count.load(Ordering::SeqCst),
+        watch.queries.load(Ordering::SeqCst),
         1,
         "they agree: one read"
     );
 }
 
-/// Counts the `Query` requests sent.
+/// What a store's client sent, and what it refuses: the `Query` requests are counted, and
+/// every `BatchWriteItem` is refused while `refuse_batch_writes` (as a throttled or failing
+/// DynamoDB may).
 #[derive(Debug, Default, Clone)]
-struct CountingQueries {
-    count: Arc<AtomicU32>,
+struct Watch {
+    queries: Arc<AtomicU32>,
+    refuse_batch_writes: Arc<std::sync::atomic::AtomicBool>,
 }
 
-impl aws_sdk_dynamodb::config::Intercept for CountingQueries {
+impl aws_sdk_dynamodb::config::Intercept for Watch {
     fn name(&self) -> &'static str {
-        "CountingQueries"
+        "Watch"
     }
 
     fn read_before_transmit(
@@ -605,35 +597,28 @@ impl aws_sdk_dynamodb::config::Intercept for CountingQueries {
     ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
         let target = context.request().headers().get("x-amz-target");
         if target.is_some_and(|t| t.ends_with(".Query")) {
-            self.count.fetch_add(1, Ordering::SeqCst);
+            self.queries.fetch_add(1, Ordering::SeqCst);
         }
-        Ok(())
-    }
-}
-
-/// Refuses every `BatchWriteItem` while `on`, as a throttled or failing DynamoDB may.
-#[derive(Debug, Default, Clone)]
-struct FailingBatchWrites {
-    on: Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl aws_sdk_dynamodb::config::Intercept for FailingBatchWrites {
-    fn name(&self) -> &'static str {
-        "FailingBatchWrites"
-    }
-
-    fn read_before_transmit(
-        &self,
-        context: &aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef<'_>,
-        _components: &aws_sdk_dynamodb::config::RuntimeComponents,
-        _cfg: &mut aws_sdk_dynamodb::config::ConfigBag,
-    ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
-        let target = context.request().headers().get("x-amz-target");
-        if self.on.load(Ordering::SeqCst) && target.is_some_and(|t| t.ends_with("BatchWriteItem")) {
+        let refusing = self.refuse_batch_writes.load(Ordering::SeqCst);
+        if refusing && target.is_some_and(|t| t.ends_with(".BatchWriteItem")) {
             return Err("BatchWriteItem refused".into());
         }
         Ok(())
     }
+}
+
+/// A store with tables of its own whose client is watched.
+async fn watched_dynamo() -> (DynamoStore, Watch) {
+    let watch = Watch::default();
+    let plain = fresh_dynamo().await;
+    let config = plain
+        .client()
+        .config()
+        .to_builder()
+        .interceptor(watch.clone())
+        .build();
+    let client = aws_sdk_dynamodb::Client::from_conf(config);
+    (DynamoStore::new(client, plain.tables().clone()), watch)
 }
 
 /// A commit concluding 45 pull requests: their history does not all fit its transaction,
@@ -646,18 +631,7 @@ async fn latest_conclusions_go_into_the_commit_before_the_rest_of_its_history() 
     use mq_core::entry::EntryState;
     use mq_store::QueueStore;
 
-    let failing = FailingBatchWrites::default();
-    let plain = fresh_dynamo().await;
-    let config = plain
-        .client()
-        .config()
-        .to_builder()
-        .interceptor(failing.clone())
-        .build();
-    let store = DynamoStore::new(
-        aws_sdk_dynamodb::Client::from_conf(config),
-        plain.tables().clone(),
-    );
+    let (store, watch) = watched_dynamo().await;
     let q = queue("acme", "rocket", "main");
     store.create_queue(&q).await.unwrap();
     let empty = store.load(&q.id).await.unwrap().unwrap();
@@ -679,12 +653,12 @@ async fn latest_conclusions_go_into_the_commit_before_the_rest_of_its_history() 
     let mut done = tested.clone();
     done.entries.clear();
 
-    failing.on.store(true, Ordering::SeqCst);
+    watch.refuse_batch_writes.store(true, Ordering::SeqCst);
     let landed = store
         .commit(&commit(&tested, done, merged, vec![], t1))
         .await;
     assert!(landed.is_err(), "the writes after the transaction failed");
-    failing.on.store(false, Ordering::SeqCst);
+    watch.refuse_batch_writes.store(false, Ordering::SeqCst);
     assert_eq!(store.load(&q.id).await.unwrap().unwrap().queue.version, 2);
     for pr in 1..=45 {
         let (_, latest) = store.load_entry(&q.id, pr).await.unwrap().unwrap();

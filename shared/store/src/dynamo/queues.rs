@@ -284,7 +284,7 @@ impl DynamoStore {
         &self,
         commit: &Commit,
         writes: Vec<Write>,
-        history: Vec<(String, Item)>,
+        history: Vec<TableItem>,
     ) -> StoreResult<()> {
         let (actions, later) = with_history_that_fits(writes, history)?;
         self.transact_guarded(&commit.queue.id, actions).await?;
@@ -294,11 +294,7 @@ impl DynamoStore {
     }
 
     /// A commit too large for one transaction: see [`super::large_commit`].
-    async fn commit_in_steps(
-        &self,
-        commit: &Commit,
-        history: Vec<(String, Item)>,
-    ) -> StoreResult<()> {
+    async fn commit_in_steps(&self, commit: &Commit, history: Vec<TableItem>) -> StoreResult<()> {
         let id = commit.queue.id.as_str();
         let redo = self.put_redo_parts(commit).await?;
         let first = self.first_writes(commit, Some(&redo))?;
@@ -354,13 +350,8 @@ impl DynamoStore {
 
     /// The JSON of a redo kept in parts, read back whole.
     async fn redo_json(&self, id: &QueueId, redo: &RedoParts) -> StoreResult<String> {
-        let (lo, hi) = redo.sk_range();
-        let parts = self
-            .partition_query(&self.tables.queues, &redo_pk(id.as_str()))
-            .key_condition_expression("#pk = :pk AND #sk BETWEEN :lo AND :hi")
-            .expression_attribute_names("#sk", SK)
-            .expression_attribute_values(":lo", s(lo))
-            .expression_attribute_values(":hi", s(hi));
+        let parts =
+            self.partition_between(&self.tables.queues, &redo_pk(id.as_str()), redo.sk_range());
         let items = query_all(parts).await?;
         if items.len() != redo.parts {
             return Err(StoreError::internal(format!(
@@ -574,7 +565,7 @@ impl DynamoStore {
     /// fails): each concluded entry's latest conclusion (what `getSubmittedPullRequest` and
     /// `cancelPullRequest` answer from) first, then finished runs, the conclusion log and
     /// restarts.
-    fn history_items(&self, commit: &Commit) -> StoreResult<Vec<(String, Item)>> {
+    fn history_items(&self, commit: &Commit) -> StoreResult<Vec<TableItem>> {
         let id = commit.queue.id.as_str();
         let (pull_requests, test_runs) = (&self.tables.pull_requests, &self.tables.test_runs);
         let mut history = Vec::new();
@@ -669,18 +660,9 @@ impl DynamoStore {
     pub(super) fn pull_requests_between(
         &self,
         id: &QueueId,
-        (lo, hi): (String, String),
+        range: (String, String),
     ) -> QueryFluentBuilder {
-        self.client
-            .query()
-            .table_name(&self.tables.pull_requests)
-            .consistent_read(true)
-            .key_condition_expression("#pk = :pk AND #sk BETWEEN :lo AND :hi")
-            .expression_attribute_names("#pk", PK)
-            .expression_attribute_names("#sk", SK)
-            .expression_attribute_values(":pk", s(id.as_str()))
-            .expression_attribute_values(":lo", s(lo))
-            .expression_attribute_values(":hi", s(hi))
+        self.partition_between(&self.tables.pull_requests, id.as_str(), range)
     }
 }
 
@@ -820,11 +802,10 @@ fn with_history_that_fits(
 /// the version twice, in `#VERSION` (read first) and in the queue item: when the two agree,
 /// no commit landed between reading the first and the queue item, so what was read in between
 /// is of that version. Items read after the queue item (runs) may be newer; a commit
-/// computed from them fails its version check, as it should. A queue no commit wrote since
-/// `#VERSION` was introduced has none: its items are taken as read. (A `#VERSION` left behind
-/// by an earlier version of this code, which commits without writing it, is handled by
-/// `load`: two reads in a row of one version of the queue item are whole, whatever
-/// `#VERSION` says.)
+/// computed from them fails its version check, as it should. A queue without `#VERSION` (no
+/// commit by code that writes it) has its items taken as read. A `#VERSION` behind the queue
+/// item (left by code that commits without writing it) is handled by `load`: two reads in a
+/// row of one version of the queue item are whole, whatever `#VERSION` says.
 pub(crate) fn read_at_one_version(items: &[Item]) -> bool {
     match (version_in(items, VERSION_SK), version_in(items, QUEUE_SK)) {
         (Some(first), Some(queue)) => first == queue,
@@ -847,7 +828,7 @@ fn version_of(item: &Item) -> Option<&str> {
         .map(String::as_str)
 }
 
-fn take(found: &mut Vec<(String, Item)>, table: &str, sk: &str) -> Option<Item> {
+fn take(found: &mut Vec<TableItem>, table: &str, sk: &str) -> Option<Item> {
     let pos = found
         .iter()
         .position(|(t, i)| t == table && get_s(i, SK) == Some(sk))?;

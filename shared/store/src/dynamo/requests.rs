@@ -4,7 +4,7 @@
 
 use super::DynamoStore;
 use super::codec::{Item, s};
-use super::keys::PK;
+use super::keys::{PK, SK};
 use super::transaction_limits::{DYNAMODB_TRANSACTION_BYTES, actions_bytes};
 use crate::error::StoreError;
 use crate::port::StoreResult;
@@ -422,6 +422,21 @@ impl DynamoStore {
             .key_condition_expression("#pk = :pk")
             .expression_attribute_names("#pk", PK)
             .expression_attribute_values(":pk", s(pk))
+    }
+
+    /// A query of the items of partition `pk` of `table` whose sort key is in `[lo, hi]`, in
+    /// key order (a consistent read).
+    pub(crate) fn partition_between(
+        &self,
+        table: &str,
+        pk: &str,
+        (lo, hi): (String, String),
+    ) -> QueryFluentBuilder {
+        self.partition_query(table, pk)
+            .key_condition_expression("#pk = :pk AND #sk BETWEEN :lo AND :hi")
+            .expression_attribute_names("#sk", SK)
+            .expression_attribute_values(":lo", s(lo))
+            .expression_attribute_values(":hi", s(hi))
     }
 
     /// A query of the items of a table's `index` whose attribute `attribute` is `value` (a

@@ -872,24 +872,7 @@ async fn large_reports_go_through_s3(env: TestEnv) {
     });
     let url = env.ok("flaky-tests/upload-url", &body).await;
     assert_eq!(url["method"], "PUT");
-    let put = env
-        .http
-        .put(url["upload_url"].as_str().unwrap())
-        .body(fixture("surefire-2.22-rerun-flaky.xml"))
-        .send()
-        .await
-        .unwrap();
-    assert!(put.status().is_success(), "{}", put.status());
-    let key = url["upload_url"]
-        .as_str()
-        .unwrap()
-        .split('?')
-        .next()
-        .unwrap()
-        .split_once("/test-results/")
-        .unwrap()
-        .1
-        .to_owned();
+    let key = put_report(&env, &url).await;
     // The event S3 sends for the PUT (its documented shape).
     let event = json!({"Records": [{
         "eventVersion": "2.1", "eventSource": "aws:s3", "awsRegion": "us-east-1",
@@ -899,7 +882,7 @@ async fn large_reports_go_through_s3(env: TestEnv) {
         "responseElements": {"x-amz-request-id": "R1", "x-amz-id-2": "I2"},
         "s3": {"s3SchemaVersion": "1.0", "configurationId": "uploads",
                "bucket": {"name": "b", "ownerIdentity": {"principalId": "A1"}, "arn": "arn:aws:s3:::b"},
-               "object": {"key": format!("test-results/{key}"), "size": 3417,
+               "object": {"key": key, "size": 3417,
                           "eTag": "0123456789abcdef", "sequencer": "0A1B2C3D4E5F678901"}}
     }]});
     let event = serde_json::from_value(event).unwrap();
@@ -915,7 +898,9 @@ async fn large_reports_go_through_s3(env: TestEnv) {
         (again.status, again.code()),
         (409, "UPLOAD_ALREADY_RECEIVED")
     );
+    assert!(again.message().ends_with("ingested"), "{}", again.message());
     an_object_too_large_is_refused_once(&env).await;
+    an_ingestion_stopped_half_way_is_sent_again(&env).await;
     let none = TestEnv::start(backend).await;
     let r = none.post("flaky-tests/upload-url", Some(ACME), &body).await;
     assert_eq!((r.status, r.code()), (404, "UPLOADS_NOT_CONFIGURED"));
@@ -944,17 +929,7 @@ async fn an_object_too_large_is_refused_once(env: &TestEnv) {
         "commit_sha": sha("T"), "branch": "main", "upload_id": "s3-too-large",
     });
     let url = env.ok("flaky-tests/upload-url", &body).await;
-    let upload_url = url["upload_url"].as_str().unwrap();
-    let put = env
-        .http
-        .put(upload_url)
-        .body(fixture("surefire-2.22-rerun-flaky.xml"))
-        .send()
-        .await
-        .unwrap();
-    assert!(put.status().is_success(), "{}", put.status());
-    let key = upload_url.split('?').next().unwrap();
-    let key = &key[key.find("/test-results/").unwrap() + 1..];
+    let key = &put_report(env, &url).await;
     let app = env.app();
     let bucket = app.uploads.clone().expect("a bucket");
     let little = (*app).clone().with_uploads(Arc::new(ReadingLittle(bucket)));
@@ -966,6 +941,53 @@ async fn an_object_too_large_is_refused_once(env: &TestEnv) {
         format!("{:?}", again.unwrap()).starts_with("Ignored("),
         "not tried again"
     );
+    let asked = env.post("flaky-tests/upload-url", Some(ACME), &body).await;
+    assert_eq!(asked.status, 409);
+    assert!(
+        asked.message().contains("refused: the report is "),
+        "{}",
+        asked.message()
+    );
+}
+
+/// An ingestion that stopped half way (its function ran out of time, then of retries) leaves
+/// its upload `ingesting`, as the claim that began it wrote it. Asking for the upload's URL
+/// again gives a fresh one, and the report PUT there is ingested.
+async fn an_ingestion_stopped_half_way_is_sent_again(env: &TestEnv) {
+    let body = json!({
+        "repo": {"host": "github.com", "owner": "acme", "name": "rocket"},
+        "commit_sha": sha("U"), "branch": "main", "upload_id": "s3-stopped",
+    });
+    let first = env.ok("flaky-tests/upload-url", &body).await;
+    let key = put_report(env, &first).await;
+    let (org, upload) = mq_service::uploads::parse_object_key(&key).unwrap();
+    let mut record = env.store.get_upload(&org, upload).await.unwrap().unwrap();
+    record.state = mq_store::UploadState::Ingesting;
+    env.store.put_upload(&record).await.unwrap();
+    let again = env.ok("flaky-tests/upload-url", &body).await;
+    let key = put_report(env, &again).await;
+    let ingested = mq_service::test_health::objects::ingest_object(&env.app(), &key).await;
+    assert_eq!(
+        format!("{:?}", ingested.unwrap()),
+        "Ingested { test_cases: 5 }"
+    );
+    let done = env.post("flaky-tests/upload-url", Some(ACME), &body).await;
+    assert_eq!((done.status, done.code()), (409, "UPLOAD_ALREADY_RECEIVED"));
+}
+
+/// PUTs a Surefire report to the URL of an `upload-url` answer; the object's key.
+async fn put_report(env: &TestEnv, url: &Value) -> String {
+    let upload_url = url["upload_url"].as_str().unwrap();
+    let put = env
+        .http
+        .put(upload_url)
+        .body(fixture("surefire-2.22-rerun-flaky.xml"))
+        .send()
+        .await
+        .unwrap();
+    assert!(put.status().is_success(), "{}", put.status());
+    let path = upload_url.split('?').next().unwrap();
+    path[path.find("/test-results/").unwrap() + 1..].to_owned()
 }
 
 async fn flaky_tests_recover_after_seven_days(env: TestEnv) {

@@ -16,8 +16,10 @@ use mq_wire::test_health::{UploadFields, UploadUrlResponse};
 pub const MAX_OBJECT_BYTES: usize = 100 * 1024 * 1024;
 pub const MAX_OBJECT_XML_BYTES: usize = 256 * 1024 * 1024;
 
-/// Registers an upload and returns where to PUT its report. Asking again for an upload whose
-/// object has not arrived gives a fresh URL; once ingested, 409.
+/// Registers an upload and returns where to PUT its report. Asking again for an upload not yet
+/// ingested gives a fresh URL: its object has not arrived, or its ingestion stopped half way
+/// (the function ran out of time or retries) and the next object finishes it. Once ingested or
+/// refused, 409, naming which.
 pub async fn start(
     app: &App,
     org: &OrgId,
@@ -48,12 +50,9 @@ pub async fn start(
         error: None,
     };
     if let Some(existing) = app.store.claim_upload(&record).await?
-        && existing.state != UploadState::AwaitingObject
+        && existing.state == UploadState::Done
     {
-        return Err(ServiceError::conflict(
-            ErrorCode::UploadAlreadyReceived,
-            format!("upload_id {} was already received", metadata.upload_id),
-        ));
+        return Err(already_received(&existing));
     }
     if let Some(text) = codeowners {
         let scope = super::scope_of(org, &metadata.repo);
@@ -71,6 +70,16 @@ pub async fn start(
             .plus_millis(URL_LIFETIME.as_millis() as i64)
             .to_rfc3339(),
     })
+}
+
+/// 409 for an upload that was ingested, or refused (and why).
+fn already_received(upload: &UploadRecord) -> ServiceError {
+    let id = &upload.metadata.upload_id;
+    let message = match &upload.error {
+        Some(why) => format!("upload_id {id} was already received and refused: {why}"),
+        None => format!("upload_id {id} was already received and ingested"),
+    };
+    ServiceError::conflict(ErrorCode::UploadAlreadyReceived, message)
 }
 
 /// What became of one object.

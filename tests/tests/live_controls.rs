@@ -3,7 +3,7 @@
 //! played by the test: it sets `local-ci` on the test branches through the Git host.
 
 use e2e::git_repo::GitRepo;
-use e2e::live::{CI, LiveEnv, Run};
+use e2e::live::{CI, LiveEnv, Run, wait_until};
 use e2e::{Backend, live_on_both_stores};
 use mq_core::git::StatusState;
 use serde_json::{Value, json};
@@ -18,7 +18,35 @@ live_on_both_stores!(
     a_run_past_the_timeout_fails_on_the_tick,
     direct_merge_skips_the_test_run,
     a_push_to_main_outside_the_queue_is_tested_before_merging,
+    a_switch_from_squash_to_merge_commits_merges_the_groups_in_flight,
 );
+
+/// #1 lands as a squash; then the operator switches to `merge_commit`. #2's branch holds #1's
+/// merge commit, not the squash on `main`, so it cannot be fast-forwarded onto `main`: it is
+/// tested again on `main` and merges by fast-forward to what CI passed.
+async fn a_switch_from_squash_to_merge_commits_merges_the_groups_in_flight(backend: Backend) {
+    let env = LiveEnv::start(backend).await;
+    let repo = queue_with_prs(&env, 2, json!({"concurrency": 2, "mergeMethod": "squash"})).await;
+    env.submit(&repo, 1).await;
+    env.submit(&repo, 2).await;
+    let before = env.wait_for_run(&repo, 2).await;
+    env.pass(&repo, 1).await;
+    env.wait_for_state(&repo, 1, "merged").await;
+    env.update_queue(&repo, json!({"mergeMethod": "merge_commit"}))
+        .await;
+    let after = wait_until("#2 tested again on main", || async {
+        let run = env.current_run(&repo, 2).await;
+        run.filter(|run| run.sha != before.sha)
+    })
+    .await;
+    env.pass(&repo, 2).await;
+    env.wait_for_state(&repo, 2, "merged").await;
+    assert_eq!(repo.head("main").as_deref(), Some(after.sha.as_str()));
+    assert_eq!(
+        repo.files("main"),
+        ["README.md", "change-1.txt", "change-2.txt"]
+    );
+}
 
 /// A queue on `rocket` with `count` pull requests, requiring `local-ci`.
 async fn queue_with_prs(env: &LiveEnv, count: u32, settings: Value) -> GitRepo {

@@ -16,6 +16,43 @@ live_on_both_stores!(
     an_abbreviated_head_sha_names_the_head
 );
 
+/// #3 shares targets with #1 and #2, so its branch is the target with #1, #2 and #3 merged in
+/// that order. #2's lane merges first; then #3 and #1 pass. No merge of #1 and #3 can land
+/// #3's tested commit (it holds #2 between them): under every merge method both merge without
+/// it, and the target ends with every change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_run_across_two_lanes_merges_when_the_lanes_merge_out_of_its_order() {
+    for method in ["squash", "rebase", "merge_commit"] {
+        let env = LiveEnv::start(Backend::Memory).await;
+        let repo = env.repo("rocket");
+        let heads = repo.add_prs(3, &[]);
+        let settings = json!({"mode": "parallel", "concurrency": 3, "mergeMethod": method,
+                              "requiredStatuses": [CI]});
+        env.create_queue(&repo, settings).await;
+        for (pr, targets) in [(1, json!(["x"])), (2, json!(["y"])), (3, json!(["x", "y"]))] {
+            let head = &heads[pr as usize - 1];
+            let set = env.set_impacted_targets(&repo, pr, head, targets).await;
+            assert_eq!(set.status, 200, "{:?}", set.body);
+            env.submit(&repo, pr).await;
+        }
+        let across = env.wait_for_run(&repo, 3).await;
+        assert_eq!(across.details["dependentPrs"], json!([1, 2]), "{method}");
+        env.pass(&repo, 2).await;
+        env.wait_for_state(&repo, 2, "merged").await;
+        env.pass(&repo, 3).await;
+        env.wait_for_state(&repo, 3, "tests_passed").await;
+        env.pass(&repo, 1).await;
+        for pr in [1, 3] {
+            env.wait_for_state(&repo, pr, "merged").await;
+        }
+        assert_eq!(
+            repo.files("main"),
+            ["README.md", "change-1.txt", "change-2.txt", "change-3.txt"],
+            "{method}"
+        );
+    }
+}
+
 async fn independent_lanes_merge_independently(backend: Backend) {
     let env = LiveEnv::start(backend).await;
     let repo = env.repo("rocket");

@@ -61,6 +61,8 @@ enum Op {
     PushOutside,
     SetState(RequestedState),
     Concurrency(u32),
+    /// `updateQueue` with another merge method, whatever is in flight.
+    MergeMethod(MergeMethod),
 }
 
 fn priority() -> impl Strategy<Value = u8> {
@@ -138,6 +140,7 @@ fn op(prs: u32, outside: bool) -> impl Strategy<Value = Op> {
             .boxed(),
         ),
         (1, (1..=4u32).prop_map(Op::Concurrency).boxed()),
+        (1, merge_method().prop_map(Op::MergeMethod).boxed()),
     ];
     if outside {
         ops.push((1, Just(Op::PushOutside).boxed()));
@@ -289,6 +292,12 @@ fn apply(h: &mut Harness, op: &Op, bad: &BTreeSet<u32>) {
         Op::Concurrency(c) => {
             h.update(SettingsPatch {
                 concurrency: Some(*c),
+                ..Default::default()
+            });
+        }
+        Op::MergeMethod(method) => {
+            h.update(SettingsPatch {
+                merge_method: Some(*method),
                 ..Default::default()
             });
         }

@@ -8,7 +8,7 @@ use mq_core::engine::{Effect, Event};
 use mq_core::entry::EntryState::*;
 use mq_core::entry::ImpactedTargets;
 use mq_core::ids::Sha;
-use mq_core::settings::{QueueMode, SettingsPatch};
+use mq_core::settings::{MergeMethod, QueueMode, SettingsPatch};
 use support::Harness;
 
 fn parallel(concurrency: u32) -> Harness {
@@ -158,6 +158,35 @@ fn disjoint_lanes_merge_independently() {
         unreachable!()
     };
     assert_eq!(tested_sha, &None);
+}
+
+/// Lanes that finish out of order: 3 is tested on 1 and 2 (it intersects both), and 2 merges
+/// first. 3's branch then holds 2's merge between 1's and its own, which no merge of 1 and 3
+/// can land as tested: its merge carries no tested commit, and nobody fails.
+#[test]
+fn a_run_whose_lanes_merge_out_of_its_order_is_merged_without_its_tested_commit() {
+    for method in [
+        MergeMethod::Squash,
+        MergeMethod::Rebase,
+        MergeMethod::MergeCommit,
+    ] {
+        let mut h = Harness::with(SettingsPatch {
+            mode: Some(QueueMode::Parallel),
+            concurrency: Some(3),
+            merge_method: Some(method),
+            ..Default::default()
+        });
+        for (pr, t) in [(1, &["x"][..]), (2, &["y"]), (3, &["x", "y"])] {
+            h.submit(pr);
+            h.set_targets(pr, t);
+        }
+        assert_eq!(h.content_of(&h.run_of(3)), vec![1, 2, 3]);
+        h.pass_pr(2);
+        h.pass_pr(3);
+        h.pass_pr(1);
+        assert_eq!(h.merged_prs(), vec![2, 1, 3], "{method:?}");
+        h.assert_clean();
+    }
 }
 
 #[test]

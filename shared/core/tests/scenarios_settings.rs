@@ -491,6 +491,36 @@ fn a_restart_in_place_under_merge_commits_restarts_the_groups_behind_when_it_mer
     }
 }
 
+/// A switch to `merge_commit` after a pull request landed as a squash (or while its squash is
+/// on its way): the groups behind it hold its merge commit, not the target's squash, so they
+/// cannot be fast-forwarded onto the target. They restart on it and merge; nobody fails.
+#[test]
+fn a_switch_to_merge_commits_restarts_the_groups_built_before_a_squash_landed() {
+    for switch_while_merging in [false, true] {
+        let mut h = Harness::with(SettingsPatch {
+            merge_method: Some(MergeMethod::Squash),
+            concurrency: Some(2),
+            ..Default::default()
+        });
+        h.submit(1);
+        h.submit(2);
+        let behind = h.run_of(2);
+        h.auto_execute = !switch_while_merging;
+        h.pass_pr(1);
+        h.update(SettingsPatch {
+            merge_method: Some(MergeMethod::MergeCommit),
+            ..Default::default()
+        });
+        h.auto_execute = true;
+        h.execute_all();
+        assert_eq!(h.state(1), Merged, "{switch_while_merging}");
+        assert_ne!(h.run_of(2), behind, "{switch_while_merging}");
+        h.pass_pr(2);
+        assert_eq!(h.state(2), Merged, "{switch_while_merging}");
+        h.assert_clean();
+    }
+}
+
 /// `createPrsForTestingBranches`: a draft pull request per test branch, opened once the
 /// branch exists and closed when its run has a result or is cancelled.
 #[test]

@@ -58,8 +58,12 @@ impl Work {
             .queue
             .mode_and_state()
             .update(patch.state, patch.mode, busy)?;
+        let method = self.s.queue.config.merge_method;
         patch.apply_fields(&mut self.s.queue.config);
         self.s.queue.set_mode_and_state(next);
+        if self.s.queue.config.merge_method != method {
+            self.merge_method_changed();
+        }
         self.readiness_stale = true;
         Ok(())
     }

@@ -81,6 +81,11 @@ impl Work {
 
     /// The target now holds `prs`: their entries are merged and their groups leave the line.
     pub fn merged(&mut self, prs: &[BranchPr], target_sha: &Sha) {
+        let fast_forward = self
+            .s
+            .runs
+            .iter()
+            .any(|r| r.kind == RunKind::Main && r.sha.as_ref() == Some(target_sha));
         self.s.queue.engine.target_head = Some(target_sha.clone());
         let merged: BTreeSet<PrNumber> = prs.iter().map(|p| p.pr).collect();
         for &pr in &merged {
@@ -96,22 +101,52 @@ impl Work {
         for id in &done {
             self.close_run(id, "merged");
         }
-        self.after_foreign_merge(prs);
+        self.after_foreign_merge(prs, fast_forward);
     }
 
-    /// Groups whose branch does not hold `merged` as the target now does: in parallel mode
-    /// they no longer predict the exact target (their merge carries no tested sha); in single
-    /// mode they restart.
-    fn after_foreign_merge(&mut self, merged: &[BranchPr]) {
+    /// Groups whose branch does not hold `merged` as the target now does (`fast_forward`: the
+    /// target was moved to a tested commit, not given new commits): in parallel mode they no
+    /// longer predict the exact target (their merge carries no tested sha); in single mode
+    /// they restart.
+    fn after_foreign_merge(&mut self, merged: &[BranchPr], fast_forward: bool) {
         let same_commit = self.cfg().merge_method == MergeMethod::MergeCommit;
         let lacking: Vec<String> = self
             .s
             .runs
             .iter()
             .filter(|r| r.kind == RunKind::Main)
-            .filter(|r| !self.still_predicts(r, merged, same_commit))
+            .filter(|r| !self.still_predicts(r, merged, same_commit, fast_forward))
             .map(|r| r.id.clone())
             .collect();
+        self.stop_predicting(lacking, "target_moved");
+    }
+
+    /// A change to `merge_commit`: a group is merged by fast-forward from now on, so one whose
+    /// branch may not hold the target's tip (a pull request of its chain landed, as a squash or
+    /// a rebase, or the target moved since it was built) no longer predicts the target.
+    pub fn merge_method_changed(&mut self) {
+        if self.cfg().merge_method != MergeMethod::MergeCommit {
+            return;
+        }
+        let target = self.s.queue.engine.target_head.clone();
+        let lacking: Vec<String> = self
+            .s
+            .runs
+            .iter()
+            .filter(|r| r.kind == RunKind::Main)
+            .filter(|r| {
+                let landed_ahead = r.chain.first().is_some_and(|l| self.entry(l.pr).is_none());
+                let moved = r.base_sha.is_some() && r.base_sha != target;
+                landed_ahead || moved
+            })
+            .map(|r| r.id.clone())
+            .collect();
+        self.stop_predicting(lacking, "merge_method_changed");
+    }
+
+    /// Groups that no longer predict the target: marked diverged in parallel mode, restarted
+    /// in single mode.
+    fn stop_predicting(&mut self, lacking: Vec<String>, reason: &str) {
         if self.cfg().mode == QueueMode::Parallel {
             for id in &lacking {
                 if let Some(r) = self.run_mut(id) {
@@ -119,21 +154,32 @@ impl Work {
                 }
             }
         } else if !lacking.is_empty() {
-            self.reshuffle(lacking, BTreeSet::new(), "target_moved");
+            self.reshuffle(lacking, BTreeSet::new(), reason);
         }
     }
 
-    /// Whether a run's branch still predicts the target once `merged` landed: it holds every
-    /// merged pull request, and under `merge_commit` (`same_commit`) the target's new tip is
-    /// in its history: the branch's first merge commits are those of pull requests that left
-    /// the queue, ending with the merged ones, same stamps, same order. A run built before
-    /// chains were recorded is judged by its pull requests alone.
-    fn still_predicts(&self, run: &TestRun, merged: &[BranchPr], same_commit: bool) -> bool {
+    /// Whether a run's branch still predicts the target once `merged` landed: the branch's
+    /// first merge commits are those of pull requests that left the queue, ending with the
+    /// merged ones in the same order (the hosts land a tested commit only when it is the
+    /// target with the merged pull requests on top). Under `merge_commit` (`same_commit`) the
+    /// target's new tip must also be in its history: the merge was a fast-forward, and the
+    /// merge commits are the same (same stamps). A run built before chains were recorded is
+    /// judged by its pull requests alone.
+    fn still_predicts(
+        &self,
+        run: &TestRun,
+        merged: &[BranchPr],
+        same_commit: bool,
+        fast_forward: bool,
+    ) -> bool {
         if !merged.iter().all(|m| run.dependent_prs.contains(&m.pr)) {
             return false;
         }
-        if !same_commit || run.chain.is_empty() {
+        if run.chain.is_empty() {
             return true;
+        }
+        if same_commit && !fast_forward {
+            return false;
         }
         let landed = run
             .chain
@@ -143,16 +189,23 @@ impl Work {
         let rest_in_queue = run.chain[landed..]
             .iter()
             .all(|link| self.entry(link.pr).is_some());
+        let same = |(link, m): (&BranchPr, &BranchPr)| match same_commit {
+            true => link == m,
+            false => (link.pr, &link.head_sha) == (m.pr, &m.head_sha),
+        };
         rest_in_queue
             && landed >= merged.len()
-            && run.chain[landed - merged.len()..landed] == *merged
+            && run.chain[landed - merged.len()..landed]
+                .iter()
+                .zip(merged)
+                .all(same)
     }
 
     /// A direct merge landed.
     pub fn direct_merged(&mut self, pr: &BranchPr, target_sha: &Sha) {
         self.s.queue.engine.target_head = Some(target_sha.clone());
         self.conclude(pr.pr, EntryState::Merged, "merged", "merged");
-        self.after_foreign_merge(std::slice::from_ref(pr));
+        self.after_foreign_merge(std::slice::from_ref(pr), false);
     }
 
     /// The Git host refused a merge: `prs` were in it, `run_id` its last group (`None` for a

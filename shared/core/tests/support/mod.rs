@@ -616,6 +616,16 @@ impl Harness {
             }
             return Ok(tested.clone());
         }
+        if let Some(tested) = tested_sha
+            && self.host.commits.get(tested) != Some(next)
+        {
+            // The hosts walk the tested commit back through one merge per pull request,
+            // last first, down to the target's tree (githost `tested_chain`).
+            let detail = format!("{tested:?} is not the target with {prs:?} merged in order");
+            self.violations
+                .push(format!("{method:?} merge the host refuses: {detail}"));
+            return Err(MergeRefusal::Rejected { pr: None, detail });
+        }
         let reproducible = method == MergeMethod::MergeCommit;
         for p in prs {
             links.push(self.host.link(p, reproducible));

@@ -417,6 +417,61 @@ fn a_batch_failing_while_the_queue_drains_is_bisected() {
     h.assert_clean();
 }
 
+/// Group [1, 2] passed ahead of batch [3, 4], which fails while the queue is paused (so [1, 2]
+/// waits to merge); a push to the target then sends [1, 2] back to be tested again. Draining,
+/// or switching modes, the queue starts no new group: the bisection of [3, 4] does not wait
+/// for [1, 2] to pass again, and the queue's failure is decided (a switch then ends).
+#[test]
+fn a_bisection_goes_on_when_the_groups_it_was_tested_on_cannot_test_again() {
+    use mq_core::settings::{QueueMode, QueueState, RequestedState};
+    for switch in [false, true] {
+        let mut h = batching(2, 2);
+        for pr in 1..=4 {
+            h.submit(pr);
+        }
+        h.update(SettingsPatch {
+            state: Some(RequestedState::Paused),
+            ..Default::default()
+        });
+        h.pass_pr(1);
+        h.fail_pr(3);
+        h.push_outside();
+        assert_eq!((h.state(1), h.state(2)), (Pending, Pending));
+        let next = match switch {
+            true => SettingsPatch {
+                mode: Some(QueueMode::Parallel),
+                ..Default::default()
+            },
+            false => SettingsPatch {
+                state: Some(RequestedState::Draining),
+                ..Default::default()
+            },
+        };
+        h.update(next);
+        h.update(SettingsPatch {
+            state: Some(if switch {
+                RequestedState::Running
+            } else {
+                RequestedState::Draining
+            }),
+            ..Default::default()
+        });
+        for _ in 0..10 {
+            h.answer_all(|content| !content.contains(&4));
+        }
+        assert_eq!(h.state(4), Failed, "switch: {switch}");
+        assert!(
+            h.snap.queue.engine.bisections.is_empty(),
+            "switch: {switch}"
+        );
+        if switch {
+            assert_eq!(h.snap.queue.state, QueueState::Running);
+            assert_eq!(h.snap.queue.config.mode, QueueMode::Parallel);
+        }
+        h.assert_clean();
+    }
+}
+
 /// A mode switch waits for a bisection: the failure is not decided yet.
 #[test]
 fn a_mode_switch_waits_for_a_bisection_to_end() {

@@ -93,6 +93,27 @@ fn a_restart_runs_while_draining_and_waits_while_paused() {
     h.assert_clean();
 }
 
+/// Groups in line that a push to the target restarts while the queue drains are tested again
+/// and merge: they are in line, not new, and a drain finishes the line.
+#[test]
+fn groups_a_push_restarts_while_draining_test_again_and_merge() {
+    let mut h = queue(2);
+    h.submit(1);
+    h.submit(2);
+    h.submit(3);
+    set_state(&mut h, RequestedState::Draining);
+    h.push_outside();
+    assert_eq!(
+        (h.state(1), h.state(2), h.state(3)),
+        (Testing, Testing, Pending)
+    );
+    h.pass_pr(1);
+    h.pass_pr(2);
+    assert_eq!(h.merged_prs(), vec![1, 2]);
+    assert_eq!(h.state(3), Pending, "nothing new starts");
+    h.assert_clean();
+}
+
 #[test]
 fn a_mode_change_while_testing_switches_and_then_returns_to_running() {
     let mut h = queue(1);

@@ -123,6 +123,8 @@ impl Work {
 
     /// The pull requests a split of bisection `b` is tested on: those of the failed run's
     /// dependents still in the queue, once every one of them has passed (`None` until then).
+    /// A dependent sent back to `pending` while the queue starts no new group (draining,
+    /// switching modes) would never pass again: the split is tested without it.
     fn split_base(&self, b: usize, prs: &[PrNumber]) -> Option<Vec<PrNumber>> {
         let bisection = &self.s.queue.engine.bisections[b];
         let Some(ahead) = &bisection.dependent_prs else {
@@ -133,6 +135,7 @@ impl Work {
             match self.entry(pr).map(|e| e.state) {
                 None => {} // merged, or out of the queue: the target holds what it merged
                 Some(EntryState::TestsPassed) => base.push(pr),
+                Some(EntryState::Pending) if !self.can_start() => {}
                 Some(_) => return None,
             }
         }

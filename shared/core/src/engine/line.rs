@@ -197,8 +197,9 @@ impl Work {
 
     /// Restarts groups whose branch no longer predicts the target: the groups `restart`,
     /// and every group containing a pull request of `removed`. Each restarts in its place
-    /// when the queue is running and a testing slot is free, else drops back to `pending`
-    /// (and then the groups containing it restart too). Front groups get slots first.
+    /// when the queue is not paused (a group in line also restarts while the queue drains or
+    /// switches modes) and a testing slot is free, else drops back to `pending` (and then the
+    /// groups containing it restart too). Front groups get slots first.
     pub fn reshuffle(&mut self, restart: Vec<String>, removed: BTreeSet<PrNumber>, reason: &str) {
         let mut removed = removed;
         let mut to_close: Vec<String> = restart;
@@ -229,7 +230,7 @@ impl Work {
                 }
             }
             let slot = self.main_in_flight() < self.cfg().concurrency as usize;
-            if self.can_start() && slot {
+            if self.can_rerun() && slot {
                 self.start_group(prs, key.1);
             } else {
                 for &pr in &prs {

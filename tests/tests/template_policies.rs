@@ -1,6 +1,7 @@
 //! The functions' permissions in `template.yaml`: the idempotency table is open to exactly the
 //! endpoints that honour `Idempotency-Key`, no statement grants every resource, the dashboard's
-//! operations only read, and the function of the pages has no permission at all.
+//! operations only read, the function of the pages has no permission at all, and the tick is
+//! never run again by Lambda's retries.
 
 use mq_http::routes::ROUTES;
 use mq_tables::schema::TEMPLATE;
@@ -97,4 +98,29 @@ fn the_pages_function_has_no_permission() {
         .expect("the dashboard function");
     assert!(!block.contains("Policies:"), "{block}");
     assert!(!block.contains("Table"), "{block}");
+}
+
+/// The schedule is the tick's only retry: neither EventBridge nor Lambda's asynchronous
+/// invocation runs a failed or timed-out tick again (it would add Git host calls exactly when
+/// the host is slow, and repeat recovery and auto-tuning).
+#[test]
+fn a_failed_tick_is_not_retried() {
+    let tick = e2e::template::function_blocks()
+        .into_iter()
+        .find(|block| block.contains("Binary: tick"))
+        .expect("the tick's function");
+    let lines: Vec<&str> = tick.lines().map(str::trim).collect();
+    let invoke = lines
+        .iter()
+        .position(|l| *l == "EventInvokeConfig:")
+        .expect("EventInvokeConfig on the tick");
+    assert!(
+        lines[invoke..].contains(&"MaximumRetryAttempts: 0"),
+        "{tick}"
+    );
+    let retries = lines
+        .iter()
+        .filter(|l| **l == "MaximumRetryAttempts: 0")
+        .count();
+    assert_eq!(retries, 2, "the schedule's and the invocation's: {tick}");
 }

@@ -694,3 +694,41 @@ async fn a_slow_tick_reaches_every_queue_in_turn() {
         "each queue in one of three minutes: {reached:?}"
     );
 }
+
+/// A request executes no effect after its deadline. With the Git host answering slowly, a
+/// change that starts seven more test branches builds those it can before the deadline and
+/// leaves the rest in the outbox, so the request answers within the functions' time limit;
+/// the tick builds the rest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_executes_no_effect_after_its_deadline() {
+    use mq_core::engine::Event;
+    use mq_core::settings::SettingsPatch;
+    use mq_service::drive::{Actor, Start, apply};
+    use std::time::Duration;
+
+    let (env, repo, host) = with_faulty_host(json!({"concurrency": 1}), 8).await;
+    for pr in 1..=8 {
+        env.submit(&repo, pr).await;
+    }
+    env.wait_for_run(&repo, 1).await;
+    host.set_latency(Duration::from_millis(300), Duration::from_millis(300));
+    let raise = [Event::UpdateSettings {
+        patch: SettingsPatch {
+            concurrency: Some(8),
+            ..SettingsPatch::default()
+        },
+    }];
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+    let start = Start::fresh().until(deadline);
+    apply(&env.app, Actor::Service, &queue_id(&repo), &raise, start)
+        .await
+        .unwrap();
+    let built = repo.test_branches().len();
+    assert!(
+        built < 8,
+        "{built} test branches: effects ran past the deadline"
+    );
+    host.set_latency(Duration::ZERO, Duration::ZERO);
+    tick_later(&env).await;
+    assert_eq!(repo.test_branches().len(), 8, "the tick built the rest");
+}

@@ -22,11 +22,18 @@ use mq_core::engine::{Ctx, Event, Transition, step};
 use mq_core::ids::{OrgId, QueueId};
 use mq_core::snapshot::{Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
+use std::time::Duration;
 use tokio::time::Instant;
 
 /// Rounds of "execute effects, report outcomes" one request performs before leaving the rest
 /// to the tick.
 pub const EFFECT_ROUNDS: usize = 8;
+
+/// How long the outcomes of a round of effects may still be committed once the request's
+/// deadline has passed: a round that ran past it would otherwise get one attempt, and
+/// outcomes lost to another writer make the tick execute those effects again (a test branch
+/// built again restarts its CI).
+pub const OUTCOMES_GRACE: Duration = Duration::from_secs(3);
 
 /// The queue, if `org` owns its repository (else 404 `REPOSITORY_NOT_FOUND`) and the queue
 /// exists and belongs to `org` (else 404 `QUEUE_NOT_FOUND`); never revealing which.
@@ -104,6 +111,20 @@ pub fn apply_in_order(
     Ok(total.unwrap_or_else(|| Transition::unchanged(snapshot)))
 }
 
+/// Commits effect outcomes from `current`, retrying conflicts until `deadline`, or for
+/// [`OUTCOMES_GRACE`] when that has passed.
+async fn commit_outcomes(
+    app: &App,
+    id: &QueueId,
+    outcomes: &[Event],
+    current: QueueSnapshot,
+    deadline: Instant,
+) -> Result<Applied, ServiceError> {
+    let until = deadline.max(Instant::now() + OUTCOMES_GRACE);
+    let start = Start::from(current).until(until);
+    commit_events(app, Actor::Service, id, outcomes, start).await
+}
+
 fn merge(total: &mut Transition, next: Transition) {
     total.snapshot = next.snapshot;
     total.effects.extend(next.effects);
@@ -118,11 +139,11 @@ fn seed() -> u64 {
 
 /// Executes the effects a committed step emitted and reports their outcomes, round after
 /// round, each round starting from the snapshot the previous one committed, until `deadline`
-/// (the request's): no round starts after it, and a round's commit retries conflicts until
-/// it. What is left, or failed to report, is logged: the effects stay in the outbox and the
-/// tick executes them. An effect is only executed within its lease: once that ran out, the
-/// tick may have handed it out again (or a newer notification in its place), and it is left
-/// to the tick.
+/// (the request's): no effect starts after it, and a round's commit retries conflicts until
+/// it, or for [`OUTCOMES_GRACE`] past it. What is left, or failed to report, is logged: the
+/// effects stay in the outbox and the tick executes them. An effect is only executed within
+/// its lease: once that ran out, the tick may have handed it out again (or a newer
+/// notification in its place), and it is left to the tick.
 async fn run_effects(app: &App, id: &QueueId, committed: Transition, deadline: Instant) {
     let Ok(host) = app.host() else {
         return;
@@ -139,14 +160,17 @@ async fn run_effects(app: &App, id: &QueueId, committed: Transition, deadline: I
         }
         let mut outcomes = Vec::with_capacity(effects.len());
         for effect in &effects {
+            if Instant::now() >= deadline {
+                tracing::warn!("effects left to the tick: the request's time is up");
+                break;
+            }
             if app.now() >= effect.next_attempt_at {
                 tracing::debug!(effect = %effect.id, "lease over; left to the tick");
                 continue;
             }
             outcomes.push(effects::execute(host, &current.queue, effect).await);
         }
-        let start = Start::from(current).until(deadline);
-        match commit_events(app, Actor::Service, id, &outcomes, start).await {
+        match commit_outcomes(app, id, &outcomes, current, deadline).await {
             Ok(next) => {
                 effects = next.transition.effects;
                 current = next.transition.snapshot;
@@ -156,5 +180,62 @@ async fn run_effects(app: &App, id: &QueueId, committed: Transition, deadline: I
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::SystemClock;
+    use mq_core::ids::RepoRef;
+    use mq_core::settings::{QueueConfig, QueueState, SettingsPatch};
+    use mq_store::{MemoryStore, QueueStore};
+    use std::sync::Arc;
+
+    fn concurrency(n: u32) -> Event {
+        Event::UpdateSettings {
+            patch: SettingsPatch {
+                concurrency: Some(n),
+                ..SettingsPatch::default()
+            },
+        }
+    }
+
+    /// A round of effects ended after the request's deadline, and another writer committed
+    /// meanwhile: its outcomes are still committed, on the queue as it now is.
+    #[tokio::test]
+    async fn outcomes_of_a_round_past_the_deadline_are_committed_despite_another_writer() {
+        let store = Arc::new(MemoryStore::new());
+        let org = OrgId::parse("acme").unwrap();
+        let app = App::new(store.clone(), Arc::new(SystemClock)).with_default_owner(org.clone());
+        let repo = RepoRef::new("github.com", "acme", "rocket").unwrap();
+        let queue = Queue::new(
+            org.clone(),
+            repo,
+            "main".to_owned(),
+            QueueConfig::default(),
+            QueueState::Running,
+            app.now(),
+        );
+        store.create_queue(&queue).await.unwrap();
+        let id = queue.id.clone();
+        let round_began_on = read(&app, &org, &id).await.unwrap();
+        apply(&app, Actor::Service, &id, &[concurrency(2)], Start::fresh())
+            .await
+            .unwrap();
+        let deadline = Instant::now() - Duration::from_secs(1);
+        let outcomes = [concurrency(3)];
+        let committed = commit_outcomes(&app, &id, &outcomes, round_began_on, deadline);
+        let queue = committed.await.unwrap().transition.snapshot.queue;
+        assert_eq!(queue.config.concurrency, 3);
+        assert_eq!(
+            read(&app, &org, &id)
+                .await
+                .unwrap()
+                .queue
+                .config
+                .concurrency,
+            3
+        );
     }
 }

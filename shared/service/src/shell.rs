@@ -29,8 +29,9 @@ use tokio::time::Instant;
 /// first attempt, its waits in the process's line ([`super::line`]) and its retries after
 /// losing to writers elsewhere; then it answers 503. An attempt takes tens of milliseconds
 /// on DynamoDB (a read and a transaction), so this leaves room for dozens of simultaneous
-/// writers; with the request's Git host reads and the one round of effects that may still
-/// run at the deadline, the request stays within the functions' 29-second limit.
+/// writers; with the request's Git host reads, the one effect that may still run at the
+/// deadline and the commit of its outcome ([`crate::drive::OUTCOMES_GRACE`]), the request stays
+/// within the functions' 29-second limit.
 pub const CONTENTION_BUDGET: Duration = Duration::from_secs(15);
 
 /// Attempts before a contended test-health write gives up with 503.

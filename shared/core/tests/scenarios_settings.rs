@@ -405,6 +405,31 @@ fn the_queue_own_required_statuses_win_over_the_repository() {
     assert_eq!(h.state(1), Testing);
 }
 
+/// A new `requiredStatuses` list is what runs in progress require: a status taken off the list
+/// (a job that no longer reports) no longer holds a run back, and a status added to it (a new
+/// scan) is required of runs already testing too.
+#[test]
+fn a_new_list_of_required_statuses_applies_to_runs_in_progress() {
+    let mut h = queue(2);
+    let require = |h: &mut Harness, names: &[&str]| {
+        h.update(SettingsPatch {
+            required_statuses: Some(names.iter().map(|n| n.to_string()).collect()),
+            ..Default::default()
+        });
+    };
+    require(&mut h, &["ci", "legacy"]);
+    h.submit(1);
+    h.submit(2);
+    h.pass_pr(1);
+    assert_eq!(h.state(1), Testing, "legacy has not reported");
+    require(&mut h, &["ci"]);
+    assert_eq!(h.state(1), Merged);
+    require(&mut h, &["ci", "scan"]);
+    h.pass_pr(2);
+    assert_eq!(h.state(2), Testing, "scan has not reported");
+    h.assert_clean();
+}
+
 #[test]
 fn without_a_queue_list_the_repository_sources_apply_and_an_empty_update_is_ignored() {
     let mut h = queue(1);

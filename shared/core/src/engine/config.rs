@@ -2,7 +2,8 @@
 //!
 //! Settings apply at once: a higher `concurrency` starts more groups, a lower one sends the
 //! groups testing furthest back to `pending`; `bisectionConcurrency` limits bisection runs
-//! started from then on. A requested state applies at once, except during a mode switch,
+//! started from then on; a new `requiredStatuses` list is what runs in progress require; a
+//! new `mergeMethod` restarts the groups it could not merge. A requested state applies at once, except during a mode switch,
 //! when it is remembered for the end of the switch. Entries re-check their readiness in the
 //! new mode (parallel mode requires impacted targets).
 //!
@@ -58,11 +59,14 @@ impl Work {
             .queue
             .mode_and_state()
             .update(patch.state, patch.mode, busy)?;
-        let method = self.s.queue.config.merge_method;
+        let before = self.s.queue.config.clone();
         patch.apply_fields(&mut self.s.queue.config);
         self.s.queue.set_mode_and_state(next);
-        if self.s.queue.config.merge_method != method {
+        if self.s.queue.config.merge_method != before.merge_method {
             self.merge_method_changed();
+        }
+        if self.s.queue.config.required_statuses != before.required_statuses {
+            self.required_statuses_changed();
         }
         self.readiness_stale = true;
         Ok(())

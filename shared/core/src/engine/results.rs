@@ -166,6 +166,34 @@ impl Work {
             .map(|r| r.id.clone())
     }
 
+    /// The queue's own list of required statuses changed: every run in progress whose branch
+    /// exists requires it from now on (it wins over the repository's sources, as it does for
+    /// runs built later) and is decided again on the results it has. A deleted list leaves
+    /// runs with what they require: the repository's sources are read when a branch is built.
+    pub fn required_statuses_changed(&mut self) {
+        let own = self.cfg().required_statuses.clone();
+        if own.is_empty() {
+            return;
+        }
+        let required = RequiredStatuses {
+            contexts: own,
+            source: Some(RequiredStatusesSource::MergeInstance),
+        };
+        let runs: Vec<String> = self
+            .s
+            .runs
+            .iter()
+            .filter(|r| r.status == RunStatus::InProgress && r.required.is_some())
+            .map(|r| r.id.clone())
+            .collect();
+        for id in &runs {
+            if let Some(run) = self.run_mut(id) {
+                run.required = Some(required.clone());
+            }
+            self.evaluate(id);
+        }
+    }
+
     /// Decides a run once every required status passed, or one failed.
     fn evaluate(&mut self, run_id: &str) {
         let verdict = match self.run(run_id) {

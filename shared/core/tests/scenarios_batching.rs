@@ -472,6 +472,40 @@ fn a_bisection_goes_on_when_the_groups_it_was_tested_on_cannot_test_again() {
     }
 }
 
+/// Batch [2, 3, 4, 5] fails on #1, which passed ahead of it, because #4 clashes with #1. Then
+/// #1 is closed before it merges: the splits are tested without it, and the failure of the
+/// batch on #1 implies nothing of them. Skipping redundant tests, [4, 5] is still tested
+/// after [2, 3] passes, and nobody fails.
+#[test]
+fn skipping_redundant_tests_implies_nothing_once_the_base_of_the_bisection_changed() {
+    let mut h = Harness::with(SettingsPatch {
+        batch: Some(true),
+        batching_min_size: Some(4),
+        concurrency: Some(2),
+        bisection_concurrency: Some(1),
+        optimization_mode: Some(OptimizationMode::BisectionSkipRedundantTests),
+        ..Default::default()
+    });
+    h.submit_with(1, Priority::default_priority(), true);
+    for pr in 2..=5 {
+        h.submit(pr);
+    }
+    assert_eq!(h.content_of(&h.run_of(2)), vec![1, 2, 3, 4, 5]);
+    h.auto_execute = false;
+    h.pass_pr(1);
+    h.fail_pr(2);
+    assert_eq!(h.state(4), PendingFailure);
+    h.host.closed.insert(1);
+    h.auto_execute = true;
+    h.execute_all();
+    assert_eq!(h.state(1), Cancelled);
+    for _ in 0..10 {
+        h.answer_all(|content| !(content.contains(&1) && content.contains(&4)));
+    }
+    assert_eq!(h.merged_prs(), vec![2, 3, 4, 5]);
+    h.assert_clean();
+}
+
 /// A mode switch waits for a bisection: the failure is not decided yet.
 #[test]
 fn a_mode_switch_waits_for_a_bisection_to_end() {

@@ -11,8 +11,10 @@
 //! passing half is implied to fail (their parent failed), so a single pull request there is
 //! the culprit at once and a larger one is split again without a test; any set known to fail
 //! on this base (the batch itself, a failed split) is split at once instead of being tested.
-//! Only failures are reused, never passes, and a move of the target outside the queue
-//! forgets them. Without the option both halves test at once (faster, more CI).
+//! Only failures are reused, never passes, and a change of the base forgets them and the
+//! implications between halves: a move of the target outside the queue, or a pull request
+//! the splits are tested on that leaves the queue without merging. Without the option both
+//! halves test at once (faster, more CI).
 
 use super::work::Work;
 use crate::entry::EntryState;
@@ -306,6 +308,28 @@ impl Work {
         };
         if let Some(run) = self.s.queue.engine.bisections[b].splits[i].run.take() {
             self.close_run(&run, "restart");
+        }
+    }
+
+    /// What the splits of a bisection are tested on changed: `left` (a pull request it was
+    /// tested on) left the queue without merging, or the target moved (`None`). A set that
+    /// failed on the old base may pass on the new one: no failure is reused, and no split
+    /// implies its sibling's result.
+    pub fn bisection_base_changed(&mut self, left: Option<PrNumber>) {
+        for bisection in &mut self.s.queue.engine.bisections {
+            let tested_on = |pr| {
+                bisection
+                    .dependent_prs
+                    .as_ref()
+                    .is_some_and(|d| d.contains(&pr))
+            };
+            if left.is_some_and(|pr| !tested_on(pr)) {
+                continue;
+            }
+            bisection.failed_sets.clear();
+            for split in &mut bisection.splits {
+                split.sibling.clear();
+            }
         }
     }
 

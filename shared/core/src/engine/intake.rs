@@ -295,9 +295,7 @@ impl Work {
             return;
         }
         self.s.queue.engine.target_head = Some(sha.clone());
-        for b in &mut self.s.queue.engine.bisections {
-            b.failed_sets.clear();
-        }
+        self.bisection_base_changed(None);
         let everything = self.line();
         self.reshuffle(everything, BTreeSet::new(), "target_moved");
     }

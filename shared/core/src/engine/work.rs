@@ -255,6 +255,7 @@ impl Work {
                 reason: reason.to_owned(),
                 detail: detail.to_owned(),
             });
+            self.bisection_base_changed(Some(pr));
         }
         self.notify_concluded(&entry);
         self.concluded.push(entry);

@@ -7,6 +7,10 @@ use crate::{Reply, TestEnv};
 use mq_githost::webhook::sign;
 use mq_service::{Clock, SystemClock};
 use serde_json::{Value, json};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The id of the next comment a test delivers: each comment its own, as on GitHub.
+static NEXT_COMMENT_ID: AtomicU64 = AtomicU64::new(90_000);
 
 /// Signs `payload` with `secret` and delivers it as GitHub does.
 pub async fn deliver(env: &TestEnv, event: &str, payload: &Value, secret: &str) -> Reply {
@@ -111,7 +115,7 @@ pub fn comment_event_by(
             "pull_request": {"url": format!("https://api.github.com/repos/{}/{}/pulls/{pr}", repo.owner, repo.name)},
         },
         "comment": {
-            "id": 90000 + pr,
+            "id": NEXT_COMMENT_ID.fetch_add(1, Ordering::Relaxed),
             "body": body,
             "user": {"login": login, "id": 2, "type": "User"},
             "author_association": association,

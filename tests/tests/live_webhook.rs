@@ -173,6 +173,20 @@ async fn comment_commands_submit_and_cancel_for_writers_only(backend: Backend) {
         200
     );
     env.wait_for_state(&repo, 1, "cancelled").await;
+
+    // GitHub sends deliveries again (a redelivery by hand, a retrying proxy): a comment is
+    // one command, followed once.
+    env.submit(&repo, 1).await;
+    for again in [&cancel, &merge] {
+        let status = deliver(&env, "issue_comment", again, SECRET).await.status;
+        assert_eq!(status, 200);
+    }
+    let resubmitted = env.pull_request(&repo, 1).await;
+    assert_eq!(
+        resubmitted["isCurrentlySubmittedToQueue"], true,
+        "{resubmitted}"
+    );
+    assert_eq!(resubmitted["priorityName"], "medium", "{resubmitted}");
 }
 
 async fn a_push_to_main_restarts_testing_on_the_new_head(backend: Backend) {

@@ -286,11 +286,13 @@ fn comment_commands_on_pull_requests_become_commands() {
         pr,
         author,
         author_association,
+        comment_id,
         command,
     } = fact
     else {
         panic!("not a command: {fact:?}");
     };
+    assert_eq!(comment_id, 492700400);
     assert_eq!(
         (repo, pr, author.as_str()),
         (hello_world(), 1, "Codertocat")

@@ -4,7 +4,8 @@
 //! - a pull request change updates (or cancels) its active entries;
 //! - a push to a queue's target branch that the queue did not make restarts its testing;
 //! - a `/service merge` or `/service cancel` comment submits or cancels, where the queue
-//!   accepts commands and the commenter may write to the repository.
+//!   accepts commands and the commenter may write to the repository; once per comment, however
+//!   often it is delivered.
 //!
 //! A delivery only reaches queues of the organisation that owns its repository (see
 //! [`super::owners`]), on that repository; a delivery for an owner linked to no organisation
@@ -21,6 +22,16 @@ use mq_core::priority::Priority;
 use mq_core::snapshot::Queue;
 use mq_githost::webhook::{CommentCommand, HostFact, InvalidCommand};
 use mq_githost::{GitHost, HostError};
+use mq_store::{Claim, IdempotencyRecord, StoredResponse};
+
+/// How long a comment's command is remembered, so that a delivery of it sent again (GitHub
+/// redelivers deliveries of the last 3 days, by hand or by a retrying integration) does
+/// nothing.
+pub const COMMENT_REMEMBERED_MS: i64 = 7 * 24 * 60 * 60 * 1000;
+
+/// A delivery that claimed a comment and did not settle it for this long died: another
+/// delivery of the comment acts on it.
+const COMMENT_CLAIM_STALE_MS: i64 = 5 * 60 * 1000;
 
 /// Commenters whose `/service` commands are considered: the repository's owner, members of
 /// its organisation and its collaborators. Which of them may write to the repository (and so
@@ -84,6 +95,7 @@ pub async fn deliver(app: &App, fact: HostFact) -> Result<Delivered, ServiceErro
             pr,
             author,
             author_association,
+            comment_id,
             command,
             ..
         } => {
@@ -91,7 +103,8 @@ pub async fn deliver(app: &App, fact: HostFact) -> Result<Delivered, ServiceErro
                 login: author,
                 association: author_association,
             };
-            comment_command(app, to, *pr, commenter, command.clone()).await
+            let command = (*comment_id, command.clone());
+            comment_command(app, to, *pr, commenter, command).await
         }
         HostFact::Push { .. }
         | HostFact::Ping { .. }
@@ -211,14 +224,15 @@ impl Commenter<'_> {
     }
 }
 
-/// A `/service` comment: followed when the commenter may write to the repository and the
-/// queue of the pull request's base branch accepts commands; otherwise answered in a comment.
+/// A `/service` comment (its id and command): followed when the commenter may write to the
+/// repository and the queue of the pull request's base branch accepts commands, once per
+/// comment; otherwise answered in a comment.
 async fn comment_command(
     app: &App,
     to: Owned<'_>,
     pr: PrNumber,
     commenter: Commenter<'_>,
-    command: Result<CommentCommand, InvalidCommand>,
+    (comment_id, command): (u64, Result<CommentCommand, InvalidCommand>),
 ) -> Result<Delivered, ServiceError> {
     let host = app.host()?;
     let repo = to.repo;
@@ -242,6 +256,13 @@ async fn comment_command(
         .await;
         return Ok(Delivered::default());
     }
+    let Some(claim) = claim_comment(app, &queue, comment_id).await? else {
+        tracing::info!(
+            comment_id,
+            "comment command followed before; delivery ignored"
+        );
+        return Ok(Delivered::default());
+    };
     let done = match command {
         Ok(CommentCommand::Merge { priority, no_batch }) => {
             let submission = move |now: Queue| -> EventsFuture<'_> {
@@ -274,9 +295,12 @@ async fn comment_command(
         }
         Err(InvalidCommand(message)) => {
             reply(message).await;
+            settle_comment(app, &claim, true).await;
             return Ok(Delivered::default());
         }
     };
+    let followed = !matches!(&done, Err(e) if e.refusal().is_none());
+    settle_comment(app, &claim, followed).await;
     match done {
         Ok(()) => Ok(Delivered {
             queues: vec![queue.id],
@@ -287,6 +311,60 @@ async fn comment_command(
             Ok(Delivered::default())
         }
         Err(e) => Err(e),
+    }
+}
+
+/// Claims the command of comment `id` on `queue`'s repository: `None` when a delivery of the
+/// same comment followed it already, or is following it.
+async fn claim_comment(
+    app: &App,
+    queue: &Queue,
+    id: u64,
+) -> Result<Option<IdempotencyRecord>, ServiceError> {
+    let now = app.now();
+    let record = IdempotencyRecord {
+        scope: format!(
+            "{}#webhooks/github#comment/{}/{id}",
+            queue.org,
+            queue.repo.key()
+        ),
+        claim_id: uuid::Uuid::new_v4().to_string(),
+        body_hash: String::new(),
+        claimed_at: now,
+        keep_until: now.plus_millis(COMMENT_REMEMBERED_MS),
+        response: None,
+    };
+    let stale_before = now.plus_millis(-COMMENT_CLAIM_STALE_MS);
+    match app
+        .store
+        .claim_idempotency_key(&record, now, stale_before)
+        .await?
+    {
+        Claim::Claimed => Ok(Some(record)),
+        Claim::Taken(_) => Ok(None),
+    }
+}
+
+/// Records that a comment's command was followed (or refused, or answered), or, when it
+/// failed on an outage (`followed` false), gives the claim up so that a delivery of the
+/// comment sent again acts.
+async fn settle_comment(app: &App, claim: &IdempotencyRecord, followed: bool) {
+    let settled = if followed {
+        let done = StoredResponse {
+            status: 200,
+            content_type: "text/plain".to_owned(),
+            body: String::new(),
+        };
+        app.store
+            .complete_idempotency_key(&claim.scope, &claim.claim_id, &done)
+            .await
+    } else {
+        app.store
+            .release_idempotency_key(&claim.scope, &claim.claim_id)
+            .await
+    };
+    if let Err(e) = settled {
+        tracing::warn!(error = %e, "the claim on a comment's command was not settled");
     }
 }
 

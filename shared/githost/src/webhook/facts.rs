@@ -69,6 +69,8 @@ pub enum HostFact {
         /// for the application's permission check.
         author: String,
         author_association: String,
+        /// The comment's id: a comment is one command, however often it is delivered.
+        comment_id: u64,
         command: Result<CommentCommand, InvalidCommand>,
     },
     /// A branch was pushed. Whether the queue made the push is for the caller to decide (for

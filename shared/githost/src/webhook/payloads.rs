@@ -98,6 +98,7 @@ struct Issue {
 
 #[derive(Deserialize)]
 struct Comment {
+    id: u64,
     #[serde(default)]
     body: String,
     user: User,
@@ -207,6 +208,7 @@ pub(crate) fn parse(event: &str, body: &[u8], host: &str) -> Result<HostFact, We
                 pr: pr_number(delivery.issue.number)?,
                 author: delivery.comment.user.login,
                 author_association: delivery.comment.author_association,
+                comment_id: delivery.comment.id,
                 command,
             })
         }

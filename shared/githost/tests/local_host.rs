@@ -306,6 +306,53 @@ async fn every_merge_method_produces_the_tested_tree() {
     }
 }
 
+/// A pull request changed line 2, then merged `main` into itself (GitHub's "Update branch")
+/// after `main` changed the same line, keeping its own: its first commit does not apply when
+/// replayed on `main`. A rebase lands the tested tree in one commit with the head commit's
+/// message, as the GitHub host writes, instead of failing a pull request CI passed.
+#[tokio::test]
+async fn a_rebase_whose_commits_do_not_replay_lands_the_tested_tree_in_one_commit() {
+    let f = Fixture::new();
+    let host = f.host();
+    let own = f.commit(
+        "origin/main",
+        &[("a.txt", "1\nx\n3\n4\n5\n")],
+        "Change line 2",
+    );
+    let main = f.commit(
+        "origin/main",
+        &[("a.txt", "1\nm\n3\n4\n5\n")],
+        "Main's line 2",
+    );
+    f.push(main.as_str(), "refs/heads/main");
+    git(&f.work, &["checkout", "--quiet", "--detach", own.as_str()]);
+    git(
+        &f.work,
+        &[
+            "merge",
+            "--quiet",
+            "-s",
+            "ours",
+            "-m",
+            "Update branch",
+            main.as_str(),
+        ],
+    );
+    let updated = Sha::new(git(&f.work, &["rev-parse", "HEAD"]));
+    let head = f.commit(updated.as_str(), &[("d.txt", "d\n")], "Add d");
+    let prs = vec![f.open_pr(1, &head)];
+    let (tested, _) = created(&host, &f, &request("mq/main/run-7", prs.clone())).await;
+    let request = merge_request(&prs, MergeMethod::Rebase, &main, &tested);
+    let outcome = host.merge(&f.repo, &request).await.unwrap();
+    let MergeOutcome::Merged { target_sha } = outcome else {
+        panic!("expected a merge, got {outcome:?}");
+    };
+    assert_eq!(f.tree(target_sha.as_str()), f.tree(tested.as_str()));
+    let range = format!("{main}..{target_sha}");
+    let subjects = f.bare_git(&["log", "--format=%s", &range]);
+    assert_eq!(subjects, "Add d");
+}
+
 fn stamped(pr: &BranchPr, run_id: &str, at_ms: i64) -> BranchPr {
     pr.clone().stamped(MergeStamp {
         run_id: run_id.to_owned(),

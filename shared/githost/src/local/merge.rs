@@ -120,10 +120,7 @@ async fn rewrite(
     let mut tip = actual.clone();
     for step in &chain.steps {
         tip = match method {
-            MergeMethod::Rebase => match replay(git, &tip, step).await? {
-                Ok(sha) => sha,
-                Err(refused) => return Ok(Err(refused)),
-            },
+            MergeMethod::Rebase => replay(git, &tip, step).await?,
             _ => squash(git, &tip, step).await?,
         };
     }
@@ -142,38 +139,40 @@ async fn squash(git: &Git, tip: &Sha, step: &Step) -> HostResult<Sha> {
 }
 
 /// The pull request's own commits, each cherry-picked onto `tip`, authors and messages kept;
-/// the last one gets the tested tree.
-async fn replay(git: &Git, tip: &Sha, step: &Step) -> HostResult<Result<Sha, Refused>> {
+/// the last one gets the tested tree. When one of them does not apply there (the pull request
+/// merged the target into itself after a commit the target then changed too), one commit with
+/// the tested tree and the head commit's message and author, as the GitHub host always
+/// writes: the tree CI passed lands either way.
+async fn replay(git: &Git, tip: &Sha, step: &Step) -> HostResult<Sha> {
     let commits = git.commits_between(&step.before, &step.pr.head_sha).await?;
     if commits.is_empty() {
-        return Ok(Ok(squash(git, tip, step).await?));
+        return squash(git, tip, step).await;
     }
-    let mut tip = tip.clone();
+    let mut replayed = tip.clone();
     for (i, commit) in commits.iter().enumerate() {
         let tree = if i + 1 == commits.len() {
             step.tree.clone()
         } else {
             let parent = git.commit_info(commit).await?.parents.into_iter().next();
-            match git.merge_tree(&tip, commit, parent.as_ref()).await? {
+            match git.merge_tree(&replayed, commit, parent.as_ref()).await? {
                 Some(tree) => tree,
-                None => {
-                    return Ok(Err(MergeOutcome::Rejected {
-                        pr: Some(step.pr.pr),
-                        detail: format!(
-                            "commit {} of #{} does not apply when rebased",
-                            commit.short(),
-                            step.pr.pr
-                        ),
-                    }));
-                }
+                None => return head_commit_with_tested_tree(git, tip, step).await,
             }
         };
         let author = git.authorship(commit).await?;
-        tip = git
-            .commit_tree(&tree, &[&tip], &author.message, Some(&author))
+        replayed = git
+            .commit_tree(&tree, &[&replayed], &author.message, Some(&author))
             .await?;
     }
-    Ok(Ok(tip))
+    Ok(replayed)
+}
+
+/// One commit with the pull request's tested tree on `tip`, with its head commit's message and
+/// author.
+async fn head_commit_with_tested_tree(git: &Git, tip: &Sha, step: &Step) -> HostResult<Sha> {
+    let author = git.authorship(&step.pr.head_sha).await?;
+    git.commit_tree(&step.tree, &[tip], &author.message, Some(&author))
+        .await
 }
 
 /// Moves the target from `actual` to `tip`, then marks the pull requests merged.

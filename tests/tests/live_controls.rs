@@ -19,7 +19,28 @@ live_on_both_stores!(
     direct_merge_skips_the_test_run,
     a_push_to_main_outside_the_queue_is_tested_before_merging,
     a_switch_from_squash_to_merge_commits_merges_the_groups_in_flight,
+    a_commit_pushed_onto_a_test_branch_never_lands,
 );
+
+/// Someone pushes a commit onto a run's test branch (a bot that formats every branch, a
+/// person), and CI passes it: the queue builds the branch again instead of testing that
+/// commit, so under `merge_commit` the target never takes a commit nobody reviewed.
+async fn a_commit_pushed_onto_a_test_branch_never_lands(backend: Backend) {
+    let env = LiveEnv::options().without_tick().start(backend).await;
+    let repo = queue_with_prs(&env, 1, json!({"mergeMethod": "merge_commit"})).await;
+    env.submit(&repo, 1).await;
+    let run = env.wait_for_run(&repo, 1).await;
+    let branch = repo.test_branches().pop().expect("the run's branch");
+    let pushed = repo.push_commit(&branch, "formatted.txt");
+    env.set_status(&repo, &pushed, CI, StatusState::Success)
+        .await;
+    env.tick().await;
+    assert_eq!(repo.head(&branch), Some(run.sha.clone()), "built again");
+    env.pass(&repo, 1).await;
+    env.wait_for_state(&repo, 1, "merged").await;
+    assert_eq!(repo.head("main"), Some(run.sha));
+    assert_eq!(repo.files("main"), ["README.md", "change-1.txt"]);
+}
 
 /// #1 lands as a squash; then the operator switches to `merge_commit`. #2's branch holds #1's
 /// merge commit, not the squash on `main`, so it cannot be fast-forwarded onto `main`: it is

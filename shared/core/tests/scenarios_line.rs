@@ -1135,28 +1135,30 @@ fn every_check_conclusion_and_status_state_counts_as_pass_fail_or_pending() {
 
 // ---- reconciliation with the Git host and stuck entries -----------------------------------
 
-/// A run's branch built again by a later execution of its creation points at another commit:
-/// the run follows the branch (CI tests that commit), forgetting results on the other one.
+/// Someone pushed a commit onto a run's branch: the run does not take that commit for its own
+/// (it is not what the pull request was reviewed as, and it must never land); the branch is
+/// built again, the same stamped commit as before, and CI's results are read again.
 #[test]
-fn a_run_follows_its_branch_when_the_branch_points_at_another_commit() {
+fn a_run_whose_branch_points_at_a_commit_it_did_not_record_has_it_built_again() {
     let mut h = queue(1);
     h.submit(1);
     let id = h.run_of(1);
-    let old = h.run(&id).unwrap().sha.clone().unwrap();
-    let moved = mq_core::ids::Sha::new("e".repeat(40));
-    h.host
-        .commits
-        .insert(moved.clone(), h.host.commits[&old].clone());
+    let built = h.run(&id).unwrap().sha.clone().unwrap();
+    let pushed = mq_core::ids::Sha::new("e".repeat(40));
+    h.auto_execute = false;
     let t = h.ok(Event::BranchObserved {
         run_id: id.clone(),
-        sha: Some(moved.clone()),
+        sha: Some(pushed.clone()),
     });
-    assert_eq!(h.run(&id).unwrap().sha.as_ref(), Some(&moved));
-    assert!(t.effects.iter().any(|x| x.effect
-        == Effect::FetchChecks {
-            run_id: id.clone(),
-            sha: moved.clone()
-        }));
+    assert_eq!(h.run(&id).unwrap().sha, None);
+    assert!(
+        t.effects
+            .iter()
+            .any(|x| matches!(&x.effect, Effect::CreateTestBranch { run_id, .. } if *run_id == id))
+    );
+    h.auto_execute = true;
+    h.execute_all();
+    assert_eq!(h.run(&id).unwrap().sha.as_ref(), Some(&built));
     h.pass(&id);
     assert_eq!(h.state(1), Merged);
     h.assert_clean();

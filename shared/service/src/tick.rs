@@ -9,8 +9,8 @@
 //! §13).
 //!
 //! Reconciling heals what a lost or late answer left behind, without waiting for an
-//! effect's lease to run out: a run whose branch now points at another commit (built again by
-//! a later execution) follows it, a run whose branch is gone has it built again, and a merge
+//! effect's lease to run out: a run whose branch is gone, or now points at a commit the run did
+//! not record (pushed by someone else), has it built again, and a merge
 //! already on the target is recorded as done. Entries that should have moved and did not
 //! (`view::stuck_entries`) are logged as warnings.
 

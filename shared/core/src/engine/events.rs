@@ -99,9 +99,8 @@ pub enum Event {
         permanent: bool,
     },
     /// What the test branch of run `run_id` points at on the Git host now (`None`: it does
-    /// not exist), as the tick reads it for runs in progress. A branch built again by a later
-    /// execution of its creation may be another commit than the one the run recorded: the run
-    /// follows the branch, since that is what CI tests.
+    /// not exist), as the tick reads it for runs in progress. A branch gone, or at another
+    /// commit than the one the run recorded, is built again.
     BranchObserved {
         run_id: String,
         sha: Option<Sha>,

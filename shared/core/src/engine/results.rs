@@ -67,9 +67,10 @@ impl Work {
         });
     }
 
-    /// What a run's branch points at now. A run testing a commit its branch no longer points
-    /// at follows the branch (its CI results so far were for the other commit); a run whose
-    /// branch is gone has it built again (the same commits: merge commits are stamped).
+    /// What a run's branch points at now. A run whose branch is gone, or points at a commit
+    /// other than the one the run recorded (someone, a bot or a person, pushed to it), has it
+    /// built again: the same commits, since merge commits are stamped. A commit the queue did
+    /// not build is not what the pull requests were reviewed as, and never lands.
     pub fn branch_observed(&mut self, run_id: &str, sha: Option<&Sha>) {
         let Some(run) = self.run(run_id) else { return };
         if run.status != RunStatus::InProgress || run.held || run.sha.is_none() {
@@ -78,30 +79,15 @@ impl Work {
         let building = self.s.outbox.iter().any(|x| {
             matches!(&x.effect, super::Effect::CreateTestBranch { run_id: id, .. } if id == run_id)
         });
-        match sha {
-            _ if building => {}
-            Some(sha) if run.sha.as_ref() != Some(sha) => {
-                let Some(run) = self.run_mut(run_id) else {
-                    return;
-                };
-                run.sha = Some(sha.clone());
-                run.statuses.clear();
-                run.check_runs.clear();
-                self.emit(super::Effect::FetchChecks {
-                    run_id: run_id.to_owned(),
-                    sha: sha.clone(),
-                });
-            }
-            Some(_) => {}
-            None => {
-                if let Some(run) = self.run_mut(run_id) {
-                    run.sha = None;
-                    run.statuses.clear();
-                    run.check_runs.clear();
-                }
-                self.request_branch(run_id);
-            }
+        if building || sha.is_some_and(|sha| run.sha.as_ref() == Some(sha)) {
+            return;
         }
+        if let Some(run) = self.run_mut(run_id) {
+            run.sha = None;
+            run.statuses.clear();
+            run.check_runs.clear();
+        }
+        self.request_branch(run_id);
     }
 
     /// The Git host could not merge `pr` into the test branch.

@@ -121,11 +121,13 @@ async fn tune_one(app: &App, due: &[QueueId]) -> Option<QueueId> {
 }
 
 /// The queues with work in the order of the minute of `now` (the same within a minute): the
-/// queue whose turn it is first (they take turns by the minute, as [`turn`] does, so each is
-/// reached at least once in as many minutes as there are queues), then the others in an order
-/// drawn afresh each minute, so that a queue that takes long (a slow Git host, many runs in
-/// flight) is no more often ahead of a given queue than behind it, whichever organisation's.
+/// queue whose turn it is first (they take turns by the minute in the order of their ids, as
+/// [`turn`] does, so each is reached at least once in as many minutes as there are queues,
+/// whatever order the store lists them in), then the others in an order drawn afresh each
+/// minute, so that a queue that takes long (a slow Git host, many runs in flight) is no more
+/// often ahead of a given queue than behind it, whichever organisation's.
 fn in_order_of_the_minute(mut ids: Vec<QueueId>, now: Timestamp) -> Vec<QueueId> {
+    ids.sort();
     let first = turn(&ids, now).cloned();
     let minute = now.0.div_euclid(60_000);
     ids.sort_by_cached_key(|id| {
@@ -312,6 +314,23 @@ mod tests {
             .collect();
         assert_eq!(picked, ["a", "b", "c", "a", "b", "c"]);
         assert_eq!(turn(&[], at(1)), None);
+    }
+
+    /// The store lists the queues with work in any order (an index ordered by what changes as
+    /// queues are worked on): the queue in turn still goes first once in three minutes each.
+    #[test]
+    fn each_queue_goes_first_in_turn_whatever_order_the_store_lists_them_in() {
+        let ids: Vec<QueueId> = ["a", "b", "c"]
+            .map(|s| QueueId::from_stored(s.into()))
+            .to_vec();
+        let at = |minute: i64| Timestamp(minute * 60_000);
+        let mut first = std::collections::BTreeSet::new();
+        for minute in 0..3 {
+            let mut listed = ids.clone();
+            listed.rotate_right(minute as usize);
+            first.insert(in_order_of_the_minute(listed, at(minute))[0].clone());
+        }
+        assert_eq!(first.len(), 3, "{first:?}");
     }
 
     /// 20 queues, and a tick that reaches only the queues before the one that takes all its

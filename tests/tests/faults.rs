@@ -695,6 +695,30 @@ async fn a_slow_tick_reaches_every_queue_in_turn() {
     );
 }
 
+/// Deleting a queue carries out the effects left in its outbox first: a pull request cancelled
+/// while the Git host failed left its run's branch (and CI) to delete, and the delete deletes
+/// it instead of leaving it behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_queue_carries_out_the_effects_left_in_its_outbox() {
+    let (env, repo, host) = with_faulty_host(json!({}), 1).await;
+    env.submit(&repo, 1).await;
+    env.wait_for_run(&repo, 1).await;
+    host.set_rate(1.0);
+    let cancelled = env.pr_call("cancelPullRequest", &repo, 1).await;
+    assert_eq!(cancelled.status, 200, "{}", cancelled.body);
+    assert_eq!(
+        repo.test_branches().len(),
+        1,
+        "the host failed: the branch is left"
+    );
+    host.set_rate(0.0);
+    let deleted = env
+        .post("deleteQueue", Some(ACME), &body(&repo, json!({})))
+        .await;
+    assert_eq!(deleted.status, 200, "{}", deleted.body);
+    assert_eq!(repo.test_branches(), Vec::<String>::new());
+}
+
 /// A request executes no effect after its deadline. With the Git host answering slowly, a
 /// change that starts seven more test branches builds those it can before the deadline and
 /// leaves the rest in the outbox, so the request answers within the functions' time limit;

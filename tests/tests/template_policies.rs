@@ -125,3 +125,21 @@ fn a_failed_tick_is_not_retried() {
         .count();
     assert_eq!(retries, 2, "the schedule's and the invocation's: {tick}");
 }
+
+/// A function whose route works on the Git host gets the GitHub App's settings and may read
+/// its key (without them it leaves its effects to the tick, or drops them); no other
+/// endpoint's function may.
+#[test]
+fn functions_that_need_the_git_host_get_the_github_app() {
+    let mut checked = 0;
+    for (route, block) in &functions() {
+        let Some(route) = mq_http::routes::route(route) else {
+            continue;
+        };
+        let needs = route.needs == mq_http::routes::Needs::GitHost;
+        assert_eq!(block.contains("MQ_GITHUB_APP_ID"), needs, "{}", route.name);
+        assert_eq!(block.contains("ReadGitHubKey"), needs, "{}", route.name);
+        checked += 1;
+    }
+    assert!(checked >= 20, "{checked} functions");
+}

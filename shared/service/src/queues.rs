@@ -1,6 +1,7 @@
 //! Queue administration: create, read, update, delete.
 
 use super::drive::{self, Actor, Start};
+use super::effects;
 use super::pull_requests::{apply_uploaded_targets, uploaded_targets_events};
 use super::shell::{Retry, contention_deadline};
 use crate::app::App;
@@ -119,12 +120,19 @@ async fn targets_submitted_meanwhile(
     apply_uploaded_targets(app, org, &now.queue, &without_targets(&now, seen)).await
 }
 
-/// Deletes a queue with no active entries; 409 while any is active.
+/// Deletes a queue with no active entries; 409 while any is active. The effects still in its
+/// outbox (a run's branch to delete and its CI to cancel, a draft pull request to close, the
+/// last comment or status of a pull request) are carried out first: deleted with the queue,
+/// they would leave branches, CI and pull requests behind.
 pub async fn delete(app: &App, org: &OrgId, id: &QueueId) -> Result<(), ServiceError> {
-    let mut retry = Retry::until(contention_deadline());
+    let deadline = contention_deadline();
+    let mut retry = Retry::until(deadline);
     loop {
         let attempt = Instant::now();
         let snapshot = drive::read(app, org, id).await?;
+        if snapshot.entries.is_empty() {
+            finish_effects(app, &snapshot, deadline).await;
+        }
         match app.store.delete_queue(&snapshot).await {
             Ok(()) => return Ok(()),
             Err(StoreError::NotEmpty) => return Err(not_empty(&snapshot)),
@@ -132,6 +140,26 @@ pub async fn delete(app: &App, org: &OrgId, id: &QueueId) -> Result<(), ServiceE
             Err(StoreError::NotFound) => return Err(DomainError::queue_not_found().into()),
             Err(e @ StoreError::Unavailable { .. }) => return gone_after(app, id, e).await,
             Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Carries out the effects left in the outbox of a queue about to be deleted, in order, until
+/// `deadline`; what fails, or is left at the deadline, is logged.
+async fn finish_effects(app: &App, snapshot: &QueueSnapshot, deadline: Instant) {
+    let Ok(host) = app.host() else {
+        return;
+    };
+    for (done, pending) in snapshot.outbox.iter().enumerate() {
+        if Instant::now() >= deadline {
+            let left = snapshot.outbox.len() - done;
+            tracing::warn!(left, "effects of a deleted queue left undone: time is up");
+            return;
+        }
+        if let Event::EffectFailed { error, .. } =
+            effects::execute(host, &snapshot.queue, pending).await
+        {
+            tracing::warn!(effect = %pending.id, error, "an effect of a deleted queue failed");
         }
     }
 }

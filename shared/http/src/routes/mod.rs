@@ -136,7 +136,7 @@ routes! {
     CREATE_QUEUE: POST "createQueue",
         mutating: true, needs: Store, token!(queues::create);
     DELETE_QUEUE: POST "deleteQueue",
-        mutating: true, needs: Store, token!(queues::delete);
+        mutating: true, needs: GitHost, token!(queues::delete);
     GET_QUEUE: POST "getQueue",
         mutating: false, needs: Store, token!(queues::get);
     UPDATE_QUEUE: POST "updateQueue",

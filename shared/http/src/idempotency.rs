@@ -65,14 +65,8 @@ where
     Fut: Future<Output = Result<Response<Body>, ApiError>>,
 {
     let now = app.now();
-    let record = IdempotencyRecord {
-        scope: format!("{}#{route}#{key}", caller.org.as_str()),
-        claim_id: uuid::Uuid::new_v4().to_string(),
-        body_hash: body_hash(&req).await,
-        claimed_at: now,
-        keep_until: now.plus_millis(KEEP_FOR_MS),
-        response: None,
-    };
+    let scope = format!("{}#{route}#{key}", caller.org.as_str());
+    let record = IdempotencyRecord::claim(scope, body_hash(&req).await, now, KEEP_FOR_MS);
     let stale_before = now.plus_millis(-STALE_AFTER_MS);
     match app
         .store

@@ -187,37 +187,16 @@ async fn run_effects(app: &App, id: &QueueId, committed: Transition, deadline: I
 mod tests {
     use super::*;
     use crate::app::SystemClock;
-    use mq_core::ids::RepoRef;
-    use mq_core::settings::{QueueConfig, QueueState, SettingsPatch};
-    use mq_store::{MemoryStore, QueueStore};
+    use crate::test_queue::{acme_queue_in_memory, concurrency};
     use std::sync::Arc;
-
-    fn concurrency(n: u32) -> Event {
-        Event::UpdateSettings {
-            patch: SettingsPatch {
-                concurrency: Some(n),
-                ..SettingsPatch::default()
-            },
-        }
-    }
 
     /// A round of effects ended after the request's deadline, and another writer committed
     /// meanwhile: its outcomes are still committed, on the queue as it now is.
     #[tokio::test]
     async fn outcomes_of_a_round_past_the_deadline_are_committed_despite_another_writer() {
-        let store = Arc::new(MemoryStore::new());
-        let org = OrgId::parse("acme").unwrap();
-        let app = App::new(store.clone(), Arc::new(SystemClock)).with_default_owner(org.clone());
-        let repo = RepoRef::new("github.com", "acme", "rocket").unwrap();
-        let queue = Queue::new(
-            org.clone(),
-            repo,
-            "main".to_owned(),
-            QueueConfig::default(),
-            QueueState::Running,
-            app.now(),
-        );
-        store.create_queue(&queue).await.unwrap();
+        let (store, queue) = acme_queue_in_memory().await;
+        let org = queue.org.clone();
+        let app = App::new(store, Arc::new(SystemClock)).with_default_owner(org.clone());
         let id = queue.id.clone();
         let round_began_on = read(&app, &org, &id).await.unwrap();
         apply(&app, Actor::Service, &id, &[concurrency(2)], Start::fresh())

@@ -18,6 +18,8 @@ pub mod queues;
 pub mod request_log;
 pub mod shell;
 pub mod test_health;
+#[cfg(test)]
+mod test_queue;
 pub mod tick;
 pub mod uploads;
 pub mod webhook;

@@ -349,11 +349,9 @@ pub async fn backoff(attempt: u32) {
 mod tests {
     use super::*;
     use crate::app::SystemClock;
-    use mq_core::engine::Event;
-    use mq_core::ids::{OwnerRef, RepoRef};
-    use mq_core::settings::{QueueConfig, QueueState, SettingsPatch};
-    use mq_core::snapshot::Queue;
-    use mq_store::{MemoryStore, OwnerLink, OwnerStore, QueueStore};
+    use crate::test_queue::{acme_queue_in_memory, concurrency};
+    use mq_core::ids::OwnerRef;
+    use mq_store::{OwnerLink, OwnerStore, QueueStore};
     use std::sync::Arc;
 
     /// The repository's owner was linked to another organisation after acme created its
@@ -361,19 +359,9 @@ mod tests {
     /// turn before it handed over instead of reading the queue (whose read checks this).
     #[tokio::test]
     async fn a_handed_over_snapshot_is_refused_to_an_organisation_that_lost_the_repository() {
-        let store = Arc::new(MemoryStore::new());
+        let (store, queue) = acme_queue_in_memory().await;
         let app = App::new(store.clone(), Arc::new(SystemClock));
-        let acme = OrgId::parse("acme").unwrap();
-        let repo = RepoRef::new("github.com", "acme", "rocket").unwrap();
-        let queue = Queue::new(
-            acme.clone(),
-            repo,
-            "main".to_owned(),
-            QueueConfig::default(),
-            QueueState::Running,
-            app.now(),
-        );
-        store.create_queue(&queue).await.unwrap();
+        let acme = queue.org.clone();
         let link = OwnerLink {
             owner: OwnerRef::new("owner", "github.com", "acme").unwrap(),
             org: OrgId::parse("umbrella").unwrap(),
@@ -386,12 +374,7 @@ mod tests {
         let request = {
             let (app, id) = (app.clone(), id.clone());
             tokio::spawn(async move {
-                let events = [Event::UpdateSettings {
-                    patch: SettingsPatch {
-                        concurrency: Some(3),
-                        ..SettingsPatch::default()
-                    },
-                }];
+                let events = [concurrency(3)];
                 let step =
                     |s: &QueueSnapshot, now| crate::drive::apply_in_order(s, &events, now, true);
                 commit_step(&app, Actor::Org(&acme), &id, step, Start::fresh()).await
@@ -426,25 +409,11 @@ mod tests {
     /// an old snapshot itself, and is refused on it, reads the queue and steps again.
     #[tokio::test]
     async fn a_snapshot_read_before_the_turn_is_neither_handed_on_nor_refused_on() {
-        let store = Arc::new(MemoryStore::new());
+        let (store, queue) = acme_queue_in_memory().await;
         let app = App::new(store.clone(), Arc::new(SystemClock));
-        let queue = Queue::new(
-            OrgId::parse("acme").unwrap(),
-            RepoRef::new("github.com", "acme", "rocket").unwrap(),
-            "main".to_owned(),
-            QueueConfig::default(),
-            QueueState::Running,
-            app.now(),
-        );
-        store.create_queue(&queue).await.unwrap();
         let id = queue.id.clone();
         let old = store.load(&id).await.unwrap().unwrap();
-        let events = [Event::UpdateSettings {
-            patch: SettingsPatch {
-                concurrency: Some(3),
-                ..SettingsPatch::default()
-            },
-        }];
+        let events = [concurrency(3)];
         let step = |s: &QueueSnapshot, now| crate::drive::apply_in_order(s, &events, now, true);
         commit_step(&app, Actor::Service, &id, step, Start::fresh())
             .await

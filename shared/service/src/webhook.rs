@@ -322,18 +322,12 @@ async fn claim_comment(
     id: u64,
 ) -> Result<Option<IdempotencyRecord>, ServiceError> {
     let now = app.now();
-    let record = IdempotencyRecord {
-        scope: format!(
-            "{}#webhooks/github#comment/{}/{id}",
-            queue.org,
-            queue.repo.key()
-        ),
-        claim_id: uuid::Uuid::new_v4().to_string(),
-        body_hash: String::new(),
-        claimed_at: now,
-        keep_until: now.plus_millis(COMMENT_REMEMBERED_MS),
-        response: None,
-    };
+    let scope = format!(
+        "{}#webhooks/github#comment/{}/{id}",
+        queue.org,
+        queue.repo.key()
+    );
+    let record = IdempotencyRecord::claim(scope, String::new(), now, COMMENT_REMEMBERED_MS);
     let stale_before = now.plus_millis(-COMMENT_CLAIM_STALE_MS);
     match app
         .store

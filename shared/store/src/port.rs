@@ -294,6 +294,20 @@ pub struct IdempotencyRecord {
     pub response: Option<StoredResponse>,
 }
 
+impl IdempotencyRecord {
+    /// A new claim (its own random id) on `scope` at `now`, kept for `keep_for_ms`.
+    pub fn claim(scope: String, body_hash: String, now: Timestamp, keep_for_ms: i64) -> Self {
+        Self {
+            scope,
+            claim_id: uuid::Uuid::new_v4().to_string(),
+            body_hash,
+            claimed_at: now,
+            keep_until: now.plus_millis(keep_for_ms),
+            response: None,
+        }
+    }
+}
+
 /// The outcome of claiming a key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Claim {

@@ -506,6 +506,54 @@ fn skipping_redundant_tests_implies_nothing_once_the_base_of_the_bisection_chang
     h.assert_clean();
 }
 
+/// Batch [4, 5] fails on group [2, 3] ahead of it (#5 clashes with #2). [2, 3] is then sent back
+/// to wait while the queue starts nothing new (a switch to `merge_commit` restarts it, #1 having
+/// landed as a squash, on a paused queue), and the queue drains: the splits are tested without
+/// [2, 3], so the batch's failure implies nothing of them. Skipping redundant tests, [5] is still
+/// tested after [4] passes, and does not fail.
+#[test]
+fn a_bisection_tested_without_groups_left_waiting_implies_nothing() {
+    use mq_core::settings::{MergeMethod, RequestedState};
+    let mut h = Harness::with(SettingsPatch {
+        batch: Some(true),
+        batching_min_size: Some(2),
+        concurrency: Some(3),
+        bisection_concurrency: Some(1),
+        merge_method: Some(MergeMethod::Squash),
+        optimization_mode: Some(OptimizationMode::BisectionSkipRedundantTests),
+        ..Default::default()
+    });
+    h.submit_with(1, Priority::default_priority(), true);
+    for pr in 2..=5 {
+        h.submit(pr);
+    }
+    assert_eq!(h.content_of(&h.run_of(4)), vec![1, 2, 3, 4, 5]);
+    h.pass_pr(1);
+    assert_eq!(h.state(1), Merged);
+    h.update(SettingsPatch {
+        state: Some(RequestedState::Paused),
+        ..Default::default()
+    });
+    h.pass_pr(2);
+    h.fail_pr(4);
+    assert_eq!(h.state(5), PendingFailure);
+    h.update(SettingsPatch {
+        merge_method: Some(MergeMethod::MergeCommit),
+        ..Default::default()
+    });
+    assert_eq!((h.state(2), h.state(3)), (Pending, Pending));
+    h.update(SettingsPatch {
+        state: Some(RequestedState::Draining),
+        ..Default::default()
+    });
+    for _ in 0..10 {
+        h.answer_all(|content| !(content.contains(&2) && content.contains(&5)));
+    }
+    assert_ne!(h.state(5), Failed);
+    assert!(h.snap.queue.engine.bisections.is_empty());
+    h.assert_clean();
+}
+
 /// A mode switch waits for a bisection: the failure is not decided yet.
 #[test]
 fn a_mode_switch_waits_for_a_bisection_to_end() {

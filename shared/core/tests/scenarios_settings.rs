@@ -567,6 +567,36 @@ fn a_switch_to_merge_commits_restarts_the_groups_built_before_a_squash_landed() 
     }
 }
 
+/// A switch to `merge_commit` leaves alone a group whose squash is on its way: it merges as
+/// sent, and the groups behind it restart once it has landed.
+#[test]
+fn a_switch_to_merge_commits_leaves_a_merge_under_way_alone() {
+    let mut h = Harness::with(SettingsPatch {
+        merge_method: Some(MergeMethod::Squash),
+        concurrency: Some(3),
+        ..Default::default()
+    });
+    for pr in 1..=3 {
+        h.submit(pr);
+    }
+    h.pass_pr(1);
+    let merging = h.run_of(2);
+    h.auto_execute = false;
+    h.pass_pr(2);
+    h.update(SettingsPatch {
+        merge_method: Some(MergeMethod::MergeCommit),
+        ..Default::default()
+    });
+    assert_eq!(h.entry(2).unwrap().restarts, 0);
+    assert!(h.run(&merging).is_some(), "not restarted");
+    h.auto_execute = true;
+    h.execute_all();
+    assert_eq!(h.state(2), Merged);
+    h.pass_pr(3);
+    assert_eq!(h.merged_prs(), vec![1, 2, 3]);
+    h.assert_clean();
+}
+
 /// `createPrsForTestingBranches`: a draft pull request per test branch, opened once the
 /// branch exists and closed when its run has a result or is cancelled.
 #[test]

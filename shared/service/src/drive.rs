@@ -111,8 +111,8 @@ pub fn apply_in_order(
     Ok(total.unwrap_or_else(|| Transition::unchanged(snapshot)))
 }
 
-/// Commits effect outcomes from `current`, retrying conflicts until `deadline`, or for
-/// [`OUTCOMES_GRACE`] when that has passed.
+/// Commits effect outcomes from `current`, retrying conflicts until `deadline`, and for at
+/// least [`OUTCOMES_GRACE`] from now.
 async fn commit_outcomes(
     app: &App,
     id: &QueueId,
@@ -140,7 +140,7 @@ fn seed() -> u64 {
 /// Executes the effects a committed step emitted and reports their outcomes, round after
 /// round, each round starting from the snapshot the previous one committed, until `deadline`
 /// (the request's): no effect starts after it, and a round's commit retries conflicts until
-/// it, or for [`OUTCOMES_GRACE`] past it. What is left, or failed to report, is logged: the
+/// it, and for at least [`OUTCOMES_GRACE`]. What is left, or failed to report, is logged: the
 /// effects stay in the outbox and the tick executes them. An effect is only executed within
 /// its lease: once that ran out, the tick may have handed it out again (or a newer
 /// notification in its place), and it is left to the tick.

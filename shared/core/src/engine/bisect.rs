@@ -73,6 +73,9 @@ impl Work {
     }
 
     fn advance_bisection(&mut self, b: usize) -> bool {
+        if self.base_left_behind(b) {
+            self.forget_implications(b);
+        }
         let mut changed = false;
         let mut i = 0;
         while i < self.s.queue.engine.bisections[b].splits.len() {
@@ -125,8 +128,9 @@ impl Work {
 
     /// The pull requests a split of bisection `b` is tested on: those of the failed run's
     /// dependents still in the queue, once every one of them has passed (`None` until then).
-    /// A dependent sent back to `pending` while the queue starts no new group (draining,
-    /// switching modes) would never pass again: the split is tested without it.
+    /// A dependent sent back to wait (`pending`, `not_ready`) while the queue starts no new
+    /// group (draining, switching modes) would never pass again: the split is tested without
+    /// it ([`Work::base_left_behind`]).
     fn split_base(&self, b: usize, prs: &[PrNumber]) -> Option<Vec<PrNumber>> {
         let bisection = &self.s.queue.engine.bisections[b];
         let Some(ahead) = &bisection.dependent_prs else {
@@ -137,7 +141,7 @@ impl Work {
             match self.entry(pr).map(|e| e.state) {
                 None => {} // merged, or out of the queue: the target holds what it merged
                 Some(EntryState::TestsPassed) => base.push(pr),
-                Some(EntryState::Pending) if !self.can_start() => {}
+                Some(EntryState::Pending | EntryState::NotReady) if !self.can_start() => {}
                 Some(_) => return None,
             }
         }
@@ -316,20 +320,36 @@ impl Work {
     /// failed on the old base may pass on the new one: no failure is reused, and no split
     /// implies its sibling's result.
     pub fn bisection_base_changed(&mut self, left: Option<PrNumber>) {
-        for bisection in &mut self.s.queue.engine.bisections {
-            let tested_on = |pr| {
-                bisection
-                    .dependent_prs
-                    .as_ref()
-                    .is_some_and(|d| d.contains(&pr))
-            };
-            if left.is_some_and(|pr| !tested_on(pr)) {
-                continue;
+        for b in 0..self.s.queue.engine.bisections.len() {
+            let tested_on = |pr| self.dependents_of(b).contains(&pr);
+            if left.is_none_or(tested_on) {
+                self.forget_implications(b);
             }
-            bisection.failed_sets.clear();
-            for split in &mut bisection.splits {
-                split.sibling.clear();
-            }
+        }
+    }
+
+    /// Whether splits of bisection `b` are now tested without some of the pull requests it
+    /// was tested on: one went back to wait while the queue starts no new group.
+    fn base_left_behind(&self, b: usize) -> bool {
+        let waiting = |pr: &PrNumber| {
+            let state = self.entry(*pr).map(|e| e.state);
+            matches!(state, Some(EntryState::Pending | EntryState::NotReady))
+        };
+        !self.can_start() && self.dependents_of(b).iter().any(waiting)
+    }
+
+    /// The pull requests bisection `b` was tested on (none recorded by older versions).
+    fn dependents_of(&self, b: usize) -> &[PrNumber] {
+        let bisection = &self.s.queue.engine.bisections[b];
+        bisection.dependent_prs.as_deref().unwrap_or_default()
+    }
+
+    /// No failure of bisection `b` is reused, and no split implies its sibling's result.
+    fn forget_implications(&mut self, b: usize) {
+        let bisection = &mut self.s.queue.engine.bisections[b];
+        bisection.failed_sets.clear();
+        for split in &mut bisection.splits {
+            split.sibling.clear();
         }
     }
 

@@ -129,11 +129,15 @@ impl Work {
             return;
         }
         let target = self.s.queue.engine.target_head.clone();
+        // A group whose merge is under way merges as it was sent (`merged` then judges the
+        // groups behind it).
+        let merging = self.merging_prs();
         let lacking: Vec<String> = self
             .s
             .runs
             .iter()
             .filter(|r| r.kind == RunKind::Main)
+            .filter(|r| !r.tested.iter().any(|t| merging.contains(&t.pr)))
             .filter(|r| {
                 let landed_ahead = r.chain.first().is_some_and(|l| self.entry(l.pr).is_none());
                 let moved = r.base_sha.is_some() && r.base_sha != target;

@@ -424,7 +424,7 @@ fn a_batch_failing_while_the_queue_drains_is_bisected() {
 #[test]
 fn a_bisection_goes_on_when_the_groups_it_was_tested_on_cannot_test_again() {
     use mq_core::settings::{QueueMode, QueueState, RequestedState};
-    for switch in [false, true] {
+    for (switch, draft) in [(false, false), (true, false), (false, true), (true, true)] {
         let mut h = batching(2, 2);
         for pr in 1..=4 {
             h.submit(pr);
@@ -437,6 +437,12 @@ fn a_bisection_goes_on_when_the_groups_it_was_tested_on_cannot_test_again() {
         h.fail_pr(3);
         h.push_outside();
         assert_eq!((h.state(1), h.state(2)), (Pending, Pending));
+        if draft {
+            let mut facts = h.facts(1);
+            facts.draft = true;
+            h.ok(Event::PrUpdated { pr: facts });
+            assert_eq!(h.state(1), NotReady);
+        }
         let next = match switch {
             true => SettingsPatch {
                 mode: Some(QueueMode::Parallel),
@@ -459,10 +465,10 @@ fn a_bisection_goes_on_when_the_groups_it_was_tested_on_cannot_test_again() {
         for _ in 0..10 {
             h.answer_all(|content| !content.contains(&4));
         }
-        assert_eq!(h.state(4), Failed, "switch: {switch}");
+        assert_eq!(h.state(4), Failed, "switch: {switch}, draft: {draft}");
         assert!(
             h.snap.queue.engine.bisections.is_empty(),
-            "switch: {switch}"
+            "switch: {switch}, draft: {draft}"
         );
         if switch {
             assert_eq!(h.snap.queue.state, QueueState::Running);

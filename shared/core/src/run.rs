@@ -139,6 +139,10 @@ pub struct TestRun {
     /// commit is no longer exactly the target's future state.
     #[serde(default)]
     pub diverged: bool,
+    /// Commits someone else pushed onto the branch, each discarded by building the branch
+    /// again (docs/queue-semantics.md §11).
+    #[serde(default)]
+    pub pushes_discarded: u32,
     /// A draft pull request was opened for the test branch and is not closed yet.
     #[serde(default)]
     pub test_pull_request: bool,
@@ -215,6 +219,7 @@ impl TestRun {
             place: LinePlace::default(),
             held: false,
             diverged: false,
+            pushes_discarded: 0,
             test_pull_request: false,
             bisection_of: None,
         }

@@ -1164,6 +1164,26 @@ fn a_run_whose_branch_points_at_a_commit_it_did_not_record_has_it_built_again() 
     h.assert_clean();
 }
 
+/// A tool that pushes to every branch keeps pushing to a run's branch: the third push found
+/// fails the run, saying why, instead of the branch being built again until the run times
+/// out.
+#[test]
+fn a_run_whose_branch_someone_keeps_pushing_to_fails_saying_why() {
+    let mut h = queue(1);
+    h.submit(1);
+    let id = h.run_of(1);
+    for push in 1..=3 {
+        let pushed = mq_core::ids::Sha::new(format!("{push:x}").repeat(40));
+        h.ok(Event::BranchObserved {
+            run_id: id.clone(),
+            sha: Some(pushed),
+        });
+        assert_eq!(h.state(1) == Failed, push == 3, "push {push}");
+    }
+    assert_eq!(h.conclusion(1), "test_branch_pushed");
+    h.assert_clean();
+}
+
 /// A run whose branch is gone has it built again, with the same stamps.
 #[test]
 fn a_run_whose_branch_is_gone_has_it_built_again() {

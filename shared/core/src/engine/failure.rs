@@ -274,6 +274,11 @@ pub fn failure_detail(reason: &str) -> String {
                 .to_owned()
         }
         "test_branch_error" => "the test branch could not be created".to_owned(),
+        "test_branch_pushed" => {
+            "someone else kept pushing to the test branch (the queue builds its test branches \
+             itself; keep tools that push from them)"
+                .to_owned()
+        }
         "merge_failed" => "the Git host refused to merge the pull request".to_owned(),
         _ => "a required status failed on the test branch".to_owned(),
     }

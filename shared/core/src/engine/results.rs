@@ -10,6 +10,10 @@ use crate::ids::{PrNumber, Sha};
 use crate::run::{RunKind, RunStatus, TestRun};
 use std::collections::BTreeMap;
 
+/// Pushes by someone else found on one run's branch: the last fails the run, the ones before
+/// are discarded by building the branch again.
+pub const MAX_PUSHES_DISCARDED: u32 = 3;
+
 impl Work {
     /// Main runs whose branch conflicted and whose failure is not decided yet: each keeps its
     /// testing slot, as a group built on top of it would only conflict again.
@@ -70,7 +74,10 @@ impl Work {
     /// What a run's branch points at now. A run whose branch is gone, or points at a commit
     /// other than the one the run recorded (someone, a bot or a person, pushed to it), has it
     /// built again: the same commits, since merge commits are stamped. A commit the queue did
-    /// not build is not what the pull requests were reviewed as, and never lands.
+    /// not build is not what the pull requests were reviewed as, and never lands. The
+    /// [`MAX_PUSHES_DISCARDED`]th push found fails the run (`test_branch_pushed`): a tool that
+    /// pushes to every branch would otherwise keep it building until it timed out, saying
+    /// nothing of why.
     pub fn branch_observed(&mut self, run_id: &str, sha: Option<&Sha>) {
         let Some(run) = self.run(run_id) else { return };
         if run.status != RunStatus::InProgress || run.held || run.sha.is_none() {
@@ -82,12 +89,25 @@ impl Work {
         if building || sha.is_some_and(|sha| run.sha.as_ref() == Some(sha)) {
             return;
         }
+        if sha.is_some() && self.push_discarded(run_id) >= MAX_PUSHES_DISCARDED {
+            self.run_failed(run_id, reason::BRANCH_PUSHED);
+            return;
+        }
         if let Some(run) = self.run_mut(run_id) {
             run.sha = None;
             run.statuses.clear();
             run.check_runs.clear();
         }
         self.request_branch(run_id);
+    }
+
+    /// Counts a push by someone else found on a run's branch; the pushes so far.
+    fn push_discarded(&mut self, run_id: &str) -> u32 {
+        let Some(run) = self.run_mut(run_id) else {
+            return 0;
+        };
+        run.pushes_discarded += 1;
+        run.pushes_discarded
     }
 
     /// The Git host could not merge `pr` into the test branch.

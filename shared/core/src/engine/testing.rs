@@ -183,6 +183,7 @@ impl Work {
             place,
             held: false,
             diverged: false,
+            pushes_discarded: 0,
             bisection_of,
         };
         let now = self.now;

@@ -207,14 +207,7 @@ mod tests {
         let committed = commit_outcomes(&app, &id, &outcomes, round_began_on, deadline);
         let queue = committed.await.unwrap().transition.snapshot.queue;
         assert_eq!(queue.config.concurrency, 3);
-        assert_eq!(
-            read(&app, &org, &id)
-                .await
-                .unwrap()
-                .queue
-                .config
-                .concurrency,
-            3
-        );
+        let stored = read(&app, &org, &id).await.unwrap().queue;
+        assert_eq!(stored.config.concurrency, 3);
     }
 }

@@ -103,8 +103,7 @@ pub async fn deliver(app: &App, fact: HostFact) -> Result<Delivered, ServiceErro
                 login: author,
                 association: author_association,
             };
-            let command = (*comment_id, command.clone());
-            comment_command(app, to, *pr, commenter, command).await
+            comment_command(app, to, *pr, commenter, *comment_id, command.clone()).await
         }
         HostFact::Push { .. }
         | HostFact::Ping { .. }
@@ -224,7 +223,7 @@ impl Commenter<'_> {
     }
 }
 
-/// A `/service` comment (its id and command): followed when the commenter may write to the
+/// The `/service` comment `comment_id`: followed when the commenter may write to the
 /// repository and the queue of the pull request's base branch accepts commands, once per
 /// comment; otherwise answered in a comment.
 async fn comment_command(
@@ -232,7 +231,8 @@ async fn comment_command(
     to: Owned<'_>,
     pr: PrNumber,
     commenter: Commenter<'_>,
-    (comment_id, command): (u64, Result<CommentCommand, InvalidCommand>),
+    comment_id: u64,
+    command: Result<CommentCommand, InvalidCommand>,
 ) -> Result<Delivered, ServiceError> {
     let host = app.host()?;
     let repo = to.repo;

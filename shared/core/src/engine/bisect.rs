@@ -128,9 +128,8 @@ impl Work {
 
     /// The pull requests a split of bisection `b` is tested on: those of the failed run's
     /// dependents still in the queue, once every one of them has passed (`None` until then).
-    /// A dependent sent back to wait (`pending`, `not_ready`) while the queue starts no new
-    /// group (draining, switching modes) would never pass again: the split is tested without
-    /// it ([`Work::base_left_behind`]).
+    /// A dependent [left waiting](Work::left_waiting) would never pass again: the split is
+    /// tested without it.
     fn split_base(&self, b: usize, prs: &[PrNumber]) -> Option<Vec<PrNumber>> {
         let bisection = &self.s.queue.engine.bisections[b];
         let Some(ahead) = &bisection.dependent_prs else {
@@ -141,7 +140,7 @@ impl Work {
             match self.entry(pr).map(|e| e.state) {
                 None => {} // merged, or out of the queue: the target holds what it merged
                 Some(EntryState::TestsPassed) => base.push(pr),
-                Some(EntryState::Pending | EntryState::NotReady) if !self.can_start() => {}
+                Some(_) if self.left_waiting(pr) => {}
                 Some(_) => return None,
             }
         }
@@ -329,13 +328,19 @@ impl Work {
     }
 
     /// Whether splits of bisection `b` are now tested without some of the pull requests it
-    /// was tested on: one went back to wait while the queue starts no new group.
+    /// was tested on ([`Work::left_waiting`]).
     fn base_left_behind(&self, b: usize) -> bool {
-        let waiting = |pr: &PrNumber| {
-            let state = self.entry(*pr).map(|e| e.state);
-            matches!(state, Some(EntryState::Pending | EntryState::NotReady))
-        };
-        !self.can_start() && self.dependents_of(b).iter().any(waiting)
+        self.dependents_of(b)
+            .iter()
+            .any(|&pr| self.left_waiting(pr))
+    }
+
+    /// Whether `pr` went back to wait (`pending`, `not_ready`) while the queue starts no new
+    /// group (draining, switching modes): it cannot pass again until the queue runs.
+    fn left_waiting(&self, pr: PrNumber) -> bool {
+        let state = self.entry(pr).map(|e| e.state);
+        let waiting = matches!(state, Some(EntryState::Pending | EntryState::NotReady));
+        waiting && !self.can_start()
     }
 
     /// The pull requests bisection `b` was tested on (none recorded by older versions).

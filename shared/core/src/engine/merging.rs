@@ -193,9 +193,12 @@ impl Work {
         let rest_in_queue = run.chain[landed..]
             .iter()
             .all(|link| self.entry(link.pr).is_some());
-        let same = |(link, m): (&BranchPr, &BranchPr)| match same_commit {
-            true => link == m,
-            false => (link.pr, &link.head_sha) == (m.pr, &m.head_sha),
+        let same = |(link, m): (&BranchPr, &BranchPr)| {
+            if same_commit {
+                link == m
+            } else {
+                (link.pr, &link.head_sha) == (m.pr, &m.head_sha)
+            }
         };
         rest_in_queue
             && landed >= merged.len()

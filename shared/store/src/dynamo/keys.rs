@@ -4,8 +4,8 @@
 //!   `ENTRY#<pr>`, `RUN#<run id>`, `EFFECT#<effect id>`, `LEASE` and `#VERSION` (the
 //!   queue's version again, sorted first). One `Query` reads a snapshot. Beside it, the
 //!   partition `REDO#<queue id>` holds the parts of large commits' changes,
-//!   `REDO#<version>#<token>#<part>` (they expire: see [`super::large_commit`]). Sparse indexes: `org-index` (`org_key`), `repo-index` (`repo_key`),
-//!   `work-index` (`work_shard`, only while the queue has work), `sha-index` (`test_sha`, on
+//!   `REDO#<version>#<token>#<part>` (they expire: see [`super::large_commit`]). Sparse
+//!   indexes: `org-index` (`org_key`), `repo-index` (`repo_key`), `work-index` (`work_shard`, only while the queue has work), `sha-index` (`test_sha`, on
 //!   runs whose branch exists).
 //! - PullRequests: per queue, `PR#<pr>` (latest concluded entry of each PR),
 //!   `DONE#<concluded ms>#<entry id>` (conclusion log, expires),

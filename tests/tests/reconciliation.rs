@@ -6,7 +6,8 @@
 //!   first execution's answer was still on its way) by a host whose builds are new commits: the
 //!   late first answer records a commit CI no longer tests. The run follows its branch.
 //! - A merge whose answer was lost is on the target: it is recorded as done at the next tick,
-//!   not after its retry's back-off.
+//!   not after its retry's back-off; also when someone pushed on top of it meanwhile (it is not
+//!   made again, as an empty squash commit).
 //! - An entry with nothing in flight that could move it is marked in `getQueue`, counted by
 //!   `mq_entries_stuck`.
 
@@ -113,6 +114,40 @@ async fn a_merge_whose_answer_was_lost_is_recorded_at_the_next_tick() {
     merged_within(&env, &repo, 1, HEALED_WITHIN).await;
     assert_eq!(host.merge_faults_left(), 0, "the merge's answer was lost");
     assert_eq!(repo.moves("main").len(), 1, "merged once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_lost_squash_merge_under_a_later_push_is_recorded_and_not_made_again() {
+    let (env, host) = slow_env("true").await;
+    let repo = env.repo("rocket");
+    repo.add_prs(2, &[]);
+    env.create_queue(
+        &repo,
+        json!({"requiredStatuses": [CI], "mergeMethod": "squash"}),
+    )
+    .await;
+    host.fail_merges(1, MergeFault::After);
+    let held = host.hold_next_merge_answer();
+    env.submit(&repo, 1).await;
+    held.reached.notified().await;
+    // #1 is squashed onto the target; before anyone hears of it, someone pushes on top.
+    let squashed = repo.head("main").expect("main");
+    let pushed = repo.push_commit("main", "pushed.txt");
+    held.release.notify_one();
+
+    merged_within(&env, &repo, 1, HEALED_WITHIN).await;
+    env.submit(&repo, 2).await;
+    merged_within(&env, &repo, 2, HEALED_WITHIN).await;
+    let moves = repo.moves("main");
+    assert_eq!(
+        moves[..2],
+        [squashed, pushed],
+        "#1 landed once, under the push"
+    );
+    assert_eq!(moves.len(), 3, "then #2 alone: {moves:?}");
+    let subjects = repo.history_subjects("main");
+    let of_one = subjects.iter().filter(|s| s.ends_with("(#1)")).count();
+    assert_eq!(of_one, 1, "one squash commit of #1: {subjects:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -51,6 +51,7 @@ pub struct FaultyGitHost {
     merge_faults: Mutex<Vec<MergeFault>>,
     held_pull_request: Mutex<Option<Arc<HeldAnswer>>>,
     held_test_branch: Mutex<Option<Arc<HeldAnswer>>>,
+    held_merge: Mutex<Option<Arc<HeldAnswer>>>,
     /// Test branches are built without their merge commits' stamps.
     unstamped: std::sync::atomic::AtomicBool,
     counts: Mutex<HostFaultCounts>,
@@ -68,6 +69,7 @@ impl FaultyGitHost {
             merge_faults: Mutex::new(Vec::new()),
             held_pull_request: Mutex::new(None),
             held_test_branch: Mutex::new(None),
+            held_merge: Mutex::new(None),
             unstamped: std::sync::atomic::AtomicBool::new(false),
             counts: Mutex::new(HostFaultCounts::default()),
             latency_ms: Mutex::new((0, 0)),
@@ -94,16 +96,17 @@ impl FaultyGitHost {
 
     /// Holds back the answer of the next pull request read until released.
     pub fn hold_next_pull_request_answer(&self) -> Arc<HeldAnswer> {
-        let held = Arc::new(HeldAnswer::default());
-        *lock(&self.held_pull_request) = Some(held.clone());
-        held
+        hold(&self.held_pull_request)
     }
 
     /// Holds back the answer of the next test branch built until released.
     pub fn hold_next_test_branch_answer(&self) -> Arc<HeldAnswer> {
-        let held = Arc::new(HeldAnswer::default());
-        *lock(&self.held_test_branch) = Some(held.clone());
-        held
+        hold(&self.held_test_branch)
+    }
+
+    /// Holds back the answer of the next merge (made or not) until released.
+    pub fn hold_next_merge_answer(&self) -> Arc<HeldAnswer> {
+        hold(&self.held_merge)
     }
 
     /// From now on test branches are built as a host that writes merge commits with its own
@@ -138,6 +141,29 @@ impl FaultyGitHost {
         Ok(())
     }
 
+    /// A merge passed on, unless the next planned merge fault says otherwise.
+    async fn merge_with_faults(
+        &self,
+        repo: &RepoRef,
+        request: &MergeRequest,
+    ) -> HostResult<MergeOutcome> {
+        match self.next_merge_fault() {
+            None => self.inner.merge(repo, request).await,
+            Some(MergeFault::Before) => {
+                lock(&self.counts).merges_failed_before += 1;
+                Err(transient(
+                    "merge timed out before reaching the host (injected)",
+                ))
+            }
+            Some(MergeFault::After) => {
+                let outcome = self.inner.merge(repo, request).await;
+                lock(&self.counts).merges_failed_after += 1;
+                tracing::debug!(?outcome, "merge answer dropped (injected)");
+                Err(transient("merge answer lost (injected)"))
+            }
+        }
+    }
+
     fn next_merge_fault(&self) -> Option<MergeFault> {
         let mut planned = lock(&self.merge_faults);
         (!planned.is_empty()).then(|| planned.remove(0))
@@ -155,6 +181,22 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Sets a hold on the next answer of the calls that `slot` belongs to.
+fn hold(slot: &Mutex<Option<Arc<HeldAnswer>>>) -> Arc<HeldAnswer> {
+    let held = Arc::new(HeldAnswer::default());
+    *lock(slot) = Some(held.clone());
+    held
+}
+
+/// Waits, if a hold was set in `slot`, until it is released (once: the hold is taken).
+async fn wait_if_held(slot: &Mutex<Option<Arc<HeldAnswer>>>) {
+    let held = lock(slot).take();
+    if let Some(held) = held {
+        held.reached.notify_one();
+        held.release.notified().await;
+    }
+}
+
 #[async_trait]
 impl GitHost for FaultyGitHost {
     async fn pull_request(
@@ -165,11 +207,7 @@ impl GitHost for FaultyGitHost {
     ) -> HostResult<PrFacts> {
         self.inject().await?;
         let answer = self.inner.pull_request(repo, pr, target_branch).await;
-        let held = lock(&self.held_pull_request).take();
-        if let Some(held) = held {
-            held.reached.notify_one();
-            held.release.notified().await;
-        }
+        wait_if_held(&self.held_pull_request).await;
         answer
     }
 
@@ -191,31 +229,15 @@ impl GitHost for FaultyGitHost {
         } else {
             self.inner.create_test_branch(repo, request).await
         };
-        let held = lock(&self.held_test_branch).take();
-        if let Some(held) = held {
-            held.reached.notify_one();
-            held.release.notified().await;
-        }
+        wait_if_held(&self.held_test_branch).await;
         answer
     }
 
     async fn merge(&self, repo: &RepoRef, request: &MergeRequest) -> HostResult<MergeOutcome> {
         self.inject().await?;
-        match self.next_merge_fault() {
-            None => self.inner.merge(repo, request).await,
-            Some(MergeFault::Before) => {
-                lock(&self.counts).merges_failed_before += 1;
-                Err(transient(
-                    "merge timed out before reaching the host (injected)",
-                ))
-            }
-            Some(MergeFault::After) => {
-                let outcome = self.inner.merge(repo, request).await;
-                lock(&self.counts).merges_failed_after += 1;
-                tracing::debug!(?outcome, "merge answer dropped (injected)");
-                Err(transient("merge answer lost (injected)"))
-            }
-        }
+        let answer = self.merge_with_faults(repo, request).await;
+        wait_if_held(&self.held_merge).await;
+        answer
     }
 
     async fn merge_landed(

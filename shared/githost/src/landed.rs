@@ -24,21 +24,21 @@ pub(crate) trait MergeSource: CommitSource {
     ) -> impl Future<Output = HostResult<bool>> + Send;
 }
 
-/// Given that the target moved from the request's expected commit to `actual`: `actual` if
-/// the merge is what moved it, else `None`. With a tested commit, the target must have moved
-/// forward to a commit with exactly the tested tree ([`already_merged`]); without one (a
-/// direct merge), every pull request must be merged ([`all_merged`]).
+/// Given that the target moved from the request's expected commit to `actual`: the commit the
+/// merge put on the target if it happened, else `None`. With a tested commit, that is the
+/// commit with exactly the tested tree that the target moved forward to ([`already_merged`]),
+/// even when others were pushed on top of it since; without one (a direct merge), every pull
+/// request must be merged ([`all_merged`]), and the answer is `actual`.
 pub(crate) async fn landed_at<S: MergeSource>(
     source: &S,
     request: &MergeRequest,
     expected: &Sha,
     actual: Sha,
 ) -> HostResult<Option<Sha>> {
-    let done = match &request.tested_sha {
-        Some(tested) => already_merged(source, expected, &actual, Some(tested)).await?,
-        None => all_merged(source, &request.prs).await?,
-    };
-    Ok(done.then_some(actual))
+    match &request.tested_sha {
+        Some(tested) => already_merged(source, expected, &actual, tested).await,
+        None => Ok(all_merged(source, &request.prs).await?.then_some(actual)),
+    }
 }
 
 /// What a merge about to be sent finds, the target being at `actual`: `Merged` when it
@@ -85,20 +85,40 @@ async fn done_before<S: MergeSource>(
     }
 }
 
-/// Whether this merge was already done (a repeat of a merge whose answer was lost): the target
-/// moved on from the expected commit to one with exactly the tested tree.
+/// How many commits of the target, from its tip back along first parents, a merge that
+/// already happened is looked for in: the pushes that may follow a merge whose answer was lost
+/// before its repeat, or the tick, asks after it.
+const LANDED_WITHIN: usize = 20;
+
+/// The commit this merge wrote if it was already done (a repeat of a merge whose answer was
+/// lost): the target moved on from the expected commit, and one of its commits since, along
+/// first parents from `actual` and within [`LANDED_WITHIN`], has exactly the tested tree. So a
+/// merge is found when others pushed to the target after it; a merge not found is made again.
 pub(crate) async fn already_merged<S: MergeSource>(
     source: &S,
     expected: &Sha,
     actual: &Sha,
-    tested: Option<&Sha>,
-) -> HostResult<bool> {
-    let Some(tested) = tested else {
-        return Ok(false);
-    };
+    tested: &Sha,
+) -> HostResult<Option<Sha>> {
+    if !source.contains(expected, actual).await? {
+        return Ok(None);
+    }
     let tested_tree = source.commit(tested).await?.tree;
-    let actual_tree = source.commit(actual).await?.tree;
-    Ok(tested_tree == actual_tree && source.contains(expected, actual).await?)
+    let mut at = actual.clone();
+    for _ in 0..LANDED_WITHIN {
+        if at == *expected {
+            break;
+        }
+        let commit = source.commit(&at).await?;
+        if commit.tree == tested_tree {
+            return Ok(Some(at));
+        }
+        let Some(parent) = commit.parents.into_iter().next() else {
+            break;
+        };
+        at = parent;
+    }
+    Ok(None)
 }
 
 /// Whether every pull request of a direct merge is merged (`false` for none).

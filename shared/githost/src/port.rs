@@ -127,10 +127,11 @@ pub trait GitHost: Send + Sync {
     async fn merge(&self, repo: &RepoRef, request: &MergeRequest) -> HostResult<MergeOutcome>;
 
     /// Whether this merge already happened (a merge whose answer was lost): the target moved
-    /// on from `expected_target_sha` to a commit with exactly the tested tree (under
-    /// `merge_commit`, the tested commit itself), or, for a direct merge (no tested commit),
-    /// every pull request of it is merged. The target's commit when it did; `None` when it did
-    /// not, or the target is still at the expected commit.
+    /// on from `expected_target_sha` through a commit with exactly the tested tree (under
+    /// `merge_commit`, the tested commit itself), found along first parents from the target's
+    /// tip even when others pushed on top of it since; that commit when it did. For a direct
+    /// merge (no tested commit), every pull request of it is merged; the target's tip then.
+    /// `None` when it did not, or the target is still at the expected commit.
     async fn merge_landed(&self, repo: &RepoRef, request: &MergeRequest)
     -> HostResult<Option<Sha>>;
 

@@ -1060,20 +1060,63 @@ async fn a_landed_squash_merge_found_by_the_tick_closes_its_pull_requests() {
     assert_eq!(landed, Some(Sha::new(merged)));
 }
 
+/// Someone pushed to the target after the merge whose answer was lost: the merge is found
+/// under the push, at the commit it wrote, and neither made again nor taken for a moved target.
+#[tokio::test]
+async fn a_landed_squash_merge_under_a_later_push_is_found() {
+    let pushed = Some("7777777777777777777777777777777777777777");
+    let request = merge_request(MergeMethod::Squash);
+    let server = MockServer::start().await;
+    let merged = squash_landed(&server, pushed).await;
+    let landed = with_token(&server)
+        .merge_landed(&repo(), &request)
+        .await
+        .unwrap();
+    assert_eq!(landed, Some(Sha::new(merged)));
+
+    let server = MockServer::start().await;
+    let merged = squash_landed(&server, pushed).await;
+    let outcome = with_token(&server).merge(&repo(), &request).await.unwrap();
+    assert_eq!(
+        outcome,
+        MergeOutcome::Merged {
+            target_sha: Sha::new(merged)
+        }
+    );
+}
+
 /// A server where the squash merge of #1 and #2 on `BASE` (tested as `c2c2`) landed, and
 /// its answer was lost before the pull requests were closed: `main` is at a commit with the
 /// tested tree, ahead of `BASE`. The target must not move again, and each pull request must
 /// be closed once. Returns the merged commit.
 async fn squash_merged_with_its_answer_lost(server: &MockServer) -> &'static str {
+    squash_landed(server, None).await
+}
+
+/// As [`squash_merged_with_its_answer_lost`], with `main` at `pushed` (a commit of other
+/// content on top of the merge) if given.
+async fn squash_landed(server: &MockServer, pushed: Option<&'static str>) -> &'static str {
     let merged = "8888888888888888888888888888888888888888";
+    let tip = pushed.unwrap_or(merged);
     mock(
         server,
         "GET",
         &format!("{REPO}/git/ref/heads/main"),
         200,
-        ref_json("main", merged),
+        ref_json("main", tip),
     )
     .await;
+    if let Some(pushed) = pushed {
+        let commit = commit_json(pushed, "pushed-tree", &[merged], "Someone's push");
+        mock(
+            server,
+            "GET",
+            &format!("{REPO}/git/commits/{pushed}"),
+            200,
+            commit,
+        )
+        .await;
+    }
     for (sha, tree) in [("c2c2", "tested-tree"), (merged, "tested-tree")] {
         let commit = commit_json(sha, tree, &[BASE], "Two (#2)");
         mock(
@@ -1089,7 +1132,7 @@ async fn squash_merged_with_its_answer_lost(server: &MockServer) -> &'static str
     mock(
         server,
         "GET",
-        &format!("{REPO}/compare/{BASE}...{merged}"),
+        &format!("{REPO}/compare/{BASE}...{tip}"),
         200,
         compare,
     )

@@ -578,6 +578,61 @@ async fn a_repeated_merge_that_already_happened_is_reported_merged() {
     }
 }
 
+/// A merge whose answer was lost, with someone's push on top of it before the merge is repeated
+/// or the tick asks after it: the merge is found at the commit it wrote, and not made again.
+#[tokio::test]
+async fn a_merge_found_under_a_later_push_is_reported_merged_at_its_commit() {
+    for method in [
+        MergeMethod::MergeCommit,
+        MergeMethod::Squash,
+        MergeMethod::Rebase,
+    ] {
+        let f = Fixture::new();
+        let host = f.host();
+        let main = f.head("main");
+        let (prs, tested) = tested_pair(&f, &host).await;
+        let request = merge_request(&prs, method, &main, &tested);
+        let first = host.merge(&f.repo, &request).await.unwrap();
+        let MergeOutcome::Merged { target_sha: merged } = &first else {
+            panic!("{method:?}: {first:?}");
+        };
+        f.fetch();
+        let pushed = f.commit("origin/main", &[("d.txt", "d\n")], "Someone's push");
+        f.push(pushed.as_str(), "refs/heads/main");
+        let range = format!("{main}..main");
+        let commits = f.bare_git(&["rev-list", &range]);
+
+        let landed = host.merge_landed(&f.repo, &request).await.unwrap();
+        assert_eq!(landed.as_ref(), Some(merged), "{method:?}");
+        let again = host.merge(&f.repo, &request).await.unwrap();
+        assert_eq!(again, first, "{method:?}");
+        assert_eq!(
+            f.bare_git(&["rev-list", &range]),
+            commits,
+            "{method:?}: merged once, the push kept"
+        );
+        assert_eq!(f.head("main"), pushed, "{method:?}");
+    }
+}
+
+/// Someone else's commit with other content on the target is not taken for the merge.
+#[tokio::test]
+async fn a_push_instead_of_the_merge_is_not_taken_for_it() {
+    let f = Fixture::new();
+    let host = f.host();
+    let main = f.head("main");
+    let (prs, tested) = tested_pair(&f, &host).await;
+    let request = merge_request(&prs, MergeMethod::Squash, &main, &tested);
+    let pushed = f.commit("origin/main", &[("d.txt", "d\n")], "Someone's push");
+    f.push(pushed.as_str(), "refs/heads/main");
+
+    assert_eq!(host.merge_landed(&f.repo, &request).await.unwrap(), None);
+    assert_eq!(
+        host.merge(&f.repo, &request).await.unwrap(),
+        MergeOutcome::TargetMoved { actual: pushed }
+    );
+}
+
 #[tokio::test]
 async fn statuses_are_stored_per_context_and_read_back() {
     let f = Fixture::new();

@@ -342,32 +342,57 @@ fn tests_passed_waits_for_every_group_ahead_to_merge() {
     h.assert_clean();
 }
 
-#[test]
-fn a_merge_the_git_host_rejects_fails_the_pull_request() {
-    let mut h = queue(1);
+/// Passes #1 of a one-slot queue and returns its merge effect's id, not carried out.
+fn passed_with_merge_waiting(h: &mut Harness) -> String {
     h.auto_execute = false;
     h.submit(1);
     h.execute_all();
     h.auto_execute = false;
     let run = h.run_of(1);
     h.pass(&run);
-    let merge = h
-        .pending
+    h.pending
         .iter()
         .find(|x| matches!(x.effect, Effect::Merge { .. }))
-        .cloned()
-        .unwrap();
+        .map(|x| x.id.clone())
+        .unwrap()
+}
+
+#[test]
+fn a_merge_the_git_host_rejects_fails_the_pull_request_saying_why() {
+    let mut h = queue(1);
+    let merge = passed_with_merge_waiting(&mut h);
+    let why = "Commits must have verified signatures.";
     h.ok(Event::EffectSucceeded {
-        effect_id: merge.id,
+        effect_id: merge,
         outcome: mq_core::engine::EffectOutcome::MergeRefused {
             refusal: mq_core::engine::MergeRefusal::Rejected {
                 pr: Some(1),
-                detail: "branch protection".into(),
+                detail: why.into(),
             },
         },
     });
     assert_eq!(h.state(1), Failed);
     assert_eq!(h.conclusion(1), "merge_failed");
+    let told = format!("the Git host refused to merge the pull request: {why}");
+    assert_eq!(h.conclusion_detail(1), told);
+    assert!(h.last_comment(1).contains(&told), "{}", h.last_comment(1));
+}
+
+#[test]
+fn a_merge_given_up_on_does_not_say_the_host_refused_it() {
+    let mut h = queue(1);
+    let merge = passed_with_merge_waiting(&mut h);
+    h.ok(Event::EffectFailed {
+        effect_id: merge,
+        error: "GitHub answered 502".into(),
+        permanent: true,
+    });
+    assert_eq!(h.state(1), Failed);
+    assert_eq!(h.conclusion(1), "merge_failed");
+    assert_eq!(
+        h.conclusion_detail(1),
+        "the merge could not be carried out: the Git host answered with errors"
+    );
 }
 
 #[test]

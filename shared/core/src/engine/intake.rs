@@ -303,6 +303,17 @@ impl Work {
     /// Ends the entries of `prs` (cancelled or failed): they leave their group, which
     /// restarts without them, and every group containing them restarts.
     pub fn remove_entries(&mut self, prs: &[PrNumber], state: EntryState, why: &str) {
+        self.remove_entries_saying(prs, state, why, &cancel_detail(why));
+    }
+
+    /// As [`Self::remove_entries`], with the sentence the pull requests are told.
+    pub fn remove_entries_saying(
+        &mut self,
+        prs: &[PrNumber],
+        state: EntryState,
+        why: &str,
+        detail: &str,
+    ) {
         let mut groups = Vec::new();
         for &pr in prs {
             let Some(e) = self.entry(pr) else { continue };
@@ -313,8 +324,7 @@ impl Work {
                 groups.push(run);
             }
             self.leave_bisection(pr);
-            let detail = cancel_detail(why);
-            self.conclude(pr, state, why, &detail);
+            self.conclude(pr, state, why, detail);
         }
         let removed: BTreeSet<PrNumber> = prs.iter().copied().collect();
         self.reshuffle(groups, removed, "restart");

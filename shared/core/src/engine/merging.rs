@@ -238,20 +238,28 @@ impl Work {
                 self.remove_entries(&[*pr], EntryState::Cancelled, "pr_closed");
                 self.restart_merge_groups(&in_merge);
             }
-            MergeRefusal::Rejected { pr: Some(pr), .. } if in_merge.contains(pr) => {
-                self.remove_entries(&[*pr], EntryState::Failed, "merge_failed");
+            MergeRefusal::Rejected {
+                pr: Some(pr),
+                detail,
+            } if in_merge.contains(pr) => {
+                self.refused(&[*pr], detail);
                 self.restart_merge_groups(&in_merge);
             }
-            MergeRefusal::Rejected { .. } => {
-                self.remove_entries(&in_merge, EntryState::Failed, "merge_failed");
-            }
+            MergeRefusal::Rejected { detail, .. } => self.refused(&in_merge, detail),
         }
+    }
+
+    /// `prs` fail: the Git host refused to merge them, saying `detail`.
+    fn refused(&mut self, prs: &[PrNumber], detail: &str) {
+        let detail = refusal_detail(detail);
+        self.remove_entries_saying(prs, EntryState::Failed, MERGE_FAILED, &detail);
     }
 
     /// The merge failed for good (the effect could not be executed): its pull requests fail.
     pub fn merge_failed(&mut self, prs: &[BranchPr]) {
         let in_merge: Vec<PrNumber> = prs.iter().map(|p| p.pr).collect();
-        self.remove_entries(&in_merge, EntryState::Failed, "merge_failed");
+        let detail = "the merge could not be carried out: the Git host answered with errors";
+        self.remove_entries_saying(&in_merge, EntryState::Failed, MERGE_FAILED, detail);
     }
 
     /// Groups of a refused merge that still wait to merge restart on the current target.
@@ -282,9 +290,25 @@ impl Work {
             MergeRefusal::PrClosed { .. } => {
                 self.remove_entries(&[pr], EntryState::Cancelled, "pr_closed");
             }
-            MergeRefusal::Rejected { .. } => {
-                self.remove_entries(&[pr], EntryState::Failed, "merge_failed");
-            }
+            MergeRefusal::Rejected { detail, .. } => self.refused(&[pr], detail),
         }
     }
 }
+
+const MERGE_FAILED: &str = "merge_failed";
+
+/// The sentence for a pull request the Git host refused to merge, with the host's reason (cut
+/// to a few hundred characters: it is shown in a comment).
+fn refusal_detail(detail: &str) -> String {
+    let general = super::failure::failure_detail(MERGE_FAILED);
+    let detail = detail.trim();
+    if detail.is_empty() {
+        return general;
+    }
+    let cut: String = detail.chars().take(MAX_REFUSAL_CHARS).collect();
+    let more = if cut.len() < detail.len() { "…" } else { "" };
+    format!("{general}: {cut}{more}")
+}
+
+/// How much of a Git host's reason for refusing a merge a pull request is told.
+const MAX_REFUSAL_CHARS: usize = 300;

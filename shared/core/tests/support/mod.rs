@@ -771,6 +771,28 @@ impl Harness {
             .unwrap_or_default()
     }
 
+    /// The sentence `pr`'s conclusion tells it.
+    pub fn conclusion_detail(&self, pr: PrNumber) -> String {
+        self.concluded
+            .iter()
+            .rev()
+            .find(|e| e.pr == pr)
+            .and_then(|e| e.conclusion.clone())
+            .map(|c| c.detail)
+            .unwrap_or_default()
+    }
+
+    /// The last comment emitted for `pr`.
+    pub fn last_comment(&self, pr: PrNumber) -> String {
+        self.emitted_where(|e| matches!(e, Effect::PostComment { pr: p, .. } if *p == pr))
+            .last()
+            .map(|e| match e {
+                Effect::PostComment { body, .. } => body.clone(),
+                _ => unreachable!(),
+            })
+            .unwrap_or_default()
+    }
+
     pub fn run(&self, id: &str) -> Option<&TestRun> {
         self.snap.runs.iter().find(|r| r.id == id)
     }

@@ -34,10 +34,14 @@ pub fn parse_command(body: &str) -> Option<Result<CommentCommand, InvalidCommand
         Some(verb) if verb.eq_ignore_ascii_case("cancel") => match words.next() {
             None => Ok(CommentCommand::Cancel),
             Some(extra) => Err(invalid(&format!(
-                "`/service cancel` takes no arguments, got `{extra}`"
+                "`/service cancel` takes no arguments, got {}",
+                quoted(extra)
             ))),
         },
-        Some(verb) => Err(invalid(&format!("unknown command `/service {verb}`"))),
+        Some(verb) => Err(invalid(&format!(
+            "unknown command {}",
+            quoted(&format!("/service {verb}"))
+        ))),
         None => Err(invalid("`/service` needs a command")),
     })
 }
@@ -57,7 +61,7 @@ fn parse_merge<'a>(
                     .ok_or_else(|| invalid("`--priority` needs a value"))?;
                 priority = Some(parse_priority(value)?);
             }
-            _ => return Err(invalid(&format!("unknown option `{word}`"))),
+            _ => return Err(invalid(&format!("unknown option {}", quoted(word)))),
         }
     }
     Ok(CommentCommand::Merge { priority, no_batch })
@@ -75,9 +79,41 @@ fn invalid(problem: &str) -> InvalidCommand {
     InvalidCommand(format!("{problem}; {USAGE}"))
 }
 
+/// How much of a commenter's word a reply quotes.
+const QUOTED_CHARS: usize = 40;
+
+/// A commenter's word as a code span in the queue's reply: without backticks, which would end
+/// the span (and let the word mention people or format the reply), and cut short.
+fn quoted(word: &str) -> String {
+    let plain: String = word
+        .chars()
+        .filter(|&c| c != '`')
+        .take(QUOTED_CHARS)
+        .collect();
+    format!("`{plain}`")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_word_quoted_in_a_reply_cannot_leave_its_code_span() {
+        let Some(Err(InvalidCommand(reply))) = parse_command("/service merge x`@acme/everyone`")
+        else {
+            panic!("an unknown option is refused");
+        };
+        assert!(
+            reply.starts_with("unknown option `x@acme/everyone`;"),
+            "{reply}"
+        );
+        let Some(Err(InvalidCommand(reply))) =
+            parse_command(&format!("/service {}", "a".repeat(99)))
+        else {
+            panic!("an unknown command is refused");
+        };
+        assert!(reply.len() < 200, "{reply}");
+    }
 
     fn merge(
         priority: Option<u8>,

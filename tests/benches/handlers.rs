@@ -377,6 +377,10 @@ impl GitHost for Replayed {
         Ok(())
     }
 
+    async fn reply_to_command(&self, _: &RepoRef, _: PrNumber, _: u64, _: &str) -> HostResult<()> {
+        Ok(())
+    }
+
     async fn open_test_pull_request(&self, _: &RepoRef, _: &TestPullRequest) -> HostResult<()> {
         Ok(())
     }

@@ -494,6 +494,38 @@ impl LiveEnv {
     }
 
     /// Waits until the queue's comment on `pr` says `words`.
+    /// The queue's reply to the comment command delivered in `delivery` (an `issue_comment`
+    /// delivery), or `""`.
+    pub async fn reply(&self, repo: &GitRepo, pr: u32, delivery: &Value) -> String {
+        let comment_id = delivery["comment"]["id"].as_u64().expect("a comment id");
+        self.host
+            .reply(&repo_ref(repo), pr, comment_id)
+            .await
+            .expect("reply readable")
+            .unwrap_or_default()
+    }
+
+    /// Waits for the queue's reply to the comment command delivered in `delivery` to say
+    /// `words`.
+    pub async fn wait_for_reply(
+        &self,
+        repo: &GitRepo,
+        pr: u32,
+        delivery: &Value,
+        words: &str,
+    ) -> String {
+        let what = format!("a reply on #{pr} saying \"{words}\"");
+        wait_for(&what, || async {
+            let reply = self.reply(repo, pr, delivery).await;
+            if reply.contains(words) {
+                Ok(reply)
+            } else {
+                Err(reply)
+            }
+        })
+        .await
+    }
+
     pub async fn wait_for_comment(&self, repo: &GitRepo, pr: u32, words: &str) -> String {
         let what = format!("a comment on #{pr} saying \"{words}\"");
         wait_for(&what, || async {

@@ -19,6 +19,7 @@ live_on_both_stores!(
     a_closed_pull_request_leaves_the_queue,
     a_late_closed_delivery_leaves_a_reopened_pull_request_in_the_queue,
     comment_commands_submit_and_cancel_for_writers_only,
+    a_reply_to_a_command_leaves_the_status_comment_alone,
     a_push_to_main_restarts_testing_on_the_new_head,
     a_push_delivered_late_restarts_nothing,
     deliveries_reach_only_the_queues_of_the_repositorys_owner,
@@ -138,7 +139,7 @@ async fn comment_commands_submit_and_cancel_for_writers_only(backend: Backend) {
             .status,
         200
     );
-    env.wait_for_comment(&repo, 1, "Only people who can write")
+    env.wait_for_reply(&repo, 1, &stranger, "Only people who can write")
         .await;
     let never = env.pr_call("getSubmittedPullRequest", &repo, 1).await;
     assert_eq!(never.status, 404, "a stranger's command submits nothing");
@@ -187,6 +188,29 @@ async fn comment_commands_submit_and_cancel_for_writers_only(backend: Backend) {
         "{resubmitted}"
     );
     assert_eq!(resubmitted["priorityName"], "medium", "{resubmitted}");
+}
+
+/// The queue answers a command in a comment of its own: the pull request's status comment
+/// (here, why it failed) stays as it was, whoever comments.
+async fn a_reply_to_a_command_leaves_the_status_comment_alone(backend: Backend) {
+    let env = LiveEnv::options().webhook(SECRET).start(backend).await;
+    let repo = queue_requiring_build_and_lint(&env).await;
+    env.submit(&repo, 1).await;
+    let cancel = env.pr_call("cancelPullRequest", &repo, 1).await;
+    assert_eq!(cancel.status, 200);
+    let status = env.wait_for_comment(&repo, 1, "Cancelled").await;
+
+    let stranger = comment_event(&repo, 1, "/service merge", "NONE");
+    let writer = comment_event(&repo, 1, "/service cancel --now", "OWNER");
+    for command in [&stranger, &writer] {
+        let delivered = deliver(&env, "issue_comment", command, SECRET).await;
+        assert_eq!(delivered.status, 200);
+    }
+    env.wait_for_reply(&repo, 1, &stranger, "Only people who can write")
+        .await;
+    env.wait_for_reply(&repo, 1, &writer, "takes no arguments, got `--now`")
+        .await;
+    assert_eq!(env.comment(&repo, 1).await, status);
 }
 
 async fn a_push_to_main_restarts_testing_on_the_new_head(backend: Backend) {

@@ -1,17 +1,31 @@
-//! The queue's comment on a pull request: one per pull request, updated in place. A hidden
-//! marker in its body finds it again, and tells the comment-command parser to skip it.
+//! The queue's comments on a pull request: its status comment, one per pull request, and its
+//! reply to each comment command, each updated in place. A hidden marker in the body finds a
+//! comment again, and tells the comment-command parser to skip it.
 
 /// An HTML comment: invisible when the host renders the body.
 pub const COMMENT_MARKER: &str = "<!-- merge-queue:status-comment -->";
 
-/// The body as posted: the text, then the marker on its own line.
+/// How every marker the queue writes begins.
+const MARKER_START: &str = "<!-- merge-queue:";
+
+/// The marker of the queue's reply to the comment command of comment `comment_id`.
+pub fn reply_marker(comment_id: u64) -> String {
+    format!("{MARKER_START}reply-to-comment {comment_id} -->")
+}
+
+/// The status comment's body as posted: the text, then the marker on its own line.
 pub fn marked(body: &str) -> String {
-    format!("{}\n\n{COMMENT_MARKER}", body.trim_end())
+    marked_with(body, COMMENT_MARKER)
+}
+
+/// A body as posted with `marker`.
+pub fn marked_with(body: &str, marker: &str) -> String {
+    format!("{}\n\n{marker}", body.trim_end())
 }
 
 /// Whether a comment's body is one the queue posted.
 pub fn is_marked(body: &str) -> bool {
-    body.contains(COMMENT_MARKER)
+    body.contains(MARKER_START)
 }
 
 #[cfg(test)]
@@ -24,5 +38,13 @@ mod tests {
         assert!(body.starts_with("Testing now.\n\n"));
         assert!(is_marked(&body));
         assert!(!is_marked("Testing now."));
+    }
+
+    #[test]
+    fn a_reply_is_marked_apart_from_the_status_comment() {
+        let reply = marked_with("Only people who can write…", &reply_marker(7));
+        assert!(is_marked(&reply));
+        assert!(!reply.contains(COMMENT_MARKER));
+        assert!(!marked("Queued.").contains(&reply_marker(7)));
     }
 }

@@ -259,6 +259,19 @@ impl GitHost for FaultyGitHost {
         self.inner.upsert_comment(repo, pr, body).await
     }
 
+    async fn reply_to_command(
+        &self,
+        repo: &RepoRef,
+        pr: PrNumber,
+        comment_id: u64,
+        body: &str,
+    ) -> HostResult<()> {
+        self.inject().await?;
+        self.inner
+            .reply_to_command(repo, pr, comment_id, body)
+            .await
+    }
+
     async fn open_test_pull_request(
         &self,
         repo: &RepoRef,

@@ -141,6 +141,16 @@ pub trait GitHost: Send + Sync {
     /// Posts the queue's comment on a pull request, or updates the one it posted before.
     async fn upsert_comment(&self, repo: &RepoRef, pr: PrNumber, body: &str) -> HostResult<()>;
 
+    /// Answers the comment command of comment `comment_id` on a pull request in a comment of
+    /// its own, or updates the answer posted before; the queue's comment is left as it is.
+    async fn reply_to_command(
+        &self,
+        repo: &RepoRef,
+        pr: PrNumber,
+        comment_id: u64,
+        body: &str,
+    ) -> HostResult<()>;
+
     /// Opens a draft pull request from a test branch into the target; when one is already open
     /// from that branch, nothing changes. A missing branch is `NotFound`.
     async fn open_test_pull_request(

@@ -1685,6 +1685,33 @@ async fn a_comment_post_whose_answer_was_lost_leaves_one_comment() {
     assert_eq!(bodies, vec![mq_githost::comment::marked("Queued.")]);
 }
 
+/// A reply to a comment command is a comment of its own, one per command however often it is
+/// sent, beside the queue's status comment, which it leaves as it was.
+#[tokio::test]
+async fn a_reply_to_a_command_is_a_comment_of_its_own() {
+    use mq_githost::comment::{marked, marked_with, reply_marker};
+    let server = MockServer::start().await;
+    let github = fake_repository();
+    github.mount(&server).await;
+    let host = with_token(&server);
+    host.upsert_comment(&repo(), 7, "Failed.").await.unwrap();
+    for (comment_id, reply) in [(55, "No."), (55, "No."), (56, "Done.")] {
+        host.reply_to_command(&repo(), 7, comment_id, reply)
+            .await
+            .unwrap();
+    }
+    host.upsert_comment(&repo(), 7, "Queued.").await.unwrap();
+    let bodies: Vec<String> = github.comments().into_iter().map(|c| c.body).collect();
+    assert_eq!(
+        bodies,
+        vec![
+            marked("Queued."),
+            marked_with("No.", &reply_marker(55)),
+            marked_with("Done.", &reply_marker(56)),
+        ]
+    );
+}
+
 /// A comment post that fails every time ends in a transient error after the retry policy's
 /// attempts, with no comment posted twice.
 #[tokio::test]

@@ -356,6 +356,14 @@ fn comments_without_commands_on_issues_edited_or_by_the_queue_are_ignored() {
         deliver("issue_comment", &comment_on_pr(&ours)),
         HostFact::Ignored { .. }
     ));
+    let reply = mq_githost::comment::marked_with(
+        "unknown option;\n/service merge",
+        &mq_githost::comment::reply_marker(9),
+    );
+    assert!(matches!(
+        deliver("issue_comment", &comment_on_pr(&reply)),
+        HostFact::Ignored { .. }
+    ));
 }
 
 #[test]

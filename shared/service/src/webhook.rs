@@ -244,7 +244,7 @@ async fn comment_command(
     }
     let reply = |text: String| async move {
         if queue.config.comments_enabled
-            && let Err(e) = host.upsert_comment(repo, pr, &text).await
+            && let Err(e) = host.reply_to_command(repo, pr, comment_id, &text).await
         {
             tracing::warn!(error = %e, "command reply not posted");
         }

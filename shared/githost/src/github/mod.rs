@@ -20,6 +20,7 @@ pub(crate) mod wire;
 pub use auth::GitHubAuth;
 pub use transport::RetryPolicy;
 
+use crate::comment::{COMMENT_MARKER, reply_marker};
 use crate::error::{HostError, HostResult};
 use crate::port::{
     CommitChecks, GitHost, MergeOutcome, MergeRequest, StatusUpdate, TestBranchOutcome,
@@ -173,7 +174,19 @@ impl GitHost for GitHubHost {
 
     async fn upsert_comment(&self, repo: &RepoRef, pr: PrNumber, body: &str) -> HostResult<()> {
         self.check_repo(repo)?;
-        pulls::upsert_comment(&self.client, repo, pr, body).await
+        pulls::upsert_comment(&self.client, repo, pr, COMMENT_MARKER, body).await
+    }
+
+    async fn reply_to_command(
+        &self,
+        repo: &RepoRef,
+        pr: PrNumber,
+        comment_id: u64,
+        body: &str,
+    ) -> HostResult<()> {
+        self.check_repo(repo)?;
+        let marker = reply_marker(comment_id);
+        pulls::upsert_comment(&self.client, repo, pr, &marker, body).await
     }
 
     async fn open_test_pull_request(

@@ -4,7 +4,7 @@ use super::client::{Client, Reply, Sent, escape, repo_path};
 use super::wire::{
     CollaboratorPermission, Compare, IssueComment, Message, Numbered, PullWire, RefWire,
 };
-use crate::comment::{is_marked, marked};
+use crate::comment::marked_with;
 use crate::error::{HostError, HostResult};
 use crate::port::TestPullRequest;
 use mq_core::git::{PrFacts, PrState};
@@ -61,20 +61,21 @@ pub(crate) async fn branch_head(
     Ok(found.map(|r| Sha::new(r.object.sha)))
 }
 
-/// Updates the queue's comment (found by its marker) or posts it. A post is never repeated
+/// Updates the queue's comment that holds `marker` or posts it. A post is never repeated
 /// blindly: after a server error or a lost answer, the comments are listed again and the
 /// comment is updated if that post made it.
 pub(crate) async fn upsert_comment(
     client: &Client,
     repo: &RepoRef,
     pr: PrNumber,
+    marker: &str,
     body: &str,
 ) -> HostResult<()> {
     let listing = format!("{}/issues/{pr}/comments", repo_path(repo));
-    let payload = json!({ "body": marked(body) });
+    let payload = json!({ "body": marked_with(body, marker) });
     let mut attempt = 1;
     loop {
-        if let Some(id) = queue_comment(client, repo, &listing).await? {
+        if let Some(id) = queue_comment(client, repo, &listing, marker).await? {
             let path = format!("{}/issues/comments/{id}", repo_path(repo));
             return client
                 .send(repo, Method::PATCH, &path, Some(&payload))
@@ -96,12 +97,18 @@ pub(crate) async fn upsert_comment(
     }
 }
 
-/// The id of the queue's comment on the pull request whose comments are at `listing`.
-async fn queue_comment(client: &Client, repo: &RepoRef, listing: &str) -> HostResult<Option<u64>> {
+/// The id of the queue's comment holding `marker` on the pull request whose comments are at
+/// `listing`.
+async fn queue_comment(
+    client: &Client,
+    repo: &RepoRef,
+    listing: &str,
+    marker: &str,
+) -> HostResult<Option<u64>> {
     let comments: Vec<IssueComment> = client.get_all(repo, listing, None).await?;
     Ok(comments
         .into_iter()
-        .find(|c| c.body.as_deref().is_some_and(is_marked))
+        .find(|c| c.body.as_deref().is_some_and(|b| b.contains(marker)))
         .map(|c| c.id))
 }
 

@@ -98,6 +98,16 @@ impl LocalGitHost {
         records::read_comment(&self.git(repo)?, pr).await
     }
 
+    /// The queue's reply to the comment command of comment `comment_id`, as last posted.
+    pub async fn reply(
+        &self,
+        repo: &RepoRef,
+        pr: PrNumber,
+        comment_id: u64,
+    ) -> HostResult<Option<String>> {
+        records::read_reply(&self.git(repo)?, pr, comment_id).await
+    }
+
     /// The draft pull request opened for a test branch, open or closed.
     pub async fn test_pull_request(
         &self,
@@ -170,6 +180,18 @@ impl GitHost for LocalGitHost {
         let git = self.git(repo)?;
         pulls::head_of(&git, pr).await?;
         records::write_comment(&git, pr, body).await
+    }
+
+    async fn reply_to_command(
+        &self,
+        repo: &RepoRef,
+        pr: PrNumber,
+        comment_id: u64,
+        body: &str,
+    ) -> HostResult<()> {
+        let git = self.git(repo)?;
+        pulls::head_of(&git, pr).await?;
+        records::write_reply(&git, pr, comment_id, body).await
     }
 
     async fn open_test_pull_request(

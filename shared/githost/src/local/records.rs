@@ -3,6 +3,7 @@
 //!
 //! - `refs/merge-queue/statuses/<commit>/<hex of context>`: a JSON [`StatusReport`];
 //! - `refs/merge-queue/comments/<pr>`: the comment's body;
+//! - `refs/merge-queue/replies/<pr>/<comment id>`: the reply to a comment command;
 //! - `refs/merge-queue/test-pulls/<hex of branch>`: a JSON [`TestPullRecord`], the draft pull
 //!   request opened for a test branch.
 //!
@@ -20,6 +21,7 @@ use tokio::sync::broadcast;
 
 const STATUSES: &str = "refs/merge-queue/statuses";
 const COMMENTS: &str = "refs/merge-queue/comments";
+const REPLIES: &str = "refs/merge-queue/replies";
 const TEST_PULLS: &str = "refs/merge-queue/test-pulls";
 
 /// A draft pull request of a test branch, as the local host keeps it.
@@ -111,6 +113,31 @@ pub(crate) async fn write_comment(git: &Git, pr: PrNumber, body: &str) -> HostRe
 /// The queue's comment on `pr`, if it posted one.
 pub(crate) async fn read_comment(git: &Git, pr: PrNumber) -> HostResult<Option<String>> {
     let bytes = git.read_blob(&format!("{COMMENTS}/{pr}")).await?;
+    Ok(bytes.map(|b| String::from_utf8_lossy(&b).into_owned()))
+}
+
+/// Stores the reply to the comment command of comment `comment_id` on `pr`, replacing the
+/// previous one.
+pub(crate) async fn write_reply(
+    git: &Git,
+    pr: PrNumber,
+    comment_id: u64,
+    body: &str,
+) -> HostResult<()> {
+    let blob = git.write_blob(body.as_bytes()).await?;
+    git.set_ref(&format!("{REPLIES}/{pr}/{comment_id}"), &blob)
+        .await
+}
+
+/// The reply to the comment command of comment `comment_id` on `pr`, if one was posted.
+pub(crate) async fn read_reply(
+    git: &Git,
+    pr: PrNumber,
+    comment_id: u64,
+) -> HostResult<Option<String>> {
+    let bytes = git
+        .read_blob(&format!("{REPLIES}/{pr}/{comment_id}"))
+        .await?;
     Ok(bytes.map(|b| String::from_utf8_lossy(&b).into_owned()))
 }
 

@@ -6,6 +6,7 @@
 //! mq-admin tokens revoke tok_1a2b3c4d5e6f
 //! mq-admin owners link --org acme --owner github.com/acme
 //! mq-admin owners list
+//! mq-admin owners unlinked
 //! mq-admin owners unlink --org acme --owner github.com/acme
 //! mq-admin tables create                            # creates missing tables (local endpoints)
 //! ```
@@ -70,6 +71,9 @@ enum OwnerCommand {
     },
     /// Lists every owner with its organisation.
     List,
+    /// Lists the owners of existing queues linked to no organisation (queues made before
+    /// owners were linked, which the service leaves alone until they are).
+    Unlinked,
 }
 
 #[derive(Subcommand)]
@@ -129,6 +133,7 @@ async fn run(cli: Cli) -> Result<(), String> {
                 }
                 OwnerCommand::Unlink { org, owner } => owners::unlink(&store, &org, &owner).await,
                 OwnerCommand::List => owners::list(&store).await,
+                OwnerCommand::Unlinked => owners::unlinked(&store).await,
             }
         }
     }

@@ -3,7 +3,8 @@
 use clap::Args;
 use mq_core::ids::{OrgId, OwnerRef};
 use mq_githost::github::{GitHubAuth, GitHubConfig, GitHubHost};
-use mq_store::{OwnerLink, OwnerStore, StoreError};
+use mq_store::{OwnerLink, OwnerStore, QueueStore, StoreError, TokenStore};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The GitHub App whose installation `link` checks, when one is given.
 #[derive(Args, Debug, Clone, Default)]
@@ -92,6 +93,53 @@ pub async fn list(store: &dyn OwnerStore) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// Lists the owners of existing queues that are linked to no organisation, with the
+/// organisations whose queues are there: queues made before owners were linked, which the
+/// service leaves alone until their owner is linked. Organisations are found by their tokens,
+/// revoked ones included.
+pub async fn unlinked<S>(store: &S) -> Result<(), String>
+where
+    S: OwnerStore + TokenStore + QueueStore,
+{
+    let found = unlinked_owners(store).await.map_err(|e| e.to_string())?;
+    if found.is_empty() {
+        println!("every owner of a queue is linked to an organisation");
+        return Ok(());
+    }
+    println!("{:<40} {:<20} queues", "owner", "org");
+    for ((owner, org), queues) in &found {
+        println!("{owner:<40} {org:<20} {queues}");
+    }
+    println!(
+        "link each owner to the organisation that owns it: mq-admin owners link --org <org> --owner <owner>"
+    );
+    Ok(())
+}
+
+/// (owner key, organisation) of queues whose owner is linked to no organisation, with the
+/// number of such queues.
+async fn unlinked_owners<S>(store: &S) -> Result<BTreeMap<(String, OrgId), usize>, StoreError>
+where
+    S: OwnerStore + TokenStore + QueueStore,
+{
+    let orgs: BTreeSet<OrgId> = store
+        .list_tokens()
+        .await?
+        .into_iter()
+        .map(|t| t.org)
+        .collect();
+    let mut found = BTreeMap::new();
+    for org in orgs {
+        for queue in store.queues_of_org(&org).await? {
+            let owner = queue.repo.owner_ref().key();
+            if store.owner_link(&owner).await?.is_none() {
+                *found.entry((owner, org.clone())).or_insert(0) += 1;
+            }
+        }
+    }
+    Ok(found)
 }
 
 fn parse(org: &str, owner: &str) -> Result<(OrgId, OwnerRef), String> {

@@ -178,6 +178,67 @@ async fn owners_are_linked_listed_and_unlinked() {
     assert!(stderr(&link("acme", "../acme")).starts_with("error: --owner host"));
 }
 
+/// Queues made before owners were linked: `unlinked` names their owners and organisations,
+/// until each owner is linked.
+#[tokio::test]
+async fn owners_of_queues_made_before_links_are_listed_until_linked() {
+    use mq_core::ids::{OrgId, RepoRef};
+    use mq_core::settings::{QueueConfig, QueueState};
+    use mq_core::snapshot::Queue;
+    use mq_store::QueueStore;
+    let prefix = format!("adminunl{}-", std::process::id());
+    stdout(&admin(&prefix, &["tables", "create"]));
+    let store = store(&prefix).await;
+    let made = [
+        ("acme", "acme", "rocket"),
+        ("acme", "acme", "engine"),
+        ("umbrella", "umbrella", "corp"),
+        ("acme", "acme-labs", "lab"),
+    ];
+    for (org, owner, name) in made {
+        let queue = Queue::new(
+            OrgId::parse(org).unwrap(),
+            RepoRef::new("github.com", owner, name).unwrap(),
+            "main".to_owned(),
+            QueueConfig::default(),
+            QueueState::Running,
+            mq_core::Timestamp::from_millis(0),
+        );
+        store.create_queue(&queue).await.unwrap();
+    }
+    for org in ["acme", "umbrella"] {
+        stdout(&admin(&prefix, &["tokens", "create", "--org", org]));
+    }
+    let link = |org: &str, owner: &str| {
+        stdout(&admin(
+            &prefix,
+            &["owners", "link", "--org", org, "--owner", owner],
+        ));
+    };
+    link("acme", "github.com/acme-labs");
+
+    let listed = stdout(&admin(&prefix, &["owners", "unlinked"]));
+    let rows: Vec<Vec<&str>> = listed
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.starts_with("link each"))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ["github.com/acme", "acme", "2"],
+            ["github.com/umbrella", "umbrella", "1"]
+        ]
+    );
+    link("acme", "github.com/acme");
+    link("umbrella", "github.com/umbrella");
+    assert_eq!(
+        stdout(&admin(&prefix, &["owners", "unlinked"])).trim(),
+        "every owner of a queue is linked to an organisation"
+    );
+}
+
 /// With a GitHub App, `link` asks GitHub whether the App is installed on the owner and links
 /// only if it is.
 #[tokio::test]

@@ -499,6 +499,29 @@ fn cancel_and_restart_refuse_pull_requests_that_are_not_active() {
     assert_eq!(err.code, ErrorCode::PullRequestNotTesting, "pending");
 }
 
+/// The pull request's comment names the run it is testing in, after a restart too, and says
+/// so when it goes back to waiting in line.
+#[test]
+fn a_restart_or_a_return_to_the_line_is_told_to_the_pull_request() {
+    let mut h = queue(2);
+    h.submit(1);
+    h.submit(2);
+    h.ok(Event::Restart { pr: 1 });
+    let run = h.run_of(1);
+    assert!(h.last_comment(1).contains(&run), "{}", h.last_comment(1));
+
+    h.update(SettingsPatch {
+        concurrency: Some(1),
+        ..Default::default()
+    });
+    assert_eq!(h.state(2), Pending);
+    assert!(
+        h.last_comment(2).starts_with("Queued for merging"),
+        "{}",
+        h.last_comment(2)
+    );
+}
+
 #[test]
 fn restart_reruns_the_group_in_place_and_nothing_else_restarts() {
     let mut h = queue(2);

@@ -191,7 +191,7 @@ impl Work {
         let split = self.s.queue.engine.bisections[b].splits.remove(i);
         self.close_run(run_id, "bisection");
         for &pr in &split.prs {
-            self.set_state(pr, EntryState::Pending);
+            self.back_in_line(pr);
         }
         if self.skip_redundant() {
             self.imply_sibling_failed(b, &split.sibling);

@@ -66,7 +66,7 @@ impl Work {
         self.s.entries.push(Arc::new(entry));
         self.entries_changed();
         self.refresh_readiness();
-        self.notify_submitted(sub.pr.number);
+        self.notify_queued(sub.pr.number);
         if sub.head_checks_passed && self.direct_merge_applies(sub.pr.number) {
             self.direct_merge(sub.pr.number);
         }
@@ -192,6 +192,9 @@ impl Work {
         self.s.runs.push(run);
         if !held {
             self.request_branch(&new_id);
+        }
+        for &pr in &prs {
+            self.notify_testing(pr);
         }
     }
 

@@ -234,7 +234,7 @@ impl Work {
                 self.start_group(prs, key.1);
             } else {
                 for &pr in &prs {
-                    self.set_state(pr, EntryState::Pending);
+                    self.back_in_line(pr);
                 }
                 removed.extend(prs);
             }
@@ -301,7 +301,7 @@ impl Work {
             if let Some(e) = self.entry_mut(pr) {
                 e.restarts += 1;
             }
-            self.set_state(pr, EntryState::Pending);
+            self.back_in_line(pr);
         }
         self.reshuffle(Vec::new(), removed, "restart");
         true

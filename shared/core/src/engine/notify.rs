@@ -1,6 +1,7 @@
 //! What the queue tells a pull request: its comment (when `commentsEnabled`) and its status
-//! check (when `statusCheckEnabled`), on submission, when testing starts, and at the end. The
-//! comment is one per pull request, updated in place, so each of these replaces the last.
+//! check (when `statusCheckEnabled`), on submission, when testing starts (in a new run, also
+//! on a restart), when it goes back to waiting in line, and at the end. The comment is one per
+//! pull request, updated in place, so each of these replaces the last.
 //!
 //! With `createPrsForTestingBranches`, each run's test branch also gets a draft pull request
 //! into the target once the branch exists (CI systems that only run on pull requests then test
@@ -13,7 +14,9 @@ use crate::git::StatusState;
 use crate::ids::PrNumber;
 
 impl Work {
-    pub fn notify_submitted(&mut self, pr: PrNumber) {
+    /// Submitted, or back to waiting in line (a restart without a free slot, a split of its
+    /// batch that passed).
+    pub fn notify_queued(&mut self, pr: PrNumber) {
         let Some(e) = self.entry(pr) else { return };
         let body = format!(
             "Queued for merging into `{}` (priority {}).",
@@ -23,6 +26,12 @@ impl Work {
         let sha = e.pr_facts.head_sha.clone();
         self.comment(pr, body);
         self.status(pr, sha, StatusState::Pending, "Queued".to_owned());
+    }
+
+    /// `pr` stops testing and waits in line again, and is told so.
+    pub fn back_in_line(&mut self, pr: PrNumber) {
+        self.set_state(pr, EntryState::Pending);
+        self.notify_queued(pr);
     }
 
     pub fn notify_testing(&mut self, pr: PrNumber) {

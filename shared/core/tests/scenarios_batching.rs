@@ -93,6 +93,11 @@ fn a_failed_batch_is_bisected_and_only_the_culprit_fails() {
     }
     assert_eq!(h.state(bad), Failed);
     assert_eq!(h.conclusion(bad), "tests_failed");
+    assert_eq!(
+        h.conclusion_detail(bad),
+        "required status `ci` failed on the test branch (found by bisecting its batch)",
+        "named as a failure of its own would be"
+    );
     let mut merged = h.merged_prs();
     merged.sort_unstable();
     assert_eq!(merged, vec![1, 2, 4]);

@@ -231,21 +231,25 @@ impl Work {
             self.close_run(run_id, "bisection");
             return;
         };
-        let why = self.run(run_id).and_then(|r| r.reason.clone());
+        let failure = self.run(run_id).and_then(|r| {
+            let reason = r.reason.clone()?;
+            let detail = super::failure::run_failure_detail(r, &reason);
+            Some(Failure { reason, detail })
+        });
         let split = self.s.queue.engine.bisections[b].splits.remove(i);
         self.close_run(run_id, "bisection");
-        self.split_settled_failed(b, split, why.as_deref());
+        self.split_settled_failed(b, split, failure);
     }
 
-    /// A split failed (`why`: its own run's reason, when it ran).
-    fn split_settled_failed(&mut self, b: usize, split: Split, why: Option<&str>) {
+    /// A split failed (`failure`: how its own run failed, when it ran).
+    fn split_settled_failed(&mut self, b: usize, split: Split, failure: Option<Failure>) {
         let known = sorted(&split.prs);
         let bisection = &mut self.s.queue.engine.bisections[b];
         if !bisection.failed_sets.contains(&known) {
             bisection.failed_sets.push(known);
         }
         if split.prs.len() <= 1 {
-            self.fail_culprits(b, &split.prs, why);
+            self.fail_culprits(b, &split.prs, failure);
             return;
         }
         let (left, right) = halves(&split.prs);
@@ -262,20 +266,18 @@ impl Work {
         });
     }
 
-    /// Culprits fail for the reason their own split failed (`why`), or, when their failure
-    /// is implied without a run of their own, the batch's.
-    fn fail_culprits(&mut self, b: usize, prs: &[PrNumber], why: Option<&str>) {
-        let why = why.map_or_else(
-            || self.s.queue.engine.bisections[b].reason.clone(),
-            str::to_owned,
-        );
-        let detail = format!(
-            "{} (found by bisecting its batch)",
-            super::failure::failure_detail(&why)
-        );
-        self.remember_failed_heads(prs, &why);
+    /// Culprits fail as their own split failed (naming the required statuses that failed),
+    /// or, when their failure is implied without a run of their own, for the batch's reason.
+    fn fail_culprits(&mut self, b: usize, prs: &[PrNumber], failure: Option<Failure>) {
+        let Failure { reason, detail } = failure.unwrap_or_else(|| {
+            let reason = self.s.queue.engine.bisections[b].reason.clone();
+            let detail = super::failure::failure_detail(&reason);
+            Failure { reason, detail }
+        });
+        let detail = format!("{detail} (found by bisecting its batch)");
+        self.remember_failed_heads(prs, &reason);
         for &pr in prs {
-            self.conclude(pr, EntryState::Failed, &why, &detail);
+            self.conclude(pr, EntryState::Failed, &reason, &detail);
         }
     }
 
@@ -383,4 +385,10 @@ fn sorted(prs: &[PrNumber]) -> Vec<PrNumber> {
     let mut v = prs.to_vec();
     v.sort_unstable();
     v
+}
+
+/// How a split's run failed: its reason and the sentence for its pull requests.
+struct Failure {
+    reason: String,
+    detail: String,
 }

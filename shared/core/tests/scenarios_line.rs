@@ -437,6 +437,37 @@ fn cancelling_by_api_closing_pushing_or_rebasing_cancels_the_entry() {
     h.assert_clean();
 }
 
+/// A pull request merged outside the queue (by hand, or by another branch's queue) leaves it
+/// without a failing status on its head: another queue's "Merged" stays green.
+#[test]
+fn a_pull_request_merged_outside_the_queue_leaves_it_without_a_failing_status() {
+    let mut h = queue(1);
+    h.submit(1);
+    let mut merged = h.facts(1);
+    merged.state = PrState::Merged;
+    h.ok(Event::PrUpdated { pr: merged });
+    assert_eq!(h.state(1), Cancelled);
+    assert_eq!(h.conclusion(1), "pr_merged");
+    let statuses = h.emitted_where(|e| matches!(e, Effect::SetStatusCheck { pr: 1, .. }));
+    let Some(Effect::SetStatusCheck {
+        state, description, ..
+    }) = statuses.last()
+    else {
+        panic!("no status");
+    };
+    assert_eq!(*state, mq_core::git::StatusState::Success);
+    assert_eq!(description, "Merged outside the queue");
+    assert!(
+        h.last_comment(1).starts_with(
+            "Left the queue for `main`: the pull request was merged outside this queue."
+        ),
+        "{}",
+        h.last_comment(1)
+    );
+    assert!(h.testing_runs().is_empty(), "its run was cancelled");
+    h.assert_clean();
+}
+
 #[test]
 fn cancelling_a_pull_request_ahead_rebuilds_the_groups_behind_without_it() {
     let mut h = queue(4);

@@ -233,7 +233,9 @@ impl Work {
             return;
         };
         let old = entry.pr_facts.clone();
-        let why = if facts.state != PrState::Open {
+        let why = if facts.state == PrState::Merged {
+            Some(super::reason::PR_MERGED)
+        } else if facts.state != PrState::Open {
             Some("pr_closed")
         } else if facts.head_sha != old.head_sha {
             Some("new_commits")
@@ -404,6 +406,7 @@ fn cancel_detail(why: &str) -> String {
         "cancelled_by_api" => "cancelled through the API".to_owned(),
         "cancelled_by_comment" => "cancelled by a comment command".to_owned(),
         "pr_closed" => "the pull request was closed".to_owned(),
+        super::reason::PR_MERGED => "the pull request was merged outside this queue".to_owned(),
         "new_commits" => "new commits were pushed to the pull request".to_owned(),
         "base_changed" => "the pull request's base branch changed".to_owned(),
         other => super::failure::failure_detail(other),

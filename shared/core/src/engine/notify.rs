@@ -58,8 +58,17 @@ impl Work {
             .as_ref()
             .map(|c| c.detail.clone())
             .unwrap_or_default();
+        let merged_outside = e
+            .conclusion
+            .as_ref()
+            .is_some_and(|c| c.reason == super::reason::PR_MERGED);
         let (state, words) = match e.state {
             EntryState::Merged => (StatusState::Success, format!("Merged into `{branch}`.")),
+            // Not a failure: another queue, or someone by hand, merged it.
+            _ if merged_outside => (
+                StatusState::Success,
+                format!("Left the queue for `{branch}`: {detail}."),
+            ),
             EntryState::Failed => (
                 StatusState::Failure,
                 format!("Removed from the queue for `{branch}`: {detail}."),
@@ -75,6 +84,7 @@ impl Work {
         };
         let short = match e.state {
             EntryState::Merged => "Merged".to_owned(),
+            _ if merged_outside => "Merged outside the queue".to_owned(),
             EntryState::Failed => "Failed".to_owned(),
             _ => "Cancelled".to_owned(),
         };

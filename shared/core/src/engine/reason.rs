@@ -1,4 +1,5 @@
-//! Failure reasons of runs, given to the entries that fail because of them.
+//! Reasons entries leave the queue: failure reasons of runs, given to the entries that fail
+//! because of them, and a cancellation the comment names apart.
 
 pub const TESTS_FAILED: &str = "tests_failed";
 pub const TIMEOUT: &str = "timeout";
@@ -6,3 +7,7 @@ pub const NO_REQUIRED_STATUSES: &str = "no_required_statuses";
 pub const MERGE_CONFLICT: &str = "merge_conflict";
 pub const BRANCH_ERROR: &str = "test_branch_error";
 pub const BRANCH_PUSHED: &str = "test_branch_pushed";
+
+/// An entry cancelled because its pull request was merged outside this queue (by hand, or by
+/// the queue of another branch).
+pub const PR_MERGED: &str = "pr_merged";

@@ -19,8 +19,8 @@ use mq_core::ids::{QueueId, RepoRef};
 use mq_core::time::Timestamp;
 use mq_githost::local::LocalGitHost;
 use mq_githost::{
-    CommitChecks, GitHost, HostResult, MergeOutcome, MergeRequest, StatusUpdate, TestBranchOutcome,
-    TestBranchRequest, TestPullRequest,
+    CommandComment, CommitChecks, GitHost, HostResult, MergeOutcome, MergeRequest, StatusUpdate,
+    TestBranchOutcome, TestBranchRequest, TestPullRequest,
 };
 use mq_http::routes::route;
 use mq_metrics::prometheus_text::render;
@@ -377,7 +377,7 @@ impl GitHost for Replayed {
         Ok(())
     }
 
-    async fn reply_to_command(&self, _: &RepoRef, _: PrNumber, _: u64, _: &str) -> HostResult<()> {
+    async fn reply(&self, _: &RepoRef, _: CommandComment, _: &str) -> HostResult<()> {
         Ok(())
     }
 

@@ -497,9 +497,9 @@ impl LiveEnv {
     /// The queue's reply to the comment command delivered in `delivery` (an `issue_comment`
     /// delivery), or `""`.
     pub async fn reply(&self, repo: &GitRepo, pr: u32, delivery: &Value) -> String {
-        let comment_id = delivery["comment"]["id"].as_u64().expect("a comment id");
+        let id = delivery["comment"]["id"].as_u64().expect("a comment id");
         self.host
-            .reply(&repo_ref(repo), pr, comment_id)
+            .reply_posted(&repo_ref(repo), mq_githost::CommandComment { pr, id })
             .await
             .expect("reply readable")
             .unwrap_or_default()

@@ -5,8 +5,8 @@
 
 use crate::error::{HostError, HostResult};
 use crate::port::{
-    CommitChecks, GitHost, MergeOutcome, MergeRequest, StatusUpdate, TestBranchOutcome,
-    TestBranchRequest, TestPullRequest,
+    CommandComment, CommitChecks, GitHost, MergeOutcome, MergeRequest, StatusUpdate,
+    TestBranchOutcome, TestBranchRequest, TestPullRequest,
 };
 use async_trait::async_trait;
 use mq_core::git::{PrFacts, RequiredStatuses};
@@ -259,17 +259,9 @@ impl GitHost for FaultyGitHost {
         self.inner.upsert_comment(repo, pr, body).await
     }
 
-    async fn reply_to_command(
-        &self,
-        repo: &RepoRef,
-        pr: PrNumber,
-        comment_id: u64,
-        body: &str,
-    ) -> HostResult<()> {
+    async fn reply(&self, repo: &RepoRef, to: CommandComment, body: &str) -> HostResult<()> {
         self.inject().await?;
-        self.inner
-            .reply_to_command(repo, pr, comment_id, body)
-            .await
+        self.inner.reply(repo, to, body).await
     }
 
     async fn open_test_pull_request(

@@ -25,6 +25,6 @@ mod validate;
 
 pub use error::{HostError, HostResult};
 pub use port::{
-    CommitChecks, GitHost, MergeOutcome, MergeRequest, StatusUpdate, TestBranchOutcome,
-    TestBranchRequest, TestPullRequest,
+    CommandComment, CommitChecks, GitHost, MergeOutcome, MergeRequest, StatusUpdate,
+    TestBranchOutcome, TestBranchRequest, TestPullRequest,
 };

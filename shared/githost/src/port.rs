@@ -105,6 +105,14 @@ pub struct CommitChecks {
 }
 
 /// A Git host serving the repositories of the queues.
+/// A comment on a pull request that gives the queue a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommandComment {
+    pub pr: PrNumber,
+    /// The comment's id on the Git host.
+    pub id: u64,
+}
+
 #[async_trait]
 pub trait GitHost: Send + Sync {
     /// A pull request as it is now; `target_branch` decides `based_on_target_head`.
@@ -141,15 +149,9 @@ pub trait GitHost: Send + Sync {
     /// Posts the queue's comment on a pull request, or updates the one it posted before.
     async fn upsert_comment(&self, repo: &RepoRef, pr: PrNumber, body: &str) -> HostResult<()>;
 
-    /// Answers the comment command of comment `comment_id` on a pull request in a comment of
-    /// its own, or updates the answer posted before; the queue's comment is left as it is.
-    async fn reply_to_command(
-        &self,
-        repo: &RepoRef,
-        pr: PrNumber,
-        comment_id: u64,
-        body: &str,
-    ) -> HostResult<()>;
+    /// Answers the comment command `to` in a comment of its own, or updates the answer posted
+    /// before; the queue's comment is left as it is.
+    async fn reply(&self, repo: &RepoRef, to: CommandComment, body: &str) -> HostResult<()>;
 
     /// Opens a draft pull request from a test branch into the target; when one is already open
     /// from that branch, nothing changes. A missing branch is `NotFound`.

@@ -1696,9 +1696,11 @@ async fn a_reply_to_a_command_is_a_comment_of_its_own() {
     let host = with_token(&server);
     host.upsert_comment(&repo(), 7, "Failed.").await.unwrap();
     for (comment_id, reply) in [(55, "No."), (55, "No."), (56, "Done.")] {
-        host.reply_to_command(&repo(), 7, comment_id, reply)
-            .await
-            .unwrap();
+        let to = mq_githost::CommandComment {
+            pr: 7,
+            id: comment_id,
+        };
+        host.reply(&repo(), to, reply).await.unwrap();
     }
     host.upsert_comment(&repo(), 7, "Queued.").await.unwrap();
     let bodies: Vec<String> = github.comments().into_iter().map(|c| c.body).collect();

@@ -21,7 +21,7 @@ use mq_core::ids::{OrgId, PrNumber, QueueId, RepoRef};
 use mq_core::priority::Priority;
 use mq_core::snapshot::Queue;
 use mq_githost::webhook::{CommentCommand, HostFact, InvalidCommand};
-use mq_githost::{GitHost, HostError};
+use mq_githost::{CommandComment, GitHost, HostError};
 use mq_store::{Claim, IdempotencyRecord, StoredResponse};
 
 /// How long a comment's command is remembered, so that a delivery of it sent again (GitHub
@@ -244,7 +244,9 @@ async fn comment_command(
     }
     let reply = |text: String| async move {
         if queue.config.comments_enabled
-            && let Err(e) = host.reply_to_command(repo, pr, comment_id, &text).await
+            && let Err(e) = host
+                .reply(repo, CommandComment { pr, id: comment_id }, &text)
+                .await
         {
             tracing::warn!(error = %e, "command reply not posted");
         }

@@ -23,8 +23,8 @@ pub use transport::RetryPolicy;
 use crate::comment::{COMMENT_MARKER, reply_marker};
 use crate::error::{HostError, HostResult};
 use crate::port::{
-    CommitChecks, GitHost, MergeOutcome, MergeRequest, StatusUpdate, TestBranchOutcome,
-    TestBranchRequest, TestPullRequest,
+    CommandComment, CommitChecks, GitHost, MergeOutcome, MergeRequest, StatusUpdate,
+    TestBranchOutcome, TestBranchRequest, TestPullRequest,
 };
 use crate::validate;
 use async_trait::async_trait;
@@ -177,16 +177,10 @@ impl GitHost for GitHubHost {
         pulls::upsert_comment(&self.client, repo, pr, COMMENT_MARKER, body).await
     }
 
-    async fn reply_to_command(
-        &self,
-        repo: &RepoRef,
-        pr: PrNumber,
-        comment_id: u64,
-        body: &str,
-    ) -> HostResult<()> {
+    async fn reply(&self, repo: &RepoRef, to: CommandComment, body: &str) -> HostResult<()> {
         self.check_repo(repo)?;
-        let marker = reply_marker(comment_id);
-        pulls::upsert_comment(&self.client, repo, pr, &marker, body).await
+        let marker = reply_marker(to.id);
+        pulls::upsert_comment(&self.client, repo, to.pr, &marker, body).await
     }
 
     async fn open_test_pull_request(

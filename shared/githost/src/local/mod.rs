@@ -24,8 +24,8 @@ pub use records::{StatusRecorded, TestPullRecord};
 
 use crate::error::{HostError, HostResult};
 use crate::port::{
-    CommitChecks, GitHost, MergeOutcome, MergeRequest, StatusUpdate, TestBranchOutcome,
-    TestBranchRequest, TestPullRequest,
+    CommandComment, CommitChecks, GitHost, MergeOutcome, MergeRequest, StatusUpdate,
+    TestBranchOutcome, TestBranchRequest, TestPullRequest,
 };
 use crate::repo_config::{CONFIG_FILE, required_statuses_in, resolve_required};
 use crate::validate;
@@ -98,14 +98,13 @@ impl LocalGitHost {
         records::read_comment(&self.git(repo)?, pr).await
     }
 
-    /// The queue's reply to the comment command of comment `comment_id`, as last posted.
-    pub async fn reply(
+    /// The queue's reply to the comment command `to`, as last posted.
+    pub async fn reply_posted(
         &self,
         repo: &RepoRef,
-        pr: PrNumber,
-        comment_id: u64,
+        to: CommandComment,
     ) -> HostResult<Option<String>> {
-        records::read_reply(&self.git(repo)?, pr, comment_id).await
+        records::read_reply(&self.git(repo)?, to).await
     }
 
     /// The draft pull request opened for a test branch, open or closed.
@@ -182,16 +181,10 @@ impl GitHost for LocalGitHost {
         records::write_comment(&git, pr, body).await
     }
 
-    async fn reply_to_command(
-        &self,
-        repo: &RepoRef,
-        pr: PrNumber,
-        comment_id: u64,
-        body: &str,
-    ) -> HostResult<()> {
+    async fn reply(&self, repo: &RepoRef, to: CommandComment, body: &str) -> HostResult<()> {
         let git = self.git(repo)?;
-        pulls::head_of(&git, pr).await?;
-        records::write_reply(&git, pr, comment_id, body).await
+        pulls::head_of(&git, to.pr).await?;
+        records::write_reply(&git, to, body).await
     }
 
     async fn open_test_pull_request(

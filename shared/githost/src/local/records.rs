@@ -12,7 +12,7 @@
 use super::git::Git;
 use crate::clock::now;
 use crate::error::{HostError, HostResult};
-use crate::port::{StatusUpdate, TestPullRequest};
+use crate::port::{CommandComment, StatusUpdate, TestPullRequest};
 use mq_core::git::StatusReport;
 use mq_core::ids::{PrNumber, RepoRef, Sha};
 use serde::{Deserialize, Serialize};
@@ -116,29 +116,20 @@ pub(crate) async fn read_comment(git: &Git, pr: PrNumber) -> HostResult<Option<S
     Ok(bytes.map(|b| String::from_utf8_lossy(&b).into_owned()))
 }
 
-/// Stores the reply to the comment command of comment `comment_id` on `pr`, replacing the
-/// previous one.
-pub(crate) async fn write_reply(
-    git: &Git,
-    pr: PrNumber,
-    comment_id: u64,
-    body: &str,
-) -> HostResult<()> {
+/// Stores the reply to the comment command `to`, replacing the previous one.
+pub(crate) async fn write_reply(git: &Git, to: CommandComment, body: &str) -> HostResult<()> {
     let blob = git.write_blob(body.as_bytes()).await?;
-    git.set_ref(&format!("{REPLIES}/{pr}/{comment_id}"), &blob)
-        .await
+    git.set_ref(&reply_ref(to), &blob).await
 }
 
-/// The reply to the comment command of comment `comment_id` on `pr`, if one was posted.
-pub(crate) async fn read_reply(
-    git: &Git,
-    pr: PrNumber,
-    comment_id: u64,
-) -> HostResult<Option<String>> {
-    let bytes = git
-        .read_blob(&format!("{REPLIES}/{pr}/{comment_id}"))
-        .await?;
+/// The reply to the comment command `to`, if one was posted.
+pub(crate) async fn read_reply(git: &Git, to: CommandComment) -> HostResult<Option<String>> {
+    let bytes = git.read_blob(&reply_ref(to)).await?;
     Ok(bytes.map(|b| String::from_utf8_lossy(&b).into_owned()))
+}
+
+fn reply_ref(to: CommandComment) -> String {
+    format!("{REPLIES}/{}/{}", to.pr, to.id)
 }
 
 /// The draft pull request of a test branch, if one was opened.

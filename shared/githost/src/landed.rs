@@ -92,8 +92,11 @@ const LANDED_WITHIN: usize = 20;
 
 /// The commit this merge wrote if it was already done (a repeat of a merge whose answer was
 /// lost): the target moved on from the expected commit, and one of its commits since, along
-/// first parents from `actual` and within [`LANDED_WITHIN`], has exactly the tested tree. So a
-/// merge is found when others pushed to the target after it; a merge not found is made again.
+/// first parents from `actual` and within [`LANDED_WITHIN`], has exactly the tested tree and
+/// holds the expected commit. So a merge is found when others pushed to the target after it;
+/// a merge not found is made again. The walk stops at the expected commit, and at the first
+/// commit that does not hold it (older history, reached through a merge whose first parent is
+/// another line): a commit there with the tested tree was never this merge.
 pub(crate) async fn already_merged<S: MergeSource>(
     source: &S,
     expected: &Sha,
@@ -111,7 +114,8 @@ pub(crate) async fn already_merged<S: MergeSource>(
         }
         let commit = source.commit(&at).await?;
         if commit.tree == tested_tree {
-            return Ok(Some(at));
+            let after_expected = at == *actual || source.contains(expected, &at).await?;
+            return Ok(after_expected.then_some(at));
         }
         let Some(parent) = commit.parents.into_iter().next() else {
             break;

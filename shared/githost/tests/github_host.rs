@@ -1129,14 +1129,10 @@ async fn squash_landed(server: &MockServer, pushed: Option<&'static str>) -> &'s
         .await;
     }
     let compare = json!({"status": "ahead", "ahead_by": 2, "behind_by": 0, "total_commits": 2});
-    mock(
-        server,
-        "GET",
-        &format!("{REPO}/compare/{BASE}...{tip}"),
-        200,
-        compare,
-    )
-    .await;
+    for at in [tip, merged] {
+        let path = format!("{REPO}/compare/{BASE}...{at}");
+        mock(server, "GET", &path, 200, compare.clone()).await;
+    }
     Mock::given(method("PATCH"))
         .and(path(format!("{REPO}/git/refs/heads/main")))
         .respond_with(ResponseTemplate::new(200))

@@ -633,6 +633,36 @@ async fn a_push_instead_of_the_merge_is_not_taken_for_it() {
     );
 }
 
+/// An older commit with the tested tree, reached through a merge whose first parent is another
+/// line (a `git pull` pushed from a stale branch), is not taken for the merge: here #9 reverts
+/// `main`'s last commit, so its tested tree is that of the commit before.
+#[tokio::test]
+async fn an_older_commit_with_the_tested_tree_is_not_taken_for_the_merge() {
+    let f = Fixture::new();
+    let host = f.host();
+    let before = f.head("main");
+    let bad = f.commit("origin/main", &[("a.txt", "bad\n")], "Break a");
+    f.push(bad.as_str(), "refs/heads/main");
+    let revert = f.commit(bad.as_str(), &[("a.txt", "1\n2\n3\n4\n5\n")], "Revert");
+    let prs = vec![f.open_pr(9, &revert)];
+    let (tested, _) = created(&host, &f, &request("mq/main/run-9", prs.clone())).await;
+    assert_eq!(f.tree(tested.as_str()), f.tree(before.as_str()));
+    // Someone's stale line, merged with `main` (first parent: their line) and pushed.
+    let theirs = f.commit(before.as_str(), &[("c.txt", "c\n")], "Their change");
+    git(&f.work, &["merge", "--quiet", "--no-edit", bad.as_str()]);
+    let pulled = Sha::new(git(&f.work, &["rev-parse", "HEAD"]));
+    let first_parent = git(&f.work, &["rev-parse", &format!("{pulled}^1")]);
+    assert_eq!(first_parent, theirs.as_str());
+    f.push(pulled.as_str(), "refs/heads/main");
+
+    let request = merge_request(&prs, MergeMethod::Squash, &bad, &tested);
+    assert_eq!(host.merge_landed(&f.repo, &request).await.unwrap(), None);
+    assert_eq!(
+        host.merge(&f.repo, &request).await.unwrap(),
+        MergeOutcome::TargetMoved { actual: pulled }
+    );
+}
+
 #[tokio::test]
 async fn statuses_are_stored_per_context_and_read_back() {
     let f = Fixture::new();

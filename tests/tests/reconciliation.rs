@@ -119,6 +119,7 @@ async fn a_merge_whose_answer_was_lost_is_recorded_at_the_next_tick() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_lost_squash_merge_under_a_later_push_is_recorded_and_not_made_again() {
     let (env, host) = slow_env("true").await;
+    let env = Arc::new(env);
     let repo = env.repo("rocket");
     repo.add_prs(2, &[]);
     env.create_queue(
@@ -128,12 +129,18 @@ async fn a_lost_squash_merge_under_a_later_push_is_recorded_and_not_made_again()
     .await;
     host.fail_merges(1, MergeFault::After);
     let held = host.hold_next_merge_answer();
-    env.submit(&repo, 1).await;
+    // The merge may be made by the submission itself (CI answers at once), which then waits
+    // for the held answer.
+    let submit = {
+        let (env, repo) = (env.clone(), repo.clone());
+        tokio::spawn(async move { env.submit(&repo, 1).await })
+    };
     held.reached.notified().await;
     // #1 is squashed onto the target; before anyone hears of it, someone pushes on top.
     let squashed = repo.head("main").expect("main");
     let pushed = repo.push_commit("main", "pushed.txt");
     held.release.notify_one();
+    submit.await.expect("the submission answered");
 
     merged_within(&env, &repo, 1, HEALED_WITHIN).await;
     env.submit(&repo, 2).await;
@@ -148,6 +155,10 @@ async fn a_lost_squash_merge_under_a_later_push_is_recorded_and_not_made_again()
     let subjects = repo.history_subjects("main");
     let of_one = subjects.iter().filter(|s| s.ends_with("(#1)")).count();
     assert_eq!(of_one, 1, "one squash commit of #1: {subjects:?}");
+    // The queue knew the target was at the push once #1 was recorded: #2 was tested once,
+    // on it, not first on the squash commit alone.
+    let tested = repo.commits_with_status(CI, "success");
+    assert_eq!(tested.len(), 2, "one test run each: {tested:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -378,6 +378,38 @@ fn a_merge_the_git_host_rejects_fails_the_pull_request_saying_why() {
     assert!(h.last_comment(1).contains(&told), "{}", h.last_comment(1));
 }
 
+/// Someone pushed on top of a merge while it was in flight: once it is recorded, the groups
+/// behind restart on the target's tip, as after any push to the target.
+#[test]
+fn a_merge_with_a_push_on_top_restarts_the_groups_behind_on_the_tip() {
+    let mut h = queue(2);
+    h.submit(1);
+    h.submit(2);
+    h.execute_all();
+    h.auto_execute = false;
+    let behind = h.run_of(2);
+    let run = h.run_of(1);
+    h.pass(&run);
+    let merge = h
+        .pending
+        .iter()
+        .find(|x| matches!(x.effect, Effect::Merge { .. }))
+        .map(|x| x.id.clone())
+        .unwrap();
+    let merged = h.run(&run).and_then(|r| r.sha.clone()).unwrap();
+    let tip = mq_core::ids::Sha::new("7".repeat(40));
+    h.ok(Event::EffectSucceeded {
+        effect_id: merge,
+        outcome: mq_core::engine::EffectOutcome::Merged {
+            target_sha: merged,
+            tip: Some(tip.clone()),
+        },
+    });
+    assert_eq!(h.state(1), Merged);
+    assert_eq!(h.snap.queue.engine.target_head, Some(tip));
+    assert_ne!(h.run_of(2), behind, "#2 restarted on the tip");
+}
+
 #[test]
 fn a_merge_given_up_on_does_not_say_the_host_refused_it() {
     let mut h = queue(1);

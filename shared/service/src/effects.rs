@@ -81,7 +81,10 @@ async fn outcome(host: &dyn GitHost, queue: &Queue, effect: &Effect) -> HostResu
             Ok(EffectOutcome::Done)
         }
         Effect::Merge { .. } => match merge_request(queue, effect) {
-            Some(request) => Ok(merge_outcome(host.merge(repo, &request).await?)),
+            Some(request) => {
+                let outcome = merge_outcome(host.merge(repo, &request).await?);
+                Ok(with_tip(host, queue, outcome).await)
+            }
             None => Ok(EffectOutcome::Done),
         },
         Effect::PostComment { pr, body } => {
@@ -146,8 +149,36 @@ pub async fn landed(
     let Some(request) = merge_request(queue, effect) else {
         return Ok(None);
     };
-    let landed = host.merge_landed(&queue.repo, &request).await?;
-    Ok(landed.map(|target_sha| EffectOutcome::Merged { target_sha }))
+    let Some(target_sha) = host.merge_landed(&queue.repo, &request).await? else {
+        return Ok(None);
+    };
+    let merged = EffectOutcome::Merged {
+        target_sha,
+        tip: None,
+    };
+    Ok(Some(with_tip(host, queue, merged).await))
+}
+
+/// A merge's outcome with the target's tip when someone pushed on top of the merge while it
+/// was in flight (a push the queue does not act on until the merge's outcome is known): the
+/// Git host is asked where the target is now. Any other outcome, or a tip that cannot be
+/// read, as it is: the merge is what counts, and a push it misses shows when the next merge
+/// finds the target moved.
+async fn with_tip(host: &dyn GitHost, queue: &Queue, outcome: EffectOutcome) -> EffectOutcome {
+    let EffectOutcome::Merged { target_sha, .. } = &outcome else {
+        return outcome;
+    };
+    match host.branch_head(&queue.repo, &queue.branch).await {
+        Ok(Some(tip)) if tip != *target_sha => EffectOutcome::Merged {
+            target_sha: target_sha.clone(),
+            tip: Some(tip),
+        },
+        Ok(_) => outcome,
+        Err(e) => {
+            tracing::warn!(error = %e, "the target's tip after a merge could not be read");
+            outcome
+        }
+    }
 }
 
 /// The Git host's request for a merge effect of `queue`; `None` for any other effect.
@@ -173,7 +204,10 @@ fn merge_request(queue: &Queue, effect: &Effect) -> Option<MergeRequest> {
 
 fn merge_outcome(outcome: MergeOutcome) -> EffectOutcome {
     match outcome {
-        MergeOutcome::Merged { target_sha } => EffectOutcome::Merged { target_sha },
+        MergeOutcome::Merged { target_sha } => EffectOutcome::Merged {
+            target_sha,
+            tip: None,
+        },
         MergeOutcome::TargetMoved { actual } => EffectOutcome::MergeRefused {
             refusal: MergeRefusal::TargetMoved { actual },
         },

@@ -478,6 +478,7 @@ impl<'a> QueueSim<'a> {
                 self.host.target.extend(numbers);
                 EffectOutcome::Merged {
                     target_sha: self.host.target_sha(),
+                    tip: None,
                 }
             }
             Effect::FetchChecks { .. } => EffectOutcome::Checks {

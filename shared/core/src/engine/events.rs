@@ -130,8 +130,13 @@ pub enum EffectOutcome {
     },
     /// Merging `pr` into the test branch conflicted.
     BranchConflict { pr: PrNumber },
-    /// The target branch now points at `target_sha`.
-    Merged { target_sha: Sha },
+    /// The merge put the target at `target_sha`; `tip` when others pushed on top of it since
+    /// (the target is at `tip` now).
+    Merged {
+        target_sha: Sha,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tip: Option<Sha>,
+    },
     /// The Git host refused the merge.
     MergeRefused { refusal: MergeRefusal },
     /// The pull request as it is now (answer to a refresh).

@@ -94,7 +94,8 @@
 //!   already have merged it, and the entry must say what the target holds. A resubmission
 //!   with a new head during the merge is 409 `PULL_REQUEST_MERGING`, as a cancel is.
 //! - A `TargetMoved` event while a merge is in flight is ignored (it may be that merge); a
-//!   foreign push then shows as the merge's `TargetMoved` refusal, which restarts everything.
+//!   foreign push then shows as the merge's `TargetMoved` refusal, or as the tip a landed
+//!   merge's outcome carries, which restarts everything.
 //! - Direct merge is decided at submission. In parallel mode an entry has no targets yet at
 //!   submission, so "nothing it depends on" means nothing active at all.
 //! - `dependentPrs` of a run lists the pull requests ahead merged into its branch in both

@@ -48,7 +48,7 @@ impl Work {
             (Effect::CreateTestBranch { run_id, .. }, EffectOutcome::BranchConflict { pr }) => {
                 self.branch_conflict(run_id, *pr);
             }
-            (Effect::Merge { run_id, prs, .. }, EffectOutcome::Merged { target_sha }) => {
+            (Effect::Merge { run_id, prs, .. }, EffectOutcome::Merged { target_sha, tip }) => {
                 match run_id {
                     Some(_) => self.merged(prs, target_sha),
                     None => {
@@ -56,6 +56,10 @@ impl Work {
                             self.direct_merged(p, target_sha);
                         }
                     }
+                }
+                if let Some(tip) = tip {
+                    // Pushed on top of the merge while it was in flight: as any push.
+                    self.target_moved_to(tip);
                 }
             }
             (Effect::Merge { run_id, prs, .. }, EffectOutcome::MergeRefused { refusal })

@@ -569,7 +569,10 @@ impl Harness {
                 self.host.head = head.clone();
                 self.host.target = next.clone();
                 self.host.target_history.push(next);
-                EffectOutcome::Merged { target_sha: head }
+                EffectOutcome::Merged {
+                    target_sha: head,
+                    tip: None,
+                }
             }
             Effect::OpenTestPullRequest { branch, .. } => {
                 if self.host.branches.contains_key(branch) {

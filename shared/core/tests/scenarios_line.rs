@@ -1130,6 +1130,45 @@ fn a_required_check_passes_only_when_every_suite_reporting_it_passed() {
     assert_eq!(h.state(2), Merged);
 }
 
+/// A run keeps one report per check name and suite however often CI re-runs its checks (its
+/// item must stay within DynamoDB's 400 KB), and judges by the latest attempt.
+#[test]
+fn re_runs_of_a_check_do_not_grow_the_run() {
+    use mq_core::git::{CheckRunReport, CheckStatus};
+    let mut h = queue(1);
+    h.submit(1);
+    let run = h.run_of(1);
+    let sha = h.run(&run).unwrap().sha.clone().unwrap();
+    for attempt in 1..=500u64 {
+        let check = CheckRunReport {
+            id: attempt,
+            name: if attempt % 2 == 0 {
+                CI.into()
+            } else {
+                "lint".into()
+            },
+            status: CheckStatus::InProgress,
+            conclusion: None,
+            url: String::new(),
+            suite_id: 10,
+            updated_at: h.now.plus_millis(i64::try_from(attempt).unwrap()),
+        };
+        h.ok(Event::CheckRunReported {
+            sha: sha.clone(),
+            check,
+        });
+    }
+    let kept: Vec<u64> = h
+        .run(&run)
+        .unwrap()
+        .check_runs
+        .iter()
+        .map(|c| c.id)
+        .collect();
+    assert_eq!(kept, [499, 500], "the latest attempt of each name");
+    assert_eq!(h.state(1), Testing);
+}
+
 #[test]
 fn a_timed_out_check_run_fails_the_run() {
     use mq_core::git::{CheckConclusion, CheckRunReport, CheckStatus};

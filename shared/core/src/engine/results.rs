@@ -299,10 +299,15 @@ fn record_status(run: &mut TestRun, status: &StatusReport) {
     }
 }
 
-/// Keeps the latest report per check run id.
+/// Keeps, per check suite and name, the latest check run (by update time, then id): the only
+/// one a verdict reads ([`checks_verdict`]). So a run holds one report per name and suite
+/// however often its checks are re-run, and its item stays within DynamoDB's size limit.
 fn record_check(run: &mut TestRun, check: &CheckRunReport) {
-    match run.check_runs.iter_mut().find(|c| c.id == check.id) {
-        Some(old) if old.updated_at <= check.updated_at => *old = check.clone(),
+    let same = |c: &&mut CheckRunReport| c.suite_id == check.suite_id && c.name == check.name;
+    match run.check_runs.iter_mut().find(same) {
+        Some(old) if (old.updated_at, old.id) <= (check.updated_at, check.id) => {
+            *old = check.clone();
+        }
         Some(_) => {}
         None => run.check_runs.push(check.clone()),
     }

@@ -694,6 +694,22 @@ fn a_merge_refused_because_the_pull_request_was_closed_cancels_it() {
     h.assert_clean();
 }
 
+/// Merged by hand after it passed: the merge is refused, and the pull request leaves as
+/// merged outside the queue, not as closed.
+#[test]
+fn a_merge_refused_because_the_pull_request_was_merged_outside_says_so() {
+    let mut h = queue(1);
+    h.submit(1);
+    h.auto_execute = false;
+    h.pass_pr(1);
+    h.host.merged_outside.insert(1);
+    h.auto_execute = true;
+    h.execute_all();
+    assert_eq!(h.state(1), Cancelled);
+    assert_eq!(h.conclusion(1), "pr_merged");
+    h.assert_clean();
+}
+
 #[test]
 fn new_commits_during_a_merge_refuse_it_and_a_resubmission_waits_for_its_answer() {
     let mut h = queue(1);

@@ -56,8 +56,12 @@ pub enum MergeOutcome {
     PrChanged {
         pr: PrNumber,
     },
-    /// A pull request was closed (or merged by hand) since it was tested.
+    /// A pull request was closed since it was tested.
     PrClosed {
+        pr: PrNumber,
+    },
+    /// A pull request was merged outside the queue since it was tested.
+    PrMerged {
         pr: PrNumber,
     },
     /// The host refused for another reason (conflict, protection).
@@ -74,7 +78,11 @@ impl MergeOutcome {
         if *head != pr.head_sha {
             return Some(MergeOutcome::PrChanged { pr: pr.pr });
         }
-        (state != PrState::Open).then_some(MergeOutcome::PrClosed { pr: pr.pr })
+        match state {
+            PrState::Open => None,
+            PrState::Merged => Some(MergeOutcome::PrMerged { pr: pr.pr }),
+            PrState::Closed => Some(MergeOutcome::PrClosed { pr: pr.pr }),
+        }
     }
 }
 
@@ -204,6 +212,10 @@ mod tests {
         assert_eq!(
             MergeOutcome::refusing(&pr, &tested, PrState::Closed),
             Some(MergeOutcome::PrClosed { pr: 7 })
+        );
+        assert_eq!(
+            MergeOutcome::refusing(&pr, &tested, PrState::Merged),
+            Some(MergeOutcome::PrMerged { pr: 7 })
         );
     }
 }

@@ -217,6 +217,9 @@ fn merge_outcome(outcome: MergeOutcome) -> EffectOutcome {
         MergeOutcome::PrClosed { pr } => EffectOutcome::MergeRefused {
             refusal: MergeRefusal::PrClosed { pr },
         },
+        MergeOutcome::PrMerged { pr } => EffectOutcome::MergeRefused {
+            refusal: MergeRefusal::PrMerged { pr },
+        },
         MergeOutcome::Rejected { pr, detail } => EffectOutcome::MergeRefused {
             refusal: MergeRefusal::Rejected { pr, detail },
         },

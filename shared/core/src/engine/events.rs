@@ -156,8 +156,10 @@ pub enum MergeRefusal {
     TargetMoved { actual: Sha },
     /// A pull request's head changed since it was tested.
     PrChanged { pr: PrNumber },
-    /// A pull request was closed (or merged by hand) since it was tested.
+    /// A pull request was closed since it was tested.
     PrClosed { pr: PrNumber },
+    /// A pull request was merged outside the queue since it was tested.
+    PrMerged { pr: PrNumber },
     /// The host could not merge (conflict, protection, permissions); `detail` says why.
     Rejected {
         pr: Option<PrNumber>,

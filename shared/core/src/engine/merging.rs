@@ -10,6 +10,7 @@
 //! queue switches modes).
 
 use super::line::line_positions;
+use super::reason;
 use super::work::Work;
 use super::{BranchPr, Effect, MergeRefusal};
 use crate::entry::EntryState;
@@ -238,6 +239,10 @@ impl Work {
                 self.remove_entries(&[*pr], EntryState::Cancelled, "pr_closed");
                 self.restart_merge_groups(&in_merge);
             }
+            MergeRefusal::PrMerged { pr } => {
+                self.remove_entries(&[*pr], EntryState::Cancelled, reason::PR_MERGED);
+                self.restart_merge_groups(&in_merge);
+            }
             MergeRefusal::Rejected {
                 pr: Some(pr),
                 detail,
@@ -289,6 +294,9 @@ impl Work {
             }
             MergeRefusal::PrClosed { .. } => {
                 self.remove_entries(&[pr], EntryState::Cancelled, "pr_closed");
+            }
+            MergeRefusal::PrMerged { .. } => {
+                self.remove_entries(&[pr], EntryState::Cancelled, reason::PR_MERGED);
             }
             MergeRefusal::Rejected { detail, .. } => self.refused(&[pr], detail),
         }

@@ -86,6 +86,8 @@ pub struct Host {
     pub conflicts: BTreeSet<PrNumber>,
     /// Pull requests closed on the host (a merge of them is refused).
     pub closed: BTreeSet<PrNumber>,
+    /// Pull requests merged outside the queue (the host refuses to merge them again).
+    pub merged_outside: BTreeSet<PrNumber>,
     /// What the repository requires (branch protection).
     pub required: RequiredStatuses,
     /// Every target content the queue produced, in order.
@@ -109,6 +111,7 @@ impl Host {
             heads: BTreeMap::new(),
             conflicts: BTreeSet::new(),
             closed: BTreeSet::new(),
+            merged_outside: BTreeSet::new(),
             required: RequiredStatuses {
                 contexts: vec![CI.to_owned()],
                 source: Some(RequiredStatusesSource::RepoProviderBranchProtection),
@@ -547,6 +550,11 @@ impl Harness {
                     if self.host.closed.contains(&p.pr) {
                         return EffectOutcome::MergeRefused {
                             refusal: MergeRefusal::PrClosed { pr: p.pr },
+                        };
+                    }
+                    if self.host.merged_outside.contains(&p.pr) {
+                        return EffectOutcome::MergeRefused {
+                            refusal: MergeRefusal::PrMerged { pr: p.pr },
                         };
                     }
                 }

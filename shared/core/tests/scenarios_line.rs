@@ -375,7 +375,11 @@ fn a_merge_the_git_host_rejects_fails_the_pull_request_saying_why() {
     assert_eq!(h.conclusion(1), "merge_failed");
     let told = format!("the Git host refused to merge the pull request: {why}");
     assert_eq!(h.conclusion_detail(1), told);
-    assert!(h.last_comment(1).contains(&told), "{}", h.last_comment(1));
+    assert!(
+        h.last_comment(1).contains(&format!("{told} Last tested")),
+        "one full stop: {}",
+        h.last_comment(1)
+    );
 }
 
 /// Someone pushed on top of a merge while it was in flight: once it is recorded, the groups

@@ -306,7 +306,7 @@ impl Work {
 const MERGE_FAILED: &str = "merge_failed";
 
 /// The sentence for a pull request the Git host refused to merge, with the host's reason (cut
-/// to a few hundred characters: it is shown in a comment).
+/// to [`MAX_REFUSAL_CHARS`]: it is shown in a comment).
 fn refusal_detail(detail: &str) -> String {
     let general = super::failure::failure_detail(MERGE_FAILED);
     let detail = detail.trim();
@@ -318,5 +318,6 @@ fn refusal_detail(detail: &str) -> String {
     format!("{general}: {cut}{more}")
 }
 
-/// How much of a Git host's reason for refusing a merge a pull request is told.
-const MAX_REFUSAL_CHARS: usize = 300;
+/// How much of a Git host's reason for refusing a merge a pull request is told (GitHub's
+/// message after the advice on signed commits fits).
+const MAX_REFUSAL_CHARS: usize = 1_000;

@@ -53,10 +53,11 @@ impl Work {
 
     pub fn notify_concluded(&mut self, e: &Entry) {
         let branch = self.s.queue.branch.clone();
+        // The sentences below end the detail with a full stop of their own.
         let detail = e
             .conclusion
             .as_ref()
-            .map(|c| c.detail.clone())
+            .map(|c| c.detail.trim_end_matches('.').to_owned())
             .unwrap_or_default();
         let merged_outside = e
             .conclusion

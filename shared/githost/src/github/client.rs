@@ -147,6 +147,11 @@ impl Client {
                 }
             }
         }
+        tracing::warn!(
+            path,
+            pages = MAX_PAGES,
+            "a listing has more pages than are read; the rest is left out"
+        );
         Ok(items)
     }
 }

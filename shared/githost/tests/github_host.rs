@@ -1665,6 +1665,51 @@ async fn a_first_comment_is_posted_with_the_marker() {
         .unwrap();
 }
 
+/// A read made again asks whether the answer changed (`If-None-Match`): GitHub's `304 Not
+/// Modified`, which costs nothing against the rate limit, gives the answer read before; a
+/// changed answer replaces it.
+#[tokio::test]
+async fn a_read_made_again_is_conditional() {
+    use wiremock::matchers::header;
+    let server = MockServer::start().await;
+    let at = format!("{REPO}/git/ref/heads/main");
+    let answer = |sha: &str, etag: &str| {
+        ResponseTemplate::new(200)
+            .set_body_json(ref_json("main", sha))
+            .insert_header("ETag", etag)
+    };
+    Mock::given(method("GET"))
+        .and(path(&at))
+        .and(header("If-None-Match", "\"v1\""))
+        .respond_with(ResponseTemplate::new(304))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(&at))
+        .and(header("If-None-Match", "\"v1\""))
+        .respond_with(answer(HEAD1, "\"v2\""))
+        .with_priority(2)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(&at))
+        .respond_with(answer(BASE, "\"v1\""))
+        .with_priority(3)
+        .expect(1)
+        .mount(&server)
+        .await;
+    let host = with_token(&server);
+    let mut heads = Vec::new();
+    for _ in 0..3 {
+        heads.push(host.branch_head(&repo(), "main").await.unwrap().unwrap());
+    }
+    assert_eq!(heads, [BASE, BASE, HEAD1].map(Sha::new));
+}
+
 /// A comment post whose answer is lost (GitHub posted it, then answered 502) is not posted a
 /// second time: the comments are listed again and the one found is updated.
 #[tokio::test]

@@ -4,12 +4,14 @@
 //! Calls that GitHub rate-limits or fails with a server error are retried within a
 //! [`RetryPolicy`], then reported as `HostError::Transient { retry_after }`. A write that must
 //! not happen twice (a comment) is not sent again after a server error or a lost answer: what
-//! is there is read back first.
+//! is there is read back first. Reads are conditional (`conditional`): an unchanged answer
+//! costs nothing against the rate limit.
 
 mod auth;
 mod branches;
 mod checks;
 mod client;
+mod conditional;
 mod identity;
 mod merge;
 mod pulls;

@@ -1,12 +1,13 @@
 //! Calls to GitHub's REST API over HTTP, before authentication: bounded retries on rate
 //! limits and server errors, typed errors, and the escaping of paths.
 
+use super::conditional::Answers;
 use super::wire::Message;
 use crate::clock::unix_seconds;
 use crate::error::{HostError, HostResult};
 use mq_core::ids::RepoRef;
 use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
-use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, USER_AGENT};
+use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, IF_NONE_MATCH, USER_AGENT};
 use reqwest::{Method, StatusCode};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -153,6 +154,8 @@ pub(crate) struct Transport {
     api: String,
     retry: RetryPolicy,
     user_agent: String,
+    /// Answers to reads, for `304 Not Modified` (see `conditional`).
+    answers: Answers,
 }
 
 impl Transport {
@@ -167,6 +170,7 @@ impl Transport {
             api: api.trim_end_matches('/').to_owned(),
             retry,
             user_agent: user_agent.to_owned(),
+            answers: Answers::default(),
         })
     }
 
@@ -233,7 +237,13 @@ impl Transport {
         self.retry.backoff * 2u32.saturating_pow(attempt.saturating_sub(1))
     }
 
+    /// One attempt. A read whose answer is kept asks whether it changed, and a `304 Not
+    /// Modified` is answered with the kept answer.
     async fn send_once(&self, call: &Call<'_>, bearer: &str, what: &str) -> Result<Reply, String> {
+        let read = call.method == Method::GET;
+        let kept = read
+            .then(|| self.answers.kept(&call.url, call.accept, bearer))
+            .flatten();
         let mut request = self
             .http
             .request(call.method.clone(), &call.url)
@@ -244,10 +254,25 @@ impl Transport {
         if let Some(body) = call.body {
             request = request.json(body);
         }
+        if let Some(kept) = &kept {
+            request = request.header(IF_NONE_MATCH, kept.etag.clone());
+        }
         let response = request.send().await.map_err(|e| e.to_string())?;
         let status = response.status();
         let headers = response.headers().clone();
         let body = response.bytes().await.map_err(|e| e.to_string())?;
+        if let (StatusCode::NOT_MODIFIED, Some(kept)) = (status, kept) {
+            return Ok(Reply {
+                status: StatusCode::OK,
+                headers: kept.headers,
+                body: kept.body,
+                what: what.to_owned(),
+            });
+        }
+        if read && status == StatusCode::OK {
+            self.answers
+                .keep(&call.url, call.accept, bearer, &headers, &body);
+        }
         Ok(Reply {
             status,
             headers,

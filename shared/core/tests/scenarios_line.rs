@@ -414,6 +414,44 @@ fn a_merge_with_a_push_on_top_restarts_the_groups_behind_on_the_tip() {
     assert_ne!(h.run_of(2), behind, "#2 restarted on the tip");
 }
 
+/// The target read right after a merge may still show the commit before it (a host whose
+/// reads lag its writes): that is no push, and nothing restarts on it.
+#[test]
+fn a_tip_read_before_the_merge_showed_is_not_a_push() {
+    let mut h = queue(2);
+    h.submit(1);
+    h.submit(2);
+    h.execute_all();
+    h.auto_execute = false;
+    let behind = h.run_of(2);
+    let run = h.run_of(1);
+    h.pass(&run);
+    let merge = h
+        .pending
+        .iter()
+        .find(|x| matches!(x.effect, Effect::Merge { .. }))
+        .cloned()
+        .unwrap();
+    let Effect::Merge {
+        expected_target_sha: Some(before),
+        ..
+    } = merge.effect
+    else {
+        panic!("a merge expects the target's commit");
+    };
+    let merged = h.run(&run).and_then(|r| r.sha.clone()).unwrap();
+    h.ok(Event::EffectSucceeded {
+        effect_id: merge.id,
+        outcome: mq_core::engine::EffectOutcome::Merged {
+            target_sha: merged.clone(),
+            tip: Some(before),
+        },
+    });
+    assert_eq!(h.state(1), Merged);
+    assert_eq!(h.snap.queue.engine.target_head, Some(merged));
+    assert_eq!(h.run_of(2), behind, "#2 goes on");
+}
+
 #[test]
 fn a_merge_given_up_on_does_not_say_the_host_refused_it() {
     let mut h = queue(1);

@@ -48,7 +48,15 @@ impl Work {
             (Effect::CreateTestBranch { run_id, .. }, EffectOutcome::BranchConflict { pr }) => {
                 self.branch_conflict(run_id, *pr);
             }
-            (Effect::Merge { run_id, prs, .. }, EffectOutcome::Merged { target_sha, tip }) => {
+            (
+                Effect::Merge {
+                    run_id,
+                    prs,
+                    expected_target_sha,
+                    ..
+                },
+                EffectOutcome::Merged { target_sha, tip },
+            ) => {
                 match run_id {
                     Some(_) => self.merged(prs, target_sha),
                     None => {
@@ -57,8 +65,10 @@ impl Work {
                         }
                     }
                 }
-                if let Some(tip) = tip {
-                    // Pushed on top of the merge while it was in flight: as any push.
+                // Pushed on top of the merge while it was in flight: as any push. A tip read
+                // before the merge showed (the target as it was) is not one.
+                let before = expected_target_sha.as_ref();
+                if let Some(tip) = tip.as_ref().filter(|&t| Some(t) != before) {
                     self.target_moved_to(tip);
                 }
             }

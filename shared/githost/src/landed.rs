@@ -94,9 +94,9 @@ const LANDED_WITHIN: usize = 20;
 /// lost): the target moved on from the expected commit, and one of its commits since, along
 /// first parents from `actual` and within [`LANDED_WITHIN`], has exactly the tested tree and
 /// holds the expected commit. So a merge is found when others pushed to the target after it;
-/// a merge not found is made again. The walk stops at the expected commit, and at the first
-/// commit that does not hold it (older history, reached through a merge whose first parent is
-/// another line): a commit there with the tested tree was never this merge.
+/// a merge not found is made again. The walk stops at the expected commit; a commit with the
+/// tested tree that does not hold it (older history, reached through a merge whose first
+/// parent is another line) was never this merge, and ends the search.
 pub(crate) async fn already_merged<S: MergeSource>(
     source: &S,
     expected: &Sha,

@@ -112,7 +112,6 @@ pub struct CommitChecks {
     pub check_runs: Vec<CheckRunReport>,
 }
 
-/// A Git host serving the repositories of the queues.
 /// A comment on a pull request that gives the queue a command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CommandComment {
@@ -121,6 +120,7 @@ pub struct CommandComment {
     pub id: u64,
 }
 
+/// A Git host serving the repositories of the queues.
 #[async_trait]
 pub trait GitHost: Send + Sync {
     /// A pull request as it is now; `target_branch` decides `based_on_target_head`.

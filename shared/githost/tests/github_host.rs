@@ -1710,6 +1710,61 @@ async fn a_read_made_again_is_conditional() {
     assert_eq!(heads, [BASE, BASE, HEAD1].map(Sha::new));
 }
 
+/// A page whose body did not change may have a new `Link` (a new last page): the `304`'s own
+/// is followed, and the queue's comment on the new page is found, not posted again.
+#[tokio::test]
+async fn an_unchanged_page_follows_the_link_its_304_gives() {
+    use wiremock::matchers::header;
+    let server = MockServer::start().await;
+    let listing = format!("{REPO}/issues/7/comments");
+    let next = format!(
+        "<{}/repositories/1/issues/7/comments?page=2>; rel=\"next\"",
+        server.uri()
+    );
+    Mock::given(method("GET"))
+        .and(path(&listing))
+        .and(header("If-None-Match", "\"c1\""))
+        .respond_with(ResponseTemplate::new(304).insert_header("Link", next.as_str()))
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(&listing))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!([]))
+                .insert_header("ETag", "\"c1\""),
+        )
+        .with_priority(2)
+        .mount(&server)
+        .await;
+    let ours = json!([{ "id": 99, "body": mq_githost::comment::marked("Queued.") }]);
+    mock(
+        &server,
+        "GET",
+        "/repositories/1/issues/7/comments",
+        200,
+        ours,
+    )
+    .await;
+    Mock::given(method("POST"))
+        .and(path(&listing))
+        .respond_with(ResponseTemplate::new(201).set_body_json(json!({ "id": 99 })))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("PATCH"))
+        .and(path(format!("{REPO}/issues/comments/99")))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({ "id": 99 })))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let host = with_token(&server);
+    for body in ["Queued.", "Testing."] {
+        host.upsert_comment(&repo(), 7, body).await.unwrap();
+    }
+}
+
 /// A comment post whose answer is lost (GitHub posted it, then answered 502) is not posted a
 /// second time: the comments are listed again and the one found is updated.
 #[tokio::test]

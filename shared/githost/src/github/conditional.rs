@@ -22,6 +22,18 @@ pub(crate) struct Kept {
     pub body: Vec<u8>,
 }
 
+impl Kept {
+    /// Its bytes, headers included.
+    fn size(&self) -> usize {
+        let headers: usize = self
+            .headers
+            .iter()
+            .map(|(name, value)| name.as_str().len() + value.len())
+            .sum();
+        self.body.len() + headers + self.bearer.len()
+    }
+}
+
 type Key = (String, String);
 
 /// The kept answers and their bytes.
@@ -55,15 +67,16 @@ impl Answers {
             headers: headers.clone(),
             body: body.to_vec(),
         };
+        let size = answer.size();
         let mut kept = self.lock();
         let (answers, bytes) = &mut *kept;
-        if *bytes + body.len() > KEPT_BYTES {
+        if *bytes + size > KEPT_BYTES {
             answers.clear();
             *bytes = 0;
         }
-        *bytes += body.len();
+        *bytes += size;
         if let Some(old) = answers.insert((url.to_owned(), accept.to_owned()), answer) {
-            *bytes -= old.body.len();
+            *bytes -= old.size();
         }
     }
 

@@ -7,7 +7,7 @@ use crate::clock::unix_seconds;
 use crate::error::{HostError, HostResult};
 use mq_core::ids::RepoRef;
 use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
-use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, IF_NONE_MATCH, USER_AGENT};
+use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, IF_NONE_MATCH, LINK, USER_AGENT};
 use reqwest::{Method, StatusCode};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -264,7 +264,7 @@ impl Transport {
         if let (StatusCode::NOT_MODIFIED, Some(kept)) = (status, kept) {
             return Ok(Reply {
                 status: StatusCode::OK,
-                headers: kept.headers,
+                headers: fresh_over(kept.headers, &headers),
                 body: kept.body,
                 what: what.to_owned(),
             });
@@ -280,6 +280,19 @@ impl Transport {
             what: what.to_owned(),
         })
     }
+}
+
+/// The kept answer's headers with those of the `304` laid over them: the `Link` of a page can
+/// change while its body does not (a new last page), and GitHub sends the current one.
+fn fresh_over(mut kept: HeaderMap, fresh: &HeaderMap) -> HeaderMap {
+    kept.remove(LINK);
+    for name in fresh.keys() {
+        kept.remove(name);
+    }
+    for (name, value) in fresh {
+        kept.append(name, value.clone());
+    }
+    kept
 }
 
 /// What sending a call gave.

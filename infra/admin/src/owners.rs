@@ -112,9 +112,8 @@ where
     for ((owner, org), queues) in &found {
         println!("{owner:<40} {org:<20} {queues}");
     }
-    println!(
-        "link each owner to the organisation that owns it: mq-admin owners link --org <org> --owner <owner>"
-    );
+    println!("link each owner to the organisation that owns it:");
+    println!("  mq-admin owners link --org <org> --owner <owner>");
     Ok(())
 }
 

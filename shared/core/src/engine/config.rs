@@ -4,8 +4,8 @@
 //! groups testing furthest back to `pending`; `bisectionConcurrency` limits bisection runs
 //! started from then on; a new `requiredStatuses` list is what runs in progress require; a
 //! new `mergeMethod` restarts the groups it could not merge. A requested state applies at
-//! once, except during a mode switch, when it is remembered for the end of the switch. Entries re-check their readiness in the
-//! new mode (parallel mode requires impacted targets).
+//! once, except during a mode switch, when it is remembered for the end of the switch.
+//! Entries re-check their readiness in the new mode (parallel mode requires impacted targets).
 //!
 //! # Mode switches
 //!

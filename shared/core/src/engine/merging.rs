@@ -257,14 +257,14 @@ impl Work {
     /// `prs` fail: the Git host refused to merge them, saying `detail`.
     fn refused(&mut self, prs: &[PrNumber], detail: &str) {
         let detail = refusal_detail(detail);
-        self.remove_entries_saying(prs, EntryState::Failed, MERGE_FAILED, &detail);
+        self.remove_entries_saying(prs, EntryState::Failed, reason::MERGE_FAILED, &detail);
     }
 
     /// The merge failed for good (the effect could not be executed): its pull requests fail.
     pub fn merge_failed(&mut self, prs: &[BranchPr]) {
         let in_merge: Vec<PrNumber> = prs.iter().map(|p| p.pr).collect();
         let detail = "the merge could not be carried out: the Git host answered with errors";
-        self.remove_entries_saying(&in_merge, EntryState::Failed, MERGE_FAILED, detail);
+        self.remove_entries_saying(&in_merge, EntryState::Failed, reason::MERGE_FAILED, detail);
     }
 
     /// Groups of a refused merge that still wait to merge restart on the current target.
@@ -303,12 +303,10 @@ impl Work {
     }
 }
 
-const MERGE_FAILED: &str = "merge_failed";
-
 /// The sentence for a pull request the Git host refused to merge, with the host's reason (cut
 /// to [`MAX_REFUSAL_CHARS`]: it is shown in a comment).
 fn refusal_detail(detail: &str) -> String {
-    let general = super::failure::failure_detail(MERGE_FAILED);
+    let general = super::failure::failure_detail(reason::MERGE_FAILED);
     let detail = detail.trim();
     if detail.is_empty() {
         return general;

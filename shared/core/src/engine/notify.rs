@@ -65,7 +65,7 @@ impl Work {
             .is_some_and(|c| c.reason == super::reason::PR_MERGED);
         let (state, words) = match e.state {
             EntryState::Merged => (StatusState::Success, format!("Merged into `{branch}`.")),
-            // Not a failure: another queue, or someone by hand, merged it.
+            // Not a failure: the pull request is merged, by someone else.
             _ if merged_outside => (
                 StatusState::Success,
                 format!("Left the queue for `{branch}`: {detail}."),

@@ -8,6 +8,9 @@ pub const MERGE_CONFLICT: &str = "merge_conflict";
 pub const BRANCH_ERROR: &str = "test_branch_error";
 pub const BRANCH_PUSHED: &str = "test_branch_pushed";
 
-/// An entry cancelled because its pull request was merged outside this queue (by hand, or by
-/// the queue of another branch).
+/// A merge the Git host refused, or gave up on.
+pub const MERGE_FAILED: &str = "merge_failed";
+
+/// An entry cancelled because the Git host says its pull request is merged, and this queue
+/// did not merge it.
 pub const PR_MERGED: &str = "pr_merged";

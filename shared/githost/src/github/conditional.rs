@@ -8,13 +8,12 @@
 
 use reqwest::header::{ETAG, HeaderMap, HeaderValue};
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The bytes of answers kept at most; past it, every kept answer is dropped.
 const KEPT_BYTES: usize = 16 << 20;
 
 /// A read's answer as it was last given in full.
-#[derive(Clone)]
 pub(crate) struct Kept {
     bearer: String,
     pub etag: HeaderValue,
@@ -39,7 +38,7 @@ type Key = (String, String);
 /// The kept answers and their bytes.
 #[derive(Default)]
 pub(crate) struct Answers {
-    kept: Mutex<(HashMap<Key, Kept>, usize)>,
+    kept: Mutex<(HashMap<Key, Arc<Kept>>, usize)>,
 }
 
 impl std::fmt::Debug for Answers {
@@ -50,10 +49,10 @@ impl std::fmt::Debug for Answers {
 
 impl Answers {
     /// The answer kept for a read of `url` as `accept` by `bearer`, if any.
-    pub fn kept(&self, url: &str, accept: &str, bearer: &str) -> Option<Kept> {
+    pub fn kept(&self, url: &str, accept: &str, bearer: &str) -> Option<Arc<Kept>> {
         let kept = self.lock();
         let answer = kept.0.get(&(url.to_owned(), accept.to_owned()))?;
-        (answer.bearer == bearer).then(|| answer.clone())
+        (answer.bearer == bearer).then(|| Arc::clone(answer))
     }
 
     /// Keeps a read's full answer, when it has a validator.
@@ -61,12 +60,12 @@ impl Answers {
         let Some(etag) = headers.get(ETAG) else {
             return;
         };
-        let answer = Kept {
+        let answer = Arc::new(Kept {
             bearer: bearer.to_owned(),
             etag: etag.clone(),
             headers: headers.clone(),
             body: body.to_vec(),
-        };
+        });
         let size = answer.size();
         let mut kept = self.lock();
         let (answers, bytes) = &mut *kept;
@@ -80,7 +79,7 @@ impl Answers {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, (HashMap<Key, Kept>, usize)> {
+    fn lock(&self) -> MutexGuard<'_, (HashMap<Key, Arc<Kept>>, usize)> {
         self.kept.lock().unwrap_or_else(|p| p.into_inner())
     }
 }

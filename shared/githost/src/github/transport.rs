@@ -264,8 +264,8 @@ impl Transport {
         if let (StatusCode::NOT_MODIFIED, Some(kept)) = (status, kept) {
             return Ok(Reply {
                 status: StatusCode::OK,
-                headers: fresh_over(kept.headers, &headers),
-                body: kept.body,
+                headers: fresh_over(kept.headers.clone(), &headers),
+                body: kept.body.clone(),
                 what: what.to_owned(),
             });
         }

@@ -1615,10 +1615,11 @@ async fn the_queue_comment_is_found_across_pages_and_updated_in_place() {
         .and(path("/repositories/1/issues/7/comments"))
         .and(query_param("page", "2"))
         .respond_with(ResponseTemplate::new(200).set_body_json(json!([
-            { "id": 99, "body": mq_githost::comment::marked("Queued."), "user": { "login": "merge-queue[bot]" } }
+            { "id": 99, "body": mq_githost::comment::marked("Queued."), "user": { "login": "queue-keeper" } }
         ])))
         .mount(&server)
         .await;
+    mount_token_user(&server).await;
     Mock::given(method("PATCH"))
         .and(path(format!("{REPO}/issues/comments/99")))
         .and(body_partial_json(
@@ -1642,6 +1643,7 @@ async fn the_queue_comment_is_found_across_pages_and_updated_in_place() {
 #[tokio::test]
 async fn a_first_comment_is_posted_with_the_marker() {
     let server = MockServer::start().await;
+    mount_token_user(&server).await;
     mock(
         &server,
         "GET",
@@ -1738,7 +1740,11 @@ async fn an_unchanged_page_follows_the_link_its_304_gives() {
         .with_priority(2)
         .mount(&server)
         .await;
-    let ours = json!([{ "id": 99, "body": mq_githost::comment::marked("Queued.") }]);
+    let ours = json!([{
+        "id": 99, "body": mq_githost::comment::marked("Queued."),
+        "user": { "login": "queue-keeper" }
+    }]);
+    mount_token_user(&server).await;
     mock(
         &server,
         "GET",
@@ -1772,6 +1778,7 @@ async fn a_comment_post_whose_answer_was_lost_leaves_one_comment() {
     let server = MockServer::start().await;
     let github = fake_repository();
     github.mount(&server).await;
+    mount_token_user(&server).await;
     github.lose_answer("POST", "/issues/7/comments", 0);
     with_token(&server)
         .upsert_comment(&repo(), 7, "Queued.")
@@ -1789,6 +1796,7 @@ async fn a_reply_to_a_command_is_a_comment_of_its_own() {
     let server = MockServer::start().await;
     let github = fake_repository();
     github.mount(&server).await;
+    mount_token_user(&server).await;
     let host = with_token(&server);
     host.upsert_comment(&repo(), 7, "Failed.").await.unwrap();
     for (comment_id, reply) in [(55, "No."), (55, "No."), (56, "Done.")] {
@@ -1810,11 +1818,52 @@ async fn a_reply_to_a_command_is_a_comment_of_its_own() {
     );
 }
 
+/// Someone else's comment holding the queue's markers (pasted, or quoted from the queue's) is
+/// not taken for the queue's: the queue posts its own comments and never writes in theirs,
+/// which they could edit afterwards.
+#[tokio::test]
+async fn a_marker_in_someone_elses_comment_is_not_the_queues_comment() {
+    use fake_github::TOKEN_USER;
+    use mq_githost::comment::{marked, marked_with, reply_marker};
+    let server = MockServer::start().await;
+    let github = fake_repository();
+    github.mount(&server).await;
+    mount_token_user(&server).await;
+    let forged = [
+        marked("Merged."),
+        marked_with("You may.", &reply_marker(55)),
+    ];
+    for body in &forged {
+        github.comment_by("mallory", body);
+    }
+    let host = with_token(&server);
+    host.upsert_comment(&repo(), 7, "Failed.").await.unwrap();
+    let to = mq_githost::CommandComment { pr: 7, id: 55 };
+    host.reply(&repo(), to, "No.").await.unwrap();
+    host.upsert_comment(&repo(), 7, "Queued.").await.unwrap();
+    let comments: Vec<(String, String)> = github
+        .comments()
+        .into_iter()
+        .map(|c| (c.author, c.body))
+        .collect();
+    let by = |author: &str, body: String| (author.to_owned(), body);
+    assert_eq!(
+        comments,
+        vec![
+            by("mallory", forged[0].clone()),
+            by("mallory", forged[1].clone()),
+            by(TOKEN_USER, marked("Queued.")),
+            by(TOKEN_USER, marked_with("No.", &reply_marker(55))),
+        ]
+    );
+}
+
 /// A comment post that fails every time ends in a transient error after the retry policy's
 /// attempts, with no comment posted twice.
 #[tokio::test]
 async fn a_comment_post_that_keeps_failing_is_transient() {
     let server = MockServer::start().await;
+    mount_token_user(&server).await;
     mock(
         &server,
         "GET",
@@ -1839,7 +1888,7 @@ async fn a_comment_post_that_keeps_failing_is_transient() {
         .await
         .unwrap()
         .iter()
-        .filter(|r| r.method.as_str() == "GET")
+        .filter(|r| r.method.as_str() == "GET" && r.url.path().ends_with("/comments"))
         .count();
     assert_eq!(listings, 3, "the comments are listed before every post");
 }

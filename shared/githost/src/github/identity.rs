@@ -1,7 +1,8 @@
 //! Who the adapter is on GitHub, as the author or committer of the commits it writes: a GitHub
 //! App's bot user (`{slug}[bot]`), or the user a token belongs to (their name, else their
 //! login). The email is the account's no-reply address, `{id}+{login}@users.noreply.{host}`.
-//! Looked up on first use and kept for the life of the adapter.
+//! The login also tells the queue's own comments from anyone else's. Looked up on first use
+//! and kept for the life of the adapter.
 
 use super::wire::Account;
 use serde_json::{Value, json};
@@ -10,6 +11,8 @@ use serde_json::{Value, json};
 pub(crate) struct Identity {
     pub name: String,
     pub email: String,
+    /// The account's login: the author of every comment the adapter posts.
+    pub login: String,
 }
 
 impl Identity {
@@ -22,6 +25,7 @@ impl Identity {
                 account.login,
                 host.to_ascii_lowercase()
             ),
+            login: account.login.clone(),
         }
     }
 

@@ -1,6 +1,6 @@
 //! Pull requests, their heads and their comments.
 
-use super::client::{Client, Reply, Sent, escape, repo_path};
+use super::client::{Client, Reply, Sent, escape, identity, repo_path};
 use super::wire::{
     CollaboratorPermission, Compare, IssueComment, Message, Numbered, PullWire, RefWire,
 };
@@ -98,16 +98,24 @@ pub(crate) async fn upsert_comment(
 }
 
 /// The id of the queue's comment holding `marker` on the pull request whose comments are at
-/// `listing`.
+/// `listing`. Only a comment the adapter's own account wrote counts: anyone may paste a
+/// marker into a comment of theirs, which the queue would then keep its word in, and they
+/// could edit afterwards.
 async fn queue_comment(
     client: &Client,
     repo: &RepoRef,
     listing: &str,
     marker: &str,
 ) -> HostResult<Option<u64>> {
+    let ours = identity(client, repo).await?.login;
     let comments: Vec<IssueComment> = client.get_all(repo, listing, None).await?;
     Ok(comments
         .into_iter()
+        .filter(|c| {
+            c.user
+                .as_ref()
+                .is_some_and(|u| u.login.eq_ignore_ascii_case(&ours))
+        })
         .find(|c| c.body.as_deref().is_some_and(|b| b.contains(marker)))
         .map(|c| c.id))
 }

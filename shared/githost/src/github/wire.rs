@@ -87,6 +87,14 @@ pub(crate) struct MergeCommitBody {
 pub(crate) struct IssueComment {
     pub id: u64,
     pub body: Option<String>,
+    /// Its author; `None` for a deleted account ("ghost").
+    pub user: Option<Login>,
+}
+
+/// An account as far as its login.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Login {
+    pub login: String,
 }
 
 #[derive(Debug, Deserialize)]

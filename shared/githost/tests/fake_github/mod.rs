@@ -6,6 +6,9 @@
 //! the time GitHub made it, so merging the same head twice gives two ids (with the same tree).
 //! An answer can be lost: the call takes effect and is answered 502, as when GitHub's answer
 //! never reaches the caller.
+//!
+//! Comments the adapter posts are written by the token's user, [`TOKEN_USER`]; others are
+//! added with [`FakeGitHub::comment_by`].
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -15,6 +18,9 @@ use wiremock::matchers::path_regex;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 const REPO: &str = "/repos/acme/rocket";
+
+/// The login of the user the tests' token belongs to.
+pub const TOKEN_USER: &str = "queue-keeper";
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Commit {
@@ -30,6 +36,7 @@ pub struct Commit {
 pub struct Comment {
     pub id: u64,
     pub body: String,
+    pub author: String,
 }
 
 /// A call whose answer is lost: the `nth` call (from 0) of `method` on a path ending `suffix`.
@@ -94,6 +101,17 @@ impl FakeGitHub {
 
     pub fn comments(&self) -> Vec<Comment> {
         self.state().comments.clone()
+    }
+
+    /// A comment `author` wrote on a pull request.
+    pub fn comment_by(&self, author: &str, body: &str) {
+        let mut state = self.state();
+        let comment = Comment {
+            id: 1000 + state.comments.len() as u64,
+            body: body.to_owned(),
+            author: author.to_owned(),
+        };
+        state.comments.push(comment);
     }
 
     /// The `nth` call (from 0) of `method` on a path ending with `suffix` takes effect, and its
@@ -284,9 +302,7 @@ impl State {
         let listed: Vec<Value> = self
             .comments
             .iter()
-            .map(
-                |c| json!({ "id": c.id, "body": c.body, "user": { "login": "rocket-queue[bot]" } }),
-            )
+            .map(|c| json!({ "id": c.id, "body": c.body, "user": { "login": c.author } }))
             .collect();
         ok(json!(listed))
     }
@@ -295,6 +311,7 @@ impl State {
         let comment = Comment {
             id: 1000 + self.comments.len() as u64,
             body: body["body"].as_str().unwrap_or_default().to_owned(),
+            author: TOKEN_USER.to_owned(),
         };
         self.comments.push(comment.clone());
         ResponseTemplate::new(201).set_body_json(json!({ "id": comment.id, "body": comment.body }))

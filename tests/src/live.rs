@@ -493,7 +493,6 @@ impl LiveEnv {
             .map(|s| (s.state, s.description))
     }
 
-    /// Waits until the queue's comment on `pr` says `words`.
     /// The queue's reply to the comment command delivered in `delivery` (an `issue_comment`
     /// delivery), or `""`.
     pub async fn reply(&self, repo: &GitRepo, pr: u32, delivery: &Value) -> String {
@@ -526,6 +525,7 @@ impl LiveEnv {
         .await
     }
 
+    /// Waits until the queue's comment on `pr` says `words`.
     pub async fn wait_for_comment(&self, repo: &GitRepo, pr: u32, words: &str) -> String {
         let what = format!("a comment on #{pr} saying \"{words}\"");
         wait_for(&what, || async {

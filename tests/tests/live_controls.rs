@@ -20,6 +20,7 @@ live_on_both_stores!(
     a_push_to_main_outside_the_queue_is_tested_before_merging,
     a_switch_from_squash_to_merge_commits_merges_the_groups_in_flight,
     a_commit_pushed_onto_a_test_branch_never_lands,
+    notifications_turned_off_mid_test_still_end_what_they_started,
 );
 
 /// Someone pushes a commit onto a run's test branch (a bot that formats every branch, a
@@ -67,6 +68,47 @@ async fn a_switch_from_squash_to_merge_commits_merges_the_groups_in_flight(backe
         repo.files("main"),
         ["README.md", "change-1.txt", "change-2.txt"]
     );
+}
+
+/// The operator turns comments and status checks off while #1 is testing: #1's `merge-queue`
+/// status, pending on its head, still ends green when it merges (as the Git host records it),
+/// and its comment says it merged. #2, submitted after the change, hears nothing.
+async fn notifications_turned_off_mid_test_still_end_what_they_started(backend: Backend) {
+    const QUEUE_STATUS: &str = "merge-queue";
+    let env = LiveEnv::start(backend).await;
+    let repo = queue_with_prs(&env, 2, json!({})).await;
+    env.submit(&repo, 1).await;
+    env.wait_for_run(&repo, 1).await;
+    let head1 = repo.pr_head(1);
+    wait_until("#1's status pending", || async {
+        repo.commits_with_status(QUEUE_STATUS, "pending")
+            .contains(&head1)
+            .then_some(())
+    })
+    .await;
+    let off = json!({"statusCheckEnabled": false, "commentsEnabled": false});
+    env.update_queue(&repo, off).await;
+    env.submit(&repo, 2).await;
+    env.pass(&repo, 1).await;
+    env.wait_for_state(&repo, 1, "merged").await;
+    env.pass(&repo, 2).await;
+    env.wait_for_state(&repo, 2, "merged").await;
+    wait_until("#1's status green", || async {
+        repo.commits_with_status(QUEUE_STATUS, "success")
+            .contains(&head1)
+            .then_some(())
+    })
+    .await;
+    env.wait_for_comment(&repo, 1, "Merged into `main`").await;
+    let head2 = repo.pr_head(2);
+    for state in ["pending", "success"] {
+        assert!(
+            !repo
+                .commits_with_status(QUEUE_STATUS, state)
+                .contains(&head2)
+        );
+    }
+    assert_eq!(env.comment(&repo, 2).await, "");
 }
 
 /// A queue on `rocket` with `count` pull requests, requiring `local-ci`.

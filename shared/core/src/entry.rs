@@ -136,6 +136,15 @@ pub struct Entry {
     /// does not happen is the entry cancelled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancel_after_merge: Option<String>,
+    /// The queue's comment on the pull request speaks of this entry: its end is said there
+    /// even once `commentsEnabled` is off.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub commented: bool,
+    /// The queue's status on the pull request's head is pending: its end sets it even once
+    /// `statusCheckEnabled` is off, so that no status the queue set stays pending (a branch
+    /// that requires it could not merge by hand).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub status_pending: bool,
 }
 
 /// The readiness object of `getSubmittedPullRequest` (`SubmittedPullRequest` in
@@ -174,6 +183,8 @@ impl Entry {
             restarts: 0,
             conclusion: None,
             cancel_after_merge: None,
+            commented: false,
+            status_pending: false,
         }
     }
 

@@ -666,6 +666,46 @@ fn comments_and_status_checks_follow_their_settings() {
     );
 }
 
+/// Turning comments and status checks off while a pull request is under way does not leave
+/// it as the queue last told it: its status, set pending, is set passed at the end (a branch
+/// requiring it could not merge otherwise), and its comment says it merged. Nothing new is
+/// started: a pull request submitted after the change hears nothing.
+#[test]
+fn turning_notifications_off_still_ends_what_was_started() {
+    let mut h = queue(1);
+    h.submit(1);
+    h.update(SettingsPatch {
+        comments_enabled: Some(false),
+        status_check_enabled: Some(false),
+        ..Default::default()
+    });
+    h.submit(2);
+    let before = h.emitted.len();
+    h.pass_pr(1);
+    h.pass_pr(2);
+    assert_eq!(h.merged_prs(), vec![1, 2]);
+    let after: Vec<&Effect> = h.emitted[before..].iter().map(|(x, _)| &x.effect).collect();
+    let statuses: Vec<_> = after
+        .iter()
+        .filter_map(|e| match e {
+            Effect::SetStatusCheck { pr, state, .. } => Some((*pr, *state)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(statuses, vec![(1, mq_core::git::StatusState::Success)]);
+    let comments: Vec<_> = after
+        .iter()
+        .filter_map(|e| match e {
+            Effect::PostComment { pr, body } => Some((*pr, body.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(comments.len(), 1, "{comments:?}");
+    assert_eq!(comments[0].0, 1);
+    assert!(comments[0].1.starts_with("Merged into"), "{comments:?}");
+    assert!(!h.entry(1).is_some_and(|e| e.status_pending));
+}
+
 // ---- the outbox ---------------------------------------------------------------------------
 
 #[test]

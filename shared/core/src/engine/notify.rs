@@ -1,7 +1,9 @@
 //! What the queue tells a pull request: its comment (when `commentsEnabled`) and its status
 //! check (when `statusCheckEnabled`), on submission, when testing starts (in a new run, also
 //! on a restart), when it goes back to waiting in line, and at the end. The comment is one per
-//! pull request, updated in place, so each of these replaces the last.
+//! pull request, updated in place, so each of these replaces the last. What the queue began
+//! saying of an entry it finishes saying, whatever the settings are by its end: a status it set
+//! pending is set passed, failed or cancelled, and its comment says how the entry ended.
 //!
 //! With `createPrsForTestingBranches`, each run's test branch also gets a draft pull request
 //! into the target once the branch exists (CI systems that only run on pull requests then test
@@ -25,7 +27,7 @@ impl Work {
         );
         let sha = e.pr_facts.head_sha.clone();
         self.comment(pr, body);
-        self.status(pr, sha, StatusState::Pending, "Queued".to_owned());
+        self.pending_status(pr, sha, "Queued".to_owned());
     }
 
     /// `pr` stops testing and waits in line again, and is told so.
@@ -43,12 +45,7 @@ impl Work {
             self.s.queue.branch
         );
         self.comment(pr, body);
-        self.status(
-            pr,
-            sha,
-            StatusState::Pending,
-            format!("Testing in run {run}"),
-        );
+        self.pending_status(pr, sha, format!("Testing in run {run}"));
     }
 
     pub fn notify_concluded(&mut self, e: &Entry) {
@@ -89,8 +86,20 @@ impl Work {
             EntryState::Failed => "Failed".to_owned(),
             _ => "Cancelled".to_owned(),
         };
-        self.comment(e.pr, words);
-        self.status(e.pr, e.pr_facts.head_sha.clone(), state, short);
+        if self.cfg().comments_enabled || e.commented {
+            self.notify(Effect::PostComment {
+                pr: e.pr,
+                body: words,
+            });
+        }
+        if self.cfg().status_check_enabled || e.status_pending {
+            self.notify(Effect::SetStatusCheck {
+                pr: e.pr,
+                sha: e.pr_facts.head_sha.clone(),
+                state,
+                description: short,
+            });
+        }
     }
 
     /// Opens the draft pull request of a run whose branch was just created, if the queue asks
@@ -149,23 +158,23 @@ impl Work {
     fn comment(&mut self, pr: PrNumber, body: String) {
         if self.cfg().comments_enabled {
             self.notify(Effect::PostComment { pr, body });
+            if let Some(e) = self.entry_mut(pr) {
+                e.commented = true;
+            }
         }
     }
 
-    fn status(
-        &mut self,
-        pr: PrNumber,
-        sha: crate::ids::Sha,
-        state: StatusState,
-        description: String,
-    ) {
+    fn pending_status(&mut self, pr: PrNumber, sha: crate::ids::Sha, description: String) {
         if self.cfg().status_check_enabled {
             self.notify(Effect::SetStatusCheck {
                 pr,
                 sha,
-                state,
+                state: StatusState::Pending,
                 description,
             });
+            if let Some(e) = self.entry_mut(pr) {
+                e.status_pending = true;
+            }
         }
     }
 }

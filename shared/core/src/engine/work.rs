@@ -258,6 +258,7 @@ impl Work {
             self.bisection_base_changed(Some(pr));
         }
         self.notify_concluded(&entry);
+        entry.status_pending = false;
         self.concluded.push(entry);
     }
 

@@ -188,6 +188,13 @@ impl Entry {
         }
     }
 
+    /// The entry without its impacted targets, most of its size: what a read of many entries
+    /// at once (the advisor's window) keeps of each.
+    pub fn summary(mut self) -> Self {
+        self.impacted = None;
+        self
+    }
+
     /// Why the entry ended `failed` or `cancelled` (`tests_failed`, `merge_conflict`, ...).
     pub fn reason(&self) -> Option<&str> {
         self.conclusion.as_ref().map(|c| c.reason.as_str())

@@ -190,6 +190,19 @@ impl TestRun {
     pub fn is_finished(&self) -> bool {
         self.status != RunStatus::InProgress
     }
+
+    /// The run without what most of its size is and only its own page shows: what CI reported
+    /// on it, what it required, its impacted targets and its chain. What a read of many runs
+    /// at once (the advisor's window) keeps of each.
+    pub fn summary(mut self) -> Self {
+        self.statuses = Vec::new();
+        self.check_runs = Vec::new();
+        self.chain = Vec::new();
+        self.required = None;
+        self.impacted_targets = None;
+        self.impacted_targets_for_tested_prs = None;
+        self
+    }
 }
 
 impl TestRun {

@@ -102,9 +102,11 @@ pub struct Loaded {
     pub shortened: bool,
 }
 
-/// The queue's history over the `window_ms` before `now` (nothing before its creation). A
-/// window holding more than [`MAX_HISTORY_ITEMS`] conclusions or runs starts at the oldest
-/// item read instead, so that what it holds is whole.
+/// The queue's history over the `window_ms` before `now` (nothing before its creation), as
+/// summaries: a week of a busy queue's runs whole (CI reports, impacted targets) is hundreds
+/// of megabytes, more than a Lambda reads in its time. A window holding more than
+/// [`MAX_HISTORY_ITEMS`] conclusions or runs starts at the oldest item read instead, so that
+/// what it holds is whole.
 pub async fn load_history(
     app: &App,
     snapshot: &QueueSnapshot,
@@ -116,9 +118,9 @@ pub async fn load_history(
     // One more than kept: more than MAX_HISTORY_ITEMS read says the window holds more.
     let (concluded, runs) = tokio::join!(
         app.store
-            .conclusions_between(id, window, MAX_HISTORY_ITEMS + 1),
+            .conclusion_summaries_between(id, window, MAX_HISTORY_ITEMS + 1),
         app.store
-            .finished_runs_between(id, window, MAX_HISTORY_ITEMS + 1)
+            .finished_run_summaries_between(id, window, MAX_HISTORY_ITEMS + 1)
     );
     let (mut concluded, mut runs) = (concluded?, runs?);
     let oldest_kept = [

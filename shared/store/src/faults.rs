@@ -303,6 +303,8 @@ pass_on! {
     HistoryStore {
         Read fn conclusions_between(id: &QueueId, window: Window, limit: usize) -> Vec<Entry>;
         Read fn finished_runs_between(id: &QueueId, window: Window, limit: usize) -> Vec<TestRun>;
+        Read fn conclusion_summaries_between(id: &QueueId, window: Window, limit: usize) -> Vec<Entry>;
+        Read fn finished_run_summaries_between(id: &QueueId, window: Window, limit: usize) -> Vec<TestRun>;
         Read fn restarts_between(id: &QueueId, window: Window) -> Vec<Restart>;
     }
 }

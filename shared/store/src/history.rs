@@ -4,7 +4,7 @@
 //! [`QueueStore`](crate::QueueStore) is one.
 //!
 //! Both adapters keep the same contract (`tests/contract/history.rs`): history as the commits
-//! recorded it, items whole; nothing (and no request) when the window is empty or `limit` is
+//! recorded it, items whole (or, where asked for, their summaries); nothing (and no request) when the window is empty or `limit` is
 //! 0; only the queue asked for.
 
 use crate::error::StoreError;
@@ -39,6 +39,32 @@ pub trait HistoryStore: Send + Sync {
         window: Window,
         limit: usize,
     ) -> HistoryResult<Vec<TestRun>>;
+
+    /// [`Self::conclusions_between`], each entry as its [`Entry::summary`]: a read of many
+    /// entries (the advisor's window) costs a fraction of theirs. On DynamoDB the same query,
+    /// of the summary's attributes only.
+    async fn conclusion_summaries_between(
+        &self,
+        id: &QueueId,
+        window: Window,
+        limit: usize,
+    ) -> HistoryResult<Vec<Entry>> {
+        let whole = self.conclusions_between(id, window, limit).await?;
+        Ok(whole.into_iter().map(Entry::summary).collect())
+    }
+
+    /// [`Self::finished_runs_between`], each run as its [`TestRun::summary`]: a read of many
+    /// runs (the advisor's window) costs a fraction of theirs. On DynamoDB the same query, of
+    /// the summary's attributes only.
+    async fn finished_run_summaries_between(
+        &self,
+        id: &QueueId,
+        window: Window,
+        limit: usize,
+    ) -> HistoryResult<Vec<TestRun>> {
+        let whole = self.finished_runs_between(id, window, limit).await?;
+        Ok(whole.into_iter().map(TestRun::summary).collect())
+    }
 
     /// Restarts of the queue's entries recorded in `window`, oldest first, all of them.
     async fn restarts_between(&self, id: &QueueId, window: Window) -> HistoryResult<Vec<Restart>>;

@@ -12,6 +12,8 @@ mod requests;
 mod tokens;
 mod transaction_limits;
 
+pub use history::{ENTRY_SUMMARY, RUN_SUMMARY};
+
 use crate::tables::TableNames;
 use aws_sdk_dynamodb::Client;
 

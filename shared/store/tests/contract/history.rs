@@ -197,3 +197,114 @@ pub async fn finished_runs_are_read_whole_newest_first(store: Arc<dyn Store>) {
             .is_empty()
     );
 }
+
+/// Summaries are the history as the whole reads give it, less what `Entry::summary` and
+/// `TestRun::summary` leave out (on DynamoDB, read with a projection): the same items, in
+/// the same order, within the same window and limit.
+pub async fn summaries_are_the_whole_history_less_its_heavy_parts(store: Arc<dyn Store>) {
+    use mq_core::entry::{ImpactedTargets, UploadedTargets};
+    use mq_core::git::{CheckRunReport, CheckStatus, RequiredStatuses};
+    use mq_core::ids::Sha;
+    use mq_core::run::BranchPr;
+    let rocket = create(&*store, "rocket").await;
+    let id = rocket.queue.id.clone();
+    let targets: Vec<String> = (0..50).map(|i| format!("//services/target-{i}")).collect();
+    let heavy_entry = |pr: u32, at: Timestamp| {
+        let mut e = concluded(entry(pr, EntryState::Testing, T0), EntryState::Merged, at);
+        e.impacted = Some(UploadedTargets {
+            head_sha: e.pr_facts.head_sha.clone(),
+            targets: ImpactedTargets::List(targets.iter().cloned().collect()),
+            uploaded_at: T0,
+        });
+        e.last_run = Some(format!("run-{pr}"));
+        e.commented = true;
+        e
+    };
+    let heavy_run = |run_id: &str, pr: u32, at: Timestamp| {
+        let mut r = finished(
+            run(run_id, &[pr], Some("feed"), T0),
+            RunStatus::Succeeded,
+            at,
+        );
+        r.started_at = Some(T0.plus_millis(500));
+        r.statuses = vec![StatusReport {
+            context: "local-ci".to_owned(),
+            state: StatusState::Success,
+            url: format!("https://ci.example/{run_id}"),
+            description: "passed".to_owned(),
+            updated_at: at,
+        }];
+        r.check_runs = vec![CheckRunReport {
+            id: 7,
+            name: "build".to_owned(),
+            status: CheckStatus::Completed,
+            conclusion: None,
+            url: String::new(),
+            suite_id: 3,
+            updated_at: at,
+        }];
+        r.chain = vec![BranchPr {
+            pr,
+            head_sha: Sha::new(format!("{pr:040x}")),
+            title: format!("Change {pr}"),
+            stamp: None,
+        }];
+        r.required = Some(RequiredStatuses {
+            contexts: vec!["local-ci".to_owned()],
+            source: None,
+        });
+        r.impacted_targets = Some(targets.clone());
+        r.impacted_targets_for_tested_prs = Some(targets.clone());
+        r
+    };
+    let entries = vec![heavy_entry(1, minute(2)), heavy_entry(2, minute(3))];
+    let runs = vec![heavy_run("r1", 1, minute(2)), heavy_run("r2", 2, minute(3))];
+    record(&*store, &rocket, entries, runs, minute(3)).await;
+
+    for (window, limit) in [
+        (Window::between(T0, minute(10)), 10),
+        (Window::between(T0, minute(3)), 10),
+        (Window::between(T0, minute(10)), 1),
+    ] {
+        let whole = store.conclusions_between(&id, window, limit).await.unwrap();
+        let summaries = store
+            .conclusion_summaries_between(&id, window, limit)
+            .await
+            .unwrap();
+        let expected: Vec<Entry> = whole.into_iter().map(Entry::summary).collect();
+        assert_eq!(summaries, expected, "{window:?}, at most {limit}");
+        let whole = store
+            .finished_runs_between(&id, window, limit)
+            .await
+            .unwrap();
+        let summaries = store
+            .finished_run_summaries_between(&id, window, limit)
+            .await
+            .unwrap();
+        let expected: Vec<TestRun> = whole.into_iter().map(TestRun::summary).collect();
+        assert_eq!(summaries, expected, "{window:?}, at most {limit}");
+    }
+    let summaries = store
+        .conclusion_summaries_between(&id, Window::between(T0, minute(10)), 10)
+        .await
+        .unwrap();
+    assert_eq!(summaries.len(), 2);
+    assert!(
+        summaries
+            .iter()
+            .all(|e| e.impacted.is_none() && e.commented)
+    );
+    let summaries = store
+        .finished_run_summaries_between(&id, Window::between(T0, minute(10)), 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        summaries.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+        ["r2", "r1"]
+    );
+    assert!(
+        summaries
+            .iter()
+            .all(|r| r.statuses.is_empty() && r.chain.is_empty() && r.started_at.is_some())
+    );
+}

@@ -83,6 +83,7 @@ macro_rules! all_contract_tests {
             concurrent_idempotency_claims_have_one_winner,
             conclusions_are_read_whole_newest_first,
             finished_runs_are_read_whole_newest_first,
+            summaries_are_the_whole_history_less_its_heavy_parts,
         );
     };
 }

@@ -646,6 +646,7 @@ async fn queue_endpoints(b: &Bench) -> Vec<Measured> {
         )
         .await,
     );
+    out.extend(webhook_deliveries(b).await);
     out.push(
         b.call(
             "getMergeQueueMetrics",
@@ -698,6 +699,60 @@ async fn dashboard_endpoints(b: &Bench) -> Vec<Measured> {
     out
 }
 
+/// The deliveries about pull requests, once #1 merged and #2 was cancelled: a change to a
+/// pull request in no queue, a `/service merge` comment (the queue's only submission that
+/// comes from the webhook), and a push to the pull request it submitted.
+async fn webhook_deliveries(b: &Bench) -> Vec<Measured> {
+    let mut out = Vec::new();
+    let edited = pull_request_delivery(b, "edited", 3);
+    out.push(
+        b.call("webhooks/github", "#3 edited (in no queue)", edited)
+            .await,
+    );
+    b.repo.set_role("octocat", "write");
+    let merge = comment_delivery(3, 901, "/service merge");
+    out.push(
+        b.call(
+            "webhooks/github",
+            "`/service merge` on #3 (it starts testing)",
+            merge,
+        )
+        .await,
+    );
+    b.repo.push_to_pr(3, "more.txt");
+    let pushed = pull_request_delivery(b, "synchronize", 3);
+    out.push(
+        b.call(
+            "webhooks/github",
+            "a push to #3 (it leaves the queue)",
+            pushed,
+        )
+        .await,
+    );
+    out
+}
+
+/// A signed delivery of `event`.
+fn delivery(event: &str, payload: Value) -> Request {
+    let payload = payload.to_string();
+    lambda_http::http::Request::builder()
+        .method("POST")
+        .header("x-github-event", event)
+        .header(
+            SIGNATURE_HEADER,
+            sign(WEBHOOK_SECRET.as_bytes(), payload.as_bytes()),
+        )
+        .header(CONTENT_TYPE, "application/json")
+        .body(Body::Binary(payload.into_bytes()))
+        .expect("request")
+}
+
+/// The repository as deliveries name it.
+fn repository() -> Value {
+    json!({"name": "rocket", "full_name": "acme/rocket",
+           "owner": {"login": "acme"}, "default_branch": "main"})
+}
+
 /// A signed `status` delivery: `build` passed on `sha`.
 fn status_delivery(sha: &str) -> Request {
     let payload = json!({
@@ -707,21 +762,40 @@ fn status_delivery(sha: &str) -> Request {
         "commit": {"sha": sha},
         "branches": [],
         "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
-        "repository": {"name": "rocket", "full_name": "acme/rocket",
-                        "owner": {"login": "acme"}, "default_branch": "main"},
+        "repository": repository(),
         "sender": {"login": "ci-bot[bot]", "type": "Bot"},
-    })
-    .to_string();
-    lambda_http::http::Request::builder()
-        .method("POST")
-        .header("x-github-event", "status")
-        .header(
-            SIGNATURE_HEADER,
-            sign(WEBHOOK_SECRET.as_bytes(), payload.as_bytes()),
-        )
-        .header(CONTENT_TYPE, "application/json")
-        .body(Body::Binary(payload.into_bytes()))
-        .expect("request")
+    });
+    delivery("status", payload)
+}
+
+/// A signed `pull_request` delivery of `action` on pull request `pr`, at its head.
+fn pull_request_delivery(b: &Bench, action: &str, pr: u32) -> Request {
+    let payload = json!({
+        "action": action, "number": pr,
+        "pull_request": {
+            "number": pr, "title": format!("Change {pr}"), "user": {"login": "octocat"},
+            "head": {"ref": format!("pr-{pr}"), "sha": b.repo.pr_head(pr)},
+            "base": {"ref": "main", "sha": b.repo.head("main").expect("main")},
+            "state": "open", "merged": false, "draft": false, "mergeable": true,
+        },
+        "repository": repository(),
+        "sender": {"login": "octocat", "type": "User"},
+    });
+    delivery("pull_request", payload)
+}
+
+/// A signed `issue_comment` delivery: `octocat`, a member, comments `body` on pull request
+/// `pr` (comment `id`).
+fn comment_delivery(pr: u32, id: u64, body: &str) -> Request {
+    let payload = json!({
+        "action": "created",
+        "issue": {"number": pr, "pull_request": {"url": "https://api.github.com/repos/acme/rocket/pulls/3"}},
+        "comment": {"id": id, "body": body, "user": {"login": "octocat"},
+                    "author_association": "MEMBER"},
+        "repository": repository(),
+        "sender": {"login": "octocat", "type": "User"},
+    });
+    delivery("issue_comment", payload)
 }
 
 /// The test-health endpoints, on a small report.

@@ -88,6 +88,32 @@ const EXPECTED: &[(&str, &str, usize, usize, &str, usize)] = &[
         2,
     ),
     (
+        "webhooks/github",
+        "#3 edited (in no queue)",
+        0,
+        1,
+        "Query Queues, BatchGetItem PullRequests+Queues",
+        0,
+    ),
+    (
+        "webhooks/github",
+        "`/service merge` on #3 (it starts testing)",
+        0,
+        2,
+        "Query Queues ×2, PutItem IdempotencyKeys, BatchGetItem PullRequests+Queues, \
+         TransactWriteItems Queues, UpdateItem IdempotencyKeys",
+        2,
+    ),
+    (
+        "webhooks/github",
+        "a push to #3 (it leaves the queue)",
+        0,
+        1,
+        "Query Queues ×2, BatchGetItem PullRequests+Queues, \
+         TransactWriteItems PullRequests+Queues+TestRuns",
+        1,
+    ),
+    (
         "getMergeQueueMetrics",
         "one queue",
         1,

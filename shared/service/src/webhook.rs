@@ -173,6 +173,8 @@ async fn queues_with_runs_on(
 /// request is read anew: the delivery's view of mergeability is provisional, and a delivery
 /// may come late or again (a `closed` one after the pull request was reopened and submitted
 /// again). Only a pull request the Git host no longer has is taken as the delivery says.
+/// Most deliveries (every push to every pull request) concern no queue: each queue's entry
+/// for the pull request is read first, and only a queue where it is active is read whole.
 async fn pull_request(
     app: &App,
     to: Owned<'_>,
@@ -181,6 +183,11 @@ async fn pull_request(
     let number = pr.number;
     let mut reached = Delivered::default();
     for queue in queues_on(app, to, |_| true).await? {
+        let latest = app.store.load_entry(&queue, number).await?;
+        let active = latest.and_then(|(_, e)| e).filter(|e| !e.state.is_terminal());
+        if active.is_none() {
+            continue;
+        }
         let Some(snapshot) = app.store.load(&queue).await? else {
             continue;
         };

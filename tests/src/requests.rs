@@ -481,8 +481,9 @@ pub async fn measure() -> Vec<Measured> {
 }
 
 /// Calls that take other paths than [`measure`]'s, with what each sent: a creation of a queue
-/// that exists (it reads the queue, to know whether it is its own), and reads of a queue
-/// larger than one page of a query (read with its queue item before and after).
+/// that exists (it reads the queue, to know whether it is its own), reads of a queue larger
+/// than one page of a query (read with its queue item before and after), and a tick that
+/// finds flaky tests due for recovery (it reclassifies them).
 pub async fn measure_other_paths() -> Vec<Measured> {
     let b = Bench::start().await;
     let body = post(&queue("main", json!({"state": "paused"})));
@@ -506,7 +507,21 @@ pub async fn measure_other_paths() -> Vec<Measured> {
     let listed = b
         .call("listQueues", "a queue over one page", post(&json!({})))
         .await;
-    vec![created, refused, read, listed]
+    let uploaded = b
+        .call(
+            "flaky-tests/upload",
+            "a report of a few test cases, all new",
+            flaky_report_upload(),
+        )
+        .await;
+    b.clock.advance_minutes(8 * 24 * 60);
+    let recovered = b.tick("flaky tests due for recovery").await;
+    let reclassified = recovered
+        .sent
+        .iter()
+        .any(|s| s.operation == "TransactWriteItems" && s.tables == ["TestHealth"]);
+    assert!(reclassified, "the tick reclassified: {:?}", recovered.sent);
+    vec![created, refused, read, listed, uploaded, recovered]
 }
 
 /// Gives queue `id` 40 entries of about 30 KB (300 impacted targets of 100 characters): more
@@ -798,9 +813,8 @@ fn comment_delivery(pr: u32, id: u64, body: &str) -> Request {
     delivery("issue_comment", payload)
 }
 
-/// The test-health endpoints, on a small report.
-async fn test_health_endpoints(b: &Bench) -> Vec<Measured> {
-    let mut out = Vec::new();
+/// An upload of a small report, in which a test passed on its retry (flaky).
+fn flaky_report_upload() -> Request {
     let commit = sha("R1");
     let fields = [
         ("repo", "github.com/acme/rocket"),
@@ -810,17 +824,22 @@ async fn test_health_endpoints(b: &Bench) -> Vec<Measured> {
     ];
     let report = "surefire-2.22-rerun-flaky.xml";
     let (content_type, body) = form(&fields, &[(report, fixture(report))]);
-    let upload = lambda_http::http::Request::builder()
+    lambda_http::http::Request::builder()
         .method("POST")
         .header("x-api-token", ACME)
         .header(CONTENT_TYPE, content_type)
         .body(Body::Binary(body))
-        .expect("request");
+        .expect("request")
+}
+
+/// The test-health endpoints, on a small report.
+async fn test_health_endpoints(b: &Bench) -> Vec<Measured> {
+    let mut out = Vec::new();
     out.push(
         b.call(
             "flaky-tests/upload",
             "a report of a few test cases, all new",
-            upload,
+            flaky_report_upload(),
         )
         .await,
     );

@@ -184,7 +184,9 @@ async fn pull_request(
     let mut reached = Delivered::default();
     for queue in queues_on(app, to, |_| true).await? {
         let latest = app.store.load_entry(&queue, number).await?;
-        let active = latest.and_then(|(_, e)| e).filter(|e| !e.state.is_terminal());
+        let active = latest
+            .and_then(|(_, e)| e)
+            .filter(|e| !e.state.is_terminal());
         if active.is_none() {
             continue;
         }

@@ -257,7 +257,7 @@ async fn ci_variables_are_inferred_from_a_github_actions_environment() {
     for shown in [
         format!("head commit: {head} (from the checkout (HEAD^2 of the merge ref))"),
         "branch: feature-1 (from GITHUB_HEAD_REF)".to_owned(),
-        "upload id: gha-4242-test (from GITHUB_RUN_ID, GITHUB_JOB and the variant)".to_owned(),
+        "upload id: gha-4242-1-test (from GITHUB_RUN_ID, GITHUB_RUN_ATTEMPT, GITHUB_JOB and the variant)".to_owned(),
         "job URL: https://github.com/acme/rocket/actions/runs/4242".to_owned(),
     ] {
         assert!(
@@ -377,7 +377,7 @@ async fn every_real_junit_fixture_uploads_plain_or_gzip() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_retried_ci_job_is_counted_once_and_the_runs_make_tests_flaky() {
+async fn a_retried_upload_counts_once_and_a_rerun_job_makes_tests_flaky() {
     let env = LiveEnv::start(Backend::Memory).await;
     let job = |run: &str, attempt: &str| {
         mq(&env)
@@ -393,15 +393,17 @@ async fn a_retried_ci_job_is_counted_once_and_the_runs_make_tests_flaky() {
         ran.stdout
     };
     let first = upload(job("100", "1"), "nextest-noretry-run1.xml").await;
-    assert!(first.contains("upload id gha-100-test"), "{first}");
-    let retried = upload(job("100", "2"), "nextest-noretry-run1.xml").await;
+    assert!(first.contains("upload id gha-100-1-test"), "{first}");
+    let retried = upload(job("100", "1"), "nextest-noretry-run1.xml").await;
     assert!(
         retried.contains("received before: nothing changed"),
         "{retried}"
     );
-    upload(job("101", "1"), "nextest-noretry-run2.xml").await;
+    // "Re-run failed jobs": the job's second attempt tests the same commit again.
+    let rerun = upload(job("100", "2"), "nextest-noretry-run2.xml").await;
+    assert!(rerun.contains("upload id gha-100-2-test"), "{rerun}");
 
-    // Two runs of one commit, a pass and a failure each: flaky.
+    // Two attempts at one commit, a pass and a failure each: flaky.
     let listed = mq(&env)
         .var("MQ_REPO", "acme/rocket")
         .run(&["tests", "unhealthy", "--status", "flaky"])

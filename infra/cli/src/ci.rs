@@ -336,19 +336,24 @@ pub fn job_url(env: &Environment) -> Option<Found<String>> {
     ))
 }
 
-/// The upload id of this CI job: the same for every attempt of the job, different for each
-/// job and variant of the run.
+/// The upload id of this CI job's attempt: the same however often the upload step is retried,
+/// different for each attempt of the job (a re-run runs the tests again: its results are more
+/// evidence, a failure then a pass on one commit the flaky test's very sign), and for each job
+/// and variant of the run.
 pub fn ci_upload_id(env: &Environment, variant: &str) -> Option<Found<String>> {
     let run = env.var("GITHUB_RUN_ID")?.value;
+    let attempt = env
+        .var("GITHUB_RUN_ATTEMPT")
+        .map_or_else(|| "1".to_owned(), |a| a.value);
     let job = env.var("GITHUB_JOB").map_or_else(String::new, |j| j.value);
-    let mut id = format!("gha-{run}-{job}");
+    let mut id = format!("gha-{run}-{attempt}-{job}");
     if !variant.is_empty() {
         id.push('-');
         id.push_str(variant);
     }
     Some(Found::new(
         printable_id(&id),
-        "GITHUB_RUN_ID, GITHUB_JOB and the variant",
+        "GITHUB_RUN_ID, GITHUB_RUN_ATTEMPT, GITHUB_JOB and the variant",
     ))
 }
 
@@ -512,7 +517,7 @@ mod tests {
     }
 
     #[test]
-    fn upload_ids_are_per_job_and_variant_and_always_valid() {
+    fn upload_ids_are_per_attempt_job_and_variant_and_always_valid() {
         let dir = tempdir();
         let env = Environment::with(
             &[
@@ -524,7 +529,13 @@ mod tests {
         );
         assert_eq!(
             ci_upload_id(&env, "linux").unwrap().value,
-            "gha-77-test-linux"
+            "gha-77-2-test-linux"
+        );
+        let without_attempt =
+            Environment::with(&[("GITHUB_RUN_ID", "77"), ("GITHUB_JOB", "test")], &dir);
+        assert_eq!(
+            ci_upload_id(&without_attempt, "").unwrap().value,
+            "gha-77-1-test"
         );
         let long = printable_id(&"x y".repeat(100));
         assert!(

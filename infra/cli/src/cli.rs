@@ -170,8 +170,9 @@ record. It changes nothing: apply advice with `mq settings`. It takes a few seco
 Reports are checked and gzipped before they are sent. An upload larger than --direct-limit, or \
 with more reports (over 1,000), test cases or XML than one upload takes, goes through upload \
 URLs (one per report) instead of one request. The upload id comes from the \
-CI run (GITHUB_RUN_ID, GITHUB_JOB and the variant), so a retried job or step does not count \
-twice; outside CI it is a hash of the reports. Matrix jobs pass --variant to tell their legs \
+CI run (GITHUB_RUN_ID, GITHUB_RUN_ATTEMPT, GITHUB_JOB and the variant), so a retried step does \
+not count twice while a re-run job's results count as a retry; outside CI it is a hash of the \
+reports. Matrix jobs pass --variant to tell their legs \
 apart.")]
     Upload(UploadArgs),
     /// Pass the job when every failed test in the reports is quarantined

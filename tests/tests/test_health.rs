@@ -27,6 +27,7 @@ on_both_stores!(
     uploads_are_idempotent_by_upload_id,
     an_upload_retried_with_its_idempotency_key_is_replayed,
     infrastructure_failures_are_not_evidence,
+    a_report_of_a_dead_runner_after_a_passing_one_is_not_evidence,
     bad_uploads_are_refused_and_change_nothing,
     settings_are_validated_and_name_the_field,
     tickets_link_to_test_cases,
@@ -613,6 +614,22 @@ async fn infrastructure_failures_are_not_evidence(env: TestEnv) {
         broken["page"]["total_rows"], 0,
         "12 of 12 failing three times is the runner"
     );
+}
+
+/// One upload holds two reports of the same 12 tests: all passed in the first, all failed in
+/// the second (the runner died). Each test's last attempt failed: the summary counts them
+/// failed, so the upload is an infrastructure failure, and no test is made flaky by it.
+async fn a_report_of_a_dead_runner_after_a_passing_one_is_not_evidence(env: TestEnv) {
+    let reports = [
+        ("a.xml", generated_report("Infra", 12, "pass")),
+        ("b.xml", generated_report("Infra", 12, "fail")),
+    ];
+    let r = upload(&env, &Run::main("D1", "dead-runner"), &[], &reports).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let counts = ["passed", "failed", "infrastructure_failure"].map(|k| r.body[k].clone());
+    assert_eq!(counts, [json!(0), json!(12), json!(true)], "{:?}", r.body);
+    let flaky = unhealthy(&env, "FLAKY", 10, "").await;
+    assert_eq!(flaky["page"]["total_rows"], 0, "{flaky}");
 }
 
 async fn bad_uploads_are_refused_and_change_nothing(env: TestEnv) {

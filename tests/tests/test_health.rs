@@ -22,6 +22,7 @@ on_both_stores!(
     auto_quarantine_takes_flaky_tests,
     page_through_250_tests_in_pages_of_100,
     pages_stay_whole_when_tests_arrive_between_requests,
+    pages_stay_whole_when_a_test_leaves_the_list_between_requests,
     page_size_must_be_1_to_100,
     other_organisations_get_not_found,
     uploads_are_idempotent_by_upload_id,
@@ -461,6 +462,64 @@ async fn pages_stay_whole_when_tests_arrive_between_requests(env: TestEnv) {
     assert_eq!(
         old, 120,
         "every test that was there all along is listed once"
+    );
+}
+
+/// Five broken tests, in pages of two. After the first page is read, its first test recovers
+/// (two passes on `main`) and leaves the list: following `next_page_token` still reaches
+/// every test that stayed, the last page has none, and back from the second page is the
+/// first page, whole.
+async fn pages_stay_whole_when_a_test_leaves_the_list_between_requests(env: TestEnv) {
+    for commit in ["L1", "L2", "L3"] {
+        let report = generated_report("Gone", 5, "fail");
+        upload(&env, &Run::main(commit, commit), &[], &[("r.xml", report)]).await;
+    }
+    let first = unhealthy(&env, "BROKEN", 2, "").await;
+    assert_eq!(first["page"]["total_rows"], 5);
+    let ids = |page: &Value| -> Vec<String> {
+        let tests = page["tests"].as_array().unwrap();
+        tests
+            .iter()
+            .map(|t| t["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let leaving = first["tests"][0]["name"].as_str().unwrap().to_owned();
+    let passed = format!(
+        "<testsuite name=\"gen\" tests=\"1\">\n  <testcase classname=\"com.example.Gone\" \
+         name=\"{leaving}\" time=\"0.01\"></testcase>\n</testsuite>\n"
+    );
+    for commit in ["L4", "L5"] {
+        let files = [("r.xml", passed.clone().into_bytes())];
+        upload(&env, &Run::main(commit, commit), &[], &files).await;
+    }
+    let mut seen = ids(&first);
+    let mut page = first.clone();
+    let mut pages = 1;
+    while !token_of(&page).is_empty() {
+        page = unhealthy(&env, "BROKEN", 2, &token_of(&page)).await;
+        seen.extend(ids(&page));
+        pages += 1;
+    }
+    let unique: HashSet<&String> = seen.iter().collect();
+    assert_eq!(
+        (seen.len(), unique.len(), pages),
+        (5, 5, 3),
+        "the four that stayed, after the one that left, each once"
+    );
+    assert_eq!(page["tests"].as_array().unwrap().len(), 1, "{page}");
+    let second = unhealthy(&env, "BROKEN", 2, &token_of(&first)).await;
+    let back = second["page"]["prev_page_token"].as_str().unwrap();
+    let back = unhealthy(&env, "BROKEN", 2, back).await;
+    assert_eq!(
+        ids(&back),
+        [ids(&first)[1].clone(), ids(&second)[0].clone()]
+    );
+    assert_eq!(
+        (
+            &back["page"]["page_index"],
+            &back["page"]["prev_page_token"]
+        ),
+        (&json!(0), &json!(""))
     );
 }
 

@@ -8,7 +8,7 @@ use crate::error::ServiceError;
 use mq_core::health::{RepoHealthSettings, StatusKind, TestCase};
 use mq_core::ids::{OrgId, RepoRef};
 use mq_core::time::Timestamp;
-use mq_store::{HealthScope, TestList};
+use mq_store::{HealthScope, PageCursor, TestList};
 use mq_wire::test_health::{
     HtmlUrl, ListQuarantinedRequest, ListUnhealthyRequest, QuarantinedTest, QuarantinedTestsPage,
     StatusView, UnhealthyTest, UnhealthyTestsPage,
@@ -61,7 +61,7 @@ pub async fn quarantined(
     if !settings.quarantining {
         return Ok(QuarantinedTestsPage {
             quarantined_tests: Vec::new(),
-            page: pages::page(&name, &page_req, 0, &[]),
+            page: pages::page(&name, &page_req, 0, &[], false),
         });
     }
     let list = TestList::Quarantine {
@@ -86,13 +86,33 @@ async fn fetch(
     req: &PageRequest,
 ) -> Result<(Vec<TestCase>, mq_wire::test_health::Page), ServiceError> {
     let total = app.store.count_test_cases(scope, list).await?;
+    let (mut cases, mut beyond) = read_page(app, scope, list, req, total).await?;
+    let mut req = *req;
+    // A page read back to the start of the list is short when tests before it left the list
+    // meanwhile: the first page, whole, instead.
+    let short = cases.len() < req.size as usize;
+    if matches!(req.cursor, PageCursor::Before(_)) && !beyond && short {
+        req.cursor = PageCursor::First;
+        (cases, beyond) = read_page(app, scope, list, &req, total).await?;
+    }
+    let ids: Vec<_> = cases.iter().map(|c| c.id).collect();
+    Ok((cases, pages::page(name, &req, total, &ids, beyond)))
+}
+
+/// The test cases of the page `req` asks for, and whether the list goes on beyond it.
+async fn read_page(
+    app: &App,
+    scope: &HealthScope,
+    list: TestList,
+    req: &PageRequest,
+    total: u64,
+) -> Result<(Vec<TestCase>, bool), ServiceError> {
     let limit = pages::limit(req, total);
-    let cases = app
+    let read = app
         .store
         .list_test_cases(scope, list, req.cursor, limit)
         .await?;
-    let ids: Vec<_> = cases.iter().map(|c| c.id).collect();
-    Ok((cases, pages::page(name, req, total, &ids)))
+    Ok(pages::served(req, total, read))
 }
 
 /// `https://<host>/<owner>/<name>`.

@@ -1,7 +1,9 @@
 //! Pagination of the test lists (§2.9, docs/queue-semantics.md §9): `page_size` 1..=100; tokens
 //! are opaque (base64url of a small JSON object) and carry the last (or first) test case id of the
 //! page they continue from, never an offset, so inserts between requests neither repeat nor skip a
-//! test that was there all along.
+//! test that was there all along. Whether a page has a next (or previous) page is read from the
+//! list itself, one item beyond the page in the direction it is read, not from counts: a test
+//! that left the list meanwhile does not end the walk early.
 
 use crate::error::ServiceError;
 use base64::Engine;
@@ -70,8 +72,8 @@ pub fn request(list: &str, size: Int, token: &str) -> Result<PageRequest, Servic
     })
 }
 
-/// The `limit` to ask the store for: the last page holds what remains.
-pub fn limit(req: &PageRequest, total: u64) -> usize {
+/// How many items the page holds: the last page holds what remains.
+fn page_len(req: &PageRequest, total: u64) -> usize {
     match req.cursor {
         PageCursor::Last => {
             let full = total.saturating_sub(1) / req.size * req.size;
@@ -81,12 +83,45 @@ pub fn limit(req: &PageRequest, total: u64) -> usize {
     }
 }
 
-/// The `page` object of a response for the page served, whose test case ids are `ids`.
-pub fn page(list: &str, req: &PageRequest, total: u64, ids: &[Uuid]) -> Page {
+/// The `limit` to ask the store for: the page, and one item beyond it in the direction it is
+/// read (after it from the first page or after a test, before it otherwise).
+pub fn limit(req: &PageRequest, total: u64) -> usize {
+    page_len(req, total) + 1
+}
+
+/// Whether the page is read forwards from its cursor.
+fn forwards(req: &PageRequest) -> bool {
+    matches!(req.cursor, PageCursor::First | PageCursor::After(_))
+}
+
+/// The page of what the store answered to [`limit`] (in ascending order), and whether the
+/// list goes on beyond it in the direction it was read.
+pub fn served<T>(req: &PageRequest, total: u64, mut items: Vec<T>) -> (Vec<T>, bool) {
+    let len = page_len(req, total);
+    let beyond = items.len() > len;
+    if beyond && forwards(req) {
+        items.truncate(len);
+    } else if beyond {
+        items.drain(..items.len() - len);
+    }
+    (items, beyond)
+}
+
+/// The `page` object of a response for the page served, whose test case ids are `ids`;
+/// `beyond` as [`served`] says. A page read after a test has one before it (the page it was
+/// reached from), one read before a test one after it.
+pub fn page(list: &str, req: &PageRequest, total: u64, ids: &[Uuid], beyond: bool) -> Page {
     let total_pages = total.div_ceil(req.size);
+    let (has_prev, has_next) = match req.cursor {
+        PageCursor::First => (false, beyond),
+        PageCursor::After(_) => (true, beyond),
+        PageCursor::Before(_) => (beyond, true),
+        PageCursor::Last => (beyond, false),
+    };
     let index = match req.cursor {
+        _ if !has_prev => 0,
         PageCursor::Last => total_pages.saturating_sub(1),
-        _ => req.index.min(total_pages.saturating_sub(1)),
+        _ => req.index.clamp(1, total_pages.saturating_sub(1).max(1)),
     };
     let token = |d: &str, k: Option<Uuid>, i: u64| {
         encode(&Token {
@@ -97,11 +132,11 @@ pub fn page(list: &str, req: &PageRequest, total: u64, ids: &[Uuid]) -> Page {
         })
     };
     let next = match ids.last() {
-        Some(last) if index + 1 < total_pages => token("a", Some(*last), index + 1),
+        Some(last) if has_next => token("a", Some(*last), index + 1),
         _ => String::new(),
     };
     let prev = match ids.first() {
-        Some(first) if index > 0 => token("b", Some(*first), index - 1),
+        Some(first) if has_prev => token("b", Some(*first), index - 1),
         _ => String::new(),
     };
     let last = if total_pages > 0 {
@@ -161,7 +196,7 @@ mod tests {
     fn tokens_round_trip_and_belong_to_their_list() {
         let first = request("list-a", Int(2), "").unwrap();
         let ids = [Uuid::from_u128(1), Uuid::from_u128(2)];
-        let p = page("list-a", &first, 5, &ids);
+        let p = page("list-a", &first, 5, &ids, true);
         assert_eq!(
             (p.total_pages, p.page_index, p.prev_page_token.as_str()),
             (3, 0, "")
@@ -170,8 +205,9 @@ mod tests {
         assert_eq!((next.cursor, next.index), (PageCursor::After(ids[1]), 1));
         let last = request("list-a", Int(2), &p.last_page_token).unwrap();
         assert_eq!((last.cursor, last.index), (PageCursor::Last, 2));
-        assert_eq!(limit(&last, 5), 1, "the last page holds the remainder");
-        assert_eq!(limit(&last, 4), 2);
+        assert_eq!(page_len(&last, 5), 1, "the last page holds the remainder");
+        assert_eq!(page_len(&last, 4), 2);
+        assert_eq!(limit(&last, 4), 3, "and one item before it");
         let err = request("list-b", Int(2), &p.next_page_token).unwrap_err();
         assert!(err.to_string().contains("page_token"), "{err}");
         assert!(request("list-a", Int(2), "garbage!").is_err());
@@ -179,7 +215,44 @@ mod tests {
 
     #[test]
     fn an_empty_list_has_no_tokens() {
-        let p = page("l", &request("l", Int(10), "").unwrap(), 0, &[]);
+        let p = page("l", &request("l", Int(10), "").unwrap(), 0, &[], false);
         assert_eq!(p, Page::default());
+    }
+
+    #[test]
+    fn the_item_beyond_a_page_is_left_out_on_the_side_it_was_read() {
+        let first = request("l", Int(2), "").unwrap();
+        assert_eq!(served(&first, 9, vec![1, 2, 3]), (vec![1, 2], true));
+        assert_eq!(served(&first, 9, vec![1, 2]), (vec![1, 2], false));
+        let last = PageRequest {
+            cursor: PageCursor::Last,
+            ..first
+        };
+        assert_eq!(served(&last, 9, vec![7, 8, 9]), (vec![9], true));
+        let before = PageRequest {
+            cursor: PageCursor::Before(Uuid::from_u128(9)),
+            ..first
+        };
+        assert_eq!(served(&before, 9, vec![6, 7, 8]), (vec![7, 8], true));
+    }
+
+    /// A test inserted before the page a walk back reads: the page still has a previous
+    /// page, whatever index its token carried.
+    #[test]
+    fn a_page_read_back_has_a_previous_page_while_the_list_goes_on() {
+        let before = PageRequest {
+            size: 2,
+            cursor: PageCursor::Before(Uuid::from_u128(3)),
+            index: 0,
+        };
+        let ids = [Uuid::from_u128(1), Uuid::from_u128(2)];
+        let p = page("l", &before, 5, &ids, true);
+        assert_eq!(p.page_index, 1);
+        assert!(!p.prev_page_token.is_empty() && !p.next_page_token.is_empty());
+        let at_start = page("l", &before, 5, &ids, false);
+        assert_eq!(
+            (at_start.page_index, at_start.prev_page_token.as_str()),
+            (0, "")
+        );
     }
 }

@@ -11,6 +11,7 @@ use mq_core::run::RunStatus;
 use mq_core::settings::{
     DirectMergeMode, MergeMethod, QueueMode, QueueState, RequestedState, SettingsPatch,
 };
+use std::collections::BTreeSet;
 use support::Harness;
 
 fn queue(concurrency: u32) -> Harness {
@@ -646,6 +647,32 @@ fn test_branches_get_draft_pull_requests_while_their_runs_test() {
         off.emitted_where(|e| matches!(e, Effect::OpenTestPullRequest { .. }))
             .is_empty()
     );
+}
+
+/// `createPrsForTestingBranches` turned on while runs test (CI only runs on pull requests,
+/// and nothing reports on their branches): each gets its draft pull request at once, and
+/// turning it on again opens none twice.
+#[test]
+fn draft_pull_requests_are_opened_for_runs_testing_when_turned_on() {
+    let mut h = queue(2);
+    h.submit(1);
+    h.submit(2);
+    assert!(h.host.test_prs.is_empty());
+    let on = SettingsPatch {
+        create_prs_for_testing_branches: Some(true),
+        ..Default::default()
+    };
+    h.update(on.clone());
+    let branch = |h: &Harness, pr| h.run(&h.run_of(pr)).unwrap().branch.clone();
+    let open: BTreeSet<String> = [branch(&h, 1), branch(&h, 2)].into();
+    assert_eq!(h.host.test_prs, open);
+    h.update(on);
+    let opened = h.emitted_where(|e| matches!(e, Effect::OpenTestPullRequest { .. }));
+    assert_eq!(opened.len(), 2);
+    h.pass_pr(1);
+    h.pass_pr(2);
+    assert!(h.host.test_prs.is_empty(), "closed when the runs end");
+    h.assert_clean();
 }
 
 #[test]

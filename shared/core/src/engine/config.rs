@@ -29,6 +29,7 @@
 
 use super::work::Work;
 use crate::error::DomainError;
+use crate::run::RunStatus;
 use crate::settings::{ModeAndState, QueueState, SettingsPatch};
 use crate::tuning::{Advised, TunedSettings};
 
@@ -68,8 +69,31 @@ impl Work {
         if self.s.queue.config.required_statuses != before.required_statuses {
             self.required_statuses_changed();
         }
+        if self.s.queue.config.create_prs_for_testing_branches
+            && !before.create_prs_for_testing_branches
+        {
+            self.open_missing_test_pull_requests();
+        }
         self.readiness_stale = true;
         Ok(())
+    }
+
+    /// `createPrsForTestingBranches` was turned on: the runs testing on a branch that exists
+    /// get their draft pull request now, as those whose branch is created later will (CI
+    /// that only runs on pull requests would otherwise never test them, and they would time
+    /// out).
+    fn open_missing_test_pull_requests(&mut self) {
+        let testing: Vec<String> = self
+            .s
+            .runs
+            .iter()
+            .filter(|r| r.status == RunStatus::InProgress && r.sha.is_some() && !r.held)
+            .filter(|r| !r.test_pull_request)
+            .map(|r| r.id.clone())
+            .collect();
+        for run_id in testing {
+            self.open_test_pull_request(&run_id);
+        }
     }
 
     /// Records an auto-tuning check; applies its change when the check before advised the

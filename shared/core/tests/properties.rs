@@ -61,6 +61,8 @@ enum Op {
     PushOutside,
     SetState(RequestedState),
     Concurrency(u32),
+    /// `updateQueue` with another `bisectionConcurrency`, whatever is bisecting.
+    BisectionConcurrency(u32),
     /// `updateQueue` with another merge method, whatever is in flight.
     MergeMethod(MergeMethod),
 }
@@ -140,6 +142,7 @@ fn op(prs: u32, outside: bool) -> impl Strategy<Value = Op> {
             .boxed(),
         ),
         (1, (1..=4u32).prop_map(Op::Concurrency).boxed()),
+        (1, (1..=3u32).prop_map(Op::BisectionConcurrency).boxed()),
         (1, merge_method().prop_map(Op::MergeMethod).boxed()),
     ];
     if outside {
@@ -292,6 +295,12 @@ fn apply(h: &mut Harness, op: &Op, bad: &BTreeSet<u32>) {
         Op::Concurrency(c) => {
             h.update(SettingsPatch {
                 concurrency: Some(*c),
+                ..Default::default()
+            });
+        }
+        Op::BisectionConcurrency(c) => {
+            h.update(SettingsPatch {
+                bisection_concurrency: Some(*c),
                 ..Default::default()
             });
         }

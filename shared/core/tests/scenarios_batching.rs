@@ -260,6 +260,40 @@ fn skipping_redundant_tests_never_retests_a_set_known_to_fail() {
     assert!(right_tests.contains(&vec![3]));
 }
 
+/// `bisectionConcurrency` lowered from 2 to 1 while both halves of a failed batch test: the
+/// half started last stops and is tested once the other has its result, and the culprit is
+/// found all the same.
+#[test]
+fn a_lower_bisection_concurrency_stops_the_splits_over_it() {
+    let mut h = batching(4, 1);
+    for pr in 1..=4 {
+        h.submit(pr);
+    }
+    h.fail_pr(1);
+    let bisecting = |h: &Harness| {
+        h.testing_runs()
+            .iter()
+            .filter(|r| r.kind == RunKind::Bisection)
+            .map(|r| r.tested.iter().map(|t| t.pr).collect::<Vec<_>>())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(bisecting(&h), [vec![1, 2], vec![3, 4]]);
+    h.update(SettingsPatch {
+        bisection_concurrency: Some(1),
+        ..Default::default()
+    });
+    assert_eq!(bisecting(&h), [vec![1, 2]]);
+    h.answer_all(|content| !content.contains(&3));
+    assert_eq!(h.state(3), Failed);
+    // The others wait for a batch again, then merge together.
+    h.advance_minutes(5);
+    h.tick();
+    h.answer_all(|content| !content.contains(&3));
+    assert_eq!(h.merged_prs(), vec![1, 2, 4]);
+    assert_eq!(h.state(3), Failed);
+    h.assert_clean();
+}
+
 #[test]
 fn a_failing_batch_ahead_restarts_the_groups_behind_without_it() {
     let mut h = batching(2, 2);

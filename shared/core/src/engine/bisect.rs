@@ -19,7 +19,7 @@
 use super::work::Work;
 use crate::entry::EntryState;
 use crate::ids::PrNumber;
-use crate::run::{Bisection, RunKind, Split, TestRun};
+use crate::run::{Bisection, RunKind, RunStatus, Split, TestRun};
 use crate::settings::OptimizationMode;
 use std::collections::BTreeSet;
 
@@ -164,6 +164,31 @@ impl Work {
             }
             self.close_run(&id, "restart");
         }
+    }
+
+    /// Keeps at most `bisectionConcurrency` bisection runs in flight (docs/queue-semantics.md
+    /// §6): once it is lowered, the runs started last stop, and their splits wait to be tested
+    /// again when a run frees its place.
+    pub fn enforce_bisection_concurrency(&mut self) -> bool {
+        let limit = self.cfg().bisection_concurrency.max(1) as usize;
+        if self.bisection_in_flight() <= limit {
+            return false;
+        }
+        let mut testing: Vec<&TestRun> = self
+            .s
+            .runs
+            .iter()
+            .filter(|r| r.kind == RunKind::Bisection && r.status == RunStatus::InProgress)
+            .collect();
+        testing.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        let excess: Vec<String> = testing.iter().skip(limit).map(|r| r.id.clone()).collect();
+        for id in excess {
+            if let Some((b, i)) = self.split_of_run(&id) {
+                self.s.queue.engine.bisections[b].splits[i].run = None;
+            }
+            self.close_run(&id, "concurrency");
+        }
+        true
     }
 
     /// Where a bisection run's split is: (bisection index, split index).

@@ -232,6 +232,7 @@ impl Work {
                 changed |= self.refresh_readiness();
             }
             changed |= self.enforce_concurrency();
+            changed |= self.enforce_bisection_concurrency();
             changed |= self.start_held();
             changed |= self.fail_without_window();
             changed |= self.fill();

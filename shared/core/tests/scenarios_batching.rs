@@ -4,6 +4,7 @@ mod support;
 
 use mq_core::engine::{Effect, Event};
 use mq_core::entry::EntryState::*;
+use mq_core::git::{StatusReport, StatusState};
 use mq_core::priority::Priority;
 use mq_core::run::RunKind;
 use mq_core::settings::{OptimizationMode, SettingsPatch};
@@ -226,6 +227,45 @@ fn skipping_redundant_tests_blames_the_single_sibling_of_a_passing_half() {
     };
     assert_eq!(bisections(&skip), 1);
     assert_eq!(bisections(&plain), 2);
+}
+
+/// A batch [1,2] fails on `lint`, and the operator then stops requiring `lint`: when [1]
+/// passes, [2] is not taken to hold the failure (the failure it would be implied from was
+/// under the old list): it is tested, passes, and merges.
+#[test]
+fn a_changed_list_of_required_statuses_implies_no_failure_from_before() {
+    let mut h = batching(2, 1);
+    h.update(SettingsPatch {
+        optimization_mode: Some(OptimizationMode::BisectionSkipRedundantTests),
+        bisection_concurrency: Some(1),
+        required_statuses: Some(vec!["ci".into(), "lint".into()]),
+        ..Default::default()
+    });
+    h.submit(1);
+    h.submit(2);
+    let batch = h.run_of(1);
+    let sha = h.run(&batch).unwrap().sha.clone().unwrap();
+    let lint = StatusReport {
+        context: "lint".into(),
+        state: StatusState::Failure,
+        url: String::new(),
+        description: String::new(),
+        updated_at: h.now,
+    };
+    h.ok(Event::StatusReported { sha, status: lint });
+    let left = h.run_of(1);
+    assert_eq!(h.content_of(&left), vec![1], "bisected");
+    h.update(SettingsPatch {
+        required_statuses: Some(vec!["ci".into()]),
+        ..Default::default()
+    });
+    h.pass(&left);
+    assert_eq!(h.state(2), PendingFailure, "tested, not implied");
+    h.pass_pr(2);
+    // Neither half fails under the new list: the two are tested together again and merge.
+    h.answer_all(|_| true);
+    assert_eq!(h.merged_prs(), vec![1, 2]);
+    h.assert_clean();
 }
 
 #[test]

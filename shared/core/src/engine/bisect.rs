@@ -354,6 +354,15 @@ impl Work {
         }
     }
 
+    /// What runs must pass changed (the queue's required statuses): a set that failed under
+    /// the old list may pass under the new one, so no failure is reused, and no split implies
+    /// its sibling's result.
+    pub fn bisection_requirements_changed(&mut self) {
+        for b in 0..self.s.queue.engine.bisections.len() {
+            self.forget_implications(b);
+        }
+    }
+
     /// Whether splits of bisection `b` are now tested without some of the pull requests it
     /// was tested on ([`Work::left_waiting`]).
     fn base_left_behind(&self, b: usize) -> bool {

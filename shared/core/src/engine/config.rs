@@ -68,6 +68,7 @@ impl Work {
         }
         if self.s.queue.config.required_statuses != before.required_statuses {
             self.required_statuses_changed();
+            self.bisection_requirements_changed();
         }
         if self.s.queue.config.create_prs_for_testing_branches
             && !before.create_prs_for_testing_branches

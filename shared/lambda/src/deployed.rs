@@ -83,7 +83,10 @@ pub fn app_from_env(config: &aws_config::SdkConfig) -> Result<App, String> {
 
 /// With `MQ_GITHUB_APP_ID` and `MQ_GITHUB_PRIVATE_KEY_SECRET_ARN`, acts on GitHub as that
 /// App; with `MQ_WEBHOOK_SECRET_ARN`, accepts GitHub's deliveries. The secrets are read from
-/// Secrets Manager, once per process.
+/// Secrets Manager, once per process. A secret that cannot be read, or GitHub configured in
+/// part, stops the function's start (as a wrong store does): Lambda starts it afresh for the
+/// next invocation, where a process started without GitHub would have answered every
+/// request it lived for without it.
 pub async fn attach_github(mut app: App, config: &aws_config::SdkConfig) -> App {
     let secrets = crate::secrets::Secrets::new(config);
     match crate::secrets::github_from_env(&secrets).await {
@@ -94,7 +97,7 @@ pub async fn attach_github(mut app: App, config: &aws_config::SdkConfig) -> App 
             }
         }
         Ok(None) => {}
-        Err(e) => tracing::error!(error = %e, "GitHub is not configured"),
+        Err(e) => panic!("the function's GitHub configuration is wrong: {e}"),
     }
     app
 }

@@ -48,24 +48,18 @@ fn env(name: &str) -> Option<String> {
 pub async fn github_from_env(
     secrets: &Secrets,
 ) -> Result<Option<(Arc<dyn GitHost>, Option<WebhookReceiver>)>, String> {
-    let (Some(app_id), Some(key_arn)) = (
-        env("MQ_GITHUB_APP_ID"),
-        env("MQ_GITHUB_PRIVATE_KEY_SECRET_ARN"),
-    ) else {
+    let Some(names) = GitHubSettings::from(env)? else {
         return Ok(None);
     };
-    let app_id: u64 = app_id
-        .parse()
-        .map_err(|_| format!("MQ_GITHUB_APP_ID `{app_id}` is not a number"))?;
     let auth = GitHubAuth::App {
-        app_id,
-        private_key_pem: secrets.read(&key_arn).await?,
+        app_id: names.app_id,
+        private_key_pem: secrets.read(&names.key_arn).await?,
     };
     let api_url = env("MQ_GITHUB_API_URL").unwrap_or_else(|| "https://api.github.com".to_owned());
     let host_name = api_host(&api_url);
     let config = GitHubConfig::new(auth).with_api(api_url, host_name.clone());
     let host = GitHubHost::new(config).map_err(|e| e.to_string())?;
-    let webhook = match env("MQ_WEBHOOK_SECRET_ARN") {
+    let webhook = match names.webhook_secret_arn {
         Some(arn) => Some(WebhookReceiver::new(
             secrets.read(&arn).await?.into_bytes(),
             host_name,
@@ -73,6 +67,47 @@ pub async fn github_from_env(
         None => None,
     };
     Ok(Some((Arc::new(host), webhook)))
+}
+
+/// What the environment names for GitHub: the App, its key's secret and the webhook's.
+#[derive(Debug, PartialEq, Eq)]
+struct GitHubSettings {
+    app_id: u64,
+    key_arn: String,
+    webhook_secret_arn: Option<String>,
+}
+
+impl GitHubSettings {
+    /// `None` when the environment names no GitHub at all; an error when it names part of it
+    /// (an App without its key, a key or a webhook secret without an App), which would leave
+    /// the function without GitHub and say nothing.
+    fn from(var: impl Fn(&str) -> Option<String>) -> Result<Option<Self>, String> {
+        let app_id = var("MQ_GITHUB_APP_ID");
+        let key_arn = var("MQ_GITHUB_PRIVATE_KEY_SECRET_ARN");
+        let webhook_secret_arn = var("MQ_WEBHOOK_SECRET_ARN");
+        let (app_id, key_arn) = match (app_id, key_arn) {
+            (Some(app_id), Some(key_arn)) => (app_id, key_arn),
+            (None, None) if webhook_secret_arn.is_none() => return Ok(None),
+            (app_id, _) => {
+                let missing = if app_id.is_none() {
+                    "MQ_GITHUB_APP_ID (the stack's GitHubAppId)"
+                } else {
+                    "MQ_GITHUB_PRIVATE_KEY_SECRET_ARN (the stack's GitHubPrivateKeySecretArn)"
+                };
+                return Err(format!(
+                    "GitHub is configured in part: {missing} is not set"
+                ));
+            }
+        };
+        let app_id = app_id
+            .parse()
+            .map_err(|_| format!("MQ_GITHUB_APP_ID `{app_id}` is not a number"))?;
+        Ok(Some(Self {
+            app_id,
+            key_arn,
+            webhook_secret_arn,
+        }))
+    }
 }
 
 /// The host name repositories carry: `github.com` for the public API, else the API's host.
@@ -88,7 +123,34 @@ pub fn api_host(api_url: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::api_host;
+    use super::{GitHubSettings, api_host};
+
+    fn settings(vars: &[(&str, &str)]) -> Result<Option<GitHubSettings>, String> {
+        GitHubSettings::from(|name| {
+            vars.iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| (*v).to_owned())
+        })
+    }
+
+    #[test]
+    fn github_is_configured_whole_or_not_at_all() {
+        assert_eq!(settings(&[]), Ok(None));
+        let app = ("MQ_GITHUB_APP_ID", "123");
+        let key = ("MQ_GITHUB_PRIVATE_KEY_SECRET_ARN", "arn:key");
+        let webhook = ("MQ_WEBHOOK_SECRET_ARN", "arn:webhook");
+        let whole = settings(&[app, key, webhook]).unwrap().unwrap();
+        assert_eq!(
+            (whole.app_id, whole.webhook_secret_arn.as_deref()),
+            (123, Some("arn:webhook"))
+        );
+        for part in [vec![app], vec![key], vec![webhook], vec![key, webhook]] {
+            let err = settings(&part).unwrap_err();
+            assert!(err.starts_with("GitHub is configured in part"), "{err}");
+        }
+        let err = settings(&[("MQ_GITHUB_APP_ID", "rocket"), key]).unwrap_err();
+        assert!(err.contains("is not a number"), "{err}");
+    }
 
     #[test]
     fn repositories_on_the_public_api_are_on_github_com() {

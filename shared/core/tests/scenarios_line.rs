@@ -1188,6 +1188,56 @@ fn a_required_check_passes_only_when_every_suite_reporting_it_passed() {
     assert_eq!(h.state(2), Merged);
 }
 
+/// Reports of one second delivered out of order (GitHub's times are whole seconds): a
+/// status's `pending` after its `success`, a check run's `in_progress` after its completion.
+/// The results stand, and the run passes once the other required name does.
+#[test]
+fn a_late_report_of_the_same_second_does_not_undo_a_result() {
+    use mq_core::git::{CheckConclusion, CheckRunReport, CheckStatus, StatusReport, StatusState};
+    let mut h = queue(1);
+    h.update(SettingsPatch {
+        required_statuses: Some(vec!["lint".into(), "build".into(), CI.into()]),
+        ..Default::default()
+    });
+    h.submit(1);
+    let run = h.run_of(1);
+    let sha = h.run(&run).unwrap().sha.clone().unwrap();
+    let at = h.now;
+    for state in [StatusState::Success, StatusState::Pending] {
+        let status = StatusReport {
+            context: "lint".into(),
+            state,
+            url: String::new(),
+            description: String::new(),
+            updated_at: at,
+        };
+        h.ok(Event::StatusReported {
+            sha: sha.clone(),
+            status,
+        });
+    }
+    let check = |status, conclusion| CheckRunReport {
+        id: 7,
+        name: "build".into(),
+        status,
+        conclusion,
+        url: String::new(),
+        suite_id: 1,
+        updated_at: at,
+    };
+    let done = check(CheckStatus::Completed, Some(CheckConclusion::Success));
+    for check in [done, check(CheckStatus::InProgress, None)] {
+        h.ok(Event::CheckRunReported {
+            sha: sha.clone(),
+            check,
+        });
+    }
+    assert_eq!(h.state(1), Testing, "ci has not reported");
+    h.pass(&run);
+    assert_eq!(h.state(1), Merged);
+    h.assert_clean();
+}
+
 /// A run keeps one report per check name and suite however often CI re-runs its checks (its
 /// item must stay within DynamoDB's 400 KB), and judges by the latest attempt.
 #[test]

@@ -5,7 +5,10 @@
 use super::reason;
 use super::work::Work;
 use crate::entry::EntryState;
-use crate::git::{CheckRunReport, RequiredStatuses, RequiredStatusesSource, StatusReport, Verdict};
+use crate::git::{
+    CheckRunReport, CheckStatus, RequiredStatuses, RequiredStatusesSource, StatusReport,
+    StatusState, Verdict,
+};
 use crate::ids::{PrNumber, Sha};
 use crate::run::{RunKind, RunStatus, TestRun};
 use std::collections::BTreeMap;
@@ -286,26 +289,32 @@ impl Work {
     }
 }
 
-/// Keeps the latest status per context.
+/// Keeps the latest status per context. Times are whole seconds: of two reports of the same
+/// second, delivered in either order, a result wins over `pending` (a bot that sets pending
+/// then success within a second).
 fn record_status(run: &mut TestRun, status: &StatusReport) {
+    let order = |s: &StatusReport| (s.updated_at, s.state != StatusState::Pending);
     match run
         .statuses
         .iter_mut()
         .find(|s| s.context == status.context)
     {
-        Some(old) if old.updated_at <= status.updated_at => *old = status.clone(),
+        Some(old) if order(old) <= order(status) => *old = status.clone(),
         Some(_) => {}
         None => run.statuses.push(status.clone()),
     }
 }
 
-/// Keeps, per check suite and name, the latest check run (by update time, then id): the only
-/// one a verdict reads ([`checks_verdict`]). So a run holds one report per name and suite
-/// however often its checks are re-run, and its item stays within DynamoDB's size limit.
+/// Keeps, per check suite and name, the latest check run (by update time, then id; of the
+/// same check run in the same second, a completed report wins over one delivered late that
+/// says it is queued or in progress): the only one a verdict reads ([`checks_verdict`]). So a
+/// run holds one report per name and suite however often its checks are re-run, and its item
+/// stays within DynamoDB's size limit.
 fn record_check(run: &mut TestRun, check: &CheckRunReport) {
     let same = |c: &&mut CheckRunReport| c.suite_id == check.suite_id && c.name == check.name;
+    let order = |c: &CheckRunReport| (c.updated_at, c.id, c.status == CheckStatus::Completed);
     match run.check_runs.iter_mut().find(same) {
-        Some(old) if (old.updated_at, old.id) <= (check.updated_at, check.id) => {
+        Some(old) if order(old) <= order(check) => {
             *old = check.clone();
         }
         Some(_) => {}

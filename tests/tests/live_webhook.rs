@@ -132,6 +132,7 @@ async fn comment_commands_submit_and_cancel_for_writers_only(backend: Backend) {
     let env = LiveEnv::options().webhook(SECRET).start(backend).await;
     let repo = queue_requiring_build_and_lint(&env).await;
 
+    repo.set_role("hubot", "read");
     let stranger = comment_event(&repo, 1, "/service merge", "NONE");
     assert_eq!(
         deliver(&env, "issue_comment", &stranger, SECRET)
@@ -154,11 +155,15 @@ async fn comment_commands_submit_and_cancel_for_writers_only(backend: Backend) {
     let never = env.pr_call("getSubmittedPullRequest", &repo, 1).await;
     assert_eq!(never.status, 404, "a reader's command submits nothing");
 
-    let merge = comment_event(
+    // A maintainer who writes through a team, their membership private: GitHub's delivery
+    // says `CONTRIBUTOR` (it cannot see the membership); the Git host says they may write.
+    repo.set_role("maintainer", "write");
+    let merge = comment_event_by(
         &repo,
         1,
         "Looks good.\n/service merge --priority high",
-        "MEMBER",
+        "CONTRIBUTOR",
+        "maintainer",
     );
     assert_eq!(
         deliver(&env, "issue_comment", &merge, SECRET).await.status,
@@ -168,7 +173,7 @@ async fn comment_commands_submit_and_cancel_for_writers_only(backend: Backend) {
     assert_eq!(submitted["priorityName"], "high");
     assert_eq!(submitted["isCurrentlySubmittedToQueue"], true);
 
-    let cancel = comment_event(&repo, 1, "/service cancel", "OWNER");
+    let cancel = comment_event_by(&repo, 1, "/service cancel", "OWNER", "maintainer");
     assert_eq!(
         deliver(&env, "issue_comment", &cancel, SECRET).await.status,
         200
@@ -200,7 +205,8 @@ async fn a_reply_to_a_command_leaves_the_status_comment_alone(backend: Backend) 
     assert_eq!(cancel.status, 200);
     let status = env.wait_for_comment(&repo, 1, "Cancelled").await;
 
-    let stranger = comment_event(&repo, 1, "/service merge", "NONE");
+    repo.set_role("stranger", "read");
+    let stranger = comment_event_by(&repo, 1, "/service merge", "NONE", "stranger");
     let writer = comment_event(&repo, 1, "/service cancel --now", "OWNER");
     for command in [&stranger, &writer] {
         let delivered = deliver(&env, "issue_comment", command, SECRET).await;

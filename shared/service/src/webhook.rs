@@ -33,12 +33,6 @@ pub const COMMENT_REMEMBERED_MS: i64 = 7 * 24 * 60 * 60 * 1000;
 /// delivery of the comment acts on it.
 const COMMENT_CLAIM_STALE_MS: i64 = 5 * 60 * 1000;
 
-/// Commenters whose `/service` commands are considered: the repository's owner, members of
-/// its organisation and its collaborators. Which of them may write to the repository (and so
-/// use the commands) the Git host is then asked ([`mq_githost::GitHost::may_write`]): an
-/// organisation member or a collaborator may only read.
-pub const CONSIDERED_ASSOCIATIONS: [&str; 3] = ["OWNER", "MEMBER", "COLLABORATOR"];
-
 /// What a delivery did: the queues it reached.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Delivered {
@@ -94,15 +88,11 @@ pub async fn deliver(app: &App, fact: HostFact) -> Result<Delivered, ServiceErro
         HostFact::Command {
             pr,
             author,
-            author_association,
             comment_id,
             command,
             ..
         } => {
-            let commenter = Commenter {
-                login: author,
-                association: author_association,
-            };
+            let commenter = Commenter { login: author };
             comment_command(app, to, *pr, commenter, *comment_id, command.clone()).await
         }
         HostFact::Push { .. }
@@ -217,17 +207,15 @@ async fn pull_request(
 /// Who wrote a `/service` comment.
 struct Commenter<'a> {
     login: &'a str,
-    /// `OWNER`, `MEMBER`, `COLLABORATOR`, ...
-    association: &'a str,
 }
 
 impl Commenter<'_> {
-    /// Whether the commenter may write to `repo`: only an association that can (see
-    /// [`CONSIDERED_ASSOCIATIONS`]) is checked with the Git host.
+    /// Whether the commenter may write to `repo`, as the Git host says
+    /// ([`mq_githost::GitHost::may_write`]). The delivery's `author_association` is not
+    /// trusted either way: GitHub computes it without seeing private organisation
+    /// memberships, so a maintainer who writes through a team arrives as `CONTRIBUTOR` or
+    /// `NONE`, and an organisation member may only read.
     async fn may_write(&self, host: &dyn GitHost, repo: &RepoRef) -> Result<bool, ServiceError> {
-        if !CONSIDERED_ASSOCIATIONS.contains(&self.association) {
-            return Ok(false);
-        }
         Ok(host.may_write(repo, self.login).await?)
     }
 }

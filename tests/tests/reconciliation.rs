@@ -10,6 +10,8 @@
 //!   made again, as an empty squash commit).
 //! - An entry with nothing in flight that could move it is marked in `getQueue`, counted by
 //!   `mq_entries_stuck`.
+//! - A Git host that does not answer an effect: the request stops waiting once its time is
+//!   up, answers within the functions' limit, and the tick executes the effect again.
 
 use e2e::Backend;
 use e2e::git_repo::GitRepo;
@@ -99,6 +101,76 @@ async fn a_run_follows_its_branch_built_again_after_a_late_answer() {
     submit.await.expect("the submission answered");
     second.release.notify_one();
 
+    merged_within(&env, &repo, 1, HEALED_WITHIN).await;
+}
+
+/// The submission's branch build gets no answer (the host is held for 35 s): the request
+/// stops waiting once its time is up, the build failing as if its answer were lost, and
+/// answers within the functions' 29 s, where Lambda would have stopped it; the tick builds
+/// the branch again once its retry is due, and the pull request merges.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_request_stops_waiting_for_a_git_host_that_does_not_answer() {
+    use mq_service::drive::{EFFECT_OVERRUN, OUTCOMES_GRACE};
+    use mq_service::shell::CONTENTION_BUDGET;
+    let (env, host) = slow_env("true").await;
+    let repo = env.repo("rocket");
+    repo.add_prs(1, &[]);
+    env.create_queue(&repo, json!({"requiredStatuses": [CI]}))
+        .await;
+    let held = host.hold_next_test_branch_answer();
+    let release = {
+        let held = held.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(35)).await;
+            held.release.notify_one();
+        })
+    };
+    let started = Instant::now();
+    let answer = env.submit_with(&repo, 1, json!({})).await;
+    let took = started.elapsed();
+    assert_eq!(answer.status, 200, "{:?}", answer.body);
+    let most = CONTENTION_BUDGET + EFFECT_OVERRUN + OUTCOMES_GRACE;
+    assert!(took < most, "answered after {took:?}");
+    release.abort();
+    env.clock.advance_minutes(3);
+    merged_within(&env, &repo, 1, HEALED_WITHIN).await;
+}
+
+/// The Git host does not answer a submission's read of the pull request (held for 35 s): the
+/// request answers 503 once its time is up, having changed nothing, and the same submission
+/// sent again goes through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_submission_stops_waiting_for_a_pull_request_read() {
+    use mq_service::shell::CONTENTION_BUDGET;
+    let (env, host) = slow_env("true").await;
+    let repo = env.repo("rocket");
+    repo.add_prs(1, &[]);
+    env.create_queue(&repo, json!({"requiredStatuses": [CI]}))
+        .await;
+    let held = host.hold_next_pull_request_answer();
+    let release = {
+        let held = held.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(35)).await;
+            held.release.notify_one();
+        })
+    };
+    let started = Instant::now();
+    let answer = env.submit_with(&repo, 1, json!({})).await;
+    let took = started.elapsed();
+    release.abort();
+    assert_eq!(answer.status, 503, "{:?}", answer.body);
+    assert!(
+        took < CONTENTION_BUDGET + Duration::from_secs(2),
+        "answered after {took:?}"
+    );
+    assert_eq!(
+        env.pr_call("getSubmittedPullRequest", &repo, 1)
+            .await
+            .status,
+        404
+    );
+    assert_eq!(env.submit_with(&repo, 1, json!({})).await.status, 200);
     merged_within(&env, &repo, 1, HEALED_WITHIN).await;
 }
 

@@ -35,6 +35,13 @@ pub const EFFECT_ROUNDS: usize = 8;
 /// built again restarts its CI).
 pub const OUTCOMES_GRACE: Duration = Duration::from_secs(3);
 
+/// How long past the request's deadline the effect it started last may run: then it is left
+/// to the tick as failed (executing it again is safe, see [`effects`]). With the commit of
+/// the outcomes ([`OUTCOMES_GRACE`]) a request stays within the functions' 29 seconds
+/// however slow the Git host is; a slow host otherwise made Lambda stop the function, which
+/// answered a bare 5xx, and kept the request's idempotency key busy.
+pub const EFFECT_OVERRUN: Duration = Duration::from_secs(8);
+
 /// The queue, if `org` owns its repository (else 404 `REPOSITORY_NOT_FOUND`) and the queue
 /// exists and belongs to `org` (else 404 `QUEUE_NOT_FOUND`); never revealing which.
 pub async fn read(app: &App, org: &OrgId, id: &QueueId) -> Result<QueueSnapshot, ServiceError> {
@@ -168,7 +175,8 @@ async fn run_effects(app: &App, id: &QueueId, committed: Transition, deadline: I
                 tracing::debug!(effect = %effect.id, "lease over; left to the tick");
                 continue;
             }
-            outcomes.push(effects::execute(host, &current.queue, effect).await);
+            let limit = (deadline + EFFECT_OVERRUN).saturating_duration_since(Instant::now());
+            outcomes.push(effects::execute(host, &current.queue, effect, limit).await);
         }
         match commit_outcomes(app, id, &outcomes, current, deadline).await {
             Ok(next) => {

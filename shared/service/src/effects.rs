@@ -2,7 +2,9 @@
 //! that reports it back to the engine.
 //!
 //! Every effect is safe to execute twice (branches are named by run id, merges carry the
-//! expected target sha), so an effect whose answer was lost is simply executed again.
+//! expected target sha), so an effect whose answer was lost is simply executed again. One
+//! given a time limit that runs out is such an effect: it fails as a transient error, and
+//! the tick executes it again.
 
 use mq_core::engine::{Effect, EffectOutcome, Event, MergeRefusal, PendingEffect};
 use mq_core::git::RequiredStatuses;
@@ -11,6 +13,7 @@ use mq_githost::{
     GitHost, HostError, HostResult, MergeOutcome, MergeRequest, StatusUpdate, TestBranchOutcome,
     TestBranchRequest, TestPullRequest,
 };
+use std::time::Duration;
 
 /// The context of the status check the queue sets on pull request heads.
 pub const STATUS_CONTEXT: &str = "merge-queue";
@@ -25,9 +28,24 @@ pub fn without_own_status(mut required: RequiredStatuses) -> RequiredStatuses {
 }
 
 /// Executes one effect of `queue` and returns the event that reports its outcome.
-pub async fn execute(host: &dyn GitHost, queue: &Queue, pending: &PendingEffect) -> Event {
+pub async fn execute(
+    host: &dyn GitHost,
+    queue: &Queue,
+    pending: &PendingEffect,
+    limit: Duration,
+) -> Event {
     let effect_id = pending.id.clone();
-    match outcome(host, queue, &pending.effect).await {
+    let done = tokio::time::timeout(limit, outcome(host, queue, &pending.effect)).await;
+    let answer = done.unwrap_or_else(|_| {
+        Err(HostError::Transient {
+            message: format!(
+                "the Git host did not answer within {} ms",
+                limit.as_millis()
+            ),
+            retry_after: None,
+        })
+    });
+    match answer {
         Ok(outcome) => Event::EffectSucceeded { effect_id, outcome },
         Err(e) => {
             tracing::warn!(effect = %effect_id, error = %e, "effect failed");

@@ -50,7 +50,12 @@ pub async fn submit_with<'a>(
     loop {
         let (queue, latest) = queue_and_entry(app, org, id, pr).await?;
         let seen = SubmissionBasis::of(&queue, latest.as_ref());
-        let events = events_for(queue.clone()).await?;
+        // The Git host's answers count against the request's time, as its commits do.
+        let events = tokio::time::timeout_at(deadline, events_for(queue.clone()))
+            .await
+            .map_err(|_| ServiceError::Unavailable {
+                retry_after: Duration::from_secs(1),
+            })??;
         let stale = AtomicBool::new(false);
         let step = |now: &QueueSnapshot, at| {
             if !seen.holds_in(now, pr) {

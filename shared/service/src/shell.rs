@@ -29,9 +29,10 @@ use tokio::time::Instant;
 /// first attempt, its waits in the process's line ([`super::line`]) and its retries after
 /// losing to writers elsewhere; then it answers 503. An attempt takes tens of milliseconds
 /// on DynamoDB (a read and a transaction), so this leaves room for dozens of simultaneous
-/// writers; with the request's Git host reads, the one effect that may still run at the
-/// deadline and the commit of its outcome ([`crate::drive::OUTCOMES_GRACE`]), the request stays
-/// within the functions' 29-second limit.
+/// writers. A submission's Git host reads count against it too; the one effect that may
+/// still run at the deadline stops at [`crate::drive::EFFECT_OVERRUN`] past it, and with the
+/// commit of the outcomes ([`crate::drive::OUTCOMES_GRACE`]) the request stays within the
+/// functions' 29-second limit however slow the Git host is.
 pub const CONTENTION_BUDGET: Duration = Duration::from_secs(15);
 
 /// Attempts before a contended test-health write gives up with 503.

@@ -17,6 +17,7 @@
 use super::drive::{self, Actor, Start};
 use super::effects;
 use super::owners;
+use super::shell::contention_deadline;
 use crate::app::App;
 use crate::error::ServiceError;
 use mq_core::engine::{Event, view};
@@ -174,6 +175,8 @@ pub async fn tick_queue(
 }
 
 async fn advance(app: &App, id: &QueueId) -> Result<Ticked, ServiceError> {
+    // The queue's reads, commit and effects share one deadline, as a request's do.
+    let deadline = contention_deadline();
     let Some(snapshot) = app.store.load(id).await? else {
         return Ok(Ticked {
             due_for_tuning: false,
@@ -191,15 +194,12 @@ async fn advance(app: &App, id: &QueueId) -> Result<Ticked, ServiceError> {
     }
     warn_stuck(&snapshot, app.now());
     let mut events = match app.githost.as_deref() {
-        Some(host) => {
-            let mut events = ci_reports(host, &snapshot).await;
-            events.extend(reconcile(host, &snapshot).await);
-            events
-        }
+        Some(host) => host_facts(host, &snapshot, deadline).await,
         None => Vec::new(),
     };
     events.push(Event::Tick);
-    let queue = drive::apply(app, Actor::Service, id, &events, Start::from(snapshot)).await?;
+    let start = Start::from(snapshot).until(deadline);
+    let queue = drive::apply(app, Actor::Service, id, &events, start).await?;
     let due_for_tuning = queue.tuning.due(&queue.config, queue.state, app.now());
     Ok(Ticked { due_for_tuning })
 }
@@ -231,6 +231,27 @@ fn warn_stuck(snapshot: &QueueSnapshot, now: Timestamp) {
 
 /// The Git host's state where the queue may have missed it, as events: the branches of runs in
 /// progress, and merges already on the target. What cannot be read now is read next tick.
+/// What the Git host says of the queue's runs (CI results, branches moved or gone), read until
+/// `deadline`: a host slower than that leaves the tick to go on without them (webhook
+/// deliveries bring CI results too, and the next tick reads again).
+async fn host_facts(
+    host: &dyn GitHost,
+    snapshot: &QueueSnapshot,
+    deadline: tokio::time::Instant,
+) -> Vec<Event> {
+    let read = async {
+        let mut events = ci_reports(host, snapshot).await;
+        events.extend(reconcile(host, snapshot).await);
+        events
+    };
+    tokio::time::timeout_at(deadline, read)
+        .await
+        .unwrap_or_else(|_| {
+            tracing::warn!(queue = %snapshot.queue.id, "the Git host's answers left for the next tick: time is up");
+            Vec::new()
+        })
+}
+
 async fn reconcile(host: &dyn GitHost, snapshot: &QueueSnapshot) -> Vec<Event> {
     let repo = &snapshot.queue.repo;
     let mut events = Vec::new();

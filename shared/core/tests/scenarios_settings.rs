@@ -733,6 +733,24 @@ fn turning_notifications_off_still_ends_what_was_started() {
     assert!(!h.entry(1).is_some_and(|e| e.status_pending));
 }
 
+/// A draft submitted, then marked ready for review, and the webhook delivery that says so
+/// never comes (GitHub does not send a failed delivery again): the tick reads the pull
+/// request again and it starts testing.
+#[test]
+fn a_draft_marked_ready_is_seen_by_the_tick_without_its_delivery() {
+    let mut h = queue(1);
+    let mut draft = h.facts(1);
+    draft.draft = true;
+    h.submit_facts(draft).unwrap();
+    assert_eq!(h.state(1), NotReady);
+    h.advance_minutes(1);
+    h.tick();
+    assert_eq!(h.state(1), Testing, "read again, no longer a draft");
+    h.pass_pr(1);
+    assert_eq!(h.merged_prs(), vec![1]);
+    h.assert_clean();
+}
+
 // ---- the outbox ---------------------------------------------------------------------------
 
 #[test]

@@ -125,13 +125,13 @@ impl Work {
         }
     }
 
-    /// The schedule: effects due again, timeouts, refreshes of pull requests whose
-    /// mergeability is still unknown. Batching waits end in the settling that follows.
+    /// The schedule: effects due again, timeouts, refreshes of pull requests that wait on
+    /// their own state. Batching waits end in the settling that follows.
     pub fn tick(&mut self) {
         self.emit_due_effects();
         self.rebuild_lost_branches();
         self.expire_runs();
-        self.refresh_unknown_mergeability();
+        self.refresh_waiting_pull_requests();
     }
 
     /// Runs in progress that have no branch and nothing building one (its creation's intent
@@ -213,21 +213,26 @@ impl Work {
                 .any(|y| y.held && y.effect.notice_key() == key)
     }
 
-    fn refresh_unknown_mergeability(&mut self) {
-        let unknown: Vec<_> = self
+    /// Pull requests not ready because of their own state (a draft, a conflict or a
+    /// mergeability still unknown, another base) are read again, once per tick: the webhook
+    /// delivery that says they changed (ready for review, closed, the conflict resolved) may
+    /// never come, as GitHub does not send a failed delivery again.
+    fn refresh_waiting_pull_requests(&mut self) {
+        let branch = &self.s.queue.branch;
+        let waiting: Vec<_> = self
             .s
             .entries
             .iter()
             .filter(|e| e.state == EntryState::NotReady)
             .filter(|e| {
-                matches!(
-                    e.pr_facts.mergeability,
-                    Mergeability::Unspecified | Mergeability::InProgress
-                )
+                let facts = &e.pr_facts;
+                facts.draft
+                    || facts.mergeability != Mergeability::Mergeable
+                    || &facts.base_branch != branch
             })
             .map(|e| e.pr)
             .collect();
-        for pr in unknown {
+        for pr in waiting {
             let asked = self
                 .s
                 .outbox

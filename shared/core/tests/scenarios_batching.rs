@@ -229,9 +229,10 @@ fn skipping_redundant_tests_blames_the_single_sibling_of_a_passing_half() {
     assert_eq!(bisections(&plain), 2);
 }
 
-/// A batch [1,2] fails on `lint`, and the operator then stops requiring `lint`: when [1]
-/// passes, [2] is not taken to hold the failure (the failure it would be implied from was
-/// under the old list): it is tested, passes, and merges.
+/// A batch [1,2] fails on `lint`; [1]'s split has passed `ci` and waits for `lint` when the
+/// operator stops requiring `lint`: [1] passes at once, and [2] is not taken to hold the
+/// failure (the failure it would be implied from was under the old list): it is tested,
+/// passes, and merges.
 #[test]
 fn a_changed_list_of_required_statuses_implies_no_failure_from_before() {
     let mut h = batching(2, 1);
@@ -255,11 +256,12 @@ fn a_changed_list_of_required_statuses_implies_no_failure_from_before() {
     h.ok(Event::StatusReported { sha, status: lint });
     let left = h.run_of(1);
     assert_eq!(h.content_of(&left), vec![1], "bisected");
+    h.pass(&left);
+    assert_eq!(h.state(1), PendingFailure, "lint has not reported on [1]");
     h.update(SettingsPatch {
         required_statuses: Some(vec!["ci".into()]),
         ..Default::default()
     });
-    h.pass(&left);
     assert_eq!(h.state(2), PendingFailure, "tested, not implied");
     h.pass_pr(2);
     // Neither half fails under the new list: the two are tested together again and merge.

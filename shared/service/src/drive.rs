@@ -35,11 +35,12 @@ pub const EFFECT_ROUNDS: usize = 8;
 /// built again restarts its CI).
 pub const OUTCOMES_GRACE: Duration = Duration::from_secs(3);
 
-/// How long past the request's deadline the effect it started last may run: then it is left
-/// to the tick as failed (executing it again is safe, see [`effects`]). With the commit of
-/// the outcomes ([`OUTCOMES_GRACE`]) a request stays within the functions' 29 seconds
-/// however slow the Git host is; a slow host otherwise made Lambda stop the function, which
-/// answered a bare 5xx, and kept the request's idempotency key busy.
+/// How long past a request's deadline the effect it started last may run: then it is left to
+/// the tick as failed (executing it again is safe, see [`effects`]), and with the commit of
+/// the outcomes ([`OUTCOMES_GRACE`]) the request ends within the functions' 29 seconds; a
+/// slow Git host otherwise made Lambda stop the function, which answered a bare 5xx and kept
+/// the request's idempotency key busy. The tick lets its effects finish
+/// ([`Start::letting_effects_finish`]).
 pub const EFFECT_OVERRUN: Duration = Duration::from_secs(8);
 
 /// The queue, if `org` owns its repository (else 404 `REPOSITORY_NOT_FOUND`) and the queue
@@ -62,7 +63,7 @@ pub async fn apply(
 ) -> Result<Queue, ServiceError> {
     let applied = commit_events(app, actor, id, events, start).await?;
     let queue = applied.transition.snapshot.queue.clone();
-    run_effects(app, id, applied.transition, applied.deadline).await;
+    run_effects(app, id, applied).await;
     Ok(queue)
 }
 
@@ -79,7 +80,7 @@ where
     F: FnMut(&QueueSnapshot, Timestamp) -> Result<Transition, DomainError>,
 {
     let applied = commit_step(app, actor, id, step, start).await?;
-    run_effects(app, id, applied.transition, applied.deadline).await;
+    run_effects(app, id, applied).await;
     Ok(())
 }
 
@@ -151,12 +152,14 @@ fn seed() -> u64 {
 /// effects stay in the outbox and the tick executes them. An effect is only executed within
 /// its lease: once that ran out, the tick may have handed it out again (or a newer
 /// notification in its place), and it is left to the tick.
-async fn run_effects(app: &App, id: &QueueId, committed: Transition, deadline: Instant) {
+async fn run_effects(app: &App, id: &QueueId, committed: Applied) {
     let Ok(host) = app.host() else {
         return;
     };
-    let mut effects = committed.effects;
-    let mut current = committed.snapshot;
+    let deadline = committed.deadline;
+    let cut = (!committed.effects_finish).then_some(deadline + EFFECT_OVERRUN);
+    let mut effects = committed.transition.effects;
+    let mut current = committed.transition.snapshot;
     for _ in 0..EFFECT_ROUNDS {
         if effects.is_empty() {
             return;
@@ -175,8 +178,7 @@ async fn run_effects(app: &App, id: &QueueId, committed: Transition, deadline: I
                 tracing::debug!(effect = %effect.id, "lease over; left to the tick");
                 continue;
             }
-            let limit = (deadline + EFFECT_OVERRUN).saturating_duration_since(Instant::now());
-            outcomes.push(effects::execute(host, &current.queue, effect, limit).await);
+            outcomes.push(effects::execute(host, &current.queue, effect, cut).await);
         }
         match commit_outcomes(app, id, &outcomes, current, deadline).await {
             Ok(next) => {

@@ -3,8 +3,8 @@
 //!
 //! Every effect is safe to execute twice (branches are named by run id, merges carry the
 //! expected target sha), so an effect whose answer was lost is simply executed again. One
-//! given a time limit that runs out is such an effect: it fails as a transient error, and
-//! the tick executes it again.
+//! cut because its time ran out is such an effect: it fails as a transient error, and the
+//! tick executes it again.
 
 use mq_core::engine::{Effect, EffectOutcome, Event, MergeRefusal, PendingEffect};
 use mq_core::git::RequiredStatuses;
@@ -13,7 +13,7 @@ use mq_githost::{
     GitHost, HostError, HostResult, MergeOutcome, MergeRequest, StatusUpdate, TestBranchOutcome,
     TestBranchRequest, TestPullRequest,
 };
-use std::time::Duration;
+use tokio::time::Instant;
 
 /// The context of the status check the queue sets on pull request heads.
 pub const STATUS_CONTEXT: &str = "merge-queue";
@@ -27,24 +27,25 @@ pub fn without_own_status(mut required: RequiredStatuses) -> RequiredStatuses {
     required
 }
 
-/// Executes one effect of `queue` and returns the event that reports its outcome.
+/// Executes one effect of `queue` and returns the event that reports its outcome; with `cut`,
+/// one still unanswered then fails (transient).
 pub async fn execute(
     host: &dyn GitHost,
     queue: &Queue,
     pending: &PendingEffect,
-    limit: Duration,
+    cut: Option<Instant>,
 ) -> Event {
     let effect_id = pending.id.clone();
-    let done = tokio::time::timeout(limit, outcome(host, queue, &pending.effect)).await;
-    let answer = done.unwrap_or_else(|_| {
-        Err(HostError::Transient {
-            message: format!(
-                "the Git host did not answer within {} ms",
-                limit.as_millis()
-            ),
-            retry_after: None,
-        })
-    });
+    let done = outcome(host, queue, &pending.effect);
+    let answer = match cut {
+        None => done.await,
+        Some(at) => tokio::time::timeout_at(at, done).await.unwrap_or_else(|_| {
+            Err(HostError::Transient {
+                message: "the Git host did not answer before the request's time was up".into(),
+                retry_after: None,
+            })
+        }),
+    };
     match answer {
         Ok(outcome) => Event::EffectSucceeded { effect_id, outcome },
         Err(e) => {

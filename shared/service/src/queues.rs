@@ -156,9 +156,9 @@ async fn finish_effects(app: &App, snapshot: &QueueSnapshot, deadline: Instant) 
             tracing::warn!(left, "effects of a deleted queue left undone: time is up");
             return;
         }
-        let limit = (deadline + drive::EFFECT_OVERRUN).saturating_duration_since(Instant::now());
+        let cut = Some(deadline + drive::EFFECT_OVERRUN);
         if let Event::EffectFailed { error, .. } =
-            effects::execute(host, &snapshot.queue, pending, limit).await
+            effects::execute(host, &snapshot.queue, pending, cut).await
         {
             tracing::warn!(effect = %pending.id, error, "an effect of a deleted queue failed");
         }

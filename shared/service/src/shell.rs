@@ -86,6 +86,8 @@ pub struct Applied {
     /// Until when the request retries commits: the rounds of effects after this commit
     /// share it.
     pub deadline: Instant,
+    /// As the start said ([`Start::effects_finish`]).
+    pub effects_finish: bool,
 }
 
 /// What a commit loop starts from: a snapshot already read (the first attempt uses it; a
@@ -97,6 +99,10 @@ pub struct Start {
     pub uploaded: Vec<(PrNumber, UploadedTargets)>,
     /// `None`: [`CONTENTION_BUDGET`] from the first attempt.
     pub deadline: Option<Instant>,
+    /// The effects that follow run to their end, however long the Git host takes (the tick);
+    /// otherwise the last one started stops [`crate::drive::EFFECT_OVERRUN`] past the deadline
+    /// (a request, within the functions' 29 seconds).
+    pub effects_finish: bool,
 }
 
 impl Start {
@@ -116,6 +122,12 @@ impl Start {
     /// Retries conflicts until `deadline` (a request's, shared by its commits).
     pub fn until(mut self, deadline: Instant) -> Self {
         self.deadline = Some(deadline);
+        self
+    }
+
+    /// Lets the effects that follow run to their end (see [`Start::effects_finish`]).
+    pub fn letting_effects_finish(mut self) -> Self {
+        self.effects_finish = true;
         self
     }
 
@@ -173,6 +185,7 @@ where
                     before,
                     transition,
                     deadline,
+                    effects_finish: start.effects_finish,
                 });
             }
             Ok(None) if retry.wait(attempt.elapsed()).await => {}

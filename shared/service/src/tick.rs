@@ -17,7 +17,6 @@
 use super::drive::{self, Actor, Start};
 use super::effects;
 use super::owners;
-use super::shell::contention_deadline;
 use crate::app::App;
 use crate::error::ServiceError;
 use mq_core::engine::{Event, view};
@@ -175,8 +174,6 @@ pub async fn tick_queue(
 }
 
 async fn advance(app: &App, id: &QueueId) -> Result<Ticked, ServiceError> {
-    // The queue's reads, commit and effects share one deadline, as a request's do.
-    let deadline = contention_deadline();
     let Some(snapshot) = app.store.load(id).await? else {
         return Ok(Ticked {
             due_for_tuning: false,
@@ -194,11 +191,17 @@ async fn advance(app: &App, id: &QueueId) -> Result<Ticked, ServiceError> {
     }
     warn_stuck(&snapshot, app.now());
     let mut events = match app.githost.as_deref() {
-        Some(host) => host_facts(host, &snapshot, deadline).await,
+        Some(host) => {
+            let mut events = ci_reports(host, &snapshot).await;
+            events.extend(reconcile(host, &snapshot).await);
+            events
+        }
         None => Vec::new(),
     };
     events.push(Event::Tick);
-    let start = Start::from(snapshot).until(deadline);
+    // The tick has a minute: a long effect (a test branch merging a long chain of pull
+    // requests) runs to its end here, where a request would leave it.
+    let start = Start::from(snapshot).letting_effects_finish();
     let queue = drive::apply(app, Actor::Service, id, &events, start).await?;
     let due_for_tuning = queue.tuning.due(&queue.config, queue.state, app.now());
     Ok(Ticked { due_for_tuning })
@@ -231,27 +234,6 @@ fn warn_stuck(snapshot: &QueueSnapshot, now: Timestamp) {
 
 /// The Git host's state where the queue may have missed it, as events: the branches of runs in
 /// progress, and merges already on the target. What cannot be read now is read next tick.
-/// What the Git host says of the queue's runs (CI results, branches moved or gone), read until
-/// `deadline`: a host slower than that leaves the tick to go on without them (webhook
-/// deliveries bring CI results too, and the next tick reads again).
-async fn host_facts(
-    host: &dyn GitHost,
-    snapshot: &QueueSnapshot,
-    deadline: tokio::time::Instant,
-) -> Vec<Event> {
-    let read = async {
-        let mut events = ci_reports(host, snapshot).await;
-        events.extend(reconcile(host, snapshot).await);
-        events
-    };
-    tokio::time::timeout_at(deadline, read)
-        .await
-        .unwrap_or_else(|_| {
-            tracing::warn!(queue = %snapshot.queue.id, "the Git host's answers left for the next tick: time is up");
-            Vec::new()
-        })
-}
-
 async fn reconcile(host: &dyn GitHost, snapshot: &QueueSnapshot) -> Vec<Event> {
     let repo = &snapshot.queue.repo;
     let mut events = Vec::new();

@@ -67,8 +67,9 @@ impl Work {
             self.merge_method_changed();
         }
         if self.s.queue.config.required_statuses != before.required_statuses {
-            self.required_statuses_changed();
+            // First: a split the new list passes at once must not imply its sibling failed.
             self.bisection_requirements_changed();
+            self.required_statuses_changed();
         }
         if self.s.queue.config.create_prs_for_testing_branches
             && !before.create_prs_for_testing_branches

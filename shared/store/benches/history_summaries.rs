@@ -5,7 +5,8 @@
 //! runs of a busy week (3,000) and of the most the advice reads (20,000), in two shapes: a
 //! monorepo's CI (40 check runs, 3 commit statuses, 10 required names, two pull requests
 //! tested) in single mode, and the same in parallel mode with 200 impacted targets. For each,
-//! it prints the items' size as DynamoDB counts it, whole and with the summary's attributes
+//! it prints the items' size as DynamoDB counts it (`dynamo::item_bytes`, as the adapter
+//! counts a transaction's), whole and with the summary's attributes
 //! only (`RUN_SUMMARY`, the projection the advice reads with), and the time to decode them
 //! (fastest of three). DynamoDB bills and pages a read by whole items either way: the
 //! projection saves what is sent, decoded and held.
@@ -17,7 +18,7 @@ use mq_core::git::{
 use mq_core::ids::Sha;
 use mq_core::run::{BranchPr, RunStatus, TestRun, TestedPr};
 use mq_core::time::Timestamp;
-use mq_store::dynamo::RUN_SUMMARY;
+use mq_store::dynamo::{RUN_SUMMARY, item_bytes};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -124,23 +125,6 @@ fn decode(items: &[Item]) -> f64 {
 }
 
 fn megabytes(items: &[Item]) -> f64 {
-    let bytes: usize = items.iter().map(item_size).sum();
+    let bytes: usize = items.iter().map(item_bytes).sum();
     bytes as f64 / 1e6
-}
-
-/// An item's size as DynamoDB counts it: each attribute's name and value.
-fn item_size(item: &Item) -> usize {
-    item.iter()
-        .map(|(name, value)| name.len() + value_size(value))
-        .sum()
-}
-
-fn value_size(value: &AttributeValue) -> usize {
-    match value {
-        AttributeValue::S(s) => s.len(),
-        AttributeValue::N(n) => n.len().div_ceil(2) + 1,
-        AttributeValue::L(list) => 3 + list.iter().map(|v| 1 + value_size(v)).sum::<usize>(),
-        AttributeValue::M(map) => 3 + item_size(map) + map.len(),
-        _ => 1,
-    }
 }

@@ -13,6 +13,7 @@ mod tokens;
 mod transaction_limits;
 
 pub use history::{ENTRY_SUMMARY, RUN_SUMMARY};
+pub use transaction_limits::item_bytes;
 
 use crate::tables::TableNames;
 use aws_sdk_dynamodb::Client;

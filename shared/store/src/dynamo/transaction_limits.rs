@@ -128,7 +128,7 @@ fn action_bytes(action: &TransactWriteItem) -> usize {
 }
 
 /// An item's size as DynamoDB counts it: each attribute's name and value, in bytes.
-pub(crate) fn item_bytes(item: &Item) -> usize {
+pub fn item_bytes(item: &Item) -> usize {
     item.iter()
         .map(|(name, value)| name.len() + value_bytes(value))
         .sum()

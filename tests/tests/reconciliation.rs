@@ -21,7 +21,7 @@ use mq_core::engine::Transition;
 use mq_core::ids::QueueId;
 use mq_core::snapshot::Commit;
 use mq_githost::GitHost;
-use mq_githost::faults::{FaultyGitHost, MergeFault};
+use mq_githost::faults::{FaultyGitHost, HeldAnswer, MergeFault};
 use mq_service::Clock;
 use mq_store::{FaultyStore, Store};
 use serde_json::json;
@@ -54,6 +54,15 @@ async fn slow_env(ci: &str) -> (LiveEnv, Arc<FaultyGitHost>) {
         .await;
     let host = slot.get().expect("host wrapped").clone();
     (env, host)
+}
+
+/// Releases a held answer after `wait`, unless the task is aborted first.
+fn release_after(held: &Arc<HeldAnswer>, wait: Duration) -> tokio::task::JoinHandle<()> {
+    let held = held.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(wait).await;
+        held.release.notify_one();
+    })
 }
 
 /// Waits until `pr` merged, in real time, without moving the queue's clock.
@@ -118,13 +127,7 @@ async fn a_request_stops_waiting_for_a_git_host_that_does_not_answer() {
     env.create_queue(&repo, json!({"requiredStatuses": [CI]}))
         .await;
     let held = host.hold_next_test_branch_answer();
-    let release = {
-        let held = held.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_secs(35)).await;
-            held.release.notify_one();
-        })
-    };
+    let release = release_after(&held, Duration::from_secs(35));
     let started = Instant::now();
     let answer = env.submit_with(&repo, 1, json!({})).await;
     let took = started.elapsed();
@@ -148,13 +151,7 @@ async fn a_submission_stops_waiting_for_a_pull_request_read() {
     env.create_queue(&repo, json!({"requiredStatuses": [CI]}))
         .await;
     let held = host.hold_next_pull_request_answer();
-    let release = {
-        let held = held.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_secs(35)).await;
-            held.release.notify_one();
-        })
-    };
+    let release = release_after(&held, Duration::from_secs(35));
     let started = Instant::now();
     let answer = env.submit_with(&repo, 1, json!({})).await;
     let took = started.elapsed();

@@ -84,9 +84,8 @@ pub fn app_from_env(config: &aws_config::SdkConfig) -> Result<App, String> {
 /// With `MQ_GITHUB_APP_ID` and `MQ_GITHUB_PRIVATE_KEY_SECRET_ARN`, acts on GitHub as that
 /// App; with `MQ_WEBHOOK_SECRET_ARN`, accepts GitHub's deliveries. The secrets are read from
 /// Secrets Manager, once per process. A secret that cannot be read, or GitHub configured in
-/// part, stops the function's start (as a wrong store does): Lambda starts it afresh for the
-/// next invocation, where a process started without GitHub would have answered every
-/// request it lived for without it.
+/// part, stops the function's start (as a wrong store does): no process runs without the
+/// GitHub it was configured for, and Lambda starts it afresh for the next invocation.
 pub async fn attach_github(mut app: App, config: &aws_config::SdkConfig) -> App {
     let secrets = crate::secrets::Secrets::new(config);
     match crate::secrets::github_from_env(&secrets).await {

@@ -103,8 +103,8 @@ pub struct Loaded {
 }
 
 /// The queue's history over the `window_ms` before `now` (nothing before its creation), as
-/// summaries: a week of a busy queue's runs whole (CI reports, impacted targets) is hundreds
-/// of megabytes, more than a Lambda reads in its time. A window holding more than
+/// summaries ([`mq_core::entry::Entry::summary`], [`mq_core::run::TestRun::summary`]): the
+/// advisor uses nothing they leave out (BENCHMARKS.md has what that saves). A window holding more than
 /// [`MAX_HISTORY_ITEMS`] conclusions or runs starts at the oldest item read instead, so that
 /// what it holds is whole.
 pub async fn load_history(

@@ -37,9 +37,8 @@ pub const OUTCOMES_GRACE: Duration = Duration::from_secs(3);
 
 /// How long past a request's deadline the effect it started last may run: then it is left to
 /// the tick as failed (executing it again is safe, see [`effects`]), and with the commit of
-/// the outcomes ([`OUTCOMES_GRACE`]) the request ends within the functions' 29 seconds; a
-/// slow Git host otherwise made Lambda stop the function, which answered a bare 5xx and kept
-/// the request's idempotency key busy. The tick lets its effects finish
+/// the outcomes ([`OUTCOMES_GRACE`]) the request answers within the functions' 29 seconds,
+/// however slow the Git host. The tick lets its effects finish
 /// ([`Start::letting_effects_finish`]).
 pub const EFFECT_OVERRUN: Duration = Duration::from_secs(8);
 

@@ -71,14 +71,38 @@ pub enum MergeOutcome {
     },
 }
 
+/// A pull request as the host shows it just before a merge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrNow {
+    pub head: Sha,
+    pub state: PrState,
+    pub draft: bool,
+    /// The branch it asks to be merged into.
+    pub base: String,
+}
+
 impl MergeOutcome {
-    /// Why `pr` may not be merged now that its head is `head` and its state `state`: every
-    /// pull request must still be open at the head that was tested. `None` when it may.
-    pub fn refusing(pr: &BranchPr, head: &Sha, state: PrState) -> Option<Self> {
-        if *head != pr.head_sha {
+    /// Why `pr` may not be merged into `target` now that it is as `now` says: every pull
+    /// request must still be open at the head that was tested, ready for review (not turned
+    /// back into a draft) and based on the target (not retargeted since it was submitted,
+    /// a change whose delivery may have been lost). `None` when it may.
+    pub fn refusing(pr: &BranchPr, now: &PrNow, target: &str) -> Option<Self> {
+        if now.head != pr.head_sha {
             return Some(MergeOutcome::PrChanged { pr: pr.pr });
         }
-        match state {
+        let rejected = |detail: String| MergeOutcome::Rejected {
+            pr: Some(pr.pr),
+            detail,
+        };
+        match now.state {
+            PrState::Open if now.draft => Some(rejected(format!(
+                "#{} was turned back into a draft since it was submitted",
+                pr.pr
+            ))),
+            PrState::Open if now.base != target => Some(rejected(format!(
+                "#{} now asks to be merged into {} instead of {target}",
+                pr.pr, now.base
+            ))),
             PrState::Open => None,
             PrState::Merged => Some(MergeOutcome::PrMerged { pr: pr.pr }),
             PrState::Closed => Some(MergeOutcome::PrClosed { pr: pr.pr }),

@@ -1381,6 +1381,51 @@ async fn a_merge_is_refused_when_a_pull_request_has_new_commits() {
     assert_eq!(outcome, MergeOutcome::PrChanged { pr: 2 });
 }
 
+/// A pull request turned back into a draft, or retargeted, since it was tested is not merged:
+/// a webhook delivery saying so may have been lost.
+#[tokio::test]
+async fn a_merge_is_refused_when_a_pull_request_became_a_draft_or_changed_its_base() {
+    let changes: [(&str, Value, &str); 2] = [
+        ("draft", json!(true), "turned back into a draft"),
+        (
+            "base",
+            json!({ "ref": "release", "sha": BASE }),
+            "into release instead of main",
+        ),
+    ];
+    for (field, value, says) in changes {
+        let server = MockServer::start().await;
+        let main = ref_json("main", BASE);
+        mock(
+            &server,
+            "GET",
+            &format!("{REPO}/git/ref/heads/main"),
+            200,
+            main,
+        )
+        .await;
+        let first = pull_json(1, HEAD1, "open", false, json!(true));
+        mock(&server, "GET", &format!("{REPO}/pulls/1"), 200, first).await;
+        let mut second = pull_json(2, HEAD2, "open", false, json!(true));
+        second[field] = value;
+        mock(&server, "GET", &format!("{REPO}/pulls/2"), 200, second).await;
+        let outcome = with_token(&server)
+            .merge(&repo(), &merge_request(MergeMethod::MergeCommit))
+            .await
+            .unwrap();
+        let MergeOutcome::Rejected { pr, detail } = outcome else {
+            panic!("{field}: {outcome:?}");
+        };
+        assert_eq!(pr, Some(2), "{field}");
+        assert!(detail.contains(says), "{field}: {detail}");
+        let moved = server.received_requests().await.unwrap();
+        assert!(
+            moved.iter().all(|r| r.method.as_str() == "GET"),
+            "{field}: nothing written"
+        );
+    }
+}
+
 /// The tested commit `c2c2` = merge of #2 onto `c1c1` = merge of #1 onto the target.
 async fn tested_chain(server: &MockServer) {
     let commits = [

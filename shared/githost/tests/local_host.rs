@@ -503,6 +503,34 @@ async fn a_merge_is_refused_when_a_pull_request_changed_since_it_was_tested() {
     assert_eq!(f.head("main"), main);
 }
 
+/// A pull request turned back into a draft, or retargeted, since it was tested is not merged.
+#[tokio::test]
+async fn a_merge_is_refused_when_a_pull_request_became_a_draft_or_changed_its_base() {
+    for (key, value, says) in [
+        ("pr.2.draft", "true", "turned back into a draft"),
+        ("pr.2.base", "release", "into release instead of main"),
+    ] {
+        let f = Fixture::new();
+        let host = f.host();
+        let main = f.head("main");
+        let (prs, tested) = tested_pair(&f, &host).await;
+        f.config(key, value);
+        let outcome = host
+            .merge(
+                &f.repo,
+                &merge_request(&prs, MergeMethod::MergeCommit, &main, &tested),
+            )
+            .await
+            .unwrap();
+        let MergeOutcome::Rejected { pr, detail } = outcome else {
+            panic!("{key}: {outcome:?}");
+        };
+        assert_eq!(pr, Some(2), "{key}");
+        assert!(detail.contains(says), "{key}: {detail}");
+        assert_eq!(f.head("main"), main, "{key}: target untouched");
+    }
+}
+
 #[tokio::test]
 async fn a_direct_merge_of_an_up_to_date_pull_request_needs_no_tested_commit() {
     let f = Fixture::new();

@@ -16,10 +16,9 @@ use super::signing::{mentions_signatures, refusal_detail};
 use super::wire::{Compare, GitCommit, ShaOnly};
 use crate::error::{HostError, HostResult};
 use crate::landed::{MergeSource, before_sending, landed_at};
-use crate::port::{MergeOutcome, MergeRequest};
+use crate::port::{MergeOutcome, MergeRequest, PrNow};
 use crate::tested_chain::{CommitInfo, CommitSource, Step, read_chain_onto, squash_message};
 use crate::validate;
-use mq_core::engine::BranchPr;
 use mq_core::git::PrState;
 use mq_core::ids::{PrNumber, RepoRef, Sha};
 use mq_core::settings::MergeMethod;
@@ -44,7 +43,7 @@ pub(crate) async fn merge(
         Some(refused) => return Ok(refused),
         None => {}
     }
-    if let Some(refused) = check_heads(client, repo, &request.prs).await? {
+    if let Some(refused) = check_heads(client, repo, request).await? {
         return Ok(refused);
     }
     let Some(tested) = &request.tested_sha else {
@@ -92,12 +91,17 @@ async fn close_merged(client: &Client, repo: &RepoRef, request: &MergeRequest) -
 async fn check_heads(
     client: &Client,
     repo: &RepoRef,
-    prs: &[BranchPr],
+    request: &MergeRequest,
 ) -> HostResult<Option<MergeOutcome>> {
-    for pr in prs {
+    for pr in &request.prs {
         let wire = pulls::pull(client, repo, pr.pr).await?;
-        let head = Sha::new(&wire.head.sha);
-        if let Some(refused) = MergeOutcome::refusing(pr, &head, wire.pr_state()) {
+        let now = PrNow {
+            head: Sha::new(&wire.head.sha),
+            state: wire.pr_state(),
+            draft: wire.draft,
+            base: wire.base.name.clone(),
+        };
+        if let Some(refused) = MergeOutcome::refusing(pr, &now, &request.target) {
             return Ok(Some(refused));
         }
     }

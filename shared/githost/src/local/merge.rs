@@ -54,7 +54,7 @@ async fn new_target(
     actual: &Sha,
     request: &MergeRequest,
 ) -> HostResult<Result<Sha, Refused>> {
-    if let Some(refused) = check_heads(git, &request.prs).await? {
+    if let Some(refused) = check_heads(git, request).await? {
         return Ok(Err(refused));
     }
     let tested = match &request.tested_sha {
@@ -78,12 +78,12 @@ async fn new_target(
     }
 }
 
-/// Every pull request must still be open at the head that was tested.
-async fn check_heads(git: &Git, prs: &[BranchPr]) -> HostResult<Option<Refused>> {
-    for pr in prs {
-        let head = pulls::head_of(git, pr.pr).await?;
-        let state = pulls::state_of(git, pr.pr).await?;
-        if let Some(refused) = MergeOutcome::refusing(pr, &head, state) {
+/// Every pull request must still be open at the head that was tested, ready and based on the
+/// target.
+async fn check_heads(git: &Git, request: &MergeRequest) -> HostResult<Option<Refused>> {
+    for pr in &request.prs {
+        let now = pulls::now(git, pr.pr).await?;
+        if let Some(refused) = MergeOutcome::refusing(pr, &now, &request.target) {
             return Ok(Some(refused));
         }
     }

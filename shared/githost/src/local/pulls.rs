@@ -4,6 +4,7 @@
 
 use super::git::Git;
 use crate::error::{HostError, HostResult};
+use crate::port::PrNow;
 use mq_core::git::{Mergeability, PrFacts, PrState};
 use mq_core::ids::{PrNumber, Sha};
 
@@ -26,13 +27,33 @@ pub(crate) async fn head_of(git: &Git, pr: PrNumber) -> HostResult<Sha> {
         .ok_or_else(|| HostError::NotFound(format!("pull request #{pr}")))
 }
 
+/// The branch pull request `pr` asks to be merged into: `pr.<n>.base`, else the
+/// repository's default branch.
+async fn base_of(git: &Git, pr: PrNumber) -> HostResult<String> {
+    match git.config(&key(pr, "base")).await? {
+        Some(base) => Ok(base),
+        None => git.head_branch().await,
+    }
+}
+
+async fn draft_of(git: &Git, pr: PrNumber) -> HostResult<bool> {
+    Ok(is_true(git.config(&key(pr, "draft")).await?.as_deref()))
+}
+
+/// What a merge checks of pull request `pr` just before it goes ahead.
+pub(crate) async fn now(git: &Git, pr: PrNumber) -> HostResult<PrNow> {
+    Ok(PrNow {
+        head: head_of(git, pr).await?,
+        state: state_of(git, pr).await?,
+        draft: draft_of(git, pr).await?,
+        base: base_of(git, pr).await?,
+    })
+}
+
 /// What the repository says about pull request `pr`; `target` decides `based_on_target_head`.
 pub(crate) async fn read(git: &Git, pr: PrNumber, target: &str) -> HostResult<PrFacts> {
     let head = head_of(git, pr).await?;
-    let base_branch = match git.config(&key(pr, "base")).await? {
-        Some(base) => base,
-        None => git.head_branch().await?,
-    };
+    let base_branch = base_of(git, pr).await?;
     let head_commit = git.authorship(&head).await?;
     let title = match git.config(&key(pr, "title")).await? {
         Some(title) => title,
@@ -61,7 +82,7 @@ pub(crate) async fn read(git: &Git, pr: PrNumber, target: &str) -> HostResult<Pr
         state,
         mergeability,
         based_on_target_head,
-        draft: is_true(git.config(&key(pr, "draft")).await?.as_deref()),
+        draft: draft_of(git, pr).await?,
     })
 }
 

@@ -17,6 +17,7 @@ live_on_both_stores!(
     cancel_and_restart_of_inactive_pull_requests_conflict,
     the_comment_and_status_check_say_where_each_pull_request_stands,
     a_branch_requiring_the_queues_own_status_merges_what_ci_passed,
+    a_broken_configuration_file_is_named_and_the_queues_own_list_works_around_it,
 );
 
 /// Fields of `getSubmittedPullRequest` (`SubmittedPullRequest` in `openapi/openapi.json`).
@@ -524,4 +525,35 @@ async fn a_branch_requiring_the_queues_own_status_merges_what_ci_passed(backend:
         .await;
     env.wait_for_state(&repo, 1, "merged").await;
     assert_eq!(repo.history_subjects("main"), ["Change 1 (#1)"]);
+}
+
+/// A `.merge-queue.yaml` on the target that does not parse fails the runs that need it, and
+/// their pull requests are told what the host said of the file. The pull request mending the
+/// file would fail the same way (the file is read from the target), so the queue's own
+/// `requiredStatuses` works around it: with a list, the file is not read.
+async fn a_broken_configuration_file_is_named_and_the_queues_own_list_works_around_it(
+    backend: Backend,
+) {
+    let env = LiveEnv::start(backend).await;
+    let repo = env.repo("rocket");
+    let broken = "required_statuses: ci\n";
+    repo.commit_files("main", &[(".merge-queue.yaml", broken)], "Broken config");
+    repo.add_prs(2, &[]);
+    env.create_queue(&repo, json!({})).await;
+    env.submit(&repo, 1).await;
+    env.wait_for_state(&repo, 1, "failed").await;
+    let comment = env.wait_for_comment(&repo, 1, ".merge-queue.yaml").await;
+    assert!(
+        comment.contains("test branch could not be created"),
+        "{comment}"
+    );
+    env.update_queue(&repo, json!({"requiredStatuses": [CI]}))
+        .await;
+    env.submit(&repo, 2).await;
+    env.pass(&repo, 2).await;
+    env.wait_for_state(&repo, 2, "merged").await;
+    assert_eq!(
+        repo.history_subjects("main"),
+        ["Broken config", "Change 2 (#2)"]
+    );
 }

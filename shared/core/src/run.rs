@@ -148,6 +148,10 @@ pub struct TestRun {
     pub test_pull_request: bool,
     /// For a bisection run: the id of the failed run whose batch it splits.
     pub bisection_of: Option<String>,
+    /// What the Git host answered when the run's branch could not be built (`test_branch_error`),
+    /// told to the pull requests that fail for it.
+    #[serde(default)]
+    pub host_error: Option<String>,
 }
 
 /// The search for the culprits of a failed batch (docs/queue-semantics.md §6), kept on the queue
@@ -201,6 +205,7 @@ impl TestRun {
         self.required = None;
         self.impacted_targets = None;
         self.impacted_targets_for_tested_prs = None;
+        self.host_error = None;
         self
     }
 }
@@ -235,6 +240,7 @@ impl TestRun {
             pushes_discarded: 0,
             test_pull_request: false,
             bisection_of: None,
+            host_error: None,
         }
     }
 }

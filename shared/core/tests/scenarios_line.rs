@@ -453,7 +453,7 @@ fn a_tip_read_before_the_merge_showed_is_not_a_push() {
 }
 
 #[test]
-fn a_merge_given_up_on_does_not_say_the_host_refused_it() {
+fn a_merge_given_up_on_tells_what_the_host_answered() {
     let mut h = queue(1);
     let merge = passed_with_merge_waiting(&mut h);
     h.ok(Event::EffectFailed {
@@ -465,7 +465,7 @@ fn a_merge_given_up_on_does_not_say_the_host_refused_it() {
     assert_eq!(h.conclusion(1), "merge_failed");
     assert_eq!(
         h.conclusion_detail(1),
-        "the merge could not be carried out: the Git host answered with errors"
+        "the merge could not be carried out, the Git host answered: GitHub answered 502"
     );
 }
 

@@ -802,6 +802,36 @@ fn an_effect_that_keeps_failing_is_given_up_and_its_run_fails() {
     assert!(h.snap.outbox.iter().all(|x| x.id != create.id));
     assert_eq!(h.state(1), Failed);
     assert_eq!(h.conclusion(1), "test_branch_error");
+    assert_eq!(
+        h.conclusion_detail(1),
+        "the test branch could not be created: timeout"
+    );
+}
+
+/// A refusal names what the host said (here a configuration file that does not parse), so
+/// the author knows what to mend.
+#[test]
+fn a_test_branch_the_host_refuses_tells_its_pull_request_why() {
+    let mut h = queue(1);
+    h.auto_execute = false;
+    h.submit(1);
+    let create = h
+        .pending
+        .iter()
+        .find(|x| matches!(x.effect, Effect::CreateTestBranch { .. }))
+        .cloned()
+        .unwrap();
+    let answer = "invalid: .merge-queue.yaml: required_statuses: invalid type: string \"ci\"";
+    h.ok(Event::EffectFailed {
+        effect_id: create.id.clone(),
+        error: answer.into(),
+        permanent: true,
+    });
+    assert_eq!(h.state(1), Failed);
+    assert_eq!(
+        h.conclusion_detail(1),
+        format!("the test branch could not be created: {answer}")
+    );
 }
 
 #[test]

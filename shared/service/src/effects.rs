@@ -7,7 +7,7 @@
 //! tick executes it again.
 
 use mq_core::engine::{Effect, EffectOutcome, Event, MergeRefusal, PendingEffect};
-use mq_core::git::RequiredStatuses;
+use mq_core::git::{RequiredStatuses, RequiredStatusesSource};
 use mq_core::snapshot::Queue;
 use mq_githost::{
     GitHost, HostError, HostResult, MergeOutcome, MergeRequest, StatusUpdate, TestBranchOutcome,
@@ -59,6 +59,22 @@ pub async fn execute(
     }
 }
 
+/// The statuses a test branch must pass: the queue's own list when it has one (the
+/// repository's sources are then not read, so a broken `.merge-queue.yaml` can be worked
+/// around by giving the queue a list), else what the repository says, less the queue's own
+/// status.
+async fn required_statuses(host: &dyn GitHost, queue: &Queue) -> HostResult<RequiredStatuses> {
+    let own = &queue.config.required_statuses;
+    if !own.is_empty() {
+        return Ok(RequiredStatuses {
+            contexts: own.clone(),
+            source: Some(RequiredStatusesSource::MergeInstance),
+        });
+    }
+    let repository = host.required_statuses(&queue.repo, &queue.branch).await?;
+    Ok(without_own_status(repository))
+}
+
 /// Transient failures and failed local commands are retried; a refusal by the host is not.
 fn is_permanent(e: &HostError) -> bool {
     matches!(
@@ -84,8 +100,7 @@ async fn outcome(host: &dyn GitHost, queue: &Queue, effect: &Effect) -> HostResu
             };
             match host.create_test_branch(repo, &request).await? {
                 TestBranchOutcome::Created { sha, base_sha } => {
-                    let required =
-                        without_own_status(host.required_statuses(repo, &queue.branch).await?);
+                    let required = required_statuses(host, queue).await?;
                     Ok(EffectOutcome::BranchCreated {
                         sha,
                         base_sha,

@@ -240,6 +240,9 @@ impl Work {
 /// The sentence for a failed run: when its tests failed, it names the required statuses
 /// that failed.
 pub fn run_failure_detail(run: &TestRun, reason: &str) -> String {
+    if let (super::reason::BRANCH_ERROR, Some(answer)) = (reason, &run.host_error) {
+        return format!("{}: {answer}", failure_detail(reason));
+    }
     if reason != super::reason::TESTS_FAILED {
         return failure_detail(reason);
     }

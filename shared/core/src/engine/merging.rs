@@ -260,11 +260,12 @@ impl Work {
         self.remove_entries_saying(prs, EntryState::Failed, reason::MERGE_FAILED, &detail);
     }
 
-    /// The merge failed for good (the effect could not be executed): its pull requests fail.
-    pub fn merge_failed(&mut self, prs: &[BranchPr]) {
+    /// The merge failed for good (the effect could not be executed, the Git host answering
+    /// `answer`): its pull requests fail, told what the host answered.
+    pub fn merge_failed(&mut self, prs: &[BranchPr], answer: &str) {
         let in_merge: Vec<PrNumber> = prs.iter().map(|p| p.pr).collect();
-        let detail = "the merge could not be carried out: the Git host answered with errors";
-        self.remove_entries_saying(&in_merge, EntryState::Failed, reason::MERGE_FAILED, detail);
+        let detail = format!("the merge could not be carried out, the Git host answered: {answer}");
+        self.remove_entries_saying(&in_merge, EntryState::Failed, reason::MERGE_FAILED, &detail);
     }
 
     /// Groups of a refused merge that still wait to merge restart on the current target.

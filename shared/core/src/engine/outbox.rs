@@ -117,10 +117,13 @@ impl Work {
                     .run(&run_id)
                     .is_some_and(|r| r.status == RunStatus::InProgress);
                 if live {
+                    if let Some(run) = self.run_mut(&run_id) {
+                        run.host_error = Some(host_answer(error));
+                    }
                     self.run_failed(&run_id, super::reason::BRANCH_ERROR);
                 }
             }
-            Effect::Merge { prs, .. } => self.merge_failed(&prs),
+            Effect::Merge { prs, .. } => self.merge_failed(&prs, &host_answer(error)),
             _ => {}
         }
     }
@@ -250,3 +253,15 @@ pub fn backoff_ms(attempts: u32) -> i64 {
     let minutes = 1i64 << attempts.saturating_sub(1).min(6);
     minutes.min(60) * 60_000
 }
+
+/// What the Git host answered to an effect given up on, as pull requests are told it: cut to
+/// [`MAX_HOST_ANSWER_CHARS`].
+pub fn host_answer(error: &str) -> String {
+    let error = error.trim();
+    let cut: String = error.chars().take(MAX_HOST_ANSWER_CHARS).collect();
+    let more = if cut.len() < error.len() { "…" } else { "" };
+    format!("{cut}{more}")
+}
+
+/// How much of a Git host's answer a pull request is told.
+pub const MAX_HOST_ANSWER_CHARS: usize = 300;

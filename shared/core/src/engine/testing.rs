@@ -185,6 +185,7 @@ impl Work {
             diverged: false,
             pushes_discarded: 0,
             bisection_of,
+            host_error: None,
         };
         let now = self.now;
         for &pr in &prs {

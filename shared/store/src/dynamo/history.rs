@@ -187,6 +187,7 @@ mod tests {
             "required",
             "impacted_targets",
             "impacted_targets_for_tested_prs",
+            "host_error",
         ];
         assert_eq!(names(&TestRun::sample("r1")), with(RUN_SUMMARY, &left_out));
     }

@@ -226,20 +226,31 @@ mod tests {
             title: "Change 7".into(),
             stamp: None,
         };
-        let tested = pr.head_sha.clone();
+        let open = PrNow {
+            head: pr.head_sha.clone(),
+            state: PrState::Open,
+            draft: false,
+            base: "main".into(),
+        };
+        let refusing = |now: PrNow| MergeOutcome::refusing(&pr, &now, "main");
+        assert_eq!(refusing(open.clone()), None);
         let pushed = Sha::new("b".repeat(40));
-        assert_eq!(MergeOutcome::refusing(&pr, &tested, PrState::Open), None);
         assert_eq!(
-            MergeOutcome::refusing(&pr, &pushed, PrState::Open),
+            refusing(PrNow {
+                head: pushed,
+                ..open.clone()
+            }),
             Some(MergeOutcome::PrChanged { pr: 7 })
         );
-        assert_eq!(
-            MergeOutcome::refusing(&pr, &tested, PrState::Closed),
-            Some(MergeOutcome::PrClosed { pr: 7 })
-        );
-        assert_eq!(
-            MergeOutcome::refusing(&pr, &tested, PrState::Merged),
-            Some(MergeOutcome::PrMerged { pr: 7 })
-        );
+        for (state, refused) in [
+            (PrState::Closed, MergeOutcome::PrClosed { pr: 7 }),
+            (PrState::Merged, MergeOutcome::PrMerged { pr: 7 }),
+        ] {
+            let now = PrNow {
+                state,
+                ..open.clone()
+            };
+            assert_eq!(refusing(now), Some(refused));
+        }
     }
 }

@@ -211,12 +211,12 @@ pub fn check_branch(field: &str, s: &str) -> Result<(), DomainError> {
         || s.starts_with('/')
         || s.ends_with('/')
         || s.ends_with('.')
-        || s.ends_with(".lock")
         || s.contains("..")
         || s.contains("//")
         || s.contains("@{")
         || s == "@"
-        || s.split('/').any(|part| part.starts_with('.'));
+        || s.split('/')
+            .any(|part| part.starts_with('.') || part.ends_with(".lock"));
     if bad {
         Err(DomainError::invalid(field, "is not a valid branch name"))
     } else {
@@ -393,7 +393,7 @@ mod tests {
             assert!(check_branch("targetBranch", ok).is_ok(), "{ok}");
         }
         for bad in [
-            "", "a..b", "a b", "-x", "x/", "x.lock", "a:b", "@", ".hidden", "a//b",
+            "", "a..b", "a b", "-x", "x/", "x.lock", "a.lock/b", "a:b", "@", ".hidden", "a//b",
         ] {
             assert!(check_branch("targetBranch", bad).is_err(), "{bad}");
         }

@@ -789,6 +789,32 @@ fn each_group_tests_the_target_plus_every_group_ahead() {
     assert_eq!(run3.branch, format!("mq-test/main/{}", run3.id));
 }
 
+/// A target branch name as long as a branch name may be still leaves room for the test
+/// branch: past 200 bytes the test branch names the target by a digest, distinct per target.
+#[test]
+fn a_long_target_branch_still_gives_test_branches_a_valid_name() {
+    let mut branches = Vec::new();
+    for target in ["r".repeat(200), "x".repeat(255), "y".repeat(255)] {
+        let mut h = queue(1);
+        h.snap.queue.branch = target.clone();
+        h.submit(1);
+        let run = h.run(&h.run_of(1)).unwrap().clone();
+        assert!(run.branch.len() <= 255, "{}", run.branch.len());
+        assert!(run.branch.starts_with("mq-test/"), "{}", run.branch);
+        assert!(
+            run.branch.ends_with(&format!("/{}", run.id)),
+            "{}",
+            run.branch
+        );
+        if target.len() <= 200 {
+            assert_eq!(run.branch, format!("mq-test/{target}/{}", run.id));
+        }
+        branches.push(run.branch.rsplit_once('/').unwrap().0.to_owned());
+    }
+    branches.dedup();
+    assert_eq!(branches.len(), 3, "{branches:?}");
+}
+
 #[test]
 fn at_most_concurrency_groups_test_at_once() {
     let mut h = queue(3);

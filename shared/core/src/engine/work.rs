@@ -14,6 +14,11 @@ use std::sync::Arc;
 /// Test branches are named `<prefix>/<target branch>/<run id>`.
 pub const TEST_BRANCH_PREFIX: &str = "mq-test";
 
+/// The longest target branch a test branch names in full: with the prefix, two slashes and
+/// the longest run id (20 digits, a dash, 8 hex digits and `-bisection`, 39 bytes), the name
+/// stays within 255 bytes.
+pub const MAX_TARGET_IN_BRANCH: usize = 200;
+
 /// How long an emitted effect is left to the shell before the tick emits it again. A request
 /// that executes effects lives at most 29 s (the API functions' timeout), and a tick works a
 /// queue under its own lease, so an effect still unanswered after this long was given up by
@@ -218,9 +223,17 @@ impl Work {
         uuid::Uuid::from_u64_pair(hi, lo).to_string()
     }
 
-    /// The branch of a run: `<prefix>/<target branch>/<run id>`.
+    /// The branch of a run: `<prefix>/<target branch>/<run id>`, or
+    /// `<prefix>/<digest of the target branch>/<run id>` for a target longer than
+    /// [`MAX_TARGET_IN_BRANCH`] bytes, whose name would not leave room for the rest within a
+    /// branch name's 255 bytes.
     pub fn branch_for(&self, run_id: &str) -> String {
-        format!("{TEST_BRANCH_PREFIX}/{}/{run_id}", self.s.queue.branch)
+        let target = &self.s.queue.branch;
+        if target.len() <= MAX_TARGET_IN_BRANCH {
+            return format!("{TEST_BRANCH_PREFIX}/{target}/{run_id}");
+        }
+        let digest = uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, target.as_bytes());
+        format!("{TEST_BRANCH_PREFIX}/{}/{run_id}", digest.simple())
     }
 
     /// Eight hex digits that make ids of different queue incarnations differ.

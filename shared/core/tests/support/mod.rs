@@ -295,6 +295,7 @@ impl Harness {
         let merged = self.host.target.contains(&pr);
         PrFacts {
             head_sha: self.head(pr),
+            base_branch: self.snap.queue.branch.clone(),
             state: if merged {
                 PrState::Merged
             } else {

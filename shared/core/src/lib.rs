@@ -16,6 +16,7 @@ pub mod history;
 pub mod ids;
 pub mod metrics;
 pub mod priority;
+pub mod readable;
 pub mod run;
 pub mod settings;
 pub mod snapshot;

@@ -669,3 +669,71 @@ async fn latest_conclusions_go_into_the_commit_before_the_rest_of_its_history() 
         );
     }
 }
+
+/// An outbox item of a kind this version does not know (written by a newer version, during a
+/// deployment or after a rollback) does not make the queue unreadable: it is left out of the
+/// snapshot, commits go on, and the item stays in the table as it was, for the version that
+/// wrote it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_effect_of_a_newer_version_is_left_in_the_table_while_the_queue_goes_on() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use contract::fixtures::*;
+    use mq_core::entry::EntryState;
+    use mq_store::QueueStore;
+    use mq_store::dynamo::keys::{PK, SK, effect_sk};
+    use std::collections::HashMap;
+
+    let store = fresh_dynamo().await;
+    let q = queue("acme", "rocket", "main");
+    store.create_queue(&q).await.unwrap();
+    let n = |v: i64| AttributeValue::N(v.to_string());
+    let effect = HashMap::from([
+        (
+            "effect".to_owned(),
+            AttributeValue::S("rebase_stack".into()),
+        ),
+        ("pr".to_owned(), n(7)),
+    ]);
+    let future = HashMap::from([
+        (PK.to_owned(), AttributeValue::S(q.id.as_str().to_owned())),
+        (SK.to_owned(), AttributeValue::S(effect_sk("future-1"))),
+        ("id".to_owned(), AttributeValue::S("future-1".into())),
+        ("effect".to_owned(), AttributeValue::M(effect)),
+        ("created_at".to_owned(), n(0)),
+        ("attempts".to_owned(), n(0)),
+        ("next_attempt_at".to_owned(), n(0)),
+        ("last_error".to_owned(), AttributeValue::Null(true)),
+        ("held".to_owned(), AttributeValue::Bool(false)),
+    ]);
+    let client = store.client();
+    let table = &store.tables().queues;
+    client
+        .put_item()
+        .table_name(table)
+        .set_item(Some(future.clone()))
+        .send()
+        .await
+        .unwrap();
+    let seen = store.load(&q.id).await.unwrap().expect("the queue reads");
+    assert!(seen.outbox.is_empty(), "{:?}", seen.outbox);
+    let mut next = seen.clone();
+    next.entries
+        .push(std::sync::Arc::new(entry(1, EntryState::Pending, T0)));
+    store
+        .commit(&commit(&seen, next, vec![], vec![], T0))
+        .await
+        .unwrap();
+    let after = store.load(&q.id).await.unwrap().unwrap();
+    assert_eq!(after.entries.len(), 1, "the commit landed");
+    let kept = client
+        .get_item()
+        .table_name(table)
+        .key(PK, AttributeValue::S(q.id.as_str().to_owned()))
+        .key(SK, AttributeValue::S(effect_sk("future-1")))
+        .send()
+        .await
+        .unwrap()
+        .item
+        .expect("the item is still there");
+    assert_eq!(kept, future);
+}

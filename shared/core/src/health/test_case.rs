@@ -22,8 +22,9 @@ pub struct TestCase {
     /// For FLAKY: when it recovers without new evidence (the tick looks for these).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flaky_until: Option<Timestamp>,
-    /// The latest results, oldest first, at most [`HISTORY_CAPACITY`].
-    #[serde(default)]
+    /// The latest results, oldest first, at most [`HISTORY_CAPACITY`]; one with an outcome
+    /// this version does not know (written by a newer one) is left out when read.
+    #[serde(default, deserialize_with = "crate::readable::list")]
     pub history: Vec<ResultRecord>,
     /// Pull requests that saw it fail recently.
     #[serde(default)]

@@ -132,6 +132,7 @@ fn versioned_put(table: &str, item: Item, version: u64) -> StoreResult<TransactW
 /// The raw results of one item.
 #[derive(Serialize, Deserialize)]
 struct RawChunk {
+    #[serde(deserialize_with = "mq_core::readable::list")]
     results: Vec<RawResult>,
 }
 

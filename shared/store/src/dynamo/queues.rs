@@ -18,6 +18,7 @@ use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::types::{
     ConditionCheck, Delete, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
 };
+use mq_core::engine::PendingEffect;
 use mq_core::entry::{Entry, UploadedTargets};
 use mq_core::history::Restart;
 use mq_core::ids::{OrgId, PrNumber, QueueId, Sha};
@@ -738,6 +739,21 @@ fn concluded_items(queue_id: &str, entry: &Entry, fallback: Timestamp) -> StoreR
     Ok([latest, log])
 }
 
+/// An outbox item as this version reads it; `None` for one it cannot read (an effect of a
+/// kind added by a newer version, during a deployment or after a rollback). That item is left
+/// out of the snapshot, so no commit of this version writes or deletes it: it waits in the
+/// table for the version that wrote it, and the queue goes on meanwhile.
+fn readable_effect(item: Item) -> Option<PendingEffect> {
+    let sk = get_s(&item, SK).unwrap_or_default().to_owned();
+    match from_item(item) {
+        Ok(effect) => Some(effect),
+        Err(e) => {
+            tracing::warn!(item = %sk, error = %e, "an effect this version cannot read is left for the version that wrote it");
+            None
+        }
+    }
+}
+
 /// Builds a snapshot from the items of a queue's partition and the changes of the large
 /// commit being written, if any; `None` without a queue item.
 fn snapshot_from_items(
@@ -755,7 +771,7 @@ fn snapshot_from_items(
         } else if sk.starts_with(RUN_PREFIX) {
             runs.push(from_item(item)?);
         } else if sk.starts_with(EFFECT_PREFIX) {
-            outbox.push(from_item(item)?);
+            outbox.extend(readable_effect(item));
         }
     }
     Ok(queue.map(|queue| {

@@ -106,6 +106,12 @@ impl GitRepo {
         self.git(&["config", &format!("pr.{n}.state"), state]);
     }
 
+    /// What the branch's review rules now say of pull request `n` (`approved`,
+    /// `review_required`, `changes_requested`).
+    pub fn set_pr_review(&self, n: u32, review: &str) {
+        self.git(&["config", &format!("pr.{n}.review"), review]);
+    }
+
     /// Branch protection of `branch`: these statuses are required.
     pub fn require_statuses(&self, branch: &str, contexts: &[&str]) {
         let key = format!("branch.{branch}.requiredStatuses");

@@ -18,6 +18,7 @@ live_on_both_stores!(
     the_comment_and_status_check_say_where_each_pull_request_stands,
     a_branch_requiring_the_queues_own_status_merges_what_ci_passed,
     a_broken_configuration_file_is_named_and_the_queues_own_list_works_around_it,
+    a_pull_request_merges_only_while_its_reviews_approve_it,
 );
 
 /// Fields of `getSubmittedPullRequest` (`SubmittedPullRequest` in `openapi/openapi.json`).
@@ -556,4 +557,32 @@ async fn a_broken_configuration_file_is_named_and_the_queues_own_list_works_arou
         repo.history_subjects("main"),
         ["Broken config", "Change 2 (#2)"]
     );
+}
+
+/// The queue moves the target itself, so it keeps the rule that changes arrive reviewed: a
+/// pull request the branch's review rules do not approve waits (others pass it by); approved,
+/// it is tested; changes requested while it tested, its merge is refused and the target is
+/// left as it was.
+async fn a_pull_request_merges_only_while_its_reviews_approve_it(backend: Backend) {
+    let env = LiveEnv::start(backend).await;
+    let repo = env.repo("rocket");
+    repo.add_prs(2, &[]);
+    repo.set_pr_review(1, "review_required");
+    env.create_queue(&repo, json!({"requiredStatuses": [CI]}))
+        .await;
+    env.submit(&repo, 1).await;
+    env.submit(&repo, 2).await;
+    env.pass(&repo, 2).await;
+    env.wait_for_state(&repo, 2, "merged").await;
+    assert_eq!(env.pull_request(&repo, 1).await["state"], "not_ready");
+    repo.set_pr_review(1, "approved");
+    env.tick().await;
+    let run = env.wait_for_run(&repo, 1).await;
+    repo.set_pr_review(1, "changes_requested");
+    env.set_status(&repo, &run.sha, CI, StatusState::Success)
+        .await;
+    env.wait_for_state(&repo, 1, "failed").await;
+    env.wait_for_comment(&repo, 1, "asked for changes on #1")
+        .await;
+    assert_eq!(repo.history_subjects("main"), ["Change 2 (#2)"]);
 }

@@ -24,6 +24,27 @@ wire_enum! {
     }
 }
 
+wire_enum! {
+    /// What the target branch's review rules say of a pull request (on GitHub, its
+    /// `reviewDecision`, which weighs required approvals, code owners and requested changes,
+    /// from branch protection and rulesets alike).
+    pub enum Review {
+        /// Approved as the rules require, or the rules require no review.
+        Approved => "approved",
+        /// Reviews the rules require are missing.
+        Required => "review_required",
+        /// A reviewer asked for changes.
+        ChangesRequested => "changes_requested",
+    }
+}
+
+impl Default for Review {
+    /// What a pull request read before reviews were read says: nothing was required of it.
+    fn default() -> Self {
+        Review::Approved
+    }
+}
+
 /// What the Git host says about a pull request right now.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PrFacts {
@@ -39,6 +60,20 @@ pub struct PrFacts {
     /// True for draft pull requests, which are not ready to merge.
     #[serde(default)]
     pub draft: bool,
+    /// What the review rules say of it; only an approved one (or one the rules ask no review
+    /// of) is ready to merge.
+    #[serde(default)]
+    pub review: Review,
+}
+
+impl PrFacts {
+    /// Whether the pull request itself is ready to merge, whatever the queue: not a draft,
+    /// and approved as the target branch's review rules require. The queue moves the target
+    /// itself (its account bypasses the rule that changes arrive through reviewed pull
+    /// requests), so it keeps that rule in the branch's stead.
+    pub fn ready_to_merge(&self) -> bool {
+        !self.draft && self.review == Review::Approved
+    }
 }
 
 impl PrFacts {
@@ -57,6 +92,7 @@ impl PrFacts {
             mergeability: Mergeability::Mergeable,
             based_on_target_head: false,
             draft: false,
+            review: Review::Approved,
         }
     }
 }

@@ -6,7 +6,7 @@ use mq_core::ErrorCode;
 use mq_core::engine::view::{pr_url, required_statuses, test_branch_sha};
 use mq_core::engine::{Effect, EffectOutcome, Event, MAX_ATTEMPTS};
 use mq_core::entry::EntryState::*;
-use mq_core::git::RequiredStatusesSource;
+use mq_core::git::{PrFacts, RequiredStatusesSource, Review};
 use mq_core::run::RunStatus;
 use mq_core::settings::{
     DirectMergeMode, MergeMethod, QueueMode, QueueState, RequestedState, SettingsPatch,
@@ -746,6 +746,32 @@ fn a_draft_marked_ready_is_seen_by_the_tick_without_its_delivery() {
     h.advance_minutes(1);
     h.tick();
     assert_eq!(h.state(1), Testing, "read again, no longer a draft");
+    h.pass_pr(1);
+    assert_eq!(h.merged_prs(), vec![1]);
+    h.assert_clean();
+}
+
+/// A pull request its branch's review rules do not approve waits, not ready, however green:
+/// the queue moves the target itself, so it keeps the rule that changes arrive reviewed. A
+/// request for changes keeps it waiting; once approved (read again by the tick, without a
+/// delivery) it is tested and merged.
+#[test]
+fn a_pull_request_waits_for_the_approval_its_branch_requires() {
+    let mut h = queue(1);
+    let mut unreviewed = h.facts(1);
+    unreviewed.review = Review::Required;
+    h.submit_facts(unreviewed.clone()).unwrap();
+    assert_eq!(h.state(1), NotReady);
+    let changes = PrFacts {
+        review: Review::ChangesRequested,
+        ..unreviewed
+    };
+    h.ok(Event::PrUpdated { pr: changes });
+    assert_eq!(h.state(1), NotReady);
+    assert!(h.snap.runs.is_empty(), "nothing tested");
+    h.advance_minutes(1);
+    h.tick();
+    assert_eq!(h.state(1), Testing, "approved when read again");
     h.pass_pr(1);
     assert_eq!(h.merged_prs(), vec![1]);
     h.assert_clean();

@@ -4,7 +4,7 @@
 
 use crate::clock::now;
 use mq_core::Timestamp;
-use mq_core::git::{CheckRunReport, Mergeability, PrFacts, PrState, StatusReport};
+use mq_core::git::{CheckRunReport, Mergeability, PrFacts, PrState, Review, StatusReport};
 use mq_core::ids::{PrNumber, Sha};
 use serde::Deserialize;
 
@@ -62,7 +62,7 @@ impl PullWire {
 
     /// The pull request `number` in the domain's words; whether its head contains the
     /// target's head is for the caller to say.
-    pub fn facts(self, number: PrNumber, based_on_target_head: bool) -> PrFacts {
+    pub fn facts(self, number: PrNumber, based_on_target_head: bool, review: Review) -> PrFacts {
         let (state, mergeability) = (self.pr_state(), self.mergeability());
         PrFacts {
             number,
@@ -74,6 +74,7 @@ impl PullWire {
             mergeability,
             based_on_target_head,
             draft: self.draft,
+            review,
         }
     }
 }

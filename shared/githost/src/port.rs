@@ -7,7 +7,9 @@
 use crate::error::HostResult;
 use async_trait::async_trait;
 use mq_core::engine::BranchPr;
-use mq_core::git::{CheckRunReport, PrFacts, PrState, RequiredStatuses, StatusReport, StatusState};
+use mq_core::git::{
+    CheckRunReport, PrFacts, PrState, RequiredStatuses, Review, StatusReport, StatusState,
+};
 use mq_core::ids::{PrNumber, RepoRef, Sha};
 use mq_core::settings::MergeMethod;
 
@@ -79,12 +81,13 @@ pub struct PrNow {
     pub draft: bool,
     /// The branch it asks to be merged into.
     pub base: String,
+    pub review: Review,
 }
 
 impl MergeOutcome {
     /// Why `pr` may not be merged into `target` now that it is as `now` says: every pull
     /// request must still be open at the head that was tested, ready for review (not turned
-    /// back into a draft) and based on the target (not retargeted since it was submitted,
+    /// back into a draft), approved as the review rules require, and based on the target (not retargeted since it was submitted,
     /// a change whose delivery may have been lost). `None` when it may.
     pub fn refusing(pr: &BranchPr, now: &PrNow, target: &str) -> Option<Self> {
         if now.head != pr.head_sha {
@@ -102,6 +105,14 @@ impl MergeOutcome {
             PrState::Open if now.base != target => Some(rejected(format!(
                 "#{} now asks to be merged into {} instead of {target}",
                 pr.pr, now.base
+            ))),
+            PrState::Open if now.review == Review::ChangesRequested => Some(rejected(format!(
+                "a reviewer asked for changes on #{} since it was submitted",
+                pr.pr
+            ))),
+            PrState::Open if now.review != Review::Approved => Some(rejected(format!(
+                "#{} lacks the reviews the branch's rules require",
+                pr.pr
             ))),
             PrState::Open => None,
             PrState::Merged => Some(MergeOutcome::PrMerged { pr: pr.pr }),
@@ -231,6 +242,7 @@ mod tests {
             state: PrState::Open,
             draft: false,
             base: "main".into(),
+            review: Review::Approved,
         };
         let refusing = |now: PrNow| MergeOutcome::refusing(&pr, &now, "main");
         assert_eq!(refusing(open.clone()), None);

@@ -6,7 +6,9 @@ use fake_github::FakeGitHub;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use mq_core::Timestamp;
 use mq_core::engine::BranchPr;
-use mq_core::git::{CheckConclusion, Mergeability, PrState, RequiredStatusesSource, StatusState};
+use mq_core::git::{
+    CheckConclusion, Mergeability, PrState, RequiredStatusesSource, Review, StatusState,
+};
 use mq_core::ids::{RepoRef, Sha};
 use mq_core::run::MergeStamp;
 use mq_core::settings::MergeMethod;
@@ -37,7 +39,10 @@ fn quick_retries() -> RetryPolicy {
     }
 }
 
-fn with_token(server: &MockServer) -> GitHubHost {
+/// The adapter with a token, on a repository whose branches require no review (the review
+/// query answers `reviewDecision: null`, unless the test answered it first).
+async fn with_token(server: &MockServer) -> GitHubHost {
+    no_review_rules(server).await;
     let config = GitHubConfig::new(GitHubAuth::Token("ghp_test".into()))
         .with_api(server.uri(), "github.com")
         .with_retry(quick_retries());
@@ -131,6 +136,21 @@ fn message(text: &str) -> Value {
     json!({ "message": text, "documentation_url": "https://docs.github.com/rest" })
 }
 
+/// The GraphQL review query answers `decision` for every pull request.
+async fn review_rules_say(server: &MockServer, decision: Value) {
+    let answer =
+        json!({ "data": { "repository": { "pullRequest": { "reviewDecision": decision } } } });
+    Mock::given(method("POST"))
+        .and(path("/graphql"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(answer))
+        .mount(server)
+        .await;
+}
+
+async fn no_review_rules(server: &MockServer) {
+    review_rules_say(server, Value::Null).await;
+}
+
 async fn mock(server: &MockServer, verb: &str, at: &str, status: u16, body: Value) {
     Mock::given(method(verb))
         .and(path(at))
@@ -177,6 +197,20 @@ async fn an_app_trades_a_signed_jwt_for_an_installation_token_and_caches_it() {
         .expect(2)
         .mount(&server)
         .await;
+    let answer = json!({ "data": { "repository": { "pullRequest": { "reviewDecision": "REVIEW_REQUIRED" } } } });
+    Mock::given(method("POST"))
+        .and(path("/graphql"))
+        .and(header(
+            "authorization",
+            "Bearer ghs_16C7e42F292c6912E7710c838347Ae178B4a",
+        ))
+        .and(body_partial_json(json!({
+            "variables": { "owner": "acme", "name": "rocket", "number": 7 }
+        })))
+        .respond_with(ResponseTemplate::new(200).set_body_json(answer))
+        .expect(2)
+        .mount(&server)
+        .await;
     Mock::given(method("GET"))
         .and(path(format!("{REPO}/compare/main...{HEAD1}")))
         .respond_with(ResponseTemplate::new(200).set_body_json(
@@ -203,6 +237,11 @@ async fn an_app_trades_a_signed_jwt_for_an_installation_token_and_caches_it() {
             (PrState::Open, Mergeability::Mergeable)
         );
         assert!(facts.based_on_target_head);
+        assert_eq!(
+            facts.review,
+            Review::Required,
+            "read with the installation token"
+        );
     }
 
     let requests = server.received_requests().await.unwrap();
@@ -356,12 +395,14 @@ async fn an_apps_installation_on_an_owner_is_found_on_an_organisation_or_a_user(
         "every call is made as the App (a JWT)"
     );
     let with_token = with_token(&server)
+        .await
         .app_installed_on(&owner("github.com/acme"))
         .await;
     assert!(matches!(with_token, Err(HostError::Invalid(_))));
 }
 
-fn with_app(server: &MockServer) -> GitHubHost {
+async fn with_app(server: &MockServer) -> GitHubHost {
+    no_review_rules(server).await;
     let key = include_str!("fixtures/github-app-test-key.pem");
     let config = GitHubConfig::new(GitHubAuth::App {
         app_id: 123,
@@ -427,7 +468,7 @@ async fn a_reinstalled_app_is_found_on_its_new_installation() {
             .mount(&server)
             .await;
     }
-    let host = with_app(&server);
+    let host = with_app(&server).await;
     for _ in 0..2 {
         assert_eq!(
             host.branch_head(&repo(), "main").await.unwrap(),
@@ -466,6 +507,7 @@ async fn a_primary_rate_limit_far_from_reset_fails_at_once_with_the_wait() {
         .mount(&server)
         .await;
     let error = with_token(&server)
+        .await
         .pull_request(&repo(), 7, "main")
         .await
         .unwrap_err();
@@ -505,6 +547,7 @@ async fn a_primary_rate_limit_that_resets_now_is_waited_out() {
     )
     .await;
     let head = with_token(&server)
+        .await
         .branch_head(&repo(), "main")
         .await
         .unwrap();
@@ -536,6 +579,7 @@ async fn a_secondary_rate_limit_waits_retry_after_then_retries() {
     .await;
     let started = Instant::now();
     let head = with_token(&server)
+        .await
         .branch_head(&repo(), "main")
         .await
         .unwrap();
@@ -553,6 +597,7 @@ async fn server_errors_are_retried_then_transient() {
         .mount(&server)
         .await;
     let error = with_token(&server)
+        .await
         .branch_head(&repo(), "main")
         .await
         .unwrap_err();
@@ -595,7 +640,7 @@ async fn client_errors_are_typed() {
     )
     .await;
     mock(&server, "GET", &format!("{REPO}/pulls/422"), 422, json!({ "message": "Validation Failed", "errors": [{ "resource": "Issue", "field": "number", "code": "invalid" }] })).await;
-    let host = with_token(&server);
+    let host = with_token(&server).await;
     let error = |n| {
         let host = &host;
         async move { host.pull_request(&repo(), n, "main").await.unwrap_err() }
@@ -676,6 +721,7 @@ async fn a_test_branch_is_the_base_plus_one_merge_per_pull_request() {
         prs: vec![pr(1, HEAD1, "One"), pr(2, HEAD2, "Two")],
     };
     let outcome = with_token(&server)
+        .await
         .create_test_branch(&repo(), &request)
         .await
         .unwrap();
@@ -739,6 +785,7 @@ async fn a_conflicting_merge_names_the_pull_request_and_deletes_the_branch() {
         prs: vec![pr(1, HEAD1, "One"), pr(2, HEAD2, "Two")],
     };
     let outcome = with_token(&server)
+        .await
         .create_test_branch(&repo(), &request)
         .await
         .unwrap();
@@ -795,7 +842,7 @@ async fn a_stamped_merge_commit_is_the_same_commit_in_every_test_branch() {
     let committer = mount_token_user(&server).await;
     let github = fake_repository();
     github.mount(&server).await;
-    let host = with_token(&server);
+    let host = with_token(&server).await;
     let one = stamped(pr(1, HEAD1, "One"), "run-1", 1_795_621_562_345);
     let two = stamped(pr(2, HEAD2, "Two"), "run-2", 1_795_621_563_000);
 
@@ -837,6 +884,7 @@ async fn a_stamped_test_branch_keeps_the_merged_trees() {
     github.mount(&server).await;
     let prs = vec![pr(1, HEAD1, "One"), pr(2, HEAD2, "Two")];
     let unstamped = with_token(&server)
+        .await
         .create_test_branch(&repo(), &test_branch("mq/main/plain", prs.clone()))
         .await
         .unwrap();
@@ -845,6 +893,7 @@ async fn a_stamped_test_branch_keeps_the_merged_trees() {
         .map(|p| stamped(p, "run-3", 1_795_621_562_345))
         .collect();
     let stamped = with_token(&server)
+        .await
         .create_test_branch(&repo(), &test_branch("mq/main/run-3", prs))
         .await
         .unwrap();
@@ -872,6 +921,7 @@ async fn a_merge_whose_answer_was_lost_is_read_back_from_the_branch() {
     github.mount(&server).await;
     github.lose_answer("POST", "/merges", 1);
     let outcome = with_token(&server)
+        .await
         .create_test_branch(
             &repo(),
             &test_branch(
@@ -899,6 +949,7 @@ async fn a_head_already_in_the_base_is_refused_with_the_reason() {
     let github = fake_repository();
     github.mount(&server).await;
     let error = with_token(&server)
+        .await
         .create_test_branch(
             &repo(),
             &test_branch("mq/main/run-5", vec![pr(3, OLDER, "Old")]),
@@ -924,6 +975,7 @@ async fn deleting_a_missing_branch_succeeds() {
     )
     .await;
     with_token(&server)
+        .await
         .delete_branch(&repo(), "mq/main/gone")
         .await
         .unwrap();
@@ -978,6 +1030,7 @@ async fn merge_commit_fast_forwards_the_target_to_the_tested_commit() {
         .mount(&server)
         .await;
     let outcome = with_token(&server)
+        .await
         .merge(&repo(), &merge_request(MergeMethod::MergeCommit))
         .await
         .unwrap();
@@ -1018,6 +1071,7 @@ async fn a_merge_is_refused_when_the_target_moved() {
         .mount(&server)
         .await;
     let outcome = with_token(&server)
+        .await
         .merge(&repo(), &merge_request(MergeMethod::Squash))
         .await
         .unwrap();
@@ -1036,6 +1090,7 @@ async fn a_repeated_merge_that_already_happened_is_reported_merged() {
     let server = MockServer::start().await;
     let merged = squash_merged_with_its_answer_lost(&server).await;
     let outcome = with_token(&server)
+        .await
         .merge(&repo(), &merge_request(MergeMethod::Squash))
         .await
         .unwrap();
@@ -1054,6 +1109,7 @@ async fn a_landed_squash_merge_found_by_the_tick_closes_its_pull_requests() {
     let server = MockServer::start().await;
     let merged = squash_merged_with_its_answer_lost(&server).await;
     let landed = with_token(&server)
+        .await
         .merge_landed(&repo(), &merge_request(MergeMethod::Squash))
         .await
         .unwrap();
@@ -1069,6 +1125,7 @@ async fn a_landed_squash_merge_under_a_later_push_is_found() {
     let server = MockServer::start().await;
     let merged = squash_landed(&server, pushed).await;
     let landed = with_token(&server)
+        .await
         .merge_landed(&repo(), &request)
         .await
         .unwrap();
@@ -1076,7 +1133,11 @@ async fn a_landed_squash_merge_under_a_later_push_is_found() {
 
     let server = MockServer::start().await;
     let merged = squash_landed(&server, pushed).await;
-    let outcome = with_token(&server).merge(&repo(), &request).await.unwrap();
+    let outcome = with_token(&server)
+        .await
+        .merge(&repo(), &request)
+        .await
+        .unwrap();
     assert_eq!(
         outcome,
         MergeOutcome::Merged {
@@ -1180,6 +1241,7 @@ async fn a_target_that_moves_during_the_merge_is_reported() {
     )
     .await;
     let outcome = with_token(&server)
+        .await
         .merge(&repo(), &merge_request(MergeMethod::MergeCommit))
         .await
         .unwrap();
@@ -1226,6 +1288,7 @@ async fn refused_fast_forward(
     )
     .await;
     with_token(&server)
+        .await
         .merge(&repo(), &merge_request(MergeMethod::MergeCommit))
         .await
         .unwrap()
@@ -1335,7 +1398,11 @@ async fn a_direct_rebase_merge_refused_for_signatures_says_what_to_do() {
         tested_sha: None,
         ..merge_request(MergeMethod::Rebase)
     };
-    let outcome = with_token(&server).merge(&repo(), &request).await.unwrap();
+    let outcome = with_token(&server)
+        .await
+        .merge(&repo(), &request)
+        .await
+        .unwrap();
     let MergeOutcome::Rejected {
         pr: Some(1),
         detail,
@@ -1375,6 +1442,7 @@ async fn a_merge_is_refused_when_a_pull_request_has_new_commits() {
     )
     .await;
     let outcome = with_token(&server)
+        .await
         .merge(&repo(), &merge_request(MergeMethod::Squash))
         .await
         .unwrap();
@@ -1410,6 +1478,7 @@ async fn a_merge_is_refused_when_a_pull_request_became_a_draft_or_changed_its_ba
         second[field] = value;
         mock(&server, "GET", &format!("{REPO}/pulls/2"), 200, second).await;
         let outcome = with_token(&server)
+            .await
             .merge(&repo(), &merge_request(MergeMethod::MergeCommit))
             .await
             .unwrap();
@@ -1420,10 +1489,47 @@ async fn a_merge_is_refused_when_a_pull_request_became_a_draft_or_changed_its_ba
         assert!(detail.contains(says), "{field}: {detail}");
         let moved = server.received_requests().await.unwrap();
         assert!(
-            moved.iter().all(|r| r.method.as_str() == "GET"),
+            moved
+                .iter()
+                .all(|r| r.method.as_str() == "GET" || r.url.path() == "/graphql"),
             "{field}: nothing written"
         );
     }
+}
+
+/// The queue moves the target itself, bypassing the rule that changes arrive through reviewed
+/// pull requests: a pull request whose reviews no longer approve it (changes requested, or a
+/// required review dismissed) is not merged, and a query GitHub answers with errors is an
+/// error, never an approval.
+#[tokio::test]
+async fn a_merge_is_refused_when_the_review_rules_no_longer_approve_a_pull_request() {
+    let decisions = [
+        ("CHANGES_REQUESTED", "asked for changes on #1"),
+        ("REVIEW_REQUIRED", "#1 lacks the reviews"),
+    ];
+    for (decision, says) in decisions {
+        let server = main_at_base_with_open_pulls().await;
+        review_rules_say(&server, json!(decision)).await;
+        let outcome = with_token(&server)
+            .await
+            .merge(&repo(), &merge_request(MergeMethod::MergeCommit))
+            .await
+            .unwrap();
+        let MergeOutcome::Rejected { pr, detail } = outcome else {
+            panic!("{decision}: {outcome:?}");
+        };
+        assert_eq!(pr, Some(1), "{decision}");
+        assert!(detail.contains(says), "{decision}: {detail}");
+    }
+    let server = main_at_base_with_open_pulls().await;
+    let failed = json!({ "data": null, "errors": [{ "message": "Resource not accessible by integration" }] });
+    mock(&server, "POST", "/graphql", 200, failed).await;
+    let error = with_token(&server)
+        .await
+        .merge(&repo(), &merge_request(MergeMethod::MergeCommit))
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("not accessible"), "{error}");
 }
 
 /// The tested commit `c2c2` = merge of #2 onto `c1c1` = merge of #1 onto the target.
@@ -1544,6 +1650,7 @@ async fn squash_and_rebase_write_one_commit_per_pull_request_with_the_tested_tre
         let committer = mount_token_user(&server).await;
         mount_rewrite(&server, messages, &committer).await;
         let outcome = with_token(&server)
+            .await
             .merge(&repo(), &merge_request(method))
             .await
             .unwrap();
@@ -1600,6 +1707,7 @@ async fn an_app_commits_as_its_bot_user() {
     });
     mount_rewrite(&server, ["One (#1)", "Two (#2)"], &committer).await;
     let outcome = with_app(&server)
+        .await
         .merge(&repo(), &merge_request(MergeMethod::Squash))
         .await
         .unwrap();
@@ -1629,7 +1737,11 @@ async fn a_tested_commit_that_is_not_a_test_branch_of_the_pull_requests_is_refus
     tested_chain(&server).await;
     let mut request = merge_request(MergeMethod::Squash);
     request.prs.reverse();
-    let outcome = with_token(&server).merge(&repo(), &request).await.unwrap();
+    let outcome = with_token(&server)
+        .await
+        .merge(&repo(), &request)
+        .await
+        .unwrap();
     assert!(
         matches!(outcome, MergeOutcome::Rejected { pr: None, .. }),
         "{outcome:?}"
@@ -1680,6 +1792,7 @@ async fn the_queue_comment_is_found_across_pages_and_updated_in_place() {
         .mount(&server)
         .await;
     with_token(&server)
+        .await
         .upsert_comment(&repo(), 7, "Testing.")
         .await
         .unwrap();
@@ -1707,6 +1820,7 @@ async fn a_first_comment_is_posted_with_the_marker() {
         .mount(&server)
         .await;
     with_token(&server)
+        .await
         .upsert_comment(&repo(), 7, "Queued.")
         .await
         .unwrap();
@@ -1749,7 +1863,7 @@ async fn a_read_made_again_is_conditional() {
         .expect(1)
         .mount(&server)
         .await;
-    let host = with_token(&server);
+    let host = with_token(&server).await;
     let mut heads = Vec::new();
     for _ in 0..3 {
         heads.push(host.branch_head(&repo(), "main").await.unwrap().unwrap());
@@ -1810,7 +1924,7 @@ async fn an_unchanged_page_follows_the_link_its_304_gives() {
         .expect(1)
         .mount(&server)
         .await;
-    let host = with_token(&server);
+    let host = with_token(&server).await;
     for body in ["Queued.", "Testing."] {
         host.upsert_comment(&repo(), 7, body).await.unwrap();
     }
@@ -1826,6 +1940,7 @@ async fn a_comment_post_whose_answer_was_lost_leaves_one_comment() {
     mount_token_user(&server).await;
     github.lose_answer("POST", "/issues/7/comments", 0);
     with_token(&server)
+        .await
         .upsert_comment(&repo(), 7, "Queued.")
         .await
         .unwrap();
@@ -1842,7 +1957,7 @@ async fn a_reply_to_a_command_is_a_comment_of_its_own() {
     let github = fake_repository();
     github.mount(&server).await;
     mount_token_user(&server).await;
-    let host = with_token(&server);
+    let host = with_token(&server).await;
     host.upsert_comment(&repo(), 7, "Failed.").await.unwrap();
     for (comment_id, reply) in [(55, "No."), (55, "No."), (56, "Done.")] {
         let to = mq_githost::CommandComment {
@@ -1881,7 +1996,7 @@ async fn a_marker_in_someone_elses_comment_is_not_the_queues_comment() {
     for body in &forged {
         github.comment_by("mallory", body);
     }
-    let host = with_token(&server);
+    let host = with_token(&server).await;
     host.upsert_comment(&repo(), 7, "Failed.").await.unwrap();
     let to = mq_githost::CommandComment { pr: 7, id: 55 };
     host.reply(&repo(), to, "No.").await.unwrap();
@@ -1924,6 +2039,7 @@ async fn a_comment_post_that_keeps_failing_is_transient() {
         .mount(&server)
         .await;
     let error = with_token(&server)
+        .await
         .upsert_comment(&repo(), 7, "Queued.")
         .await
         .unwrap_err();
@@ -1990,7 +2106,7 @@ async fn statuses_are_posted_and_checks_read_back_across_pages() {
         .mount(&server)
         .await;
 
-    let host = with_token(&server);
+    let host = with_token(&server).await;
     let status = StatusUpdate {
         context: "merge-queue".into(),
         state: StatusState::Pending,
@@ -2046,6 +2162,7 @@ async fn required_statuses_come_from_the_config_file_first() {
         .mount(&server)
         .await;
     let required = with_token(&server)
+        .await
         .required_statuses(&repo(), "main")
         .await
         .unwrap();
@@ -2078,6 +2195,7 @@ async fn required_statuses_fall_back_to_branch_protection_and_rulesets() {
                           "required_status_checks": [{ "context": "security/scan", "integration_id": 1 }] } }
     ])).await;
     let required = with_token(&server)
+        .await
         .required_statuses(&repo(), "release/1.x")
         .await
         .unwrap();
@@ -2119,6 +2237,7 @@ async fn no_source_means_no_required_statuses() {
     )
     .await;
     let required = with_token(&server)
+        .await
         .required_statuses(&repo(), "main")
         .await
         .unwrap();
@@ -2154,6 +2273,7 @@ async fn a_test_pull_request_is_opened_as_a_draft_from_the_test_branch() {
         .mount(&server)
         .await;
     with_token(&server)
+        .await
         .open_test_pull_request(&repo(), &request)
         .await
         .unwrap();
@@ -2181,6 +2301,7 @@ async fn a_repository_without_drafts_gets_a_ready_test_pull_request() {
         .mount(&server)
         .await;
     with_token(&server)
+        .await
         .open_test_pull_request(&repo(), &test_pull())
         .await
         .unwrap();
@@ -2211,6 +2332,7 @@ async fn a_test_pull_request_already_open_is_kept() {
         .mount(&server)
         .await;
     with_token(&server)
+        .await
         .open_test_pull_request(&repo(), &request)
         .await
         .unwrap();
@@ -2226,6 +2348,7 @@ async fn a_test_pull_request_from_a_missing_branch_is_not_found() {
     });
     mock(&server, "POST", &format!("{REPO}/pulls"), 422, invalid_head).await;
     let error = with_token(&server)
+        .await
         .open_test_pull_request(&repo(), &test_pull())
         .await
         .unwrap_err();
@@ -2262,6 +2385,7 @@ async fn closing_a_test_branch_closes_every_pull_request_open_from_it() {
             .await;
     }
     with_token(&server)
+        .await
         .close_test_pull_request(&repo(), "mq/main/run-1")
         .await
         .unwrap();
@@ -2283,6 +2407,7 @@ async fn closing_a_test_branch_with_no_pull_request_open_succeeds() {
         .mount(&server)
         .await;
     with_token(&server)
+        .await
         .close_test_pull_request(&repo(), "mq/main/run-9")
         .await
         .unwrap();
@@ -2308,7 +2433,11 @@ async fn a_direct_merge_that_races_a_push_to_the_target_reports_the_target_moved
         tested_sha: None,
         ..merge_request(MergeMethod::Squash)
     };
-    let outcome = with_token(&server).merge(&repo(), &request).await.unwrap();
+    let outcome = with_token(&server)
+        .await
+        .merge(&repo(), &request)
+        .await
+        .unwrap();
     assert_eq!(
         outcome,
         MergeOutcome::TargetMoved {
@@ -2335,6 +2464,7 @@ async fn a_direct_merge_without_an_answer_is_not_sent_again() {
         ..merge_request(MergeMethod::MergeCommit)
     };
     let error = with_token(&server)
+        .await
         .merge(&repo(), &request)
         .await
         .unwrap_err();
@@ -2374,7 +2504,7 @@ async fn a_repeated_direct_merge_that_already_happened_is_reported_merged() {
         ..request.clone()
     };
     for request in [request, first] {
-        let outcome = with_token(&server).merge(&repo(), &request).await;
+        let outcome = with_token(&server).await.merge(&repo(), &request).await;
         assert_eq!(
             outcome.unwrap(),
             MergeOutcome::Merged {
@@ -2419,7 +2549,7 @@ async fn an_account_may_write_with_the_write_maintain_or_admin_role() {
         message("Not Found"),
     )
     .await;
-    let host = with_token(&server);
+    let host = with_token(&server).await;
     for (login, _, role_name, may) in roles {
         assert_eq!(
             host.may_write(&repo(), login).await.unwrap(),

@@ -1,7 +1,7 @@
 //! Webhook deliveries: the example payloads of `@octokit/webhooks-examples` (see
 //! `fixtures/webhooks/README.md`), signed as GitHub signs them.
 
-use mq_core::git::{CheckConclusion, CheckStatus, Mergeability, PrState, StatusState};
+use mq_core::git::{CheckConclusion, CheckStatus, Mergeability, PrState, Review, StatusState};
 use mq_core::ids::{RepoRef, Sha};
 use mq_core::priority::Priority;
 use mq_githost::webhook::{
@@ -217,6 +217,34 @@ fn pull_request_actions_become_pull_request_facts() {
         p["pull_request"]["merged"] = json!(true)
     });
     assert_eq!(pr_fact("merged", &merged).1.state, PrState::Merged);
+}
+
+/// A review submitted or dismissed may change what the review rules decide: the queue hears
+/// of the pull request, taken as not approved until read from the host. An edited review
+/// changes nothing.
+#[test]
+fn a_submitted_or_dismissed_review_is_a_pull_request_fact() {
+    for name in [
+        "pull_request_review.submitted",
+        "pull_request_review.dismissed",
+    ] {
+        match deliver("pull_request_review", &fixture(name)) {
+            HostFact::PullRequest { repo, change, pr } => {
+                assert_eq!(repo, hello_world(), "{name}");
+                assert_eq!(change, PrChange::Reviewed, "{name}");
+                assert_eq!((pr.number, pr.state), (2, PrState::Open), "{name}");
+                assert_eq!(pr.review, Review::Required, "{name}");
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+    let edited = edited("pull_request_review.submitted", |p| {
+        p["action"] = json!("edited")
+    });
+    assert!(matches!(
+        deliver("pull_request_review", &edited),
+        HostFact::Ignored { .. }
+    ));
 }
 
 #[test]

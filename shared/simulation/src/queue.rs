@@ -291,6 +291,7 @@ impl<'a> QueueSim<'a> {
             mergeability: Mergeability::Mergeable,
             based_on_target_head: false,
             draft: false,
+            review: mq_core::git::Review::Approved,
         };
         self.drive(Event::Submit {
             pr: facts,

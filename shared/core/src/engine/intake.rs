@@ -82,7 +82,8 @@ impl Work {
             return false;
         };
         let readiness = e.readiness(&self.s.queue.branch, false);
-        let ready = readiness.does_base_branch_match && readiness.mergeable && !e.pr_facts.draft;
+        let ready =
+            readiness.does_base_branch_match && readiness.mergeable && e.pr_facts.ready_to_merge();
         let ahead = self.s.entries.iter().filter(|o| o.pr != pr).any(|o| {
             o.state != EntryState::NotReady
                 && (!self.parallel()
@@ -336,8 +337,8 @@ impl Work {
     }
 
     /// Moves entries between `not_ready` and `pending` as their readiness changes
-    /// (docs/queue-semantics.md §4, `SubmittedPullRequest` in `openapi/openapi.json`); drafts are
-    /// not ready. An entry waiting for a test whose pull request the Git host says conflicts with
+    /// (docs/queue-semantics.md §4, `SubmittedPullRequest` in `openapi/openapi.json`); drafts, and
+    /// pull requests the review rules do not approve yet, are not ready. An entry waiting for a test whose pull request the Git host says conflicts with
     /// the target fails: it could only become ready through new commits, which take it out of the
     /// queue anyway.
     pub fn refresh_readiness(&mut self) -> bool {
@@ -349,7 +350,7 @@ impl Work {
         let now = self.now;
         for shared in &mut self.s.entries {
             let e = &**shared;
-            let ready = e.readiness(&branch, parallel).is_ready() && !e.pr_facts.draft;
+            let ready = e.readiness(&branch, parallel).is_ready() && e.pr_facts.ready_to_merge();
             let next = match (e.state, ready) {
                 (EntryState::NotReady, true) => EntryState::Pending,
                 (EntryState::Pending, false) if e.current_run.is_none() => EntryState::NotReady,

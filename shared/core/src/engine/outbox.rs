@@ -229,7 +229,7 @@ impl Work {
             .filter(|e| e.state == EntryState::NotReady)
             .filter(|e| {
                 let facts = &e.pr_facts;
-                facts.draft
+                !facts.ready_to_merge()
                     || facts.mergeability != Mergeability::Mergeable
                     || &facts.base_branch != branch
             })

@@ -19,7 +19,7 @@ use crate::landed::{MergeSource, before_sending, landed_at};
 use crate::port::{MergeOutcome, MergeRequest, PrNow};
 use crate::tested_chain::{CommitInfo, CommitSource, Step, read_chain_onto, squash_message};
 use crate::validate;
-use mq_core::git::PrState;
+use mq_core::git::{PrState, Review};
 use mq_core::ids::{PrNumber, RepoRef, Sha};
 use mq_core::settings::MergeMethod;
 use reqwest::{Method, StatusCode};
@@ -95,11 +95,16 @@ async fn check_heads(
 ) -> HostResult<Option<MergeOutcome>> {
     for pr in &request.prs {
         let wire = pulls::pull(client, repo, pr.pr).await?;
+        let open = wire.pr_state() == PrState::Open;
         let now = PrNow {
             head: Sha::new(&wire.head.sha),
             state: wire.pr_state(),
             draft: wire.draft,
             base: wire.base.name.clone(),
+            review: match open {
+                true => pulls::review(client, repo, pr.pr).await?,
+                false => Review::default(),
+            },
         };
         if let Some(refused) = MergeOutcome::refusing(pr, &now, &request.target) {
             return Ok(Some(refused));

@@ -1,13 +1,15 @@
 //! Pull requests, their heads and their comments.
 
+use super::client::JSON;
 use super::client::{Client, Reply, Sent, escape, identity, repo_path};
 use super::wire::{
     CollaboratorPermission, Compare, IssueComment, Message, Numbered, PullWire, RefWire,
+    ReviewAnswer,
 };
 use crate::comment::marked_with;
 use crate::error::{HostError, HostResult};
 use crate::port::TestPullRequest;
-use mq_core::git::{PrFacts, PrState};
+use mq_core::git::{PrFacts, PrState, Review};
 use mq_core::ids::{PrNumber, RepoRef, Sha};
 use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 use reqwest::Method;
@@ -28,9 +30,50 @@ pub(crate) async fn facts(
     target: &str,
 ) -> HostResult<PrFacts> {
     let wire = pull(client, repo, pr).await?;
-    let based_on_target_head = wire.pr_state() == PrState::Open
-        && contains_branch(client, repo, target, &wire.head.sha).await?;
-    Ok(wire.facts(pr, based_on_target_head))
+    let open = wire.pr_state() == PrState::Open;
+    let based_on_target_head =
+        open && contains_branch(client, repo, target, &wire.head.sha).await?;
+    let review = match open {
+        true => review(client, repo, pr).await?,
+        false => Review::default(),
+    };
+    Ok(wire.facts(pr, based_on_target_head, review))
+}
+
+/// The review query: GitHub's REST API has no field for what the review rules decide.
+const REVIEW_QUERY: &str = "query($owner: String!, $name: String!, $number: Int!) { \
+    repository(owner: $owner, name: $name) { pullRequest(number: $number) { reviewDecision } } }";
+
+/// What the target branch's review rules say of pull request `pr` (GraphQL's
+/// `reviewDecision`): `Approved` when they require no review. A decision this adapter does
+/// not know is taken as missing reviews.
+pub(crate) async fn review(client: &Client, repo: &RepoRef, pr: PrNumber) -> HostResult<Review> {
+    let query = json!({
+        "query": REVIEW_QUERY,
+        "variables": { "owner": repo.owner, "name": repo.name, "number": pr },
+    });
+    let url = client.transport.graphql_url();
+    let reply = client
+        .send_to(repo, Method::POST, url, Some(&query), JSON)
+        .await?;
+    let answer: ReviewAnswer = reply.json()?;
+    let decision = answer
+        .data
+        .and_then(|d| d.repository)
+        .and_then(|r| r.pull_request)
+        .map(|p| p.review_decision);
+    match (decision, answer.errors.first()) {
+        (Some(None), _) => Ok(Review::Approved),
+        (Some(Some(decision)), _) => Ok(decision
+            .to_ascii_lowercase()
+            .parse()
+            .unwrap_or(Review::Required)),
+        (None, Some(error)) => Err(HostError::Other(format!(
+            "reading the reviews of #{pr}: {}",
+            error.message
+        ))),
+        (None, None) => Err(HostError::NotFound(format!("pull request #{pr}"))),
+    }
 }
 
 /// Whether `head` contains the head of `branch` (the compare API: nothing behind).

@@ -179,6 +179,15 @@ impl Transport {
         format!("{}{path}", self.api)
     }
 
+    /// The address of the GraphQL API: `<api>/graphql`, or `https://HOST/api/graphql` on
+    /// GitHub Enterprise Server, whose REST API is `https://HOST/api/v3`.
+    pub fn graphql_url(&self) -> String {
+        match self.api.strip_suffix("/api/v3") {
+            Some(host) => format!("{host}/api/graphql"),
+            None => format!("{}/graphql", self.api),
+        }
+    }
+
     pub fn is_api_url(&self, url: &str) -> bool {
         url.starts_with(&format!("{}/", self.api))
     }
@@ -378,4 +387,30 @@ pub(crate) fn repo_path(repo: &RepoRef) -> String {
         escape(&repo.owner).replace('/', "%2F"),
         escape(&repo.name).replace('/', "%2F")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn graphql_is_beside_the_rest_api_on_github_and_on_enterprise_server() {
+        let url = |api: &str| {
+            Transport::new(api, RetryPolicy::default(), "mq")
+                .unwrap()
+                .graphql_url()
+        };
+        assert_eq!(
+            url("https://api.github.com"),
+            "https://api.github.com/graphql"
+        );
+        assert_eq!(
+            url("https://api.github.com/"),
+            "https://api.github.com/graphql"
+        );
+        assert_eq!(
+            url("https://ghe.example.com/api/v3"),
+            "https://ghe.example.com/api/graphql"
+        );
+    }
 }

@@ -1,11 +1,11 @@
 //! Pull requests of the local host: PR `n` is the ref `refs/pull/<n>/head`; the git config of
 //! the bare repository says the rest (`pr.<n>.base`, `pr.<n>.title`, `pr.<n>.state`,
-//! `pr.<n>.draft`), with defaults from the repository and the head commit.
+//! `pr.<n>.draft`, `pr.<n>.review`), with defaults from the repository and the head commit.
 
 use super::git::Git;
 use crate::error::{HostError, HostResult};
 use crate::port::PrNow;
-use mq_core::git::{Mergeability, PrFacts, PrState};
+use mq_core::git::{Mergeability, PrFacts, PrState, Review};
 use mq_core::ids::{PrNumber, Sha};
 
 pub(crate) fn pull_ref(pr: PrNumber) -> String {
@@ -40,6 +40,17 @@ async fn draft_of(git: &Git, pr: PrNumber) -> HostResult<bool> {
     Ok(is_true(git.config(&key(pr, "draft")).await?.as_deref()))
 }
 
+/// `pr.<n>.review`: `approved` (the default: no review required), `review_required` or
+/// `changes_requested`.
+async fn review_of(git: &Git, pr: PrNumber) -> HostResult<Review> {
+    match git.config(&key(pr, "review")).await? {
+        None => Ok(Review::default()),
+        Some(text) => text
+            .parse()
+            .map_err(|e| HostError::Invalid(format!("git config {}: {e}", key(pr, "review")))),
+    }
+}
+
 /// What a merge checks of pull request `pr` just before it goes ahead.
 pub(crate) async fn now(git: &Git, pr: PrNumber) -> HostResult<PrNow> {
     Ok(PrNow {
@@ -47,6 +58,7 @@ pub(crate) async fn now(git: &Git, pr: PrNumber) -> HostResult<PrNow> {
         state: state_of(git, pr).await?,
         draft: draft_of(git, pr).await?,
         base: base_of(git, pr).await?,
+        review: review_of(git, pr).await?,
     })
 }
 
@@ -83,6 +95,7 @@ pub(crate) async fn read(git: &Git, pr: PrNumber, target: &str) -> HostResult<Pr
         mergeability,
         based_on_target_head,
         draft: draft_of(git, pr).await?,
+        review: review_of(git, pr).await?,
     })
 }
 

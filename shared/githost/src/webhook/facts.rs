@@ -22,6 +22,8 @@ pub enum PrChange {
     Edited,
     ConvertedToDraft,
     ReadyForReview,
+    /// A review was submitted or dismissed: what the review rules decide may have changed.
+    Reviewed,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,8 +56,8 @@ pub enum HostFact {
         conclusion: Option<CheckConclusion>,
     },
     /// A pull request changed. `pr` is the payload's view: `mergeability` is `in_progress` while
-    /// GitHub computes it, and `based_on_target_head` is false because deliveries do not say
-    /// (read the pull request from the host when it matters).
+    /// GitHub computes it, and `based_on_target_head` is false and `review` required because
+    /// deliveries do not say (read the pull request from the host when it matters).
     PullRequest {
         repo: RepoRef,
         change: PrChange,

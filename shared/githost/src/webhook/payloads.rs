@@ -90,6 +90,15 @@ struct PullRequest {
     repository: Repository,
 }
 
+/// A review submitted, edited or dismissed. Its pull request is shaped as in `pull_request`
+/// deliveries, without `merged` and `mergeable`.
+#[derive(Deserialize)]
+struct PullRequestReview {
+    action: String,
+    pull_request: PullWire,
+    repository: Repository,
+}
+
 #[derive(Deserialize)]
 struct Issue {
     number: u64,
@@ -193,6 +202,17 @@ pub(crate) fn parse(event: &str, body: &[u8], host: &str) -> Result<HostFact, We
                 pr: pr_facts(delivery.pull_request)?,
             })
         }
+        "pull_request_review" => {
+            let delivery: PullRequestReview = read(body)?;
+            if !matches!(delivery.action.as_str(), "submitted" | "dismissed") {
+                return Ok(ignored(event, Some(delivery.action)));
+            }
+            Ok(HostFact::PullRequest {
+                repo: repo(&delivery.repository)?,
+                change: PrChange::Reviewed,
+                pr: pr_facts(delivery.pull_request)?,
+            })
+        }
         "issue_comment" => {
             let delivery: IssueComment = read(body)?;
             let on_pr = delivery.issue.pull_request.is_some();
@@ -269,9 +289,11 @@ fn pr_change(delivery: &PullRequest) -> Option<PrChange> {
     })
 }
 
+/// The pull request as the delivery shows it. A delivery does not say what the review rules
+/// decide: the pull request is taken as not approved until read from the host.
 fn pr_facts(wire: PullWire) -> Result<PrFacts, WebhookError> {
     let number = pr_number(wire.number)?;
-    Ok(wire.facts(number, false))
+    Ok(wire.facts(number, false, mq_core::git::Review::Required))
 }
 
 fn pr_number(number: u64) -> Result<PrNumber, WebhookError> {

@@ -511,21 +511,29 @@ async fn the_comment_and_status_check_say_where_each_pull_request_stands(backend
 }
 
 /// A repository that requires the queue's own status (`merge-queue`) to merge into `main`, so
-/// that nothing merges around the queue: a test run waits for CI only (the queue sets its
-/// status on pull request heads, never on test branches), and merges once CI passed.
+/// that nothing merges around the queue: a test run waits for CI only (the queue never waits
+/// for its own status), and merges once CI passed. With `merge_commit` the target moves to
+/// the tested commit itself, which the queue marks passed first, so the branch takes it.
 async fn a_branch_requiring_the_queues_own_status_merges_what_ci_passed(backend: Backend) {
     let env = LiveEnv::start(backend).await;
     let repo = env.repo("rocket");
     repo.require_statuses("main", &[CI, "merge-queue"]);
     repo.add_prs(1, &[]);
-    env.create_queue(&repo, json!({})).await;
+    env.create_queue(&repo, json!({"mergeMethod": "merge_commit"}))
+        .await;
     env.submit(&repo, 1).await;
     let run = env.wait_for_run(&repo, 1).await;
     assert_eq!(run.details["requiredStatuses"], json!([CI]));
     env.set_status(&repo, &run.sha, CI, StatusState::Success)
         .await;
     env.wait_for_state(&repo, 1, "merged").await;
-    assert_eq!(repo.history_subjects("main"), ["Change 1 (#1)"]);
+    let landed = repo.head("main").expect("main");
+    assert_eq!(landed, run.sha, "the tested commit itself");
+    let status = env.queue_status(&repo, &landed).await;
+    assert_eq!(
+        status,
+        Some((StatusState::Success, "Tested by the merge queue".to_owned()))
+    );
 }
 
 /// A `.merge-queue.yaml` on the target that does not parse fails the runs that need it, and

@@ -7,7 +7,8 @@
 //! tick executes it again.
 
 use mq_core::engine::{Effect, EffectOutcome, Event, MergeRefusal, PendingEffect};
-use mq_core::git::{RequiredStatuses, RequiredStatusesSource};
+use mq_core::git::{RequiredStatuses, RequiredStatusesSource, StatusState};
+use mq_core::settings::MergeMethod;
 use mq_core::snapshot::Queue;
 use mq_githost::{
     GitHost, HostError, HostResult, MergeOutcome, MergeRequest, StatusUpdate, TestBranchOutcome,
@@ -116,6 +117,7 @@ async fn outcome(host: &dyn GitHost, queue: &Queue, effect: &Effect) -> HostResu
         }
         Effect::Merge { .. } => match merge_request(queue, effect) {
             Some(request) => {
+                vouch_for_tested_commit(host, queue, &request).await?;
                 let outcome = merge_outcome(host.merge(repo, &request).await?);
                 Ok(with_tip(host, queue, outcome).await)
             }
@@ -216,6 +218,30 @@ async fn with_tip(host: &dyn GitHost, queue: &Queue, outcome: EffectOutcome) -> 
 }
 
 /// The Git host's request for a merge effect of `queue`; `None` for any other effect.
+/// Before a `merge_commit` merge moves the target to the commit the queue tested, the queue
+/// sets its own status (`merge-queue`) passed on that commit, when its status check is on: a
+/// branch that requires that status, so that nothing merges around the queue, then takes the
+/// commit. (`squash` and `rebase` land commits of their own, which carry no status.)
+async fn vouch_for_tested_commit(
+    host: &dyn GitHost,
+    queue: &Queue,
+    request: &MergeRequest,
+) -> HostResult<()> {
+    let Some(tested) = &request.tested_sha else {
+        return Ok(());
+    };
+    if request.method != MergeMethod::MergeCommit || !queue.config.status_check_enabled {
+        return Ok(());
+    }
+    let status = StatusUpdate {
+        context: STATUS_CONTEXT.to_owned(),
+        state: StatusState::Success,
+        description: "Tested by the merge queue".to_owned(),
+        target_url: None,
+    };
+    host.set_status(&queue.repo, tested, &status).await
+}
+
 fn merge_request(queue: &Queue, effect: &Effect) -> Option<MergeRequest> {
     let Effect::Merge {
         prs,

@@ -883,6 +883,54 @@ fn results_for_unknown_effects_and_shas_change_nothing() {
     assert_eq!(t.snapshot, before);
 }
 
+/// CI that reports thousands of names on a test commit (a status per build target) does not
+/// grow the run past what one stored item holds: reports of names the run does not require
+/// are kept up to a bound, those it requires always, and the verdict reads them.
+#[test]
+fn a_run_keeps_every_required_report_and_a_bounded_number_of_others() {
+    use mq_core::engine::MAX_OTHER_REPORTS;
+    use mq_core::git::{CheckRunReport, CheckStatus, StatusReport, StatusState};
+    let mut h = queue(1);
+    h.submit(1);
+    let run = h.run_of(1);
+    let sha = h.run(&run).unwrap().sha.clone().unwrap();
+    for i in 0..2_000u64 {
+        let status = StatusReport {
+            context: format!("target-{i}"),
+            state: StatusState::Success,
+            url: format!("https://ci.example/{i}"),
+            description: String::new(),
+            updated_at: h.now,
+        };
+        h.ok(Event::StatusReported {
+            sha: sha.clone(),
+            status,
+        });
+        let check = CheckRunReport {
+            id: i,
+            name: format!("job-{i}"),
+            status: CheckStatus::Completed,
+            conclusion: Some(mq_core::git::CheckConclusion::Success),
+            url: String::new(),
+            suite_id: 1,
+            updated_at: h.now,
+        };
+        h.ok(Event::CheckRunReported {
+            sha: sha.clone(),
+            check,
+        });
+    }
+    let kept = h.run(&run).unwrap();
+    assert_eq!(kept.statuses.len(), MAX_OTHER_REPORTS);
+    assert_eq!(kept.check_runs.len(), MAX_OTHER_REPORTS);
+    h.pass(&run);
+    assert_eq!(
+        h.merged_prs(),
+        vec![1],
+        "the required status, reported last, is kept"
+    );
+}
+
 #[test]
 fn statuses_reported_before_the_branch_was_known_are_fetched() {
     let mut h = queue(1);

@@ -4,6 +4,7 @@
 
 use crate::error::{HostError, HostResult};
 use mq_core::git::{RequiredStatuses, RequiredStatusesSource};
+use mq_core::settings::{MAX_REQUIRED_STATUSES, MAX_STATUS_NAME_LEN};
 use serde::Deserialize;
 
 /// Where the file lives in the branch's tree.
@@ -29,7 +30,20 @@ pub fn required_statuses_in(text: &str) -> HostResult<Option<Vec<String>>> {
         .map(|c| c.trim().to_owned())
         .filter(|c| !c.is_empty())
         .collect();
+    within_limits(&contexts)?;
     Ok((!contexts.is_empty()).then_some(contexts))
+}
+
+/// The file's list is held to the limits of a queue's own list.
+fn within_limits(contexts: &[String]) -> HostResult<()> {
+    let too_long = contexts.iter().any(|c| c.len() > MAX_STATUS_NAME_LEN);
+    if contexts.len() > MAX_REQUIRED_STATUSES || too_long {
+        return Err(HostError::Invalid(format!(
+            "{CONFIG_FILE}: required_statuses may hold at most {MAX_REQUIRED_STATUSES} names \
+             of at most {MAX_STATUS_NAME_LEN} characters"
+        )));
+    }
+    Ok(())
 }
 
 /// Picks the list the repository's sources give: the config file first, then the host's branch
@@ -82,6 +96,30 @@ mod tests {
         let err = required_statuses_in("required_statuses: build").unwrap_err();
         assert!(matches!(&err, HostError::Invalid(m) if m.starts_with(".merge-queue.yaml")));
         assert!(required_statuses_in("required_statuses: [a, [b]]").is_err());
+    }
+
+    /// The file's list is kept to a queue's own limits: every run stores it.
+    #[test]
+    fn a_list_past_a_queues_limits_is_invalid() {
+        let many: String = (0..=MAX_REQUIRED_STATUSES)
+            .map(|i| format!("  - check-{i}\n"))
+            .collect();
+        let long = format!(
+            "required_statuses: [{}]",
+            "x".repeat(MAX_STATUS_NAME_LEN + 1)
+        );
+        for text in [format!("required_statuses:\n{many}"), long] {
+            let err = required_statuses_in(&text).unwrap_err();
+            assert!(
+                matches!(&err, HostError::Invalid(m) if m.contains("at most")),
+                "{err}"
+            );
+        }
+        let most: String = (0..MAX_REQUIRED_STATUSES)
+            .map(|i| format!("  - check-{i}\n"))
+            .collect();
+        let read = required_statuses_in(&format!("required_statuses:\n{most}")).unwrap();
+        assert_eq!(read.map(|l| l.len()), Some(MAX_REQUIRED_STATUSES));
     }
 
     #[test]

@@ -127,7 +127,7 @@ pub use crate::effects::{BranchPr, Effect, PendingEffect};
 pub use crate::snapshot::Transition;
 pub use events::{CancelReason, Ctx, EffectOutcome, Event, MergeRefusal};
 pub use outbox::{MAX_ATTEMPTS, backoff_ms};
-pub use results::{checks_verdict, required_verdict, run_verdict};
+pub use results::{MAX_OTHER_REPORTS, checks_verdict, required_verdict, run_verdict};
 pub use work::{EFFECT_LEASE_MS, TEST_BRANCH_PREFIX};
 
 use crate::error::DomainError;

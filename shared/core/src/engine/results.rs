@@ -289,6 +289,22 @@ impl Work {
     }
 }
 
+/// How many reports (statuses, or check runs) of names the run does not require it keeps, for
+/// the dashboard's links: CI that reports thousands of names on a commit must not grow the
+/// run past what one stored item holds. Reports of required names are always kept.
+pub const MAX_OTHER_REPORTS: usize = 50;
+
+/// Whether a first report of `name` is kept: a required name always is, another while fewer
+/// than [`MAX_OTHER_REPORTS`] others are kept.
+fn keeps_new(run: &TestRun, name: &str, names: impl Iterator<Item = String>) -> bool {
+    let required = |n: &str| {
+        run.required
+            .as_ref()
+            .is_some_and(|r| r.contexts.iter().any(|c| c == n))
+    };
+    required(name) || names.filter(|n| !required(n)).count() < MAX_OTHER_REPORTS
+}
+
 /// Keeps the latest status per context. Times are whole seconds: of two reports of the same
 /// second, delivered in either order, a result wins over `pending` (a bot that sets pending
 /// then success within a second).
@@ -301,7 +317,12 @@ fn record_status(run: &mut TestRun, status: &StatusReport) {
     {
         Some(old) if order(old) <= order(status) => *old = status.clone(),
         Some(_) => {}
-        None => run.statuses.push(status.clone()),
+        None => {
+            let names = run.statuses.iter().map(|s| s.context.clone());
+            if keeps_new(run, &status.context, names) {
+                run.statuses.push(status.clone());
+            }
+        }
     }
 }
 
@@ -318,7 +339,12 @@ fn record_check(run: &mut TestRun, check: &CheckRunReport) {
             *old = check.clone();
         }
         Some(_) => {}
-        None => run.check_runs.push(check.clone()),
+        None => {
+            let names = run.check_runs.iter().map(|c| c.name.clone());
+            if keeps_new(run, &check.name, names) {
+                run.check_runs.push(check.clone());
+            }
+        }
     }
 }
 

@@ -6,8 +6,6 @@
 
 use crate::app::App;
 use crate::error::ServiceError;
-use mq_core::DomainError;
-use mq_core::error::ErrorCode;
 use mq_core::ids::{OrgId, RepoRef};
 use mq_core::metrics::{QueueFacts, QueueFigures, Window, figures};
 use mq_core::snapshot::QueueSnapshot;
@@ -30,8 +28,9 @@ pub async fn figures_of_snapshot(
 
 /// The figures of the organisation's queues, or of its queues on `repo`, ordered by
 /// repository and branch ([`owned_queue_facts`]). When `repo` is given: 404
-/// `REPOSITORY_NOT_FOUND` unless the organisation owns it, `QUEUE_NOT_FOUND` when it has no
-/// queue on it.
+/// `REPOSITORY_NOT_FOUND` unless the organisation owns it; a repository it owns without a
+/// queue has no figures, as an organisation without queues has none: a scrape of a queue
+/// deleted (or not yet created) succeeds with nothing, and does not read as the endpoint down.
 pub async fn figures_of(
     app: &App,
     org: &OrgId,
@@ -39,13 +38,6 @@ pub async fn figures_of(
 ) -> Result<Vec<QueueFigures>, ServiceError> {
     let now = app.now();
     let facts = owned_queue_facts(app, org, repo, now).await?;
-    if let Some(repo) = repo.filter(|_| facts.is_empty()) {
-        return Err(DomainError::not_found(
-            ErrorCode::QueueNotFound,
-            format!("no queue of your organisation on repository {repo}"),
-        )
-        .into());
-    }
     Ok(facts.iter().map(|facts| figures(facts, now)).collect())
 }
 

@@ -4,7 +4,8 @@
 //! [`QueueStore`](crate::QueueStore) is one.
 //!
 //! Both adapters keep the same contract (`tests/contract/history.rs`): history as the commits
-//! recorded it, items whole (or, where asked for, their summaries); nothing (and no request) when the window is empty or `limit` is
+//! recorded it, items whole (or, where asked for and in [`HistoryStore::history`], their
+//! summaries); nothing (and no request) when the window is empty or `limit` is
 //! 0; only the queue asked for.
 
 use crate::error::StoreError;
@@ -69,12 +70,14 @@ pub trait HistoryStore: Send + Sync {
     /// Restarts of the queue's entries recorded in `window`, oldest first, all of them.
     async fn restarts_between(&self, id: &QueueId, window: Window) -> HistoryResult<Vec<Restart>>;
 
-    /// All of the queue's history in `window`, as the three reads above give it (not one
-    /// snapshot). The default sends the three reads at once.
+    /// All of the queue's history in `window`, each entry and run as its summary (what the
+    /// metrics and the queue page read, every scrape and every view), as the summary reads
+    /// and [`Self::restarts_between`] give it (not one snapshot). The default sends the three
+    /// reads at once.
     async fn history(&self, id: &QueueId, window: Window) -> HistoryResult<History> {
         let (concluded, finished_runs, restarts) = tokio::try_join!(
-            self.conclusions_between(id, window, usize::MAX),
-            self.finished_runs_between(id, window, usize::MAX),
+            self.conclusion_summaries_between(id, window, usize::MAX),
+            self.finished_run_summaries_between(id, window, usize::MAX),
             self.restarts_between(id, window),
         )?;
         Ok(History {

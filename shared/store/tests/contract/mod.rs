@@ -1094,11 +1094,11 @@ pub async fn metrics_facts_are_each_queues_snapshot_and_last_hour(store: Arc<dyn
         let window = Window::last_hour(queue, now);
         let three_reads = History {
             concluded: store
-                .conclusions_between(&queue.id, window, usize::MAX)
+                .conclusion_summaries_between(&queue.id, window, usize::MAX)
                 .await
                 .unwrap(),
             finished_runs: store
-                .finished_runs_between(&queue.id, window, usize::MAX)
+                .finished_run_summaries_between(&queue.id, window, usize::MAX)
                 .await
                 .unwrap(),
             restarts: store.restarts_between(&queue.id, window).await.unwrap(),

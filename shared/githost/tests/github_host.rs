@@ -1532,6 +1532,57 @@ async fn a_merge_is_refused_when_the_review_rules_no_longer_approve_a_pull_reque
     assert!(error.to_string().contains("not accessible"), "{error}");
 }
 
+/// A repository renamed or transferred: GitHub redirects its calls to the new place. They are
+/// not followed (the repository may now belong to another organisation, and a queue acts only
+/// on the one it was created for): the call fails as not found, saying the repository moved.
+#[tokio::test]
+async fn a_repository_that_moved_is_not_followed() {
+    let server = MockServer::start().await;
+    let moved = format!("{}/repositories/1296269", server.uri());
+    let redirect = |status: u16, to: String| {
+        ResponseTemplate::new(status)
+            .insert_header("location", to.as_str())
+            .set_body_json(json!({ "message": "Moved Permanently", "url": to }))
+    };
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/pulls/7")))
+        .respond_with(redirect(301, format!("{moved}/pulls/7")))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{REPO}/statuses/{HEAD1}")))
+        .respond_with(redirect(307, format!("{moved}/statuses/{HEAD1}")))
+        .mount(&server)
+        .await;
+    let host = with_token(&server).await;
+    let read = host.pull_request(&repo(), 7, "main").await.unwrap_err();
+    let status = StatusUpdate {
+        context: "merge-queue".into(),
+        state: StatusState::Success,
+        description: "Tested".into(),
+        target_url: None,
+    };
+    let write = host
+        .set_status(&repo(), &Sha::new(HEAD1), &status)
+        .await
+        .unwrap_err();
+    for error in [read, write] {
+        assert!(
+            matches!(&error, HostError::NotFound(m) if m.contains("moved")),
+            "{error}"
+        );
+    }
+    let calls = server.received_requests().await.unwrap();
+    assert!(
+        calls.iter().all(|r| r.url.path().starts_with(REPO)),
+        "the new place is never called: {:?}",
+        calls
+            .iter()
+            .map(|r| r.url.path().to_owned())
+            .collect::<Vec<_>>()
+    );
+}
+
 /// The tested commit `c2c2` = merge of #2 onto `c1c1` = merge of #1 onto the target.
 async fn tested_chain(server: &MockServer) {
     let commits = [

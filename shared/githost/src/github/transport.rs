@@ -102,6 +102,11 @@ impl Reply {
     pub fn error(&self) -> HostError {
         let text = format!("{}: {} {}", self.what, self.status.as_u16(), self.message());
         match self.status.as_u16() {
+            301 | 302 | 307 | 308 => HostError::NotFound(format!(
+                "{text}: the repository moved (renamed or transferred) to {}; a queue acts \
+                 only on the repository it was created for: create one on its new name",
+                self.location()
+            )),
             401 | 403 => HostError::Forbidden(text),
             404 => HostError::NotFound(text),
             409 => HostError::Conflict(text),
@@ -112,6 +117,14 @@ impl Reply {
             },
             _ => HostError::Other(text),
         }
+    }
+
+    /// Where a redirect points, as its `Location` header says.
+    fn location(&self) -> &str {
+        self.headers
+            .get("location")
+            .and_then(|l| l.to_str().ok())
+            .unwrap_or("an address GitHub did not give")
     }
 
     /// The `rel="next"` address of the `Link` header.
@@ -160,7 +173,11 @@ pub(crate) struct Transport {
 
 impl Transport {
     pub fn new(api: &str, retry: RetryPolicy, user_agent: &str) -> HostResult<Self> {
+        // GitHub redirects the calls for a repository that was renamed or transferred to its
+        // new place. They are not followed: a queue acts only on the repository it was created
+        // for, never on one that now belongs to someone else (see `Reply::error`).
         let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(Duration::from_secs(10))
             .timeout(Duration::from_secs(30))
             .build()

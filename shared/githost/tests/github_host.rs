@@ -1568,7 +1568,7 @@ async fn a_repository_that_moved_is_not_followed() {
         .unwrap_err();
     for error in [read, write] {
         assert!(
-            matches!(&error, HostError::NotFound(m) if m.contains("moved")),
+            matches!(&error, HostError::NotFound(m) if m.contains("redirects to")),
             "{error}"
         );
     }

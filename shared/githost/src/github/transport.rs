@@ -103,8 +103,9 @@ impl Reply {
         let text = format!("{}: {} {}", self.what, self.status.as_u16(), self.message());
         match self.status.as_u16() {
             301 | 302 | 307 | 308 => HostError::NotFound(format!(
-                "{text}: the repository moved (renamed or transferred) to {}; a queue acts \
-                 only on the repository it was created for: create one on its new name",
+                "{text}: GitHub redirects to {}, as for a repository or branch renamed or \
+                 transferred; a queue acts only on the repository and branch it was created \
+                 for, so create one on the new name",
                 self.location()
             )),
             401 | 403 => HostError::Forbidden(text),

@@ -36,3 +36,19 @@ pub struct History {
     /// Restarts recorded in the window.
     pub restarts: Vec<Restart>,
 }
+
+impl History {
+    /// The same history, each entry and run as its summary
+    /// ([`Entry::summary`], [`TestRun::summary`]).
+    pub fn summary(self) -> Self {
+        History {
+            concluded: self.concluded.into_iter().map(Entry::summary).collect(),
+            finished_runs: self
+                .finished_runs
+                .into_iter()
+                .map(TestRun::summary)
+                .collect(),
+            restarts: self.restarts,
+        }
+    }
+}

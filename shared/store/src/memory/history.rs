@@ -123,15 +123,6 @@ impl HistoryStore for MemoryStore {
 
     /// The three reads under one lock (one snapshot of the history), as summaries.
     async fn history(&self, id: &QueueId, window: Window) -> StoreResult<History> {
-        let whole = self.read_history(id, |h| h.history_in(window));
-        Ok(History {
-            concluded: whole.concluded.into_iter().map(Entry::summary).collect(),
-            finished_runs: whole
-                .finished_runs
-                .into_iter()
-                .map(TestRun::summary)
-                .collect(),
-            restarts: whole.restarts,
-        })
+        Ok(self.read_history(id, |h| h.history_in(window)).summary())
     }
 }

@@ -306,7 +306,7 @@ impl QueueStore for MemoryStore {
             let window = Window::last_hour(&live.queue, now);
             let history = history.get(&live.queue.id);
             QueueFacts {
-                history: history.map_or_else(History::default, |h| h.history_in(window)),
+                history: history.map_or_else(History::default, |h| h.history_in(window).summary()),
                 snapshot: live.shared_snapshot(),
             }
         });

@@ -152,6 +152,11 @@ pub struct TestRun {
     /// told to the pull requests that fail for it.
     #[serde(default)]
     pub host_error: Option<String>,
+    /// When a held restart was created, kept when its release sets `created_at` anew (the
+    /// testing timeout counts from the release): the stamp of its merge commits, which groups
+    /// behind it built with while it was held. `None` when never held.
+    #[serde(default)]
+    pub stamped_at: Option<Timestamp>,
 }
 
 /// The search for the culprits of a failed batch (docs/queue-semantics.md §6), kept on the queue
@@ -206,6 +211,7 @@ impl TestRun {
         self.impacted_targets = None;
         self.impacted_targets_for_tested_prs = None;
         self.host_error = None;
+        self.stamped_at = None;
         self
     }
 }
@@ -241,6 +247,7 @@ impl TestRun {
             test_pull_request: false,
             bisection_of: None,
             host_error: None,
+            stamped_at: None,
         }
     }
 }

@@ -1553,3 +1553,45 @@ fn a_run_whose_branch_creation_was_lost_has_it_built_at_the_tick() {
     h.pass(&id);
     assert_eq!(h.state(1), Merged);
 }
+
+/// A restart held for a slot keeps the stamp of its merge commits when it is released: a
+/// group rebuilt behind it meanwhile holds its pull requests stamped as it will build them, so
+/// both branches hold the same commits (docs/queue-semantics.md §10) and, once the restart
+/// merges, the group behind still predicts the target and merges without testing again.
+#[test]
+fn a_held_restart_builds_the_commits_the_groups_behind_it_hold() {
+    let mut h = Harness::with(SettingsPatch {
+        concurrency: Some(3),
+        pending_failure_depth: Some(1),
+        merge_method: Some(mq_core::settings::MergeMethod::MergeCommit),
+        ..Default::default()
+    });
+    for pr in 1..=3 {
+        h.submit(pr);
+    }
+    h.fail_pr(1);
+    assert_eq!(h.state(1), PendingFailure);
+    h.update(SettingsPatch {
+        concurrency: Some(2),
+        ..Default::default()
+    });
+    h.ok(Event::Restart { pr: 1 });
+    let restart = h.run_of(1);
+    assert!(h.run(&restart).unwrap().held, "no slot: held");
+    h.advance_minutes(5);
+    h.ok(Event::Cancel {
+        pr: 2,
+        reason: CancelReason::Api,
+    });
+    let behind = h.run_of(3);
+    let restarts = h.entry(3).unwrap().restarts;
+    assert!(!h.run(&restart).unwrap().held, "released");
+    h.pass(&restart);
+    assert_eq!(h.merged_prs(), vec![1]);
+    assert_eq!(h.run_of(3), behind, "#3's group still predicts the target");
+    h.pass(&behind);
+    assert_eq!(h.merged_prs(), vec![1, 3]);
+    let three = h.concluded.iter().find(|e| e.pr == 3).unwrap();
+    assert_eq!(three.restarts, restarts, "#3 was not tested again");
+    h.assert_clean();
+}

@@ -178,6 +178,8 @@ impl Work {
         run.started_at = None;
         run.finished_at = None;
         run.reason = None;
+        run.host_error = None;
+        run.stamped_at = None;
         run.held = !(slot_after && self.can_rerun());
         let prs = self.active_prs(&old);
         for &pr in &prs {

@@ -186,6 +186,7 @@ impl Work {
             pushes_discarded: 0,
             bisection_of,
             host_error: None,
+            stamped_at: None,
         };
         let now = self.now;
         for &pr in &prs {
@@ -283,6 +284,7 @@ impl Work {
                 let now = self.now;
                 if let Some(r) = self.run_mut(&id) {
                     r.held = false;
+                    r.stamped_at.get_or_insert(r.created_at);
                     r.created_at = now;
                 }
                 self.request_branch(&id);
@@ -324,10 +326,11 @@ impl Work {
     }
 }
 
-/// The stamp a run's build gives the merge commits of its own pull requests.
+/// The stamp a run's build gives the merge commits of its own pull requests: the same from its
+/// creation on, held and released or not, so every branch holding them holds the same commits.
 fn stamp_of(run: &TestRun) -> MergeStamp {
     MergeStamp {
         run_id: run.id.clone(),
-        at: run.created_at,
+        at: run.stamped_at.unwrap_or(run.created_at),
     }
 }

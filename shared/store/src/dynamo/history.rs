@@ -188,6 +188,7 @@ mod tests {
             "impacted_targets",
             "impacted_targets_for_tested_prs",
             "host_error",
+            "stamped_at",
         ];
         assert_eq!(names(&TestRun::sample("r1")), with(RUN_SUMMARY, &left_out));
     }

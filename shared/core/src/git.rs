@@ -39,9 +39,11 @@ wire_enum! {
 }
 
 impl Default for Review {
-    /// What a pull request read before reviews were read says: nothing was required of it.
+    /// What facts without a review say (stored before reviews were read, or rewritten by a
+    /// version that does not know them): not known to be approved. Such an entry waits, and
+    /// the tick reads its pull request again.
     fn default() -> Self {
-        Review::Approved
+        Review::Required
     }
 }
 
@@ -210,5 +212,21 @@ impl CheckRunReport {
             },
             _ => Verdict::Pending,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Facts stored before reviews were read (or rewritten by a version that does not know
+    /// them) are not taken as approved: the entry waits, and the tick reads it again.
+    #[test]
+    fn facts_without_a_review_are_not_approved() {
+        let mut stored = serde_json::to_value(PrFacts::sample(1)).unwrap();
+        stored.as_object_mut().unwrap().remove("review");
+        let read: PrFacts = serde_json::from_value(stored).unwrap();
+        assert_eq!(read.review, Review::Required);
+        assert!(!read.ready_to_merge());
     }
 }

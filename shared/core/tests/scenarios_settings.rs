@@ -777,6 +777,35 @@ fn a_pull_request_waits_for_the_approval_its_branch_requires() {
     h.assert_clean();
 }
 
+/// A pull request waiting long for its reviews is read again every minute at first, then once
+/// every ten minutes, not every minute for days.
+#[test]
+fn a_pull_request_waiting_long_is_read_again_less_often() {
+    let mut h = queue(1);
+    let mut unreviewed = h.facts(1);
+    unreviewed.review = Review::Required;
+    h.submit_facts(unreviewed).unwrap();
+    h.auto_execute = false;
+    let mut reads_by_minute = Vec::new();
+    for _ in 0..40 {
+        h.advance_minutes(1);
+        h.pending.clear();
+        h.snap.outbox.clear();
+        let t = h.tick();
+        let reads = t
+            .effects
+            .iter()
+            .filter(|x| x.effect == Effect::RefreshPullRequest { pr: 1 })
+            .count();
+        reads_by_minute.push(reads);
+    }
+    let first: usize = reads_by_minute[..9].iter().sum();
+    let later: usize = reads_by_minute[10..40].iter().sum();
+    assert_eq!(first, 9, "every minute at first: {reads_by_minute:?}");
+    assert_eq!(later, 3, "once in ten minutes later: {reads_by_minute:?}");
+    assert_eq!(h.state(1), NotReady);
+}
+
 // ---- the outbox ---------------------------------------------------------------------------
 
 #[test]
@@ -929,6 +958,26 @@ fn a_run_keeps_every_required_report_and_a_bounded_number_of_others() {
         vec![1],
         "the required status, reported last, is kept"
     );
+}
+
+/// A name the run did not keep reports of (past the bound) may become required by a change of
+/// the queue's list: the run reads what CI reported from the host again, instead of waiting
+/// for a report that already came.
+#[test]
+fn a_change_of_the_required_list_reads_the_reports_again() {
+    let mut h = queue(1);
+    h.submit(1);
+    let run = h.run_of(1);
+    let fetches = |h: &Harness| {
+        h.emitted_where(|e| matches!(e, Effect::FetchChecks { run_id, .. } if *run_id == run))
+            .len()
+    };
+    let before = fetches(&h);
+    h.update(SettingsPatch {
+        required_statuses: Some(vec!["target-1999".into()]),
+        ..Default::default()
+    });
+    assert_eq!(fetches(&h), before + 1);
 }
 
 #[test]

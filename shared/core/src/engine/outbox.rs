@@ -9,9 +9,10 @@
 
 use super::work::{EFFECT_LEASE_MS, Work};
 use super::{Effect, EffectOutcome, PendingEffect};
-use crate::entry::EntryState;
+use crate::entry::{Entry, EntryState};
 use crate::git::Mergeability;
 use crate::run::RunStatus;
+use crate::time::Timestamp;
 
 /// Failed executions after which an effect is given up.
 pub const MAX_ATTEMPTS: u32 = 8;
@@ -216,17 +217,23 @@ impl Work {
                 .any(|y| y.held && y.effect.notice_key() == key)
     }
 
-    /// Pull requests not ready because of their own state (a draft, a conflict or a
-    /// mergeability still unknown, another base) are read again, once per tick: the webhook
-    /// delivery that says they changed (ready for review, closed, the conflict resolved) may
-    /// never come, as GitHub does not send a failed delivery again.
+    /// Pull requests not ready because of their own state (a draft, reviews that do not
+    /// approve it, a conflict or a mergeability still unknown, another base) are read again:
+    /// the webhook delivery that says they changed (ready for review, approved, closed, the
+    /// conflict resolved) may never come, as GitHub does not send a failed delivery again.
+    /// Each is read at every tick for its first [`READ_EVERY_TICK_MS`] waiting, then at one
+    /// tick in [`READ_EVERY_NTH_TICK`] (spread over the ticks by pull request number): a pull
+    /// request waiting days for its reviews costs a few reads an hour, not one a minute,
+    /// against the Git host's rate limits.
     fn refresh_waiting_pull_requests(&mut self) {
         let branch = &self.s.queue.branch;
+        let now = self.now;
         let waiting: Vec<_> = self
             .s
             .entries
             .iter()
             .filter(|e| e.state == EntryState::NotReady)
+            .filter(|e| due_for_reading(e, now))
             .filter(|e| {
                 let facts = &e.pr_facts;
                 !facts.ready_to_merge()
@@ -246,6 +253,20 @@ impl Work {
             }
         }
     }
+}
+
+/// How long a pull request waiting on its own state is read at every tick.
+pub const READ_EVERY_TICK_MS: i64 = 10 * 60_000;
+
+/// Past [`READ_EVERY_TICK_MS`], a waiting pull request is read at one tick (minute) in this
+/// many.
+pub const READ_EVERY_NTH_TICK: i64 = 10;
+
+/// Whether the tick at `now` reads the waiting entry `e` again.
+fn due_for_reading(e: &Entry, now: Timestamp) -> bool {
+    let fresh = now.millis_since(e.state_changed_at) < READ_EVERY_TICK_MS;
+    let minute = now.millis().div_euclid(60_000);
+    fresh || (minute + i64::from(e.pr)).rem_euclid(READ_EVERY_NTH_TICK) == 0
 }
 
 /// 1, 2, 4, ... minutes after the n-th failure, at most an hour.

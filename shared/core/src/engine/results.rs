@@ -177,8 +177,10 @@ impl Work {
 
     /// The queue's own list of required statuses changed: every run in progress whose branch
     /// exists requires it from now on (it wins over the repository's sources, as it does for
-    /// runs built later) and is decided again on the results it has. A deleted list leaves
-    /// runs with what they require: the repository's sources are read when a branch is built.
+    /// runs built later) and is decided again on the results it has, and on those CI reported
+    /// that it did not keep (a run keeps a bounded number of reports of names it does not
+    /// require), read again from the host. A deleted list leaves runs with what they require:
+    /// the repository's sources are read when a branch is built.
     pub fn required_statuses_changed(&mut self) {
         let own = self.cfg().required_statuses.clone();
         if own.is_empty() {
@@ -196,10 +198,21 @@ impl Work {
             .map(|r| r.id.clone())
             .collect();
         for id in &runs {
-            if let Some(run) = self.run_mut(id) {
-                run.required = Some(required.clone());
-            }
+            let Some(run) = self.run_mut(id) else {
+                continue;
+            };
+            run.required = Some(required.clone());
+            let sha = run.sha.clone();
             self.evaluate(id);
+            let live = self
+                .run(id)
+                .is_some_and(|r| r.status == RunStatus::InProgress);
+            if let (true, Some(sha)) = (live, sha) {
+                self.emit(super::Effect::FetchChecks {
+                    run_id: id.clone(),
+                    sha,
+                });
+            }
         }
     }
 

@@ -44,7 +44,7 @@ async fn draft_of(git: &Git, pr: PrNumber) -> HostResult<bool> {
 /// `changes_requested`.
 async fn review_of(git: &Git, pr: PrNumber) -> HostResult<Review> {
     match git.config(&key(pr, "review")).await? {
-        None => Ok(Review::default()),
+        None => Ok(Review::Approved),
         Some(text) => text
             .parse()
             .map_err(|e| HostError::Invalid(format!("git config {}: {e}", key(pr, "review")))),

@@ -43,6 +43,10 @@ pub struct MergeRequest {
     /// The tested commit: `merge_commit` moves the target to it; `squash`/`rebase` produce
     /// commits whose final tree equals its tree. `None` for a direct merge of an up-to-date PR.
     pub tested_sha: Option<Sha>,
+    /// A status set on the tested commit once every check of the merge passed, just before
+    /// `merge_commit` moves the target to it: the queue's own, for a branch that requires it.
+    /// Not set when the merge is refused.
+    pub tested_status: Option<StatusUpdate>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

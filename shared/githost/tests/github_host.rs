@@ -988,6 +988,7 @@ fn merge_request(method: MergeMethod) -> MergeRequest {
         method,
         expected_target_sha: Some(Sha::new(BASE)),
         tested_sha: Some(Sha::new("c2c2")),
+        tested_status: None,
     }
 }
 
@@ -1039,6 +1040,71 @@ async fn merge_commit_fast_forwards_the_target_to_the_tested_commit() {
         MergeOutcome::Merged {
             target_sha: Sha::new("c2c2")
         }
+    );
+}
+
+/// The status the request carries (the queue's own, for a branch that requires it) is set on
+/// the tested commit once the checks passed, before the target moves there; a refused merge
+/// sets none.
+#[tokio::test]
+async fn merge_commit_sets_the_requested_status_on_the_tested_commit_before_moving_the_target() {
+    let status = StatusUpdate {
+        context: "merge-queue".into(),
+        state: StatusState::Success,
+        description: "Tested by the merge queue".into(),
+        target_url: None,
+    };
+    let request = MergeRequest {
+        tested_status: Some(status),
+        ..merge_request(MergeMethod::MergeCommit)
+    };
+    let server = main_at_base_with_open_pulls().await;
+    mock(
+        &server,
+        "POST",
+        &format!("{REPO}/statuses/c2c2"),
+        201,
+        json!({}),
+    )
+    .await;
+    let moved = ref_json("main", "c2c2");
+    mock(
+        &server,
+        "PATCH",
+        &format!("{REPO}/git/refs/heads/main"),
+        200,
+        moved,
+    )
+    .await;
+    let outcome = with_token(&server).await.merge(&repo(), &request).await;
+    assert!(
+        matches!(outcome, Ok(MergeOutcome::Merged { .. })),
+        "{outcome:?}"
+    );
+    let calls = server.received_requests().await.unwrap();
+    let at = |part: &str| calls.iter().position(|r| r.url.path().contains(part));
+    let (set, moved) = (
+        at("/statuses/").expect("status set"),
+        at("/git/refs/").expect("moved"),
+    );
+    assert!(set < moved, "the status comes first");
+    let body: Value = serde_json::from_slice(&calls[set].body).unwrap();
+    assert_eq!(
+        (body["context"].as_str(), body["state"].as_str()),
+        (Some("merge-queue"), Some("success"))
+    );
+
+    let refused = main_at_base_with_open_pulls().await;
+    review_rules_say(&refused, json!("CHANGES_REQUESTED")).await;
+    let outcome = with_token(&refused).await.merge(&repo(), &request).await;
+    assert!(
+        matches!(outcome, Ok(MergeOutcome::Rejected { .. })),
+        "{outcome:?}"
+    );
+    let calls = refused.received_requests().await.unwrap();
+    assert!(
+        calls.iter().all(|r| !r.url.path().contains("/statuses/")),
+        "no status"
     );
 }
 

@@ -251,6 +251,7 @@ fn merge_request(
         method,
         expected_target_sha: Some(expected.clone()),
         tested_sha: Some(tested.clone()),
+        tested_status: None,
     }
 }
 

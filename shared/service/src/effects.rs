@@ -117,7 +117,6 @@ async fn outcome(host: &dyn GitHost, queue: &Queue, effect: &Effect) -> HostResu
         }
         Effect::Merge { .. } => match merge_request(queue, effect) {
             Some(request) => {
-                vouch_for_tested_commit(host, queue, &request).await?;
                 let outcome = merge_outcome(host.merge(repo, &request).await?);
                 Ok(with_tip(host, queue, outcome).await)
             }
@@ -218,30 +217,6 @@ async fn with_tip(host: &dyn GitHost, queue: &Queue, outcome: EffectOutcome) -> 
 }
 
 /// The Git host's request for a merge effect of `queue`; `None` for any other effect.
-/// Before a `merge_commit` merge moves the target to the commit the queue tested, the queue
-/// sets its own status (`merge-queue`) passed on that commit, when its status check is on: a
-/// branch that requires that status, so that nothing merges around the queue, then takes the
-/// commit. (`squash` and `rebase` land commits of their own, which carry no status.)
-async fn vouch_for_tested_commit(
-    host: &dyn GitHost,
-    queue: &Queue,
-    request: &MergeRequest,
-) -> HostResult<()> {
-    let Some(tested) = &request.tested_sha else {
-        return Ok(());
-    };
-    if request.method != MergeMethod::MergeCommit || !queue.config.status_check_enabled {
-        return Ok(());
-    }
-    let status = StatusUpdate {
-        context: STATUS_CONTEXT.to_owned(),
-        state: StatusState::Success,
-        description: "Tested by the merge queue".to_owned(),
-        target_url: None,
-    };
-    host.set_status(&queue.repo, tested, &status).await
-}
-
 fn merge_request(queue: &Queue, effect: &Effect) -> Option<MergeRequest> {
     let Effect::Merge {
         prs,
@@ -259,6 +234,21 @@ fn merge_request(queue: &Queue, effect: &Effect) -> Option<MergeRequest> {
         method: *method,
         expected_target_sha: expected_target_sha.clone(),
         tested_sha: tested_sha.clone(),
+        tested_status: tested_status(queue, *method),
+    })
+}
+
+/// What a `merge_commit` merge sets on the commit the queue tested before moving the target
+/// there, when the queue's status check is on: its own status (`merge-queue`), passed, so a
+/// branch that requires that status (so that nothing merges around the queue) takes the
+/// commit. (`squash` and `rebase` land commits of their own, which carry no status.)
+fn tested_status(queue: &Queue, method: MergeMethod) -> Option<StatusUpdate> {
+    let vouches = method == MergeMethod::MergeCommit && queue.config.status_check_enabled;
+    vouches.then(|| StatusUpdate {
+        context: STATUS_CONTEXT.to_owned(),
+        state: StatusState::Success,
+        description: "Tested by the merge queue".to_owned(),
+        target_url: None,
     })
 }
 

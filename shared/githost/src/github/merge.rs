@@ -9,6 +9,7 @@
 //! API, guarded by the head sha. A refusal from a branch that requires signed commits says so
 //! (see `signing`).
 
+use super::checks;
 use super::client::identity;
 use super::client::{Client, escape, repo_path};
 use super::pulls::{self, branch_head};
@@ -51,7 +52,12 @@ pub(crate) async fn merge(
     };
     validate::sha("tested_sha", tested)?;
     let new_tip = match request.method {
-        MergeMethod::MergeCommit => tested.clone(),
+        MergeMethod::MergeCommit => {
+            if let Some(status) = &request.tested_status {
+                checks::set_status(client, repo, tested, status).await?;
+            }
+            tested.clone()
+        }
         MergeMethod::Squash | MergeMethod::Rebase => {
             match rewrite(client, repo, &actual, tested, request).await? {
                 Ok(tip) => tip,

@@ -8,6 +8,7 @@
 use super::branches::{self, Chain, merge_chain};
 use super::git::{Authorship, Git, RefUpdate};
 use super::pulls::{self, branch_ref};
+use super::records::StatusRecorder;
 use crate::error::HostResult;
 use crate::landed::{MergeSource, before_sending, landed_at};
 use crate::port::{MergeOutcome, MergeRequest};
@@ -15,23 +16,34 @@ use crate::tested_chain::{CommitInfo, CommitSource, Step, read_chain_onto, squas
 use crate::validate;
 use mq_core::engine::BranchPr;
 use mq_core::git::PrState;
-use mq_core::ids::{PrNumber, Sha};
+use mq_core::ids::{PrNumber, RepoRef, Sha};
 use mq_core::settings::MergeMethod;
 use std::future::Future;
 
 /// A merge that cannot go ahead, with the outcome to report.
 type Refused = MergeOutcome;
 
-pub(crate) async fn merge(git: &Git, request: &MergeRequest) -> HostResult<MergeOutcome> {
+/// Merges as `request` asks; `statuses` records the request's `tested_status` on the tested
+/// commit once the checks passed (`merge_commit`).
+pub(crate) async fn merge(
+    git: &Git,
+    request: &MergeRequest,
+    statuses: (&StatusRecorder, &RepoRef),
+) -> HostResult<MergeOutcome> {
     validate::branch("target", &request.target)?;
     let actual = branches::head(git, &request.target).await?;
     if let Some(outcome) = before_sending(git, request, &actual).await? {
         return Ok(outcome);
     }
-    match new_target(git, &actual, request).await? {
-        Err(refused) => Ok(refused),
-        Ok(tip) => publish(git, request, &actual, tip).await,
+    let tip = match new_target(git, &actual, request).await? {
+        Err(refused) => return Ok(refused),
+        Ok(tip) => tip,
+    };
+    if let (MergeMethod::MergeCommit, Some(status)) = (request.method, &request.tested_status) {
+        let (recorder, repo) = statuses;
+        recorder.record(git, repo, &tip, status).await?;
     }
+    publish(git, request, &actual, tip).await
 }
 
 /// The target's commit if this merge already happened (see `GitHost::merge_landed`).

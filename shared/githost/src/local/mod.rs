@@ -156,7 +156,7 @@ impl GitHost for LocalGitHost {
     }
 
     async fn merge(&self, repo: &RepoRef, request: &MergeRequest) -> HostResult<MergeOutcome> {
-        merge::merge(&self.git(repo)?, request).await
+        merge::merge(&self.git(repo)?, request, (&self.recorder, repo)).await
     }
 
     async fn merge_landed(

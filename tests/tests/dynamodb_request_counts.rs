@@ -175,7 +175,7 @@ const EXPECTED: &[(&str, &str, usize, usize, &str, usize)] = &[
         "the empty second queue",
         1,
         1,
-        "Query Queues, TransactWriteItems Queues",
+        "Query Queues ×2, TransactWriteItems Queues",
         0,
     ),
     (

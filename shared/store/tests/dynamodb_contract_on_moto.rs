@@ -681,39 +681,11 @@ async fn an_effect_of_a_newer_version_is_left_in_the_table_while_the_queue_goes_
     use mq_core::entry::EntryState;
     use mq_store::QueueStore;
     use mq_store::dynamo::keys::{PK, SK, effect_sk};
-    use std::collections::HashMap;
 
     let store = fresh_dynamo().await;
     let q = queue("acme", "rocket", "main");
     store.create_queue(&q).await.unwrap();
-    let n = |v: i64| AttributeValue::N(v.to_string());
-    let effect = HashMap::from([
-        (
-            "effect".to_owned(),
-            AttributeValue::S("rebase_stack".into()),
-        ),
-        ("pr".to_owned(), n(7)),
-    ]);
-    let future = HashMap::from([
-        (PK.to_owned(), AttributeValue::S(q.id.as_str().to_owned())),
-        (SK.to_owned(), AttributeValue::S(effect_sk("future-1"))),
-        ("id".to_owned(), AttributeValue::S("future-1".into())),
-        ("effect".to_owned(), AttributeValue::M(effect)),
-        ("created_at".to_owned(), n(0)),
-        ("attempts".to_owned(), n(0)),
-        ("next_attempt_at".to_owned(), n(0)),
-        ("last_error".to_owned(), AttributeValue::Null(true)),
-        ("held".to_owned(), AttributeValue::Bool(false)),
-    ]);
-    let client = store.client();
-    let table = &store.tables().queues;
-    client
-        .put_item()
-        .table_name(table)
-        .set_item(Some(future.clone()))
-        .send()
-        .await
-        .unwrap();
+    let future = future_effect(&store, &q.id).await;
     let seen = store.load(&q.id).await.unwrap().expect("the queue reads");
     assert!(seen.outbox.is_empty(), "{:?}", seen.outbox);
     let mut next = seen.clone();
@@ -725,9 +697,10 @@ async fn an_effect_of_a_newer_version_is_left_in_the_table_while_the_queue_goes_
         .unwrap();
     let after = store.load(&q.id).await.unwrap().unwrap();
     assert_eq!(after.entries.len(), 1, "the commit landed");
-    let kept = client
+    let kept = store
+        .client()
         .get_item()
-        .table_name(table)
+        .table_name(&store.tables().queues)
         .key(PK, AttributeValue::S(q.id.as_str().to_owned()))
         .key(SK, AttributeValue::S(effect_sk("future-1")))
         .send()
@@ -736,4 +709,61 @@ async fn an_effect_of_a_newer_version_is_left_in_the_table_while_the_queue_goes_
         .item
         .expect("the item is still there");
     assert_eq!(kept, future);
+}
+
+/// Deleting the queue deletes such an item too: a queue created again on the same repository
+/// and branch (the same id) does not find it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_queue_deletes_the_effects_this_version_cannot_read() {
+    use contract::fixtures::*;
+    use mq_store::QueueStore;
+
+    let store = fresh_dynamo().await;
+    let q = queue("acme", "rocket", "main");
+    store.create_queue(&q).await.unwrap();
+    future_effect(&store, &q.id).await;
+    let seen = store.load(&q.id).await.unwrap().unwrap();
+    store.delete_queue(&seen).await.unwrap();
+    let left = partition_keys(&store, &q.id).await;
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// Puts an outbox item of an effect kind this version does not know into queue `id`'s
+/// partition, as a newer version would write it; returns the item.
+async fn future_effect(
+    store: &DynamoStore,
+    id: &mq_core::ids::QueueId,
+) -> std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue> {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use mq_store::dynamo::keys::{PK, SK, effect_sk};
+    use std::collections::HashMap;
+
+    let n = |v: i64| AttributeValue::N(v.to_string());
+    let effect = HashMap::from([
+        (
+            "effect".to_owned(),
+            AttributeValue::S("rebase_stack".into()),
+        ),
+        ("pr".to_owned(), n(7)),
+    ]);
+    let future = HashMap::from([
+        (PK.to_owned(), AttributeValue::S(id.as_str().to_owned())),
+        (SK.to_owned(), AttributeValue::S(effect_sk("future-1"))),
+        ("id".to_owned(), AttributeValue::S("future-1".into())),
+        ("effect".to_owned(), AttributeValue::M(effect)),
+        ("created_at".to_owned(), n(0)),
+        ("attempts".to_owned(), n(0)),
+        ("next_attempt_at".to_owned(), n(0)),
+        ("last_error".to_owned(), AttributeValue::Null(true)),
+        ("held".to_owned(), AttributeValue::Bool(false)),
+    ]);
+    store
+        .client()
+        .put_item()
+        .table_name(&store.tables().queues)
+        .set_item(Some(future.clone()))
+        .send()
+        .await
+        .unwrap();
+    future
 }

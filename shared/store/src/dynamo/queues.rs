@@ -91,7 +91,7 @@ impl QueueStore for DynamoStore {
         let mut actions = vec![TransactWriteItem::builder().delete(guard).build()];
         let mut sks: Vec<String> = vec![LEASE_SK.to_owned(), VERSION_SK.to_owned()];
         sks.extend(snapshot.runs.iter().map(|r| run_sk(&r.id)));
-        sks.extend(snapshot.outbox.iter().map(|x| effect_sk(&x.id)));
+        sks.extend(self.effect_keys(id).await?);
         for sk in sks {
             actions.push(delete_action(&self.tables.queues, key(id, &sk))?);
         }
@@ -279,6 +279,22 @@ impl QueueStore for DynamoStore {
 }
 
 impl DynamoStore {
+    /// The sort keys of every outbox item of queue `id`, those of effects this version cannot
+    /// read included (they are left out of its snapshots, not out of its deletion).
+    async fn effect_keys(&self, id: &str) -> StoreResult<Vec<String>> {
+        let query = self
+            .partition_query(&self.tables.queues, id)
+            .key_condition_expression("#pk = :pk AND begins_with(#sk, :effect)")
+            .expression_attribute_names("#sk", SK)
+            .expression_attribute_values(":effect", s(EFFECT_PREFIX))
+            .projection_expression("#sk");
+        let items = query_all(query).await?;
+        Ok(items
+            .iter()
+            .filter_map(|item| get_s(item, SK).map(str::to_owned))
+            .collect())
+    }
+
     /// One transaction: `writes` (the queue item and every live change), and as much
     /// history as fits.
     async fn commit_at_once(
@@ -739,18 +755,20 @@ fn concluded_items(queue_id: &str, entry: &Entry, fallback: Timestamp) -> StoreR
     Ok([latest, log])
 }
 
-/// An outbox item as this version reads it; `None` for one it cannot read (an effect of a
-/// kind added by a newer version, during a deployment or after a rollback). That item is left
-/// out of the snapshot, so no commit of this version writes or deletes it: it waits in the
-/// table for the version that wrote it, and the queue goes on meanwhile.
-fn readable_effect(item: Item) -> Option<PendingEffect> {
+/// An outbox item as this version reads it; `None` for an effect of a kind it does not know
+/// (added by a newer version, read during a deployment or after a rollback). That item is left
+/// out of the snapshot, so no commit of this version writes it: it waits in the table for the
+/// version that wrote it, and the queue goes on meanwhile (deleting the queue deletes it too).
+/// Any other item that does not decode is an error, as it was.
+fn readable_effect(item: Item) -> StoreResult<Option<PendingEffect>> {
     let sk = get_s(&item, SK).unwrap_or_default().to_owned();
     match from_item(item) {
-        Ok(effect) => Some(effect),
-        Err(e) => {
+        Ok(effect) => Ok(Some(effect)),
+        Err(e) if e.to_string().contains("unknown variant") => {
             tracing::warn!(item = %sk, error = %e, "an effect this version cannot read is left for the version that wrote it");
-            None
+            Ok(None)
         }
+        Err(e) => Err(e),
     }
 }
 
@@ -771,7 +789,7 @@ fn snapshot_from_items(
         } else if sk.starts_with(RUN_PREFIX) {
             runs.push(from_item(item)?);
         } else if sk.starts_with(EFFECT_PREFIX) {
-            outbox.extend(readable_effect(item));
+            outbox.extend(readable_effect(item)?);
         }
     }
     Ok(queue.map(|queue| {

@@ -697,7 +697,8 @@ async fn a_slow_tick_reaches_every_queue_in_turn() {
 
 /// Deleting a queue carries out the effects left in its outbox first: a pull request cancelled
 /// while the Git host failed left its run's branch (and CI) to delete, and the delete deletes
-/// it instead of leaving it behind.
+/// it instead of leaving it behind. While the host still fails, the queue is not deleted (503,
+/// to be tried again): nothing would carry the effects out once it is gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_a_queue_carries_out_the_effects_left_in_its_outbox() {
     let (env, repo, host) = with_faulty_host(json!({}), 1).await;
@@ -710,6 +711,16 @@ async fn deleting_a_queue_carries_out_the_effects_left_in_its_outbox() {
         repo.test_branches().len(),
         1,
         "the host failed: the branch is left"
+    );
+    let refused = env
+        .post("deleteQueue", Some(ACME), &body(&repo, json!({})))
+        .await;
+    assert_eq!(refused.status, 503, "{}", refused.body);
+    assert_eq!(
+        env.post("getQueue", Some(ACME), &body(&repo, json!({})))
+            .await
+            .status,
+        200
     );
     host.set_rate(0.0);
     let deleted = env

@@ -13,6 +13,7 @@ use mq_core::ids::{OrgId, PrNumber, QueueId};
 use mq_core::settings::{QueueMode, SettingsPatch};
 use mq_core::snapshot::{Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
+use mq_githost::HostError;
 use mq_store::StoreError;
 use mq_wire::{EnqueuedPullRequest, QueueTarget, QueueView, QueueWithEntries};
 use std::collections::BTreeSet;
@@ -123,7 +124,9 @@ async fn targets_submitted_meanwhile(
 /// Deletes a queue with no active entries; 409 while any is active. The effects still in its
 /// outbox (a run's branch to delete and its CI to cancel, a draft pull request to close, the
 /// last comment or status of a pull request) are carried out first: deleted with the queue,
-/// they would leave branches, CI and pull requests behind.
+/// they would leave branches, CI and pull requests behind (a `merge-queue` status pending on
+/// a head for good). While the Git host fails one for now, or time runs out, the queue is not
+/// deleted (503, to be tried again); one the host refuses for good is logged and dropped.
 pub async fn delete(app: &App, org: &OrgId, id: &QueueId) -> Result<(), ServiceError> {
     let deadline = contention_deadline();
     let mut retry = Retry::until(deadline);
@@ -131,7 +134,7 @@ pub async fn delete(app: &App, org: &OrgId, id: &QueueId) -> Result<(), ServiceE
         let attempt = Instant::now();
         let snapshot = drive::read(app, org, id).await?;
         if snapshot.entries.is_empty() {
-            finish_effects(app, &snapshot, deadline).await;
+            finish_effects(app, &snapshot, deadline).await?;
         }
         match app.store.delete_queue(&snapshot).await {
             Ok(()) => return Ok(()),
@@ -145,24 +148,46 @@ pub async fn delete(app: &App, org: &OrgId, id: &QueueId) -> Result<(), ServiceE
 }
 
 /// Carries out the effects left in the outbox of a queue about to be deleted, in order, until
-/// `deadline`; what fails, or is left at the deadline, is logged.
-async fn finish_effects(app: &App, snapshot: &QueueSnapshot, deadline: Instant) {
+/// `deadline`. One the host refuses for good is logged; one that failed for now, or time
+/// running out, makes the delete unavailable (it is tried again whole, and effects already
+/// carried out are repeated harmlessly).
+async fn finish_effects(
+    app: &App,
+    snapshot: &QueueSnapshot,
+    deadline: Instant,
+) -> Result<(), ServiceError> {
     let Ok(host) = app.host() else {
-        return;
+        return Ok(());
     };
     for (done, pending) in snapshot.outbox.iter().enumerate() {
         if Instant::now() >= deadline {
             let left = snapshot.outbox.len() - done;
-            tracing::warn!(left, "effects of a deleted queue left undone: time is up");
-            return;
+            return Err(not_yet(format!("{left} effects left undone: time is up")));
         }
         let cut = Some(deadline + drive::EFFECT_OVERRUN);
-        if let Event::EffectFailed { error, .. } =
-            effects::execute(host, &snapshot.queue, pending, cut).await
-        {
-            tracing::warn!(effect = %pending.id, error, "an effect of a deleted queue failed");
+        match effects::execute(host, &snapshot.queue, pending, cut).await {
+            Event::EffectFailed {
+                error,
+                permanent: true,
+                ..
+            } => {
+                tracing::warn!(effect = %pending.id, error, "an effect of a deleted queue was refused")
+            }
+            Event::EffectFailed { error, .. } => return Err(not_yet(error)),
+            _ => {}
         }
     }
+    Ok(())
+}
+
+/// The delete waits: the Git host did not carry out the queue's last effects yet.
+fn not_yet(message: String) -> ServiceError {
+    let message = format!("a queue about to be deleted: {message}");
+    HostError::Transient {
+        message,
+        retry_after: None,
+    }
+    .into()
 }
 
 /// After a delete the store did not answer (it may have happened): the queue is deleted if

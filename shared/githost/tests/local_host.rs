@@ -417,42 +417,49 @@ async fn stamped_merge_commits_are_the_same_in_every_branch_that_holds_them() {
 
 #[tokio::test]
 async fn a_test_branch_gets_a_draft_pull_request_recorded_open_then_closed() {
-    let f = Fixture::new();
-    let host = f.host();
-    let one = f.pr_writing(1, &[("one.txt", "1\n")]);
-    let branch = "mq-test/main/7-ab";
-    let draft = TestPullRequest {
-        branch: branch.to_owned(),
-        target: "main".to_owned(),
-        title: "[merge queue] #1 into main (run 7-ab)".to_owned(),
-        body: "tests #1".to_owned(),
-    };
-    let missing = host.open_test_pull_request(&f.repo, &draft).await;
-    assert!(
-        matches!(missing, Err(HostError::NotFound(_))),
-        "{missing:?}"
-    );
-    created(&host, &f, &request(branch, vec![one])).await;
-    host.open_test_pull_request(&f.repo, &draft).await.unwrap();
-    host.open_test_pull_request(&f.repo, &draft).await.unwrap();
-    let record = host
-        .test_pull_request(&f.repo, branch)
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(record.open);
-    assert_eq!(record.request, draft);
-    host.close_test_pull_request(&f.repo, branch).await.unwrap();
-    host.close_test_pull_request(&f.repo, branch).await.unwrap();
-    host.close_test_pull_request(&f.repo, "mq-test/main/none")
-        .await
-        .unwrap();
-    let record = host
-        .test_pull_request(&f.repo, branch)
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(!record.open);
+    // A long branch name is recorded under its digest (a ref name is a file name).
+    let long = format!("mq-test/{}/7-ab", "x".repeat(200));
+    for branch in ["mq-test/main/7-ab".to_owned(), long] {
+        let f = Fixture::new();
+        let host = f.host();
+        let one = f.pr_writing(1, &[("one.txt", "1\n")]);
+        let draft = TestPullRequest {
+            branch: branch.clone(),
+            target: "main".to_owned(),
+            title: "[merge queue] #1 into main (run 7-ab)".to_owned(),
+            body: "tests #1".to_owned(),
+        };
+        let missing = host.open_test_pull_request(&f.repo, &draft).await;
+        assert!(
+            matches!(missing, Err(HostError::NotFound(_))),
+            "{missing:?}"
+        );
+        created(&host, &f, &request(&branch, vec![one])).await;
+        host.open_test_pull_request(&f.repo, &draft).await.unwrap();
+        host.open_test_pull_request(&f.repo, &draft).await.unwrap();
+        let record = host
+            .test_pull_request(&f.repo, &branch)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(record.open);
+        assert_eq!(record.request, draft);
+        host.close_test_pull_request(&f.repo, &branch)
+            .await
+            .unwrap();
+        host.close_test_pull_request(&f.repo, &branch)
+            .await
+            .unwrap();
+        host.close_test_pull_request(&f.repo, "mq-test/main/none")
+            .await
+            .unwrap();
+        let record = host
+            .test_pull_request(&f.repo, &branch)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(!record.open);
+    }
 }
 
 #[tokio::test]

@@ -20,6 +20,7 @@ use metrique_writer_format_emf::Emf;
 use mq_core::metrics::{Outcome, QueueFigures};
 use mq_core::run::RunKind;
 use mq_core::time::Timestamp;
+use std::borrow::Cow;
 use std::time::{Duration, SystemTime};
 
 /// The CloudWatch namespace of every metric.
@@ -46,7 +47,7 @@ pub fn emf_lines(figures: &QueueFigures, now: Timestamp) -> Vec<String> {
 /// One EMF line: a timestamp, dimension values, and counts.
 struct Line<'a> {
     at: SystemTime,
-    dimensions: Vec<(&'static str, &'a str)>,
+    dimensions: Vec<(&'static str, Cow<'a, str>)>,
     counts: Vec<(&'static str, u64)>,
 }
 
@@ -54,7 +55,7 @@ impl Entry for Line<'_> {
     fn write<'b>(&'b self, writer: &mut impl EntryWriter<'b>) {
         writer.timestamp(self.at);
         for (name, value) in &self.dimensions {
-            writer.value(*name, *value);
+            writer.value(*name, &**value);
         }
         for (name, count) in &self.counts {
             writer.value(*name, &AsCount::from(*count));
@@ -73,13 +74,33 @@ impl Line<'_> {
     }
 }
 
+/// A dimension value as CloudWatch takes it: ASCII only, so every other character (a branch
+/// may be named in any script) is written as the percent-encoding of its UTF-8 bytes.
+fn ascii_dimension(value: &str) -> Cow<'_, str> {
+    if value.is_ascii() {
+        return Cow::Borrowed(value);
+    }
+    let mut out = String::with_capacity(value.len() * 3);
+    for c in value.chars() {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            let mut bytes = [0; 4];
+            for byte in c.encode_utf8(&mut bytes).bytes() {
+                out.push_str(&format!("%{byte:02X}"));
+            }
+        }
+    }
+    Cow::Owned(out)
+}
+
 fn lines_of(f: &QueueFigures, now: Timestamp) -> Vec<Line<'_>> {
     let at = SystemTime::UNIX_EPOCH + Duration::from_millis(now.millis().max(0) as u64);
     let queue = |kind: RunKind| {
         vec![
-            (REPO, f.repo.as_str()),
-            (BRANCH, f.branch.as_str()),
-            (QUEUE_TYPE, kind.as_str()),
+            (REPO, ascii_dimension(&f.repo)),
+            (BRANCH, ascii_dimension(&f.branch)),
+            (QUEUE_TYPE, Cow::Borrowed(kind.as_str())),
         ]
     };
     let mut lines = vec![
@@ -107,7 +128,7 @@ fn lines_of(f: &QueueFigures, now: Timestamp) -> Vec<Line<'_>> {
     ];
     for outcome in Outcome::ALL {
         let mut dimensions = queue(RunKind::Main);
-        dimensions.push((CONCLUSION, outcome.as_str()));
+        dimensions.push((CONCLUSION, Cow::Borrowed(outcome.as_str())));
         lines.push(Line {
             at,
             dimensions,

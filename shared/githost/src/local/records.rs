@@ -152,15 +152,19 @@ pub(crate) async fn write_test_pull(git: &Git, record: &TestPullRecord) -> HostR
 }
 
 fn test_pull_ref(branch: &str) -> String {
-    format!("{TEST_PULLS}/{}", hex::encode(branch.as_bytes()))
+    format!("{TEST_PULLS}/{}", ref_component(branch))
 }
 
-/// The context, hex-encoded so any text makes a valid ref name; a long one by its SHA-256, to
-/// stay within file name limits.
 fn status_ref(sha: &Sha, context: &str) -> String {
-    let mut name = hex::encode(context.as_bytes());
+    format!("{STATUSES}/{sha}/{}", ref_component(context))
+}
+
+/// `text` as one component of a ref name: hex-encoded, so any text makes a valid one; a long
+/// one by its SHA-256, to stay within file name limits (a loose ref's lock file is a file).
+fn ref_component(text: &str) -> String {
+    let name = hex::encode(text.as_bytes());
     if name.len() > 200 {
-        name = hex::encode(Sha256::digest(context.as_bytes()));
+        return hex::encode(Sha256::digest(text.as_bytes()));
     }
-    format!("{STATUSES}/{sha}/{name}")
+    name
 }

@@ -122,3 +122,16 @@ fn bisection_and_conclusions_have_lines_of_their_own() {
         json!([["repo", "branch", "queue_type", "conclusion"]])
     );
 }
+
+/// CloudWatch takes ASCII dimension values only: a branch named in another script is written
+/// percent-encoded, and an ASCII one as it is.
+#[test]
+fn a_branch_named_beyond_ascii_is_a_percent_encoded_dimension() {
+    let mut figures = crate::prometheus_text::tests::sample();
+    figures.branch = "feature/größe".into();
+    let lines = emf_lines(&figures, NOW);
+    let main: Value = serde_json::from_str(&lines[0]).unwrap();
+    assert_eq!(main["branch"], json!("feature/gr%C3%B6%C3%9Fe"));
+    assert_valid_emf(&main);
+    assert_eq!(ascii_dimension("release/1.2"), "release/1.2");
+}

@@ -734,24 +734,33 @@ async fn future_effect(
     store: &DynamoStore,
     id: &mq_core::ids::QueueId,
 ) -> std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue> {
+    put_effect(store, id, "future-1", "rebase_stack", 0).await
+}
+
+/// Puts outbox item `effect_id` of kind `kind` (for pull request 7), created at `created_at`,
+/// into queue `id`'s partition; returns the item.
+async fn put_effect(
+    store: &DynamoStore,
+    id: &mq_core::ids::QueueId,
+    effect_id: &str,
+    kind: &str,
+    created_at: i64,
+) -> std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue> {
     use aws_sdk_dynamodb::types::AttributeValue;
     use mq_store::dynamo::keys::{PK, SK, effect_sk};
     use std::collections::HashMap;
 
     let n = |v: i64| AttributeValue::N(v.to_string());
     let effect = HashMap::from([
-        (
-            "effect".to_owned(),
-            AttributeValue::S("rebase_stack".into()),
-        ),
+        ("effect".to_owned(), AttributeValue::S(kind.into())),
         ("pr".to_owned(), n(7)),
     ]);
-    let future = HashMap::from([
+    let item = HashMap::from([
         (PK.to_owned(), AttributeValue::S(id.as_str().to_owned())),
-        (SK.to_owned(), AttributeValue::S(effect_sk("future-1"))),
-        ("id".to_owned(), AttributeValue::S("future-1".into())),
+        (SK.to_owned(), AttributeValue::S(effect_sk(effect_id))),
+        ("id".to_owned(), AttributeValue::S(effect_id.into())),
         ("effect".to_owned(), AttributeValue::M(effect)),
-        ("created_at".to_owned(), n(0)),
+        ("created_at".to_owned(), n(created_at)),
         ("attempts".to_owned(), n(0)),
         ("next_attempt_at".to_owned(), n(0)),
         ("last_error".to_owned(), AttributeValue::Null(true)),
@@ -761,9 +770,47 @@ async fn future_effect(
         .client()
         .put_item()
         .table_name(&store.tables().queues)
-        .set_item(Some(future.clone()))
+        .set_item(Some(item.clone()))
         .send()
         .await
         .unwrap();
-    future
+    item
+}
+
+/// A queue whose outbox holds more items than one transaction deletes (after a bulk cancel
+/// while the Git host failed) is deleted whole; an outbox item older than its queue (left by a
+/// deleted queue of the same branch) is not carried out by the new one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_with_a_large_outbox_is_deleted_whole_and_old_items_are_not_inherited() {
+    use contract::fixtures::*;
+    use mq_store::QueueStore;
+
+    let store = fresh_dynamo().await;
+    let q = queue("acme", "rocket", "main");
+    store.create_queue(&q).await.unwrap();
+    let at = q.created_at.millis();
+    for i in 0..150 {
+        put_effect(&store, &q.id, &format!("e{i}"), "refresh_pull_request", at).await;
+    }
+    let seen = store.load(&q.id).await.unwrap().unwrap();
+    assert_eq!(seen.outbox.len(), 150);
+    store.delete_queue(&seen).await.unwrap();
+    let left = partition_keys(&store, &q.id).await;
+    assert!(left.is_empty(), "{} items left", left.len());
+
+    let again = queue("acme", "rocket", "main");
+    store.create_queue(&again).await.unwrap();
+    let then = again.created_at.millis() - 5 * 60_000;
+    put_effect(&store, &again.id, "old", "refresh_pull_request", then).await;
+    put_effect(
+        &store,
+        &again.id,
+        "new",
+        "refresh_pull_request",
+        again.created_at.millis(),
+    )
+    .await;
+    let seen = store.load(&again.id).await.unwrap().unwrap();
+    let ids: Vec<&str> = seen.outbox.iter().map(|x| x.id.as_str()).collect();
+    assert_eq!(ids, ["new"]);
 }

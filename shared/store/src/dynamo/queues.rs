@@ -91,11 +91,18 @@ impl QueueStore for DynamoStore {
         let mut actions = vec![TransactWriteItem::builder().delete(guard).build()];
         let mut sks: Vec<String> = vec![LEASE_SK.to_owned(), VERSION_SK.to_owned()];
         sks.extend(snapshot.runs.iter().map(|r| run_sk(&r.id)));
-        sks.extend(self.effect_keys(id).await?);
+        let mut effects = self.effect_keys(id).await?;
+        let room = MAX_TRANSACTION_ITEMS.saturating_sub(1 + sks.len());
+        let after = effects.split_off(room.min(effects.len()));
+        sks.extend(effects);
         for sk in sks {
             actions.push(delete_action(&self.tables.queues, key(id, &sk))?);
         }
-        match self.transact(actions).await {
+        let deleted = self.transact(actions).await;
+        if deleted.is_ok() {
+            self.delete_left_over(id, after).await;
+        }
+        match deleted {
             // A large commit still being written would leave the items it has yet to delete
             // behind: it is finished first, and the caller tries again.
             Err(StoreError::Conflict) => match self.finished_then_loaded(&snapshot.queue.id).await?
@@ -279,6 +286,27 @@ impl QueueStore for DynamoStore {
 }
 
 impl DynamoStore {
+    /// Deletes the outbox items of a deleted queue that did not fit in its delete's
+    /// transaction, a transaction at a time. One left by a failure is an outbox item older
+    /// than any queue created on the branch later, which leaves it out of its snapshots
+    /// ([`snapshot_from_items`]).
+    async fn delete_left_over(&self, id: &str, sks: Vec<String>) {
+        for chunk in sks.chunks(MAX_TRANSACTION_ITEMS) {
+            let actions: StoreResult<Vec<TransactWriteItem>> = chunk
+                .iter()
+                .map(|sk| delete_action(&self.tables.queues, key(id, sk)))
+                .collect();
+            let done = match actions {
+                Ok(actions) => self.transact(actions).await,
+                Err(e) => Err(e),
+            };
+            if let Err(error) = done {
+                tracing::warn!(queue = id, %error, "outbox items of a deleted queue are left");
+                return;
+            }
+        }
+    }
+
     /// The sort keys of every outbox item of queue `id`, those of effects this version cannot
     /// read included (they are left out of its snapshots, not out of its deletion).
     async fn effect_keys(&self, id: &str) -> StoreResult<Vec<String>> {
@@ -772,6 +800,20 @@ fn readable_effect(item: Item) -> StoreResult<Option<PendingEffect>> {
     }
 }
 
+/// How much earlier than its queue an outbox item is taken as a deleted queue's (of the same
+/// repository and branch): more than any clock between two functions is off.
+const INCARNATION_MARGIN_MS: i64 = 60_000;
+
+/// An outbox item left by a deleted queue of the same id, which a new queue must not carry out:
+/// it was created before the queue (by more than [`INCARNATION_MARGIN_MS`]).
+fn of_an_earlier_incarnation(effect: &PendingEffect, queue: &Queue) -> bool {
+    let earlier = effect.created_at.millis() + INCARNATION_MARGIN_MS < queue.created_at.millis();
+    if earlier {
+        tracing::warn!(effect = %effect.id, "an outbox item of a deleted queue is left out");
+    }
+    earlier
+}
+
 /// Builds a snapshot from the items of a queue's partition and the changes of the large
 /// commit being written, if any; `None` without a queue item.
 fn snapshot_from_items(
@@ -793,6 +835,10 @@ fn snapshot_from_items(
         }
     }
     Ok(queue.map(|queue| {
+        let outbox = outbox
+            .into_iter()
+            .filter(|x| !of_an_earlier_incarnation(x, &queue))
+            .collect();
         let mut snapshot = QueueSnapshot {
             queue,
             entries,

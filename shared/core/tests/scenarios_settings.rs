@@ -6,7 +6,7 @@ use mq_core::ErrorCode;
 use mq_core::engine::view::{pr_url, required_statuses, test_branch_sha};
 use mq_core::engine::{Effect, EffectOutcome, Event, MAX_ATTEMPTS};
 use mq_core::entry::EntryState::*;
-use mq_core::git::{PrFacts, RequiredStatusesSource, Review};
+use mq_core::git::{Mergeability, PrFacts, RequiredStatusesSource, Review};
 use mq_core::run::RunStatus;
 use mq_core::settings::{
     DirectMergeMode, MergeMethod, QueueMode, QueueState, RequestedState, SettingsPatch,
@@ -804,6 +804,19 @@ fn a_pull_request_waiting_long_is_read_again_less_often() {
     assert_eq!(first, 9, "every minute at first: {reads_by_minute:?}");
     assert_eq!(later, 3, "once in ten minutes later: {reads_by_minute:?}");
     assert_eq!(h.state(1), NotReady);
+    // Read while GitHub computes its mergeability: every minute again.
+    let computing = std::sync::Arc::make_mut(&mut h.snap.entries[0]);
+    computing.pr_facts.mergeability = Mergeability::InProgress;
+    for _ in 0..3 {
+        h.advance_minutes(1);
+        h.snap.outbox.clear();
+        let t = h.tick();
+        let read = t
+            .effects
+            .iter()
+            .any(|x| x.effect == Effect::RefreshPullRequest { pr: 1 });
+        assert!(read, "read while mergeability is computed");
+    }
 }
 
 // ---- the outbox ---------------------------------------------------------------------------
@@ -973,11 +986,18 @@ fn a_change_of_the_required_list_reads_the_reports_again() {
             .len()
     };
     let before = fetches(&h);
-    h.update(SettingsPatch {
-        required_statuses: Some(vec!["target-1999".into()]),
-        ..Default::default()
-    });
-    assert_eq!(fetches(&h), before + 1);
+    h.auto_execute = false;
+    for name in ["target-1999", "target-1998"] {
+        h.update(SettingsPatch {
+            required_statuses: Some(vec![name.into()]),
+            ..Default::default()
+        });
+    }
+    assert_eq!(
+        fetches(&h),
+        before + 1,
+        "one read asked for, not one per change"
+    );
 }
 
 #[test]

@@ -234,7 +234,7 @@ fn merge_request(queue: &Queue, effect: &Effect) -> Option<MergeRequest> {
         method: *method,
         expected_target_sha: expected_target_sha.clone(),
         tested_sha: tested_sha.clone(),
-        tested_status: tested_status(queue, *method),
+        tested_status: tested_sha.as_ref().and(tested_status(queue, *method)),
     })
 }
 

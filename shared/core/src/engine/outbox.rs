@@ -221,8 +221,9 @@ impl Work {
     /// approve it, a conflict or a mergeability still unknown, another base) are read again:
     /// the webhook delivery that says they changed (ready for review, approved, closed, the
     /// conflict resolved) may never come, as GitHub does not send a failed delivery again.
-    /// Each is read at every tick for its first [`READ_EVERY_TICK_MS`] waiting, then at one
-    /// tick in [`READ_EVERY_NTH_TICK`] (spread over the ticks by pull request number): a pull
+    /// Each is read at every tick for its first [`READ_EVERY_TICK_MS`] waiting (and while its
+    /// mergeability is being computed), then at one tick in [`READ_EVERY_NTH_TICK`] (spread
+    /// over the ticks by pull request number): a pull
     /// request waiting days for its reviews costs a few reads an hour, not one a minute,
     /// against the Git host's rate limits.
     fn refresh_waiting_pull_requests(&mut self) {
@@ -262,11 +263,14 @@ pub const READ_EVERY_TICK_MS: i64 = 10 * 60_000;
 /// many.
 pub const READ_EVERY_NTH_TICK: i64 = 10;
 
-/// Whether the tick at `now` reads the waiting entry `e` again.
+/// Whether the tick at `now` reads the waiting entry `e` again: one waiting for the Git host to
+/// compute its mergeability always is.
 fn due_for_reading(e: &Entry, now: Timestamp) -> bool {
     let fresh = now.millis_since(e.state_changed_at) < READ_EVERY_TICK_MS;
+    let computing = e.pr_facts.mergeability == Mergeability::InProgress;
     let minute = now.millis().div_euclid(60_000);
-    fresh || (minute + i64::from(e.pr)).rem_euclid(READ_EVERY_NTH_TICK) == 0
+    let its_minute = (minute + i64::from(e.pr)).rem_euclid(READ_EVERY_NTH_TICK) == 0;
+    fresh || computing || its_minute
 }
 
 /// 1, 2, 4, ... minutes after the n-th failure, at most an hour.

@@ -207,11 +207,14 @@ impl Work {
             let live = self
                 .run(id)
                 .is_some_and(|r| r.status == RunStatus::InProgress);
-            if let (true, Some(sha)) = (live, sha) {
-                self.emit(super::Effect::FetchChecks {
-                    run_id: id.clone(),
-                    sha,
-                });
+            let fetch = sha.map(|sha| super::Effect::FetchChecks {
+                run_id: id.clone(),
+                sha,
+            });
+            if let Some(fetch) =
+                fetch.filter(|f| live && !self.s.outbox.iter().any(|x| x.effect == *f))
+            {
+                self.emit(fetch);
             }
         }
     }

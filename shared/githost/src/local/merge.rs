@@ -39,7 +39,10 @@ pub(crate) async fn merge(
         Err(refused) => return Ok(refused),
         Ok(tip) => tip,
     };
-    if let (MergeMethod::MergeCommit, Some(status)) = (request.method, &request.tested_status) {
+    let tested = request.tested_sha.is_some();
+    if let (MergeMethod::MergeCommit, true, Some(status)) =
+        (request.method, tested, &request.tested_status)
+    {
         let (recorder, repo) = statuses;
         recorder.record(git, repo, &tip, status).await?;
     }

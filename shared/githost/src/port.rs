@@ -91,8 +91,9 @@ pub struct PrNow {
 impl MergeOutcome {
     /// Why `pr` may not be merged into `target` now that it is as `now` says: every pull
     /// request must still be open at the head that was tested, ready for review (not turned
-    /// back into a draft), approved as the review rules require, and based on the target (not retargeted since it was submitted,
-    /// a change whose delivery may have been lost). `None` when it may.
+    /// back into a draft), approved as the review rules require, and based on the target (not
+    /// retargeted since it was submitted, a change whose delivery may have been lost). `None`
+    /// when it may.
     pub fn refusing(pr: &BranchPr, now: &PrNow, target: &str) -> Option<Self> {
         if now.head != pr.head_sha {
             return Some(MergeOutcome::PrChanged { pr: pr.pr });

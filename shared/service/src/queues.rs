@@ -171,7 +171,8 @@ async fn finish_effects(
                 permanent: true,
                 ..
             } => {
-                tracing::warn!(effect = %pending.id, error, "an effect of a deleted queue was refused")
+                let effect = &pending.id;
+                tracing::warn!(%effect, error, "an effect of a deleted queue was refused");
             }
             Event::EffectFailed { error, .. } => return Err(not_yet(error)),
             _ => {}

@@ -340,9 +340,9 @@ impl Work {
 
     /// Moves entries between `not_ready` and `pending` as their readiness changes
     /// (docs/queue-semantics.md §4, `SubmittedPullRequest` in `openapi/openapi.json`); drafts, and
-    /// pull requests the review rules do not approve yet, are not ready. An entry waiting for a test whose pull request the Git host says conflicts with
-    /// the target fails: it could only become ready through new commits, which take it out of the
-    /// queue anyway.
+    /// pull requests the review rules do not approve yet, are not ready. An entry waiting for a
+    /// test whose pull request the Git host says conflicts with the target fails: it could only
+    /// become ready through new commits, which take it out of the queue anyway.
     pub fn refresh_readiness(&mut self) -> bool {
         let conflicting = self.conflicting_with_target();
         let mut changed = !conflicting.is_empty();

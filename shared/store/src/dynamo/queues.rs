@@ -793,7 +793,8 @@ fn readable_effect(item: Item) -> StoreResult<Option<PendingEffect>> {
     match from_item(item) {
         Ok(effect) => Ok(Some(effect)),
         Err(e) if e.to_string().contains("unknown variant") => {
-            tracing::warn!(item = %sk, error = %e, "an effect this version cannot read is left for the version that wrote it");
+            let why = "an effect this version cannot read is left for the version that wrote it";
+            tracing::warn!(item = %sk, error = %e, "{why}");
             Ok(None)
         }
         Err(e) => Err(e),

@@ -751,6 +751,16 @@ fn a_draft_marked_ready_is_seen_by_the_tick_without_its_delivery() {
     h.assert_clean();
 }
 
+/// Submits #1 while its branch's review rules do not approve it; its facts.
+fn submit_unreviewed(h: &mut Harness) -> PrFacts {
+    let unreviewed = PrFacts {
+        review: Review::Required,
+        ..h.facts(1)
+    };
+    h.submit_facts(unreviewed.clone()).unwrap();
+    unreviewed
+}
+
 /// A pull request its branch's review rules do not approve waits, not ready, however green:
 /// the queue moves the target itself, so it keeps the rule that changes arrive reviewed. A
 /// request for changes keeps it waiting; once approved (read again by the tick, without a
@@ -758,9 +768,7 @@ fn a_draft_marked_ready_is_seen_by_the_tick_without_its_delivery() {
 #[test]
 fn a_pull_request_waits_for_the_approval_its_branch_requires() {
     let mut h = queue(1);
-    let mut unreviewed = h.facts(1);
-    unreviewed.review = Review::Required;
-    h.submit_facts(unreviewed.clone()).unwrap();
+    let unreviewed = submit_unreviewed(&mut h);
     assert_eq!(h.state(1), NotReady);
     let changes = PrFacts {
         review: Review::ChangesRequested,
@@ -782,9 +790,7 @@ fn a_pull_request_waits_for_the_approval_its_branch_requires() {
 #[test]
 fn a_pull_request_waiting_long_is_read_again_less_often() {
     let mut h = queue(1);
-    let mut unreviewed = h.facts(1);
-    unreviewed.review = Review::Required;
-    h.submit_facts(unreviewed).unwrap();
+    submit_unreviewed(&mut h);
     h.auto_execute = false;
     let mut reads_by_minute = Vec::new();
     for _ in 0..40 {

@@ -20,6 +20,7 @@ use metrique_writer_format_emf::Emf;
 use mq_core::metrics::{Outcome, QueueFigures};
 use mq_core::run::RunKind;
 use mq_core::time::Timestamp;
+use percent_encoding::{CONTROLS, utf8_percent_encode};
 use std::borrow::Cow;
 use std::time::{Duration, SystemTime};
 
@@ -75,23 +76,10 @@ impl Line<'_> {
 }
 
 /// A dimension value as CloudWatch takes it: ASCII only, so every other character (a branch
-/// may be named in any script) is written as the percent-encoding of its UTF-8 bytes.
+/// may be named in any script), and any control character, is written as the
+/// percent-encoding of its UTF-8 bytes.
 fn ascii_dimension(value: &str) -> Cow<'_, str> {
-    if value.is_ascii() {
-        return Cow::Borrowed(value);
-    }
-    let mut out = String::with_capacity(value.len() * 3);
-    for c in value.chars() {
-        if c.is_ascii() {
-            out.push(c);
-        } else {
-            let mut bytes = [0; 4];
-            for byte in c.encode_utf8(&mut bytes).bytes() {
-                out.push_str(&format!("%{byte:02X}"));
-            }
-        }
-    }
-    Cow::Owned(out)
+    utf8_percent_encode(value, CONTROLS).into()
 }
 
 fn lines_of(f: &QueueFigures, now: Timestamp) -> Vec<Line<'_>> {

@@ -237,6 +237,15 @@ impl Work {
     }
 }
 
+/// `text` trimmed and cut to `max` characters, with an ellipsis when cut: a Git host's answer
+/// as a pull request's comment shows it.
+pub(crate) fn excerpt(text: &str, max: usize) -> String {
+    let text = text.trim();
+    let cut: String = text.chars().take(max).collect();
+    let more = if cut.len() < text.len() { "…" } else { "" };
+    format!("{cut}{more}")
+}
+
 /// The sentence for a failed run: when its tests failed, it names the required statuses
 /// that failed.
 pub fn run_failure_detail(run: &TestRun, reason: &str) -> String {

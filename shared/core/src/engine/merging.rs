@@ -9,6 +9,7 @@
 //! whose pass cleared it. Nothing merges while the queue is paused (also while a paused
 //! queue switches modes).
 
+use super::failure::excerpt;
 use super::line::line_positions;
 use super::reason;
 use super::work::Work;
@@ -308,13 +309,10 @@ impl Work {
 /// to [`MAX_REFUSAL_CHARS`]: it is shown in a comment).
 fn refusal_detail(detail: &str) -> String {
     let general = super::failure::failure_detail(reason::MERGE_FAILED);
-    let detail = detail.trim();
-    if detail.is_empty() {
+    if detail.trim().is_empty() {
         return general;
     }
-    let cut: String = detail.chars().take(MAX_REFUSAL_CHARS).collect();
-    let more = if cut.len() < detail.len() { "…" } else { "" };
-    format!("{general}: {cut}{more}")
+    format!("{general}: {}", excerpt(detail, MAX_REFUSAL_CHARS))
 }
 
 /// How much of a Git host's reason for refusing a merge a pull request is told (GitHub's

@@ -7,6 +7,7 @@
 //! its pull requests). The tick also emits again effects whose lease ran out without an
 //! answer, except merges while the queue is paused.
 
+use super::failure::excerpt;
 use super::work::{EFFECT_LEASE_MS, Work};
 use super::{Effect, EffectOutcome, PendingEffect};
 use crate::entry::{Entry, EntryState};
@@ -119,12 +120,14 @@ impl Work {
                     .is_some_and(|r| r.status == RunStatus::InProgress);
                 if live {
                     if let Some(run) = self.run_mut(&run_id) {
-                        run.host_error = Some(host_answer(error));
+                        run.host_error = Some(excerpt(error, MAX_HOST_ANSWER_CHARS));
                     }
                     self.run_failed(&run_id, super::reason::BRANCH_ERROR);
                 }
             }
-            Effect::Merge { prs, .. } => self.merge_failed(&prs, &host_answer(error)),
+            Effect::Merge { prs, .. } => {
+                self.merge_failed(&prs, &excerpt(error, MAX_HOST_ANSWER_CHARS));
+            }
             _ => {}
         }
     }
@@ -279,14 +282,5 @@ pub fn backoff_ms(attempts: u32) -> i64 {
     minutes.min(60) * 60_000
 }
 
-/// What the Git host answered to an effect given up on, as pull requests are told it: cut to
-/// [`MAX_HOST_ANSWER_CHARS`].
-pub fn host_answer(error: &str) -> String {
-    let error = error.trim();
-    let cut: String = error.chars().take(MAX_HOST_ANSWER_CHARS).collect();
-    let more = if cut.len() < error.len() { "…" } else { "" };
-    format!("{cut}{more}")
-}
-
-/// How much of a Git host's answer a pull request is told.
-pub const MAX_HOST_ANSWER_CHARS: usize = 300;
+/// How much of the Git host's answer to an effect given up on a pull request is told.
+const MAX_HOST_ANSWER_CHARS: usize = 300;

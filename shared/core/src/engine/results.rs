@@ -312,7 +312,7 @@ pub const MAX_OTHER_REPORTS: usize = 50;
 
 /// Whether a first report of `name` is kept: a required name always is, another while fewer
 /// than [`MAX_OTHER_REPORTS`] others are kept.
-fn keeps_new(run: &TestRun, name: &str, names: impl Iterator<Item = String>) -> bool {
+fn keeps_new<'a>(run: &TestRun, name: &str, names: impl Iterator<Item = &'a str>) -> bool {
     let required = |n: &str| {
         run.required
             .as_ref()
@@ -334,7 +334,7 @@ fn record_status(run: &mut TestRun, status: &StatusReport) {
         Some(old) if order(old) <= order(status) => *old = status.clone(),
         Some(_) => {}
         None => {
-            let names = run.statuses.iter().map(|s| s.context.clone());
+            let names = run.statuses.iter().map(|s| s.context.as_str());
             if keeps_new(run, &status.context, names) {
                 run.statuses.push(status.clone());
             }
@@ -356,7 +356,7 @@ fn record_check(run: &mut TestRun, check: &CheckRunReport) {
         }
         Some(_) => {}
         None => {
-            let names = run.check_runs.iter().map(|c| c.name.clone());
+            let names = run.check_runs.iter().map(|c| c.name.as_str());
             if keeps_new(run, &check.name, names) {
                 run.check_runs.push(check.clone());
             }

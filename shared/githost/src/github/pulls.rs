@@ -4,7 +4,6 @@ use super::client::JSON;
 use super::client::{Client, Reply, Sent, escape, identity, repo_path};
 use super::wire::{
     CollaboratorPermission, Compare, IssueComment, Message, Numbered, PullWire, RefWire,
-    ReviewAnswer,
 };
 use crate::comment::marked_with;
 use crate::error::{HostError, HostResult};
@@ -56,23 +55,22 @@ pub(crate) async fn review(client: &Client, repo: &RepoRef, pr: PrNumber) -> Hos
     let reply = client
         .send_to(repo, Method::POST, url, Some(&query), JSON)
         .await?;
-    let answer: ReviewAnswer = reply.json()?;
-    let decision = answer
-        .data
-        .and_then(|d| d.repository)
-        .and_then(|r| r.pull_request)
-        .map(|p| p.review_decision);
-    match (decision, answer.errors.first()) {
-        (Some(None), _) => Ok(Review::Approved),
-        (Some(Some(decision)), _) => Ok(decision
-            .to_ascii_lowercase()
-            .parse()
+    // `reviewDecision` is `APPROVED`, `CHANGES_REQUESTED`, `REVIEW_REQUIRED`, or null when no
+    // review is required; a failed query has no pull request, and says why in `errors`.
+    let answer: Value = reply.json()?;
+    let pull = answer.pointer("/data/repository/pullRequest");
+    match pull.map(|p| &p["reviewDecision"]) {
+        Some(Value::Null) => Ok(Review::Approved),
+        Some(decision) => Ok(decision
+            .as_str()
+            .and_then(|d| d.to_ascii_lowercase().parse().ok())
             .unwrap_or(Review::Required)),
-        (None, Some(error)) => Err(HostError::Other(format!(
-            "reading the reviews of #{pr}: {}",
-            error.message
-        ))),
-        (None, None) => Err(HostError::NotFound(format!("pull request #{pr}"))),
+        None => match answer.pointer("/errors/0/message").and_then(Value::as_str) {
+            Some(error) => Err(HostError::Other(format!(
+                "reading the reviews of #{pr}: {error}"
+            ))),
+            None => Err(HostError::NotFound(format!("pull request #{pr}"))),
+        },
     }
 }
 

@@ -144,30 +144,3 @@ pub(crate) struct RuleParameters {
     #[serde(default)]
     pub required_status_checks: Vec<CheckContext>,
 }
-
-/// The answer to the review query (GraphQL): `data` is missing, or `errors` set, when the
-/// query failed.
-#[derive(Debug, Deserialize)]
-pub(crate) struct ReviewAnswer {
-    pub data: Option<ReviewData>,
-    #[serde(default)]
-    pub errors: Vec<Message>,
-}
-
-#[derive(Debug, Deserialize)]
-pub(crate) struct ReviewData {
-    pub repository: Option<ReviewRepository>,
-}
-
-#[derive(Debug, Deserialize)]
-pub(crate) struct ReviewRepository {
-    #[serde(rename = "pullRequest")]
-    pub pull_request: Option<ReviewPull>,
-}
-
-#[derive(Debug, Deserialize)]
-pub(crate) struct ReviewPull {
-    /// `APPROVED`, `CHANGES_REQUESTED`, `REVIEW_REQUIRED`, or null when no review is required.
-    #[serde(rename = "reviewDecision")]
-    pub review_decision: Option<String>,
-}

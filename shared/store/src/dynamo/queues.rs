@@ -787,7 +787,7 @@ fn concluded_items(queue_id: &str, entry: &Entry, fallback: Timestamp) -> StoreR
 /// (added by a newer version, read during a deployment or after a rollback). That item is left
 /// out of the snapshot, so no commit of this version writes it: it waits in the table for the
 /// version that wrote it, and the queue goes on meanwhile (deleting the queue deletes it too).
-/// Any other item that does not decode is an error, as it was.
+/// Any other item that does not decode is an error.
 fn readable_effect(item: Item) -> StoreResult<Option<PendingEffect>> {
     let sk = get_s(&item, SK).unwrap_or_default().to_owned();
     match from_item(item) {

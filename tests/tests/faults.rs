@@ -652,14 +652,8 @@ async fn targets_uploaded_after_a_submission_read_them_reach_its_entry() {
     env.wait_for_run(&repo, 1).await;
 }
 
-/// A tick slowed down by the Git host starts queues for a while only, leaving the rest of
-/// its minute to the queue it is on and to the work after the queues; the queues it did not
-/// reach go first in later minutes, so each is reached in turn.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_slow_tick_reaches_every_queue_in_turn() {
-    use std::collections::BTreeSet;
-    use std::time::Duration;
-
+/// Three queues, each with a run in flight, on a Git host that answers in 200 ms.
+async fn three_queues_on_a_slow_host() -> LiveEnv {
     let (env, repo, host) = with_faulty_host(json!({}), 1).await;
     let mut repos = vec![repo];
     for name in ["comet", "meteor"] {
@@ -674,10 +668,26 @@ async fn a_slow_tick_reaches_every_queue_in_turn() {
         env.wait_for_run(repo, 1).await;
     }
     // Every queue's tick asks the Git host for its run's checks: 200 ms each.
-    host.set_latency(Duration::from_millis(200), Duration::from_millis(200));
+    let latency = std::time::Duration::from_millis(200);
+    host.set_latency(latency, latency);
+    env
+}
+
+/// A tick slowed down by the Git host starts queues for a while only, leaving the rest of
+/// its minute to the queues it is on and to the work after the queues; the queues it did not
+/// reach go first in later minutes, so each is reached in turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_tick_reaches_every_queue_in_turn() {
+    use std::collections::BTreeSet;
+
+    let env = three_queues_on_a_slow_host().await;
+    let one_at_a_time = tick::Pace {
+        start_for: std::time::Duration::from_millis(100),
+        at_once: 1,
+    };
     let mut reached = BTreeSet::new();
     for _ in 0..3 {
-        let report = tick::run_starting_for(&env.app, "slow", Duration::from_millis(100))
+        let report = tick::run_at_pace(&env.app, "slow", one_at_a_time)
             .await
             .unwrap();
         assert_eq!(
@@ -692,6 +702,28 @@ async fn a_slow_tick_reaches_every_queue_in_turn() {
         reached.len(),
         3,
         "each queue in one of three minutes: {reached:?}"
+    );
+}
+
+/// A tick works several queues at once: while one waits on the Git host, the others are
+/// started, so a slow host does not leave them for later minutes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_tick_works_queues_at_once() {
+    let env = three_queues_on_a_slow_host().await;
+    let pace = tick::Pace {
+        start_for: std::time::Duration::from_millis(100),
+        at_once: tick::QUEUES_AT_ONCE,
+    };
+    let report = tick::run_at_pace(&env.app, "slow", pace).await.unwrap();
+    assert_eq!(
+        (
+            report.queues,
+            report.worked,
+            report.not_reached,
+            report.failed
+        ),
+        (3, 3, 0, 0),
+        "{report:?}"
     );
 }
 

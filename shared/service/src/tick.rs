@@ -1,7 +1,7 @@
 //! The tick: what the schedule does every minute (and the local gateway every few seconds).
 //!
-//! For every queue with work (a `Query` on the work index, never a `Scan`), under a lease so
-//! two ticks never work one queue at once: read what CI reported on the test branches in
+//! For every queue with work (a `Query` on the work index, never a `Scan`), [`QUEUES_AT_ONCE`]
+//! at a time, under a lease so two ticks never work one queue at once: read what CI reported on the test branches in
 //! flight, reconcile the queue with the Git host, advance timeouts and batching waits
 //! (`Event::Tick`), and execute the effects that are due, including those whose earlier
 //! execution failed. Then flaky tests without new evidence for the recovery period recover
@@ -19,6 +19,7 @@ use super::effects;
 use super::owners;
 use crate::app::App;
 use crate::error::ServiceError;
+use futures_util::StreamExt;
 use mq_core::engine::{Event, view};
 use mq_core::ids::QueueId;
 use mq_core::run::RunStatus;
@@ -32,10 +33,16 @@ use std::time::{Duration, Instant};
 pub const LEASE_MILLIS: i64 = 60_000;
 
 /// How long a tick starts queues for. The schedule's function stops after 60 s: a tick slowed
-/// down by the Git host leaves the rest of its minute to the queue it is on, test-health
+/// down by the Git host leaves the rest of its minute to the queues it is on, test-health
 /// recovery and auto-tuning. The queues it did not reach are others the next minute
 /// (`in_order_of_the_minute`).
 pub const START_QUEUES_FOR: Duration = Duration::from_secs(30);
+
+/// How many queues a tick works at once. A queue's tick mostly waits on the Git host (a
+/// listing of each run's checks, its branch) and the store; one queue at a time, a deployment
+/// with hundreds of queues would reach each only every half hour or so, its batching waits and
+/// timeouts that much later. The queues of a tick are independent (each under its own lease).
+pub const QUEUES_AT_ONCE: usize = 8;
 
 /// What one tick did, for its log line.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -58,16 +65,26 @@ pub struct TickReport {
 
 /// Runs one tick over every queue with work; `owner` names this tick in the leases.
 pub async fn run(app: &App, owner: &str) -> Result<TickReport, ServiceError> {
-    run_starting_for(app, owner, START_QUEUES_FOR).await
+    let pace = Pace {
+        start_for: START_QUEUES_FOR,
+        at_once: QUEUES_AT_ONCE,
+    };
+    run_at_pace(app, owner, pace).await
 }
 
-/// [`run`], starting queues for `budget` only (the queues in turn first); then test-health
-/// recovery and, last, auto-tuning, whatever the time.
-pub async fn run_starting_for(
-    app: &App,
-    owner: &str,
-    budget: Duration,
-) -> Result<TickReport, ServiceError> {
+/// How a tick goes through the queues with work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pace {
+    /// How long queues are started for (the queue in turn is always started).
+    pub start_for: Duration,
+    /// How many queues are worked at once.
+    pub at_once: usize,
+}
+
+/// [`run`] at `pace`: queues started for `pace.start_for` only, `pace.at_once` at a time (in
+/// the order of the minute, the queue in turn first); then test-health recovery and, last,
+/// auto-tuning, whatever the time.
+pub async fn run_at_pace(app: &App, owner: &str, pace: Pace) -> Result<TickReport, ServiceError> {
     let started = Instant::now();
     let ids = in_order_of_the_minute(app.store.queues_with_work().await?, app.now());
     let mut report = TickReport {
@@ -75,13 +92,24 @@ pub async fn run_starting_for(
         ..TickReport::default()
     };
     let mut due_for_tuning = Vec::new();
-    for (n, id) in ids.into_iter().enumerate() {
-        // The queue in turn (the first) is always started, however long the listing took.
-        if n > 0 && started.elapsed() >= budget {
+    let mut outcomes = futures_util::stream::iter(ids.into_iter().enumerate())
+        .map(|(n, id)| async move {
+            // The queue in turn (the first) is always started, however long the listing took.
+            let reached = n == 0 || started.elapsed() < pace.start_for;
+            let outcome = if reached {
+                Some(tick_queue(app, &id, owner).await)
+            } else {
+                None
+            };
+            (id, outcome)
+        })
+        .buffered(pace.at_once.max(1));
+    while let Some((id, outcome)) = outcomes.next().await {
+        let Some(outcome) = outcome else {
             report.not_reached += 1;
             continue;
-        }
-        match tick_queue(app, &id, owner).await {
+        };
+        match outcome {
             Ok(Some(ticked)) => {
                 report.worked += 1;
                 if ticked.due_for_tuning {

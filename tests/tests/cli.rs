@@ -257,7 +257,9 @@ async fn ci_variables_are_inferred_from_a_github_actions_environment() {
     for shown in [
         format!("head commit: {head} (from the checkout (HEAD^2 of the merge ref))"),
         "branch: feature-1 (from GITHUB_HEAD_REF)".to_owned(),
-        "upload id: gha-4242-1-test (from GITHUB_RUN_ID, GITHUB_RUN_ATTEMPT, GITHUB_JOB and the variant)".to_owned(),
+        "upload id: gha-4242-1-test-".to_owned(),
+        "(from GITHUB_RUN_ID, GITHUB_RUN_ATTEMPT, GITHUB_JOB, the variant and the reports)"
+            .to_owned(),
         "job URL: https://github.com/acme/rocket/actions/runs/4242".to_owned(),
     ] {
         assert!(
@@ -399,6 +401,10 @@ async fn a_retried_upload_counts_once_and_a_rerun_job_makes_tests_flaky() {
         retried.contains("received before: nothing changed"),
         "{retried}"
     );
+    // Another shard of the same job (a matrix leg shares its job's name): another upload.
+    let shard = upload(job("100", "1"), "pytest-xunit2.xml").await;
+    assert!(shard.contains("upload id gha-100-1-test-"), "{shard}");
+    assert!(!shard.contains("received before"), "{shard}");
     // "Re-run failed jobs": the job's second attempt tests the same commit again.
     let rerun = upload(job("100", "2"), "nextest-noretry-run2.xml").await;
     assert!(rerun.contains("upload id gha-100-2-test"), "{rerun}");

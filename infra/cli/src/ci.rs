@@ -336,11 +336,13 @@ pub fn job_url(env: &Environment) -> Option<Found<String>> {
     ))
 }
 
-/// The upload id of this CI job's attempt: the same however often the upload step is retried,
-/// different for each attempt of the job (a re-run runs the tests again: its results are more
-/// evidence, a failure then a pass on one commit the flaky test's very sign), and for each job
-/// and variant of the run.
-pub fn ci_upload_id(env: &Environment, variant: &str) -> Option<Found<String>> {
+/// The upload id of these reports in this CI job's attempt: the same however often the upload
+/// step is retried, different for each attempt of the job (a re-run runs the tests again: its
+/// results are more evidence, a failure then a pass on one commit the flaky test's very sign),
+/// for each job and variant of the run, and for each set of reports (`reports`, their digest):
+/// the legs of a matrix share their job's name, and shards of one test suite, or two upload
+/// steps of one job, are different uploads.
+pub fn ci_upload_id(env: &Environment, variant: &str, reports: &str) -> Option<Found<String>> {
     let run = env.var("GITHUB_RUN_ID")?.value;
     let attempt = env
         .var("GITHUB_RUN_ATTEMPT")
@@ -351,9 +353,11 @@ pub fn ci_upload_id(env: &Environment, variant: &str) -> Option<Found<String>> {
         id.push('-');
         id.push_str(variant);
     }
+    id.push('-');
+    id.push_str(reports);
     Some(Found::new(
         printable_id(&id),
-        "GITHUB_RUN_ID, GITHUB_RUN_ATTEMPT, GITHUB_JOB and the variant",
+        "GITHUB_RUN_ID, GITHUB_RUN_ATTEMPT, GITHUB_JOB, the variant and the reports",
     ))
 }
 
@@ -528,14 +532,14 @@ mod tests {
             &dir,
         );
         assert_eq!(
-            ci_upload_id(&env, "linux").unwrap().value,
-            "gha-77-2-test-linux"
+            ci_upload_id(&env, "linux", "0a1b").unwrap().value,
+            "gha-77-2-test-linux-0a1b"
         );
         let without_attempt =
             Environment::with(&[("GITHUB_RUN_ID", "77"), ("GITHUB_JOB", "test")], &dir);
         assert_eq!(
-            ci_upload_id(&without_attempt, "").unwrap().value,
-            "gha-77-1-test"
+            ci_upload_id(&without_attempt, "", "0a1b").unwrap().value,
+            "gha-77-1-test-0a1b"
         );
         let long = printable_id(&"x y".repeat(100));
         assert!(

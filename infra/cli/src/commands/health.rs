@@ -122,25 +122,29 @@ fn job_url(ctx: &Context, args: &UploadArgs) -> Option<String> {
     Some(found.value)
 }
 
-/// `--upload-id`, else the CI job's, else a hash of the reports (the same reports sent
-/// again are the same upload).
+/// `--upload-id`, else the CI job's for these reports, else a hash of the reports (the same
+/// reports sent again are the same upload).
 fn upload_id(ctx: &Context, args: &UploadArgs, files: &[ReportFile]) -> String {
     let variant = &args.reports.variant;
+    let digest = reports_digest(variant, files);
     let found = match &args.upload_id {
         Some(id) => Found::new(ci::printable_id(id), "--upload-id"),
-        None => ci::ci_upload_id(&ctx.env, variant).unwrap_or_else(|| {
-            let mut hash = sha2::Sha256::new();
-            hash.update(variant.as_bytes());
-            for f in files {
-                hash.update(f.name().as_bytes());
-                hash.update(&f.bytes);
-            }
-            let digest = hex::encode(&hash.finalize()[..16]);
-            Found::new(format!("reports-{digest}"), "a hash of the reports")
-        }),
+        None => ci::ci_upload_id(&ctx.env, variant, &digest[..12])
+            .unwrap_or_else(|| Found::new(format!("reports-{digest}"), "a hash of the reports")),
     };
     ctx.show("upload id", &found);
     found.value
+}
+
+/// A digest of the reports (their names and bytes) under `variant`: 32 hex digits.
+fn reports_digest(variant: &str, files: &[ReportFile]) -> String {
+    let mut hash = sha2::Sha256::new();
+    hash.update(variant.as_bytes());
+    for f in files {
+        hash.update(f.name().as_bytes());
+        hash.update(&f.bytes);
+    }
+    hex::encode(&hash.finalize()[..16])
 }
 
 /// The CODEOWNERS file: `--codeowners`, else the first of the usual places in the checkout.

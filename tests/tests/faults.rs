@@ -762,6 +762,34 @@ async fn deleting_a_queue_carries_out_the_effects_left_in_its_outbox() {
     assert_eq!(repo.test_branches(), Vec::<String>::new());
 }
 
+/// A test branch whose creation waits to be tried again when its pull request is cancelled is
+/// not created by the queue's delete (nothing would delete it, or stop its CI, once the queue
+/// is gone): the delete deletes it instead, in case an earlier attempt created it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_queue_builds_no_branch_of_a_cancelled_run() {
+    let (env, repo, host) = with_faulty_host(json!({"state": "paused"}), 1).await;
+    env.submit(&repo, 1).await;
+    host.set_rate(1.0);
+    env.update_queue(&repo, json!({"state": "running"})).await;
+    let snapshot = env.store.load(&queue_id(&repo)).await.unwrap().unwrap();
+    let building = |p: &mq_core::effects::PendingEffect| {
+        matches!(p.effect, Effect::CreateTestBranch { .. }) && p.attempts == 1
+    };
+    assert!(
+        snapshot.outbox.iter().any(building),
+        "{:?}",
+        snapshot.outbox
+    );
+    host.set_rate(0.0);
+    let cancelled = env.pr_call("cancelPullRequest", &repo, 1).await;
+    assert_eq!(cancelled.status, 200, "{}", cancelled.body);
+    let deleted = env
+        .post("deleteQueue", Some(ACME), &body(&repo, json!({})))
+        .await;
+    assert_eq!(deleted.status, 200, "{}", deleted.body);
+    assert_eq!(repo.test_branches(), Vec::<String>::new());
+}
+
 /// A request executes no effect after its deadline. With the Git host answering slowly, a
 /// change that starts seven more test branches builds those it can before the deadline and
 /// leaves the rest in the outbox, so the request answers within the functions' time limit;

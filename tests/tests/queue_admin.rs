@@ -181,6 +181,25 @@ async fn required_statuses_rules(env: TestEnv) {
         "{}",
         both.message()
     );
+    // The queue's own status is never set on a test branch: every run would time out.
+    let own = env
+        .post(
+            "updateQueue",
+            Some(ACME),
+            &queue_body(
+                "rocket",
+                json!({"requiredStatuses": ["build", "merge-queue"]}),
+            ),
+        )
+        .await;
+    assert_eq!(own.status, 400);
+    assert!(
+        own.message().contains("requiredStatuses[1]"),
+        "{}",
+        own.message()
+    );
+    let kept = env.ok("getQueue", &queue_body("rocket", json!({}))).await;
+    assert_eq!(kept["requiredStatuses"], json!(["build", "test"]));
     let cleared = env
         .ok(
             "updateQueue",

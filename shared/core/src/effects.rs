@@ -105,4 +105,26 @@ impl Effect {
             _ => None,
         }
     }
+
+    /// The run this effect does the work of while it is in progress (its test branch built,
+    /// its checks read): once that run is gone from the snapshot, the effect is stale and
+    /// comes to [`Self::once_its_run_is_gone`] instead. `None` for every other effect.
+    pub fn work_of_run(&self) -> Option<&str> {
+        match self {
+            Effect::CreateTestBranch { run_id, .. } | Effect::FetchChecks { run_id, .. } => {
+                Some(run_id)
+            }
+            _ => None,
+        }
+    }
+
+    /// What a stale effect ([`Self::work_of_run`]) still comes to: a test branch being created
+    /// is deleted instead (an earlier attempt may have created it, its answer lost); checks
+    /// are no longer read.
+    pub fn once_its_run_is_gone(self) -> Option<Effect> {
+        match self {
+            Effect::CreateTestBranch { branch, .. } => Some(Effect::DeleteBranch { branch }),
+            _ => None,
+        }
+    }
 }

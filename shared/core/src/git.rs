@@ -109,6 +109,11 @@ wire_enum! {
     }
 }
 
+/// The context of the status check the queue sets on pull request heads (and on a tested
+/// commit it merges). It is never one a test run waits for: the queue sets it on no test
+/// branch.
+pub const QUEUE_STATUS_CONTEXT: &str = "merge-queue";
+
 /// The statuses that must pass, and where the list came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RequiredStatuses {

@@ -288,6 +288,16 @@ fn check_required_statuses(list: &[String]) -> Result<(), DomainError> {
                 &format!("must be a non-empty name of at most {MAX_STATUS_NAME_LEN} characters"),
             ));
         }
+        if s == crate::git::QUEUE_STATUS_CONTEXT {
+            return Err(DomainError::invalid(
+                &format!("requiredStatuses[{i}]"),
+                &format!(
+                    "names the queue's own status `{s}`, which the queue sets on pull requests \
+                     and on what it merges, never on a test branch: a run would wait for it \
+                     until it timed out"
+                ),
+            ));
+        }
     }
     Ok(())
 }
@@ -480,6 +490,20 @@ mod tests {
                 .message
                 .starts_with("requiredStatuses[1]")
         );
+    }
+
+    #[test]
+    fn the_queues_own_status_is_refused_as_a_required_status() {
+        let patch = SettingsPatch {
+            required_statuses: Some(vec!["ci".into(), "merge-queue".into()]),
+            ..Default::default()
+        };
+        let refused = patch.validate().unwrap_err();
+        assert!(
+            refused.message.starts_with("requiredStatuses[1]"),
+            "{refused:?}"
+        );
+        assert!(patch.initial_config().is_err());
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! tick executes it again.
 
 use mq_core::engine::{Effect, EffectOutcome, Event, MergeRefusal, PendingEffect};
-use mq_core::git::{RequiredStatuses, RequiredStatusesSource, StatusState};
+use mq_core::git::{QUEUE_STATUS_CONTEXT, RequiredStatuses, RequiredStatusesSource, StatusState};
 use mq_core::settings::MergeMethod;
 use mq_core::snapshot::Queue;
 use mq_githost::{
@@ -16,15 +16,12 @@ use mq_githost::{
 };
 use tokio::time::Instant;
 
-/// The context of the status check the queue sets on pull request heads.
-pub const STATUS_CONTEXT: &str = "merge-queue";
-
 /// The statuses a test run (or a pull request's head, for a direct merge) waits for: the
 /// branch's, without the queue's own. A repository that requires the queue's status to merge
 /// into its branch (so that nothing merges around the queue) would otherwise have every run
 /// wait for a status the queue sets on pull request heads only, and time out.
 pub fn without_own_status(mut required: RequiredStatuses) -> RequiredStatuses {
-    required.contexts.retain(|c| c != STATUS_CONTEXT);
+    required.contexts.retain(|c| c != QUEUE_STATUS_CONTEXT);
     required
 }
 
@@ -62,15 +59,15 @@ pub async fn execute(
 
 /// The statuses a test branch must pass: the queue's own list when it has one (the
 /// repository's sources are then not read, so a broken `.merge-queue.yaml` can be worked
-/// around by giving the queue a list), else what the repository says, less the queue's own
-/// status.
+/// around by giving the queue a list), else what the repository says; either less the queue's
+/// own status (a list stored before it was refused there may hold it).
 async fn required_statuses(host: &dyn GitHost, queue: &Queue) -> HostResult<RequiredStatuses> {
     let own = &queue.config.required_statuses;
     if !own.is_empty() {
-        return Ok(RequiredStatuses {
+        return Ok(without_own_status(RequiredStatuses {
             contexts: own.clone(),
             source: Some(RequiredStatusesSource::MergeInstance),
-        });
+        }));
     }
     let repository = host.required_statuses(&queue.repo, &queue.branch).await?;
     Ok(without_own_status(repository))
@@ -133,7 +130,7 @@ async fn outcome(host: &dyn GitHost, queue: &Queue, effect: &Effect) -> HostResu
             ..
         } => {
             let status = StatusUpdate {
-                context: STATUS_CONTEXT.to_owned(),
+                context: QUEUE_STATUS_CONTEXT.to_owned(),
                 state: *state,
                 description: description.clone(),
                 target_url: None,
@@ -245,7 +242,7 @@ fn merge_request(queue: &Queue, effect: &Effect) -> Option<MergeRequest> {
 fn tested_status(queue: &Queue, method: MergeMethod) -> Option<StatusUpdate> {
     let vouches = method == MergeMethod::MergeCommit && queue.config.status_check_enabled;
     vouches.then(|| StatusUpdate {
-        context: STATUS_CONTEXT.to_owned(),
+        context: QUEUE_STATUS_CONTEXT.to_owned(),
         state: StatusState::Success,
         description: "Tested by the merge queue".to_owned(),
         target_url: None,

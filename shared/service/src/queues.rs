@@ -6,6 +6,7 @@ use super::pull_requests::{apply_uploaded_targets, uploaded_targets_events};
 use super::shell::{Retry, contention_deadline};
 use crate::app::App;
 use crate::error::ServiceError;
+use mq_core::effects::PendingEffect;
 use mq_core::engine::{Event, view};
 use mq_core::error::{DomainError, ErrorCode};
 use mq_core::git::PrFacts;
@@ -150,7 +151,9 @@ pub async fn delete(app: &App, org: &OrgId, id: &QueueId) -> Result<(), ServiceE
 /// Carries out the effects left in the outbox of a queue about to be deleted, in order, until
 /// `deadline`. One the host refuses for good is logged; one that failed for now, or time
 /// running out, makes the delete unavailable (it is tried again whole, and effects already
-/// carried out are repeated harmlessly).
+/// carried out are repeated harmlessly). The work of a run no longer in the snapshot (a test
+/// branch whose creation waited to be tried again when its pull request was cancelled) is
+/// not done: its branch is deleted instead, as the tick does.
 async fn finish_effects(
     app: &App,
     snapshot: &QueueSnapshot,
@@ -164,8 +167,11 @@ async fn finish_effects(
             let left = snapshot.outbox.len() - done;
             return Err(not_yet(format!("{left} effects left undone: time is up")));
         }
+        let Some(pending) = still_to_do(snapshot, pending) else {
+            continue;
+        };
         let cut = Some(deadline + drive::EFFECT_OVERRUN);
-        match effects::execute(host, &snapshot.queue, pending, cut).await {
+        match effects::execute(host, &snapshot.queue, &pending, cut).await {
             Event::EffectFailed {
                 error,
                 permanent: true,
@@ -179,6 +185,24 @@ async fn finish_effects(
         }
     }
     Ok(())
+}
+
+/// What an effect left in the outbox still comes to: itself, unless it is the work of a run no
+/// longer in the snapshot
+/// ([`mq_core::effects::Effect::work_of_run`]).
+fn still_to_do(snapshot: &QueueSnapshot, pending: &PendingEffect) -> Option<PendingEffect> {
+    let stale = pending
+        .effect
+        .work_of_run()
+        .is_some_and(|run| snapshot.run(run).is_none());
+    if !stale {
+        return Some(pending.clone());
+    }
+    let effect = pending.effect.clone().once_its_run_is_gone()?;
+    Some(PendingEffect {
+        effect,
+        ..pending.clone()
+    })
 }
 
 /// The delete waits: the Git host did not carry out the queue's last effects yet.

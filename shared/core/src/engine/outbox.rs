@@ -177,8 +177,7 @@ impl Work {
             if x.next_attempt_at > now || waits {
                 continue;
             }
-            if let Effect::CreateTestBranch { run_id, .. } | Effect::FetchChecks { run_id, .. } =
-                &x.effect
+            if let Some(run_id) = x.effect.work_of_run()
                 && self.run(run_id).is_none()
             {
                 stale.push(x.id.clone());
@@ -194,10 +193,11 @@ impl Work {
             self.effects.push(x.clone());
         }
         for id in stale {
-            if let Some(Effect::CreateTestBranch { branch, .. }) =
-                self.take_effect(&id).map(|x| x.effect)
+            if let Some(instead) = self
+                .take_effect(&id)
+                .and_then(|x| x.effect.once_its_run_is_gone())
             {
-                self.emit(Effect::DeleteBranch { branch });
+                self.emit(instead);
             }
         }
         for id in superseded {

@@ -9,7 +9,7 @@ pub enum HostError {
     /// The repository, pull request, branch or commit does not exist (or is not visible).
     #[error("not found: {0}")]
     NotFound(String),
-    /// The host refuses: missing permission, protected branch, authentication.
+    /// The host refuses: missing permission, protected branch.
     #[error("forbidden: {0}")]
     Forbidden(String),
     /// The request itself is wrong (an invalid branch name, a malformed configuration file,
@@ -19,7 +19,8 @@ pub enum HostError {
     /// A state conflict the call cannot resolve by retrying (e.g. a ref moved).
     #[error("conflict: {0}")]
     Conflict(String),
-    /// Rate limits, timeouts, 5xx: retrying later may succeed.
+    /// Rate limits, timeouts, 5xx, the service's own credentials refused: retrying later may
+    /// succeed.
     #[error("transient: {message}")]
     Transient {
         message: String,

@@ -15,6 +15,7 @@ pub mod github;
 pub mod local;
 pub mod port;
 pub mod repo_config;
+pub mod secret;
 pub mod webhook;
 
 mod clock;
@@ -28,3 +29,4 @@ pub use port::{
     CommandComment, CommitChecks, GitHost, MergeOutcome, MergeRequest, StatusUpdate,
     TestBranchOutcome, TestBranchRequest, TestPullRequest,
 };
+pub use secret::SecretSource;

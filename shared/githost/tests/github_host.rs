@@ -323,6 +323,117 @@ async fn an_installation_token_close_to_expiry_is_renewed() {
     }
 }
 
+/// Matches a request whose bearer JWT is signed by the test key (`github-app-test-key.pem`).
+struct SignedByTheTestKey;
+
+impl wiremock::Match for SignedByTheTestKey {
+    fn matches(&self, request: &wiremock::Request) -> bool {
+        let public =
+            DecodingKey::from_rsa_pem(include_bytes!("fixtures/github-app-test-key.pub.pem"))
+                .unwrap();
+        let bearer = request
+            .headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        let validation = Validation::new(Algorithm::RS256);
+        bearer.is_some_and(|jwt| jsonwebtoken::decode::<Value>(jwt, &public, &validation).is_ok())
+    }
+}
+
+/// A key source that counts its reads.
+#[derive(Debug)]
+struct CountedKey {
+    pem: &'static str,
+    reads: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl mq_githost::SecretSource for CountedKey {
+    async fn read(&self) -> Result<String, String> {
+        self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(self.pem.to_owned())
+    }
+}
+
+/// GitHub answers the App's calls signed by the test key, and refuses (401) any other JWT.
+async fn github_knowing_the_test_key() -> MockServer {
+    let server = MockServer::start().await;
+    let refused = json!({ "message": "A JSON web token could not be decoded" });
+    for (verb, at, answer) in [
+        ("GET", format!("{REPO}/installation"), json!({ "id": 42 })),
+        (
+            "POST",
+            "/app/installations/42/access_tokens".to_owned(),
+            json!({ "token": "ghs_fresh", "expires_at": rfc3339(now() + 3600) }),
+        ),
+    ] {
+        Mock::given(method(verb))
+            .and(path(at.clone()))
+            .and(SignedByTheTestKey)
+            .respond_with(ResponseTemplate::new(200).set_body_json(answer))
+            .with_priority(1)
+            .mount(&server)
+            .await;
+        mock(&server, verb, &at, 401, refused.clone()).await;
+    }
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/git/ref/heads/main"),
+        200,
+        ref_json("main", BASE),
+    )
+    .await;
+    server
+}
+
+/// The App's key rotated (the one the process read refused by GitHub): it is read again from
+/// its source, and the call goes on with the new one. A key still refused is the service's
+/// credentials failing, retried later (not the repository refusing, which fails a pull request
+/// for good), and read again at most once a minute.
+#[tokio::test]
+async fn a_rotated_app_key_is_read_again_when_github_refuses_the_one_held() {
+    let server = github_knowing_the_test_key().await;
+    let rotated_away = include_str!("fixtures/github-app-rotated-away-key.pem");
+    let host_reading = |source: &std::sync::Arc<CountedKey>| {
+        let config = GitHubConfig::new(GitHubAuth::App {
+            app_id: 123,
+            private_key_pem: rotated_away.into(),
+        })
+        .with_api(server.uri(), "github.com")
+        .with_retry(quick_retries())
+        .with_key_source(source.clone());
+        GitHubHost::new(config).unwrap()
+    };
+    let reads = |source: &CountedKey| source.reads.load(std::sync::atomic::Ordering::SeqCst);
+
+    let rotated = std::sync::Arc::new(CountedKey {
+        pem: include_str!("fixtures/github-app-test-key.pem"),
+        reads: 0.into(),
+    });
+    let host = host_reading(&rotated);
+    assert_eq!(
+        host.branch_head(&repo(), "main").await.unwrap(),
+        Some(Sha::new(BASE))
+    );
+    assert_eq!(reads(&rotated), 1);
+
+    let still_wrong = std::sync::Arc::new(CountedKey {
+        pem: rotated_away,
+        reads: 0.into(),
+    });
+    let host = host_reading(&still_wrong);
+    for _ in 0..2 {
+        let refused = host.branch_head(&repo(), "main").await.unwrap_err();
+        assert!(
+            matches!(&refused, HostError::Transient { message, .. } if message.contains("credentials")),
+            "{refused:?}"
+        );
+    }
+    assert_eq!(reads(&still_wrong), 1, "once a minute at most");
+}
+
 /// `GET /orgs/{org}/installation`, then `GET /users/{username}/installation`, as the App
 /// (a JWT): an organisation or a user with the App installed, and an account without it.
 #[tokio::test]
@@ -647,7 +758,9 @@ async fn client_errors_are_typed() {
     };
     assert!(matches!(error(404).await, HostError::NotFound(m) if m.contains("Not Found")));
     assert!(matches!(error(403).await, HostError::Forbidden(m) if m.contains("not accessible")));
-    assert!(matches!(error(401).await, HostError::Forbidden(m) if m.contains("Bad credentials")));
+    assert!(
+        matches!(error(401).await, HostError::Transient { message, .. } if message.contains("Bad credentials"))
+    );
     assert!(matches!(error(409).await, HostError::Conflict(_)));
     assert!(matches!(error(422).await, HostError::Invalid(m) if m.contains("invalid")));
 

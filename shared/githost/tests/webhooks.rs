@@ -62,6 +62,73 @@ fn a_correct_signature_is_accepted_and_any_other_refused_with_401() {
     }
 }
 
+/// While the webhook's secret changes, the value kept holds the new and the old one, a line
+/// each: a delivery signed with either is accepted, and one signed with the whole value is not.
+#[test]
+fn while_the_secret_changes_a_delivery_signed_with_either_line_is_accepted() {
+    let receiver = WebhookReceiver::new(b"new secret\r\nold secret\n".to_vec(), "github.com");
+    let body = fixture("push.branch");
+    for secret in [b"new secret".as_slice(), b"old secret"] {
+        let signature = sign(secret, &body);
+        assert!(receiver.receive("push", Some(&signature), &body).is_ok());
+    }
+    let whole = sign(b"new secret\r\nold secret\n", &body);
+    assert_eq!(
+        receiver.receive("push", Some(&whole), &body),
+        Err(WebhookError::BadSignature)
+    );
+    let empty = WebhookReceiver::new(b"\n".to_vec(), "github.com");
+    assert_eq!(
+        empty.receive("push", Some(&whole), &body),
+        Err(WebhookError::NoSecret)
+    );
+}
+
+/// A secret source that counts its reads.
+#[derive(Debug)]
+struct CountedSecret {
+    value: &'static str,
+    reads: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl mq_githost::SecretSource for CountedSecret {
+    async fn read(&self) -> Result<String, String> {
+        self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(self.value.to_owned())
+    }
+}
+
+/// The secret changed where it is kept (and on GitHub) after the process read it: a delivery
+/// signed with the new one has the secret read again, and is accepted. A signature that still
+/// matches nothing (an attacker's) reads it again at most once a minute.
+#[tokio::test]
+async fn a_secret_changed_where_it_is_kept_is_read_again_at_most_once_a_minute() {
+    let source = std::sync::Arc::new(CountedSecret {
+        value: "new secret",
+        reads: 0.into(),
+    });
+    let receiver = WebhookReceiver::new(SECRET, "github.com").with_source(source.clone());
+    let body = fixture("push.branch");
+    let signature = sign(b"new secret", &body);
+    let reads = || source.reads.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        receiver
+            .receive_or_read_again("push", Some(&signature), &body)
+            .await
+            .is_ok()
+    );
+    assert_eq!(reads(), 1);
+    let forged = sign(b"a guess", &body);
+    for _ in 0..3 {
+        let refused = receiver
+            .receive_or_read_again("push", Some(&forged), &body)
+            .await;
+        assert_eq!(refused, Err(WebhookError::BadSignature));
+    }
+    assert_eq!(reads(), 1);
+}
+
 #[test]
 fn the_signature_is_checked_before_the_body_is_read() {
     let garbage = b"not json at all";

@@ -1,13 +1,17 @@
 //! Secrets of a deployment, read from AWS Secrets Manager by the ARNs the environment names:
 //! the GitHub App's private key and the webhook secret. They never pass through the
-//! template or the functions' environment.
+//! template or the functions' environment. Each is read when a function starts, and again
+//! when GitHub refuses it (the key) or a delivery's signature matches none held (the webhook
+//! secret), at most once a minute: rotated in Secrets Manager, it takes effect without a
+//! deployment (SECURITY.md).
 
-use mq_githost::GitHost;
 use mq_githost::github::{GitHubAuth, GitHubConfig, GitHubHost};
 use mq_githost::webhook::WebhookReceiver;
+use mq_githost::{GitHost, SecretSource};
 use std::sync::Arc;
 
 /// Reads secrets by ARN.
+#[derive(Debug, Clone)]
 pub struct Secrets {
     client: aws_sdk_secretsmanager::Client,
 }
@@ -38,6 +42,20 @@ impl Secrets {
     }
 }
 
+/// One secret, read again through [`SecretSource`].
+#[derive(Debug)]
+struct KeptSecret {
+    secrets: Secrets,
+    arn: String,
+}
+
+#[async_trait::async_trait]
+impl SecretSource for KeptSecret {
+    async fn read(&self) -> Result<String, String> {
+        self.secrets.read(&self.arn).await
+    }
+}
+
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
@@ -57,13 +75,21 @@ pub async fn github_from_env(
     };
     let api_url = env("MQ_GITHUB_API_URL").unwrap_or_else(|| "https://api.github.com".to_owned());
     let host_name = api_host(&api_url);
-    let config = GitHubConfig::new(auth).with_api(api_url, host_name.clone());
+    let kept = |arn: &str| -> Arc<dyn SecretSource> {
+        Arc::new(KeptSecret {
+            secrets: secrets.clone(),
+            arn: arn.to_owned(),
+        })
+    };
+    let config = GitHubConfig::new(auth)
+        .with_api(api_url, host_name.clone())
+        .with_key_source(kept(&names.key_arn));
     let host = GitHubHost::new(config).map_err(|e| e.to_string())?;
     let webhook = match names.webhook_secret_arn {
-        Some(arn) => Some(WebhookReceiver::new(
-            secrets.read(&arn).await?.into_bytes(),
-            host_name,
-        )),
+        Some(arn) => {
+            let secret = secrets.read(&arn).await?.into_bytes();
+            Some(WebhookReceiver::new(secret, host_name).with_source(kept(&arn)))
+        }
         None => None,
     };
     Ok(Some((Arc::new(host), webhook)))

@@ -2,19 +2,21 @@
 //! (RS256; `iat` 60 s in the past against clock drift, `exp` 9 minutes ahead, `iss` the App
 //! id), looks up its installation on each repository, and trades the JWT for an installation
 //! token, kept until five minutes before it expires. An installation that no longer exists (the
-//! App was reinstalled) is looked up again.
+//! App was reinstalled) is looked up again. A JWT GitHub refuses (401: the key was rotated) has
+//! the key read again from its source, if it has one, and the call sent once more.
 
 use super::transport::{Call, JSON, Reply, Transport, escape, repo_path};
 use super::wire::{AccessToken, AppWire, Id};
 use crate::clock::unix_seconds;
 use crate::error::{HostError, HostResult};
+use crate::secret::{ReadAgain, SecretSource};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use mq_core::Timestamp;
 use mq_core::ids::RepoRef;
 use reqwest::{Method, StatusCode};
 use serde::Serialize;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, RwLock};
 
 /// A token is renewed when it has less than this left.
 const RENEW_BEFORE_SECS: u64 = 300;
@@ -74,13 +76,14 @@ impl std::fmt::Debug for Auth {
 }
 
 impl Auth {
-    pub fn new(config: &GitHubAuth) -> HostResult<Self> {
+    /// `key_source`: where an App's key is read again (a token is never).
+    pub fn new(config: &GitHubAuth, key_source: Option<Arc<dyn SecretSource>>) -> HostResult<Self> {
         Ok(match config {
             GitHubAuth::Token(token) => Auth::Token(token.clone()),
             GitHubAuth::App {
                 app_id,
                 private_key_pem,
-            } => Auth::App(AppAuth::new(*app_id, private_key_pem)?),
+            } => Auth::App(AppAuth::new(*app_id, private_key_pem, key_source)?),
         })
     }
 
@@ -113,21 +116,22 @@ impl Auth {
 
 pub(crate) struct AppAuth {
     app_id: u64,
-    key: EncodingKey,
+    key: RwLock<EncodingKey>,
+    key_again: Option<ReadAgain>,
     installations: Mutex<HashMap<String, u64>>,
     tokens: Mutex<HashMap<u64, CachedToken>>,
 }
 
 impl AppAuth {
-    fn new(app_id: u64, private_key_pem: &str) -> HostResult<Self> {
-        let key = EncodingKey::from_rsa_pem(private_key_pem.as_bytes()).map_err(|e| {
-            HostError::Invalid(format!(
-                "the GitHub App private key is not an RSA PEM key: {e}"
-            ))
-        })?;
+    fn new(
+        app_id: u64,
+        private_key_pem: &str,
+        key_source: Option<Arc<dyn SecretSource>>,
+    ) -> HostResult<Self> {
         Ok(Self {
             app_id,
-            key,
+            key: RwLock::new(rsa_key(private_key_pem)?),
+            key_again: key_source.map(ReadAgain::new),
             installations: Mutex::new(HashMap::new()),
             tokens: Mutex::new(HashMap::new()),
         })
@@ -141,11 +145,13 @@ impl AppAuth {
             exp: now + JWT_LIFETIME_SECS,
             iss: self.app_id.to_string(),
         };
-        jsonwebtoken::encode(&Header::new(Algorithm::RS256), &claims, &self.key)
+        let key = self.key.read().unwrap_or_else(|e| e.into_inner());
+        jsonwebtoken::encode(&Header::new(Algorithm::RS256), &claims, &key)
             .map_err(|e| HostError::Other(format!("cannot sign the GitHub App JWT: {e}")))
     }
 
-    /// Sends a call without a body to `path`, authenticated as the App (with its JWT).
+    /// Sends a call without a body to `path`, authenticated as the App (with its JWT). Refused
+    /// (401), it is sent once more if the key read again is a new one ([`Self::read_key_again`]).
     async fn send_as_app(
         &self,
         transport: &Transport,
@@ -158,7 +164,37 @@ impl AppAuth {
             body: None,
             accept: JSON,
         };
+        let reply = transport.send(&call, &self.jwt()?).await?;
+        if reply.status != StatusCode::UNAUTHORIZED || !self.read_key_again().await {
+            return Ok(reply);
+        }
         transport.send(&call, &self.jwt()?).await
+    }
+
+    /// GitHub refused a JWT: the key is read again from its source (at most once a minute), and
+    /// held instead when it is a valid key; whether it was.
+    async fn read_key_again(&self) -> bool {
+        let Some(again) = &self.key_again else {
+            return false;
+        };
+        let Some(pem) = again.value().await else {
+            return false;
+        };
+        match rsa_key(&pem) {
+            Ok(key) => {
+                *self.key.write().unwrap_or_else(|e| e.into_inner()) = key;
+                let app_id = self.app_id;
+                tracing::warn!(
+                    app_id,
+                    "GitHub refused the App's JWT: its key was read again"
+                );
+                true
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "the App's key read again is not one");
+                false
+            }
+        }
     }
 
     /// A token for the App's installation on `repo`. When the cached installation is gone
@@ -267,6 +303,14 @@ impl AppAuth {
         let installation = lock(&self.installations).remove(&repo.key());
         installation.is_some_and(|id| lock(&self.tokens).remove(&id).is_some())
     }
+}
+
+fn rsa_key(pem: &str) -> HostResult<EncodingKey> {
+    EncodingKey::from_rsa_pem(pem.as_bytes()).map_err(|e| {
+        HostError::Invalid(format!(
+            "the GitHub App private key is not an RSA PEM key: {e}"
+        ))
+    })
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -28,11 +28,13 @@ use crate::port::{
     CommandComment, CommitChecks, GitHost, MergeOutcome, MergeRequest, StatusUpdate,
     TestBranchOutcome, TestBranchRequest, TestPullRequest,
 };
+use crate::secret::SecretSource;
 use crate::validate;
 use async_trait::async_trait;
 use client::{Client, Transport};
 use mq_core::git::{PrFacts, RequiredStatuses};
 use mq_core::ids::{OwnerRef, PrNumber, RepoRef, Sha};
+use std::sync::Arc;
 
 /// The public GitHub's API.
 pub const DEFAULT_API_URL: &str = "https://api.github.com";
@@ -48,6 +50,9 @@ pub struct GitHubConfig {
     /// The host in the `RepoRef`s of the repositories this adapter serves.
     pub host: String,
     pub auth: GitHubAuth,
+    /// Where a GitHub App's private key is read again when GitHub refuses a JWT signed with
+    /// the one held (the key was rotated); `None`: never.
+    pub key_source: Option<Arc<dyn SecretSource>>,
     pub retry: RetryPolicy,
     pub user_agent: String,
 }
@@ -59,9 +64,16 @@ impl GitHubConfig {
             api_url: DEFAULT_API_URL.to_owned(),
             host: DEFAULT_HOST.to_owned(),
             auth,
+            key_source: None,
             retry: RetryPolicy::default(),
             user_agent: "merge-queue".to_owned(),
         }
+    }
+
+    /// Reads the App's private key again from `source` when GitHub refuses it.
+    pub fn with_key_source(mut self, source: Arc<dyn SecretSource>) -> Self {
+        self.key_source = Some(source);
+        self
     }
 
     /// Another API address and host (GitHub Enterprise Server, a test server).
@@ -90,7 +102,7 @@ impl GitHubHost {
         Ok(Self {
             client: Client::new(
                 Transport::new(&config.api_url, config.retry, &config.user_agent)?,
-                auth::Auth::new(&config.auth)?,
+                auth::Auth::new(&config.auth, config.key_source)?,
             ),
             host: config.host,
         })

@@ -108,7 +108,14 @@ impl Reply {
                  for, so create one on the new name",
                 self.location()
             )),
-            401 | 403 => HostError::Forbidden(text),
+            // GitHub refused the service's own credentials (a rotated key or token, a JWT
+            // signed with the key held): not the repository's answer, nor the pull request's
+            // fault, and retried later, when they may be mended.
+            401 => HostError::Transient {
+                message: format!("{text} (GitHub refused the service's credentials)"),
+                retry_after: None,
+            },
+            403 => HostError::Forbidden(text),
             404 => HostError::NotFound(text),
             409 => HostError::Conflict(text),
             422 => HostError::Invalid(text),

@@ -11,6 +11,9 @@ pub use command::{CommentCommand, InvalidCommand, parse_command};
 pub use facts::{HostFact, PrChange};
 pub use signature::{SIGNATURE_HEADER, sign, verify_signature};
 
+use crate::secret::{ReadAgain, SecretSource};
+use std::sync::{Arc, RwLock};
+
 /// The header naming a delivery's event.
 pub const EVENT_HEADER: &str = "X-GitHub-Event";
 
@@ -42,7 +45,8 @@ impl WebhookError {
 /// Receives the deliveries of one webhook.
 #[derive(Clone)]
 pub struct WebhookReceiver {
-    secret: Vec<u8>,
+    secrets: Arc<RwLock<Vec<Vec<u8>>>>,
+    again: Option<Arc<ReadAgain>>,
     host: String,
 }
 
@@ -53,23 +57,88 @@ impl std::fmt::Debug for WebhookReceiver {
 }
 
 impl WebhookReceiver {
-    /// `host` is the host of the repositories in the facts (`github.com`, or the Enterprise
-    /// Server's name).
+    /// `secret` is the webhook's secret: while it is changed, the old and the new one, a line
+    /// each (a delivery signed with either is accepted; see [`secrets_of`]). `host` is the
+    /// host of the repositories in the facts (`github.com`, or the Enterprise Server's name).
     pub fn new(secret: impl Into<Vec<u8>>, host: impl Into<String>) -> Self {
         Self {
-            secret: secret.into(),
+            secrets: Arc::new(RwLock::new(secrets_of(&secret.into()))),
+            again: None,
             host: host.into(),
         }
     }
 
-    /// Verifies a delivery (`X-GitHub-Event`, `X-Hub-Signature-256`, raw body), then reads it.
+    /// Reads the secret again from `source` when a delivery's signature matches none held.
+    pub fn with_source(mut self, source: Arc<dyn SecretSource>) -> Self {
+        self.again = Some(Arc::new(ReadAgain::new(source)));
+        self
+    }
+
+    /// Verifies a delivery (`X-GitHub-Event`, `X-Hub-Signature-256`, raw body) with the
+    /// secrets held, then reads it.
     pub fn receive(
         &self,
         event: &str,
         signature: Option<&str>,
         body: &[u8],
     ) -> Result<HostFact, WebhookError> {
-        verify_signature(&self.secret, signature, body)?;
+        self.verify(signature, body)?;
         payloads::parse(event, body, &self.host)
     }
+
+    /// [`Self::receive`]; a signature that matches no secret held has the secret read again
+    /// from its source first (at most once a minute: it was changed where it is kept).
+    pub async fn receive_or_read_again(
+        &self,
+        event: &str,
+        signature: Option<&str>,
+        body: &[u8],
+    ) -> Result<HostFact, WebhookError> {
+        match self.verify(signature, body) {
+            Err(WebhookError::BadSignature) if self.read_again().await => {
+                self.verify(signature, body)?;
+            }
+            verified => verified?,
+        }
+        payloads::parse(event, body, &self.host)
+    }
+
+    fn verify(&self, signature: Option<&str>, body: &[u8]) -> Result<(), WebhookError> {
+        let secrets = self.secrets.read().unwrap_or_else(|e| e.into_inner());
+        let mut verdict = Err(WebhookError::NoSecret);
+        for secret in secrets.iter() {
+            verdict = verify_signature(secret, signature, body);
+            if verdict != Err(WebhookError::BadSignature) {
+                break;
+            }
+        }
+        verdict
+    }
+
+    /// Whether the secret was read again.
+    async fn read_again(&self) -> bool {
+        let Some(again) = &self.again else {
+            return false;
+        };
+        let Some(value) = again.value().await else {
+            return false;
+        };
+        *self.secrets.write().unwrap_or_else(|e| e.into_inner()) = secrets_of(value.as_bytes());
+        tracing::warn!(
+            "a delivery's signature matched no webhook secret: the secret was read again"
+        );
+        true
+    }
+}
+
+/// The secrets a webhook secret's value holds: one per line (a `\r` before the `\n` is not
+/// part of it; empty lines are none), so that while it is changed, on GitHub and where it is
+/// kept, deliveries signed with the old and with the new one are both accepted.
+pub fn secrets_of(value: &[u8]) -> Vec<Vec<u8>> {
+    value
+        .split(|&b| b == b'\n')
+        .map(|line| line.strip_suffix(b"\r").unwrap_or(line))
+        .filter(|line| !line.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect()
 }

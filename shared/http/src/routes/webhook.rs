@@ -21,7 +21,8 @@ pub async fn github(app: &App, req: Request) -> Answered {
     let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
     let event = header(EVENT_HEADER).unwrap_or_default();
     let fact = receiver
-        .receive(event, header(SIGNATURE_HEADER), body)
+        .receive_or_read_again(event, header(SIGNATURE_HEADER), body)
+        .await
         .map_err(refusal)?;
     let delivered = webhook::deliver(app, fact).await?;
     tracing::info!(event, queues = delivered.queues.len(), "delivery applied");

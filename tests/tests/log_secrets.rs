@@ -168,6 +168,20 @@ async fn no_token_secret_or_body_content_is_logged(backend: Backend) {
 
     let text = logs.text();
     assert!(text.contains("request finished"), "the run was logged");
+    // Who did it: a request's line names its token by its public id.
+    let acme_id = mq_http::auth::record_for(
+        ACME,
+        mq_core::ids::OrgId::parse("acme").unwrap(),
+        "",
+        mq_core::time::Timestamp(0),
+    )
+    .id;
+    assert!(
+        text.lines()
+            .any(|l| l.contains("request finished")
+                && l.contains(&format!("\"token\":\"{acme_id}\""))),
+        "the token's id is logged"
+    );
     let hashes: Vec<String> = [ACME, UMBRELLA, REVOKED]
         .iter()
         .map(|t| mq_http::auth::hash_token(t))

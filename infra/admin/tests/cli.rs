@@ -67,7 +67,8 @@ async fn tokens_are_created_listed_accepted_and_revoked() {
     assert_eq!(field(&created, "org"), "acme");
     let store = store(&prefix).await;
     let org = authenticate(&store, &request_with(token)).await;
-    assert_eq!(org.expect("the new token is accepted").as_str(), "acme");
+    let accepted = org.expect("the new token is accepted");
+    assert_eq!((accepted.org.as_str(), accepted.id.as_str()), ("acme", id));
 
     let listed = stdout(&admin(&prefix, &["tokens", "list"]));
     let row = listed

@@ -5,7 +5,7 @@ use crate::error::ApiError;
 use lambda_http::Request;
 use lambda_http::http::header;
 use mq_core::ids::OrgId;
-use mq_store::TokenStore;
+use mq_store::{TokenRecord, TokenStore};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
@@ -47,8 +47,9 @@ pub fn presented_token(req: &Request) -> Option<&str> {
     direct.or_else(bearer).filter(|t| !t.is_empty())
 }
 
-/// The organisation of the request's token; 401 when it is missing, unknown or revoked.
-pub async fn authenticate(tokens: &dyn TokenStore, req: &Request) -> Result<OrgId, ApiError> {
+/// The record of the request's token (its organisation, its public id); 401 when it is
+/// missing, unknown or revoked.
+pub async fn authenticate(tokens: &dyn TokenStore, req: &Request) -> Result<TokenRecord, ApiError> {
     let token = presented_token(req).ok_or_else(ApiError::unauthorized)?;
     if token.len() > MAX_TOKEN_LEN {
         return Err(ApiError::token_not_valid());
@@ -62,7 +63,7 @@ pub async fn authenticate(tokens: &dyn TokenStore, req: &Request) -> Result<OrgI
     if !same || record.revoked_at.is_some() {
         return Err(ApiError::token_not_valid());
     }
-    Ok(record.org)
+    Ok(record)
 }
 
 /// A new API token: the secret (shown once) and the record to store (its hash only).
@@ -141,6 +142,7 @@ mod tests {
             authenticate(&store, &ask("live-token"))
                 .await
                 .unwrap()
+                .org
                 .as_str(),
             "acme"
         );

@@ -31,9 +31,14 @@ where
     Fut: Future<Output = Result<Response<Body>, ApiError>>,
 {
     frame(req, route, |request_id, req| async move {
-        let org = authenticate(app.store.as_ref(), &req).await?;
-        tracing::Span::current().record("org", org.as_str());
-        let caller = Caller { org, request_id };
+        let token = authenticate(app.store.as_ref(), &req).await?;
+        let span = tracing::Span::current();
+        span.record("org", token.org.as_str());
+        span.record("token", token.id.as_str());
+        let caller = Caller {
+            org: token.org,
+            request_id,
+        };
         let key = match mutating {
             true => idempotency::key_of(&req)?,
             false => None,
@@ -72,6 +77,7 @@ where
         request_id = %request_id,
         route,
         org = tracing::field::Empty,
+        token = tracing::field::Empty,
         queue = tracing::field::Empty,
     );
     let started = Instant::now();

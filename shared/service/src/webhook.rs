@@ -262,6 +262,14 @@ async fn comment_command(
         );
         return Ok(Delivered::default());
     };
+    tracing::info!(
+        queue = %queue.id,
+        pr,
+        comment_id,
+        commenter = commenter.login,
+        command = ?command.as_ref().ok(),
+        "following a comment command"
+    );
     let done = match command {
         Ok(CommentCommand::Merge { priority, no_batch }) => {
             let submission = move |now: Queue| -> EventsFuture<'_> {

@@ -29,6 +29,7 @@ on_both_stores!(
     an_upload_retried_with_its_idempotency_key_is_replayed,
     infrastructure_failures_are_not_evidence,
     a_report_of_a_dead_runner_after_a_passing_one_is_not_evidence,
+    two_tests_named_alike_in_one_report_are_not_a_retry,
     bad_uploads_are_refused_and_change_nothing,
     settings_are_validated_and_name_the_field,
     tickets_link_to_test_cases,
@@ -675,18 +676,51 @@ async fn infrastructure_failures_are_not_evidence(env: TestEnv) {
     );
 }
 
-/// One upload holds two reports of the same 12 tests: all passed in the first, all failed in
-/// the second (the runner died). Each test's last attempt failed: the summary counts them
-/// failed, so the upload is an infrastructure failure, and no test is made flaky by it.
+/// One upload holds two reports of the same 12 tests: all passed in one, all failed in the
+/// other (the runner died). In either order the upload is an infrastructure failure (every
+/// test failed at least once), and no test is made flaky by it: the last attempt failing, the
+/// summary counts them failed; a whole-suite retry passing after the dead runner, passed.
 async fn a_report_of_a_dead_runner_after_a_passing_one_is_not_evidence(env: TestEnv) {
-    let reports = [
-        ("a.xml", generated_report("Infra", 12, "pass")),
-        ("b.xml", generated_report("Infra", 12, "fail")),
+    let (pass, fail) = (
+        ("pass.xml", generated_report("Infra", 12, "pass")),
+        ("fail.xml", generated_report("Infra", 12, "fail")),
+    );
+    let orders = [
+        ("D1", [pass.clone(), fail.clone()], [0, 12]),
+        ("D2", [fail, pass], [12, 0]),
     ];
-    let r = upload(&env, &Run::main("D1", "dead-runner"), &[], &reports).await;
-    assert_eq!(r.status, 200, "{:?}", r.body);
-    let counts = ["passed", "failed", "infrastructure_failure"].map(|k| r.body[k].clone());
-    assert_eq!(counts, [json!(0), json!(12), json!(true)], "{:?}", r.body);
+    for (commit, reports, [passed, failed]) in orders {
+        let r = upload(&env, &Run::main(commit, commit), &[], &reports).await;
+        assert_eq!(r.status, 200, "{:?}", r.body);
+        let counts = ["passed", "failed", "infrastructure_failure"].map(|k| r.body[k].clone());
+        let expected = [json!(passed), json!(failed), json!(true)];
+        assert_eq!(counts, expected, "{commit}: {:?}", r.body);
+    }
+    let flaky = unhealthy(&env, "FLAKY", 10, "").await;
+    assert_eq!(flaky["page"]["total_rows"], 0, "{flaky}");
+}
+
+/// jest-junit names the suite of a test file without a `describe` `undefined`: two such files
+/// hold two tests of one identity, in two `<testsuite>` elements of one report. They are not a
+/// retry of one test: one failing is a failure (not hidden by the other's pass), and no
+/// evidence that the test is flaky.
+async fn two_tests_named_alike_in_one_report_are_not_a_retry(env: TestEnv) {
+    let report = br#"<testsuites name="jest tests" tests="2" failures="1">
+  <testsuite name="undefined" tests="1" failures="0"><testcase classname=" renders" name=" renders"/></testsuite>
+  <testsuite name="undefined" tests="1" failures="1"><testcase classname=" renders" name=" renders"><failure>boom</failure></testcase></testsuite>
+</testsuites>"#;
+    for (commit, id) in [("J1", "jest-1"), ("J2", "jest-2")] {
+        let r = upload(
+            &env,
+            &Run::main(commit, id),
+            &[],
+            &[("jest.xml", report.to_vec())],
+        )
+        .await;
+        assert_eq!(r.status, 200, "{:?}", r.body);
+        let counts = ["test_cases", "failed", "passed_on_retry"].map(|k| r.body[k].clone());
+        assert_eq!(counts, [json!(1), json!(1), json!(0)], "{:?}", r.body);
+    }
     let flaky = unhealthy(&env, "FLAKY", 10, "").await;
     assert_eq!(flaky["page"]["total_rows"], 0, "{flaky}");
 }

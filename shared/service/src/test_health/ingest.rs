@@ -152,8 +152,10 @@ async fn off_runtime<T: Send + 'static>(
         .map_err(ServiceError::internal)?
 }
 
-/// Parses every report and merges cases that appear in several files; within `limits`, which
-/// apply to the upload as a whole.
+/// Parses every report and merges cases that appear in several files (their attempts, in the
+/// order of the files: a retry wrapper writes a report per attempt); within `limits`, which
+/// apply to the upload as a whole. Within one report, cases of one identity are combined by
+/// [`worse`].
 fn collect(
     files: &[ReportFile],
     metadata: &UploadMetadata,
@@ -179,25 +181,16 @@ fn collect(
         };
         let report =
             mq_junit::read_next_report(&file.bytes, limits, &mut used).map_err(|e| refused(&e))?;
-        for run in report.cases {
-            let identity = identity_of(&run, &metadata.variant);
-            if identity.longest_part() > limits.max_field_bytes {
-                return Err(refused(&format_args!(
-                    "has a test case ({}) whose name, classname, file or suite name is longer \
-                     than {} bytes once its control characters are escaped",
-                    echo(&identity.name),
-                    limits.max_field_bytes
-                )));
-            }
-            let id = test_case_id(&metadata.repo, &identity);
+        let in_report = cases_of_report(report.cases, metadata, limits).map_err(|e| refused(&e))?;
+        for (id, one) in in_report {
             let entry = cases.entry(id).or_insert_with(|| {
                 order.push(id);
                 Collected {
-                    identity,
+                    identity: one.identity,
                     attempts: Vec::new(),
                 }
             });
-            entry.attempts.extend(run.attempts);
+            entry.attempts.extend(one.attempts);
             if entry.attempts.len() > limits.max_attempts {
                 return Err(refused(&format_args!(
                     "brings test case {} to more than {} attempts in the upload",
@@ -211,6 +204,60 @@ fn collect(
         .into_iter()
         .filter_map(|id| cases.remove(&id).map(|c| (id, c)))
         .collect())
+}
+
+/// The cases of one report by identity, in the order each first appears: two cases under one
+/// identity are combined by [`worse`]. Refused when a case's identity is too long.
+fn cases_of_report(
+    runs: Vec<CaseRun>,
+    metadata: &UploadMetadata,
+    limits: &Limits,
+) -> Result<Vec<(Uuid, Collected)>, String> {
+    let mut order: Vec<(Uuid, Collected)> = Vec::new();
+    let mut index: HashMap<Uuid, usize> = HashMap::new();
+    for run in runs {
+        let identity = identity_of(&run, &metadata.variant);
+        if identity.longest_part() > limits.max_field_bytes {
+            return Err(format!(
+                "has a test case ({}) whose name, classname, file or suite name is longer than \
+                 {} bytes once its control characters are escaped",
+                echo(&identity.name),
+                limits.max_field_bytes
+            ));
+        }
+        let id = test_case_id(&metadata.repo, &identity);
+        match index.get(&id) {
+            Some(&i) => {
+                let earlier = std::mem::take(&mut order[i].1.attempts);
+                order[i].1.attempts = worse(earlier, run.attempts);
+            }
+            None => {
+                index.insert(id, order.len());
+                let attempts = run.attempts;
+                order.push((id, Collected { identity, attempts }));
+            }
+        }
+    }
+    Ok(order)
+}
+
+/// Two cases of one report under one identity (the parser keeps them apart: two `<testsuite>`
+/// elements named alike, as jest-junit names two files without a `describe`) are two tests
+/// the identity cannot tell apart, not a retry of one: the one that did worse stands for both,
+/// so that a failure is neither hidden by the other's pass nor taken with it for a flaky
+/// test's pass and fail on one commit.
+fn worse(earlier: Vec<Attempt>, later: Vec<Attempt>) -> Vec<Attempt> {
+    let rank = |attempts: &[Attempt]| match outcome(attempts) {
+        None => 0,
+        Some(Outcome::Passed) => 1,
+        Some(Outcome::PassedOnRetry) => 2,
+        Some(Outcome::Failed | Outcome::FailedAfterPass) => 3,
+    };
+    if rank(&later) > rank(&earlier) {
+        later
+    } else {
+        earlier
+    }
 }
 
 /// The start of a test name, for messages.
@@ -251,8 +298,10 @@ fn summarise(
         test_cases: cases.len() as u32,
         ..UploadSummary::default()
     };
+    let mut failed_once = 0;
     for (_, c) in cases {
         s.retries += c.attempts.len().saturating_sub(1) as u32;
+        failed_once += usize::from(c.attempts.contains(&Attempt::Failed));
         // By the last attempt, as `check-quarantined` and the dashboard count: a test that
         // passed and then failed (the runner died on the second report) failed.
         match outcome(&c.attempts) {
@@ -264,8 +313,10 @@ fn summarise(
             }
         }
     }
+    // Judged on the tests that failed at all, whatever their last attempt: a runner that died
+    // and a whole-suite retry that passed are an infrastructure failure in either order.
     let ran = (s.passed + s.failed) as usize;
-    s.infrastructure_failure = is_infrastructure_failure(ran, s.failed as usize, t);
+    s.infrastructure_failure = is_infrastructure_failure(ran, failed_once, t);
     s
 }
 

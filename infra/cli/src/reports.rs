@@ -5,7 +5,7 @@ use crate::error::{Error, Result};
 use crate::output::note;
 use flate2::Compression;
 use flate2::write::GzEncoder;
-use mq_junit::{Attempt, Limits, Report};
+use mq_junit::{Limits, Report};
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::PathBuf;
@@ -109,12 +109,14 @@ pub struct FailedTest {
     pub parent: String,
 }
 
-/// The tests whose final attempt failed, over every report, each once.
+/// The tests that may have failed the run, over every report, each once: their final attempt
+/// failed, or an occurrence not written as retried did (two jest tests of one title, one
+/// failing, are one case whose last occurrence may have passed).
 pub fn failed_tests(files: &[ReportFile]) -> Vec<FailedTest> {
     let failed: BTreeSet<FailedTest> = files
         .iter()
         .flat_map(|f| &f.report.cases)
-        .filter(|case| case.outcome() == Attempt::Failed)
+        .filter(|case| case.may_have_failed_the_run())
         .map(|case| FailedTest {
             name: case.name.clone(),
             classname: case.classname.clone(),
@@ -147,6 +149,34 @@ mod tests {
         assert_eq!(names, ["errors", "fails"]);
         assert_eq!(failed[1].file, "t.py");
         assert_eq!(failed[1].parent, "s");
+    }
+
+    /// Two jest tests of one title (`test.each` without a placeholder), the first failing:
+    /// the suite counts both, so they are not a retry, and the failure is checked although
+    /// the last occurrence passed. A rerun (pytest-rerunfailures: the suite counts the test
+    /// once) that passed is not.
+    #[test]
+    fn a_failed_occurrence_not_written_as_retried_is_a_failed_test() {
+        let read = |xml: &[u8]| ReportFile {
+            path: "r.xml".into(),
+            bytes: xml.to_vec(),
+            report: mq_junit::read_report(xml, &Limits::default()).unwrap(),
+        };
+        let twice = read(
+            br#"<testsuite name="math" tests="2" failures="1">
+            <testcase classname="math parses" name="math parses"><failure>boom</failure></testcase>
+            <testcase classname="math parses" name="math parses"/>
+        </testsuite>"#,
+        );
+        let names: Vec<String> = failed_tests(&[twice]).into_iter().map(|t| t.name).collect();
+        assert_eq!(names, ["math parses"]);
+        let rerun = read(
+            br#"<testsuite name="s" tests="1">
+            <testcase classname="c" name="flaky"/>
+            <testcase classname="c" name="flaky"/>
+        </testsuite>"#,
+        );
+        assert_eq!(failed_tests(&[rerun]), Vec::new());
     }
 
     #[test]

@@ -25,6 +25,11 @@ pub struct CaseRun {
     pub parent: String,
     /// Attempts in the order they ran; never empty. The last one is the final outcome.
     pub attempts: Vec<Attempt>,
+    /// An occurrence failed that the report does not write as retried: the case was written
+    /// more than once in a `<testsuite>` that counts every occurrence as a test (`go test
+    /// -count=2`, gotestsum's reruns, two jest tests of one title), so the runner may have
+    /// counted that failure whatever came after it.
+    pub failed_occurrence: bool,
 }
 
 impl CaseRun {
@@ -41,6 +46,12 @@ impl CaseRun {
     /// Failed at least once and passed at the end: flaky within one run.
     pub fn passed_on_retry(&self) -> bool {
         self.outcome() == Attempt::Passed && self.attempts.contains(&Attempt::Failed)
+    }
+
+    /// Whether the runner may have failed on this case: its final attempt failed, or an
+    /// occurrence did that is not written as retried ([`Self::failed_occurrence`]).
+    pub fn may_have_failed_the_run(&self) -> bool {
+        self.outcome() == Attempt::Failed || self.failed_occurrence
     }
 }
 
@@ -134,13 +145,18 @@ fn walk(
 }
 
 /// A later occurrence of a case. Written as a rerun (`reruns`), what came before it was a
-/// failed attempt.
+/// failed attempt; otherwise a failure of either occurrence is one of its own
+/// ([`CaseRun::failed_occurrence`]).
 fn retried(earlier: &mut CaseRun, later: Vec<Attempt>, reruns: bool) {
-    if let Some(last) = earlier.attempts.last_mut()
-        && *last == Attempt::Passed
-        && reruns
-    {
-        *last = Attempt::Failed;
+    if reruns {
+        if let Some(last) = earlier.attempts.last_mut()
+            && *last == Attempt::Passed
+        {
+            *last = Attempt::Failed;
+        }
+    } else {
+        let failed = |attempts: &[Attempt]| attempts.last() == Some(&Attempt::Failed);
+        earlier.failed_occurrence |= failed(&earlier.attempts) || failed(&later);
     }
     earlier.attempts.extend(later);
 }
@@ -152,6 +168,7 @@ fn case_run(parent: &str, case: &TestCase) -> CaseRun {
         file: case.file.clone().filter(|f| !f.is_empty()),
         parent: parent.to_owned(),
         attempts: attempts(case),
+        failed_occurrence: false,
     }
 }
 

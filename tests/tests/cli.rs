@@ -255,7 +255,8 @@ async fn ci_variables_are_inferred_from_a_github_actions_environment() {
         .await
         .expect(0);
     for shown in [
-        format!("head commit: {head} (from the checkout (HEAD^2 of the merge ref))"),
+        // The results are of the merge commit CI tested, not of the head on its own.
+        format!("tested commit: {merge} (from the checkout (HEAD))"),
         "branch: feature-1 (from GITHUB_HEAD_REF)".to_owned(),
         "upload id: gha-4242-1-test-".to_owned(),
         "(from GITHUB_RUN_ID, GITHUB_RUN_ATTEMPT, GITHUB_JOB, the variant and the reports)"

@@ -265,6 +265,18 @@ pub fn head_sha(env: &Environment) -> Option<Found<String>> {
     Some(Found::new(sha, "the checkout (HEAD)"))
 }
 
+/// The commit the tests ran on, for their results: the checkout's `HEAD` (in a pull request's
+/// job, the merge commit with its target, whose tree CI tested: the same head tested on a
+/// later target is another commit, so a failure caused by the target's change does not pass
+/// for a flaky test's pass and fail on one commit), else `GITHUB_SHA` (the same commit, for
+/// a job without a checkout).
+pub fn tested_sha(env: &Environment) -> Option<Found<String>> {
+    if let Some(sha) = env.git(&["rev-parse", "--verify", "--quiet", "HEAD"]) {
+        return Some(Found::new(sha, "the checkout (HEAD)"));
+    }
+    env.var("GITHUB_SHA")
+}
+
 fn event_string(env: &Environment, pointer: &str) -> Option<Found<String>> {
     let field = env.event_field(pointer)?;
     let text = field.value.as_str()?.to_owned();

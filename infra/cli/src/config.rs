@@ -182,9 +182,19 @@ impl Context {
 
     /// The pull request's head commit, when it can be known.
     pub fn sha(&self) -> Result<Option<String>> {
+        self.commit("head commit", ci::head_sha(&self.env))
+    }
+
+    /// The commit the tests ran on, when it can be known ([`ci::tested_sha`]).
+    pub fn tested_sha(&self) -> Result<Option<String>> {
+        self.commit("tested commit", ci::tested_sha(&self.env))
+    }
+
+    /// `--sha`, else `found`: checked to be a commit sha, and shown as `what`.
+    fn commit(&self, what: &str, found: Option<Found<String>>) -> Result<Option<String>> {
         let found = match &self.args.sha {
             Some(sha) => Found::new(sha.clone(), self.source("sha")),
-            None => match ci::head_sha(&self.env) {
+            None => match found {
                 Some(found) => found,
                 None => return Ok(None),
             },
@@ -197,7 +207,7 @@ impl Context {
                 found.from
             )));
         }
-        self.show("head commit", &found);
+        self.show(what, &found);
         Ok(Some(value.to_owned()))
     }
 

@@ -62,7 +62,7 @@ pub fn upload(ctx: &Context, args: &UploadArgs) -> Result<Outcome> {
 /// Everything but the reports: the run they came from.
 fn metadata(ctx: &Context, args: &UploadArgs, files: &[ReportFile]) -> Result<Fields> {
     let repo = ctx.repo()?.to_string();
-    let sha = ctx.sha()?.ok_or_else(|| {
+    let sha = ctx.tested_sha()?.ok_or_else(|| {
         Error::input("the commit the tests ran on is unknown: pass --sha SHA (or set MQ_SHA)")
     })?;
     let mut fields: Fields = vec![

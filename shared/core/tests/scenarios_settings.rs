@@ -58,6 +58,48 @@ fn paused_starts_nothing_keeps_results_and_merges_when_resumed() {
     h.assert_clean();
 }
 
+/// With optimistic merge, a group that fails while the queue is paused waits for the groups
+/// that start behind it once it is resumed: a pause does not turn a flake that a pass behind
+/// would clear into a failure.
+#[test]
+fn a_failure_while_paused_waits_for_the_groups_behind_it_to_start() {
+    let mut h = Harness::with(SettingsPatch {
+        concurrency: Some(1),
+        can_optimistically_merge: Some(true),
+        ..Default::default()
+    });
+    h.submit(1);
+    h.submit(2);
+    set_state(&mut h, RequestedState::Paused);
+    h.fail_pr(1);
+    assert_eq!(
+        h.state(1),
+        PendingFailure,
+        "the window may grow once resumed"
+    );
+    set_state(&mut h, RequestedState::Running);
+    assert_eq!(h.state(2), Testing);
+    assert!(h.content_of(&h.run_of(2)).contains(&1), "2 is tested on 1");
+    h.pass_pr(2);
+    assert_eq!(h.merged_prs(), vec![1, 2], "2 contained 1 and passed");
+    h.assert_clean();
+}
+
+/// Draining starts nothing behind a failed group: its window closes at once.
+#[test]
+fn a_failure_while_draining_fails_at_once() {
+    let mut h = Harness::with(SettingsPatch {
+        concurrency: Some(1),
+        can_optimistically_merge: Some(true),
+        ..Default::default()
+    });
+    h.submit(1);
+    h.submit(2);
+    set_state(&mut h, RequestedState::Draining);
+    h.fail_pr(1);
+    assert_eq!((h.state(1), h.state(2)), (Failed, Pending));
+}
+
 #[test]
 fn draining_finishes_running_tests_merges_them_and_starts_nothing() {
     let mut h = queue(1);

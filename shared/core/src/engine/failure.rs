@@ -129,9 +129,13 @@ impl Work {
             return Decision::Wait;
         }
         // New groups start before this rule runs, so a window shorter than the depth and
-        // entirely finished will not grow now: it closes.
+        // entirely finished will not grow now: it closes. A paused queue starts nothing now
+        // but will once resumed (and merges nothing meanwhile): with optimistic merge its
+        // window stays open, so a pause does not fail a group that a pass behind would clear.
         let all_finished = window.iter().all(|r| r.status != RunStatus::InProgress);
-        if all_finished {
+        let grows_when_resumed =
+            self.cfg().can_optimistically_merge && window.len() < depth && !self.can_merge();
+        if all_finished && !grows_when_resumed {
             Decision::Fail
         } else {
             Decision::Wait

@@ -3,6 +3,8 @@
 //! organisation, queue), and the same request id comes back in `X-Request-Id`.
 
 use e2e::{ACME, Auth, Backend, TestEnv, queue_body};
+use mq_core::ids::OrgId;
+use mq_core::time::Timestamp;
 use serde_json::{Value, json};
 use std::io::Write;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -77,10 +79,11 @@ async fn each_request_logs_its_id_route_organisation_and_queue() {
     let id = request_id(&r.headers);
     let line = logs.finished(&id);
     assert_eq!(line["level"], "INFO");
+    let token = mq_http::auth::record_for(ACME, OrgId::parse("acme").unwrap(), "", Timestamp(0)).id;
     assert_eq!(
         line["span"],
         json!({"name": "request", "request_id": id, "route": "getQueue", "org": "acme",
-               "queue": "github.com/acme/rocket#main"})
+               "token": token, "queue": "github.com/acme/rocket#main"})
     );
     assert_eq!(line["fields"]["status"], 200);
     assert!(line["fields"]["latency_ms"].is_u64());

@@ -4,6 +4,14 @@ use mq_tables::schema::TEMPLATE;
 
 /// The text of each function (`AWS::Serverless::Function`) of the template.
 pub fn function_blocks() -> Vec<String> {
+    let mut resources = resource_blocks();
+    resources.retain(|b| b.contains("Type: AWS::Serverless::Function"));
+    resources
+}
+
+/// The text of each entry of the template's sections (a resource, a parameter, ...), from its
+/// name at two spaces' indent to the next.
+pub fn resource_blocks() -> Vec<String> {
     let mut resources: Vec<String> = Vec::new();
     for line in TEMPLATE.lines() {
         let starts_resource = line.starts_with("  ") && !line.starts_with("   ");
@@ -15,7 +23,6 @@ pub fn function_blocks() -> Vec<String> {
             _ => resources.push(format!("{line}\n")),
         }
     }
-    resources.retain(|b| b.contains("Type: AWS::Serverless::Function"));
     resources
 }
 

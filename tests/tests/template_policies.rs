@@ -38,6 +38,32 @@ fn only_idempotent_endpoints_may_use_the_idempotency_table() {
     assert_eq!(granted, ROUTES.iter().filter(|r| r.mutating).count() + 1);
 }
 
+/// Logs are kept for a bounded time: every function logs to the one log group the template
+/// makes (none overrides it), and every log group of the template has a retention. The group
+/// Lambda would create itself for a function keeps its logs forever.
+#[test]
+fn every_log_is_kept_for_a_bounded_time() {
+    let globals = TEMPLATE.split("\nResources:").next().unwrap();
+    assert!(globals.contains("LogGroup: !Ref FunctionLogs"), "{globals}");
+    for (route, block) in functions() {
+        assert!(
+            !block.contains("LoggingConfig"),
+            "the function of {route:?} logs elsewhere"
+        );
+    }
+    let groups: Vec<String> = e2e::template::resource_blocks()
+        .into_iter()
+        .filter(|block| block.contains("Type: AWS::Logs::LogGroup"))
+        .collect();
+    assert!(groups.len() >= 2, "{groups:?}");
+    for group in groups {
+        assert!(
+            group.contains("RetentionInDays: !Ref LogRetentionDays"),
+            "{group}"
+        );
+    }
+}
+
 #[test]
 fn no_statement_grants_every_resource_or_action() {
     for line in TEMPLATE.lines() {

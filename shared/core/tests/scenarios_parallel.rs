@@ -8,7 +8,7 @@ use mq_core::engine::{Effect, Event};
 use mq_core::entry::EntryState::*;
 use mq_core::entry::ImpactedTargets;
 use mq_core::ids::Sha;
-use mq_core::settings::{MergeMethod, QueueMode, SettingsPatch};
+use mq_core::settings::{DirectMergeMode, MergeMethod, QueueMode, SettingsPatch};
 use support::Harness;
 
 fn parallel(concurrency: u32) -> Harness {
@@ -231,4 +231,43 @@ fn a_mode_change_makes_entries_without_targets_wait() {
     assert_eq!(h.state(2), NotReady, "parallel mode needs impacted targets");
     h.set_targets(2, &["x"]);
     assert_eq!(h.state(2), Testing);
+}
+
+/// A pull request merged directly while a group of its lane started (its targets came in
+/// while the merge was under way): the group was built without it, so once it lands the group
+/// tests again on the target that holds it, instead of merging what was never tested. A group
+/// of another lane only diverges.
+#[test]
+fn a_group_of_the_lane_of_a_direct_merge_under_way_tests_again_once_it_lands() {
+    let mut h = Harness::with(SettingsPatch {
+        mode: Some(QueueMode::Parallel),
+        concurrency: Some(3),
+        direct_merge_mode: Some(DirectMergeMode::Always),
+        ..Default::default()
+    });
+    h.auto_execute = false;
+    h.green_heads.insert(1);
+    let mut facts = h.facts(1);
+    facts.based_on_target_head = true;
+    h.submit_facts(facts).unwrap();
+    h.set_targets(1, &["b"]);
+    h.submit(2);
+    h.set_targets(2, &["b"]);
+    h.submit(3);
+    h.set_targets(3, &["c"]);
+    h.execute_all();
+    h.auto_execute = true;
+    assert_eq!(h.state(1), Merged);
+    assert!(
+        h.content_of(&h.run_of(2)).contains(&1),
+        "2 tests again on 1"
+    );
+    assert!(
+        !h.content_of(&h.run_of(3)).contains(&1),
+        "3 is of another lane"
+    );
+    h.pass_pr(2);
+    h.pass_pr(3);
+    assert_eq!(h.merged_prs(), vec![1, 2, 3]);
+    h.assert_clean();
 }

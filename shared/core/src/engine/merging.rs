@@ -14,7 +14,7 @@ use super::line::line_positions;
 use super::reason;
 use super::work::Work;
 use super::{BranchPr, Effect, MergeRefusal};
-use crate::entry::EntryState;
+use crate::entry::{EntryState, ImpactedTargets};
 use crate::ids::{PrNumber, Sha};
 use crate::run::{RunKind, RunStatus, TestRun};
 use crate::settings::{MergeMethod, QueueMode};
@@ -212,9 +212,35 @@ impl Work {
 
     /// A direct merge landed.
     pub fn direct_merged(&mut self, pr: &BranchPr, target_sha: &Sha) {
+        let in_its_lane = self.groups_in_the_lane_of(pr.pr);
         self.s.queue.engine.target_head = Some(target_sha.clone());
         self.conclude(pr.pr, EntryState::Merged, "merged", "merged");
         self.after_foreign_merge(std::slice::from_ref(pr), false);
+        if !in_its_lane.is_empty() {
+            self.reshuffle(in_its_lane, BTreeSet::new(), "target_moved");
+        }
+    }
+
+    /// In parallel mode, the groups without `pr` (merged directly) whose targets meet its
+    /// targets: no group depends on a direct merge, so one started while it was under way was
+    /// built without it, and was tested on a target that lacks a change of its own lane. It
+    /// tests again (a group of another lane only diverges, as after any merge of another lane).
+    /// A group whose merge is under way merges as it was sent.
+    fn groups_in_the_lane_of(&self, pr: PrNumber) -> Vec<String> {
+        if !self.parallel() {
+            return Vec::new();
+        }
+        let reach = self.targets_of(&[pr]);
+        let merging = self.merging_prs();
+        self.s
+            .runs
+            .iter()
+            .filter(|r| r.kind == RunKind::Main)
+            .filter(|r| !r.dependent_prs.contains(&pr) && !r.tested.iter().any(|t| t.pr == pr))
+            .filter(|r| !r.tested.iter().any(|t| merging.contains(&t.pr)))
+            .filter(|r| run_targets(r).intersects(&reach))
+            .map(|r| r.id.clone())
+            .collect()
     }
 
     /// The Git host refused a merge: `prs` were in it, `run_id` its last group (`None` for a
@@ -307,6 +333,16 @@ impl Work {
 
 /// The sentence for a pull request the Git host refused to merge, with the host's reason (cut
 /// to [`MAX_REFUSAL_CHARS`]: it is shown in a comment).
+/// The targets a run's branch reaches, as recorded when it was built (`ALL` when nothing was,
+/// as for a branch whose pull requests have no targets).
+fn run_targets(run: &TestRun) -> ImpactedTargets {
+    let all = ImpactedTargets::All.to_list();
+    match &run.impacted_targets {
+        Some(list) if *list != all => ImpactedTargets::List(list.iter().cloned().collect()),
+        _ => ImpactedTargets::All,
+    }
+}
+
 fn refusal_detail(detail: &str) -> String {
     let general = super::failure::failure_detail(reason::MERGE_FAILED);
     if detail.trim().is_empty() {

@@ -696,6 +696,18 @@ impl Harness {
     }
 
     fn lane_order_problem(&self, content: &Content, merged: &Content) -> Option<String> {
+        // A change the tested content lacks landed after its branch was built: it must be of
+        // another lane than every merged pull request.
+        for &landed in self.host.target.iter().filter(|c| !content.contains(c)) {
+            if let Some(&m) = merged
+                .iter()
+                .find(|&&m| self.targets_of(m).intersects(&self.targets_of(landed)))
+            {
+                return Some(format!(
+                    "{landed} landed after the run was built, untested with {m}, and they intersect"
+                ));
+            }
+        }
         let mut after = self.host.target.clone();
         after.extend(merged);
         let at = |c: u32| after.iter().position(|&x| x == c);

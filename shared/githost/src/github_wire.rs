@@ -16,6 +16,8 @@ pub(crate) struct Id {
 #[derive(Debug, Deserialize)]
 pub(crate) struct User {
     pub login: String,
+    #[serde(default)]
+    pub id: u64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -30,6 +32,8 @@ pub(crate) struct PullWire {
     pub number: u64,
     #[serde(default)]
     pub title: String,
+    #[serde(default)]
+    pub body: Option<String>,
     pub user: User,
     pub head: BranchRef,
     pub base: BranchRef,

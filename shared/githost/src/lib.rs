@@ -21,6 +21,7 @@ pub mod webhook;
 mod clock;
 mod github_wire;
 mod landed;
+mod squash;
 mod tested_chain;
 mod validate;
 

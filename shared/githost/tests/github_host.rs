@@ -1794,10 +1794,53 @@ async fn tested_chain(server: &MockServer) {
     }
 }
 
+/// The messages of the squash commits of #1 and #2 ([`mount_pull_commits`]), as GitHub's
+/// squash button writes them by default: #1 has one commit, which gives the title and the
+/// body; #2 has two, listed under its title, the other author credited.
+const SQUASHED: [&str; 2] = [
+    "Make it faster (#1)\n\nDetails.",
+    "Amazing new feature (#2)\n\n* Fix a typo\n\n* Make it safer\n\nCo-authored-by: Hubot <hubot@github.com>",
+];
+
+/// A squash commit's author: the pull requests' author (`octocat`, id 1), by name and no-reply
+/// address.
+fn squash_author() -> Value {
+    json!({ "name": "The Octocat", "email": "1+octocat@users.noreply.github.com" })
+}
+
+/// A rebase commit's author: the head commit's.
+fn head_author() -> Value {
+    json!({ "name": "Monalisa Octocat", "email": "octocat@github.com" })
+}
+
+/// The commits of #1 (one) and #2 (two, the first by another author), the pull requests'
+/// author, and the repository's squash settings (GitHub's defaults).
+async fn mount_pull_commits(server: &MockServer) {
+    let commit = |sha: &str, message: &str, name: &str, email: &str| {
+        json!({ "sha": sha, "commit": { "message": message,
+            "author": { "name": name, "email": email, "date": "2011-04-14T16:00:49Z" } } })
+    };
+    let listed = [
+        (1, json!([commit(HEAD1, "Make it faster\n\nDetails.", "Monalisa Octocat", "octocat@github.com")])),
+        (2, json!([
+            commit("a2a2", "Fix a typo", "Hubot", "hubot@github.com"),
+            commit(HEAD2, "Make it safer", "Monalisa Octocat", "octocat@github.com"),
+        ])),
+    ];
+    for (n, commits) in listed {
+        mock(server, "GET", &format!("{REPO}/pulls/{n}/commits"), 200, commits).await;
+    }
+    let settings = json!({ "id": 1296269, "name": "rocket", "full_name": "acme/rocket",
+        "squash_merge_commit_title": "COMMIT_OR_PR_TITLE", "squash_merge_commit_message": "COMMIT_MESSAGES" });
+    mock(server, "GET", REPO, 200, settings).await;
+    let octocat = json!({ "login": "octocat", "id": 1, "type": "User", "name": "The Octocat" });
+    mock(server, "GET", "/users/octocat", 200, octocat).await;
+}
+
 /// A squash or rebase merge of `tested_chain` onto the target at `BASE`: the two commits it
-/// must write with the tested trees (authored as the heads, committed by `committer`), the
+/// must write with the tested trees (authored by `author`, committed by `committer`), the
 /// target's fast-forward to the second, and the pull requests closed.
-async fn mount_rewrite(server: &MockServer, messages: [&str; 2], committer: &Value) {
+async fn mount_rewrite(server: &MockServer, messages: [&str; 2], author: &Value, committer: &Value) {
     mock(
         server,
         "GET",
@@ -1808,6 +1851,7 @@ async fn mount_rewrite(server: &MockServer, messages: [&str; 2], committer: &Val
     .await;
     open_pulls(server).await;
     tested_chain(server).await;
+    mount_pull_commits(server).await;
     for (tree, parent, message, made) in [
         ("tree1", BASE, messages[0], "s1s1"),
         ("tree2", "s1s1", messages[1], "s2s2"),
@@ -1816,8 +1860,7 @@ async fn mount_rewrite(server: &MockServer, messages: [&str; 2], committer: &Val
             .and(path(format!("{REPO}/git/commits")))
             .and(body_partial_json(json!({
                 "tree": tree, "parents": [parent], "message": message,
-                "author": { "name": "Monalisa Octocat", "email": "octocat@github.com" },
-                "committer": committer
+                "author": author, "committer": committer
             })))
             .respond_with(ResponseTemplate::new(201).set_body_json(commit_json(
                 made,
@@ -1867,18 +1910,22 @@ async fn mount_token_user(server: &MockServer) -> Value {
     json!({ "name": "Queue Keeper", "email": "583231+queue-keeper@users.noreply.github.com" })
 }
 
+/// Each pull request lands as one commit with the tree tested after it: a squash written as
+/// GitHub's squash button writes it (`SQUASHED`, by the pull request's author), a rebase with
+/// its head commit's message and author.
 #[tokio::test]
 async fn squash_and_rebase_write_one_commit_per_pull_request_with_the_tested_trees() {
-    for (method, messages) in [
-        (MergeMethod::Squash, ["One (#1)", "Two (#2)"]),
+    for (method, messages, author) in [
+        (MergeMethod::Squash, SQUASHED, squash_author()),
         (
             MergeMethod::Rebase,
             ["Make it faster\n\nDetails.", "Make it safer"],
+            head_author(),
         ),
     ] {
         let server = MockServer::start().await;
         let committer = mount_token_user(&server).await;
-        mount_rewrite(&server, messages, &committer).await;
+        mount_rewrite(&server, messages, &author, &committer).await;
         let outcome = with_token(&server)
             .await
             .merge(&repo(), &merge_request(method))
@@ -1935,7 +1982,7 @@ async fn an_app_commits_as_its_bot_user() {
         "name": "rocket-queue[bot]",
         "email": "41898282+rocket-queue[bot]@users.noreply.github.com"
     });
-    mount_rewrite(&server, ["One (#1)", "Two (#2)"], &committer).await;
+    mount_rewrite(&server, SQUASHED, &squash_author(), &committer).await;
     let outcome = with_app(&server)
         .await
         .merge(&repo(), &merge_request(MergeMethod::Squash))

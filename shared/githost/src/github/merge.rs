@@ -14,11 +14,16 @@ use super::client::identity;
 use super::client::{Client, escape, repo_path};
 use super::pulls::{self, branch_head};
 use super::signing::{mentions_signatures, refusal_detail};
-use super::wire::{Compare, GitCommit, ShaOnly};
+use super::wire::{
+    Account, Compare, GitCommit, NameAndEmail, PullCommit, ShaOnly, SquashSettings,
+};
+use super::identity::Identity;
+use crate::github_wire::User;
+use crate::squash::{self, Person, PrCommit, SquashStyle, Squashed};
 use crate::error::{HostError, HostResult};
 use crate::landed::{MergeSource, before_sending, landed_at};
 use crate::port::{MergeOutcome, MergeRequest, PrNow};
-use crate::tested_chain::{CommitInfo, CommitSource, Step, read_chain_onto, squash_message};
+use crate::tested_chain::{CommitInfo, CommitSource, Step, read_chain_onto};
 use crate::validate;
 use mq_core::git::{PrState, Review};
 use mq_core::ids::{PrNumber, RepoRef, Sha};
@@ -171,9 +176,9 @@ async fn rewrite(
     Ok(Ok(tip))
 }
 
-/// One commit with the step's tree on `parent`, authored as the pull request's head commit and
-/// committed by the adapter's identity; squash titles it after the pull request, rebase keeps
-/// the head commit's message.
+/// One commit with the step's tree on `parent`, committed by the adapter's identity: a squash
+/// as GitHub's squash merge writes it ([`squash_commit`]), a rebase with the head commit's
+/// message and author.
 async fn write_commit(
     client: &Client,
     repo: &RepoRef,
@@ -181,20 +186,84 @@ async fn write_commit(
     step: &Step,
     method: MergeMethod,
 ) -> HostResult<Sha> {
-    let head = git_commit(client, repo, &step.pr.head_sha).await?;
     let committer = identity(client, repo).await?;
-    let message = match method {
-        MergeMethod::Rebase => head.message.clone(),
-        _ => squash_message(&step.pr),
+    let (message, author) = match method {
+        MergeMethod::Rebase => {
+            let head = git_commit(client, repo, &step.pr.head_sha).await?;
+            let author = json!({ "name": head.author.name, "email": head.author.email, "date": head.author.date });
+            (head.message, author)
+        }
+        _ => squash_commit(client, repo, step.pr.pr).await?,
     };
     let payload = json!({
         "message": message,
         "tree": step.tree,
         "parents": [parent.as_str()],
-        "author": { "name": head.author.name, "email": head.author.email, "date": head.author.date },
+        "author": author,
         "committer": committer.signature(None),
     });
     create_commit(client, repo, &payload).await
+}
+
+/// The message and author of the squash commit of pull request `pr`, read from GitHub now
+/// (its title, description, author and commits, and the repository's squash settings): see
+/// `squash`. The author is the pull request's, by the no-reply address GitHub attributes to
+/// the account.
+async fn squash_commit(
+    client: &Client,
+    repo: &RepoRef,
+    pr: PrNumber,
+) -> HostResult<(String, serde_json::Value)> {
+    let wire = pulls::pull(client, repo, pr).await?;
+    let settings: SquashSettings = client.get(repo, &repo_path(repo)).await?;
+    let style = SquashStyle::from_settings(
+        settings.squash_merge_commit_title.as_deref(),
+        settings.squash_merge_commit_message.as_deref(),
+    );
+    let path = format!("{}/pulls/{pr}/commits", repo_path(repo));
+    let listed: Vec<PullCommit> = client.get_all(repo, &path, None).await?;
+    let commits: Vec<PrCommit> = listed.into_iter().map(pr_commit).collect();
+    let author = pr_author(client, repo, &wire.user).await?;
+    let squashed = Squashed {
+        number: pr,
+        title: &wire.title,
+        body: wire.body.as_deref().unwrap_or_default(),
+        author: &author,
+        commits: &commits,
+    };
+    let message = squash::message(&squashed, style);
+    Ok((message, json!({ "name": author.name, "email": author.email })))
+}
+
+fn pr_commit(listed: PullCommit) -> PrCommit {
+    let author = listed.commit.author.unwrap_or(NameAndEmail {
+        name: String::new(),
+        email: String::new(),
+    });
+    PrCommit {
+        message: listed.commit.message,
+        author: Person {
+            name: author.name,
+            email: author.email,
+        },
+    }
+}
+
+/// A pull request's author: the account's name (its login when it has none, or is gone) and
+/// its no-reply address.
+async fn pr_author(client: &Client, repo: &RepoRef, user: &User) -> HostResult<Person> {
+    let path = format!("/users/{}", escape(&user.login));
+    let account: Account = client.get_optional(repo, &path).await?.unwrap_or(Account {
+        login: user.login.clone(),
+        id: user.id,
+        name: None,
+    });
+    let name = account.name.clone().unwrap_or_else(|| account.login.clone());
+    let identity = Identity::of(&account, &name, &repo.host);
+    Ok(Person {
+        name: identity.name,
+        email: identity.email,
+    })
 }
 
 /// Merges each pull request with GitHub's merge button API, in order.

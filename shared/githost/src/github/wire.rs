@@ -53,6 +53,35 @@ pub(crate) struct Compare {
     pub behind_by: u64,
 }
 
+/// A commit of a pull request (`GET /pulls/{n}/commits`).
+#[derive(Debug, Deserialize)]
+pub(crate) struct PullCommit {
+    pub commit: PullCommitBody,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct PullCommitBody {
+    #[serde(default)]
+    pub message: String,
+    pub author: Option<NameAndEmail>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct NameAndEmail {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub email: String,
+}
+
+/// A repository's squash settings (`GET /repos/{owner}/{repo}`); absent for callers GitHub
+/// does not show them to.
+#[derive(Debug, Deserialize)]
+pub(crate) struct SquashSettings {
+    pub squash_merge_commit_title: Option<String>,
+    pub squash_merge_commit_message: Option<String>,
+}
+
 #[derive(Debug, Deserialize)]
 pub(crate) struct GitAuthor {
     pub name: String,

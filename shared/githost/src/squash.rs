@@ -64,6 +64,8 @@ pub struct Person {
 pub struct PrCommit {
     pub message: String,
     pub author: Person,
+    /// The account its author's email belongs to on the host, if any.
+    pub account: Option<String>,
 }
 
 /// What a squash commit is written from.
@@ -74,6 +76,8 @@ pub struct Squashed<'a> {
     pub body: &'a str,
     /// The pull request's author: the commit's author.
     pub author: &'a Person,
+    /// The pull request's author's account: their commits are theirs, whatever email.
+    pub author_account: &'a str,
     /// Its commits, oldest first.
     pub commits: &'a [PrCommit],
 }
@@ -119,12 +123,17 @@ pub fn message(pr: &Squashed<'_>, style: SquashStyle) -> String {
 }
 
 /// The people the commits name besides the pull request's author, each once (by email), in
-/// the order they first appear: the commits' authors, and the co-authors their messages name.
+/// the order they first appear: the commits' authors (but the pull request's author's own
+/// commits, by whichever email), and the co-authors their messages name.
 fn co_authors(pr: &Squashed<'_>) -> Vec<Person> {
     let mut seen = vec![pr.author.email.to_lowercase()];
     let mut people = Vec::new();
     let named = pr.commits.iter().flat_map(|c| {
-        std::iter::once(c.author.clone()).chain(c.message.lines().filter_map(co_author))
+        let own = c.account.as_deref() == Some(pr.author_account);
+        let author = (!own).then(|| c.author.clone());
+        author
+            .into_iter()
+            .chain(c.message.lines().filter_map(co_author))
     });
     for person in named {
         let email = person.email.to_lowercase();
@@ -172,18 +181,21 @@ mod tests {
         PrCommit {
             message: message.to_owned(),
             author: author.clone(),
+            account: Some(author.name.to_lowercase()),
         }
     }
 
     #[test]
     fn one_commit_gives_its_title_and_body_by_default() {
         let alice = person("Alice", "1+alice@users.noreply.github.com");
-        let commits = [commit("feat: parse dates\n\nFixes #12", &alice)];
+        let at_work = person("Alice", "alice@example.com");
+        let commits = [commit("feat: parse dates\n\nFixes #12", &at_work)];
         let pr = Squashed {
             number: 7,
             title: "Parse dates",
             body: "A longer story.",
             author: &alice,
+            author_account: "alice",
             commits: &commits,
         };
         assert_eq!(
@@ -191,7 +203,10 @@ mod tests {
             "feat: parse dates (#7)\n\nFixes #12"
         );
         let pr_title = SquashStyle::from_settings(Some("PR_TITLE"), Some("PR_BODY"));
-        assert_eq!(message(&pr, pr_title), "Parse dates (#7)\n\nA longer story.");
+        assert_eq!(
+            message(&pr, pr_title),
+            "Parse dates (#7)\n\nA longer story."
+        );
         let blank = SquashStyle::from_settings(Some("PR_TITLE"), Some("BLANK"));
         assert_eq!(message(&pr, blank), "Parse dates (#7)");
     }
@@ -202,7 +217,10 @@ mod tests {
         let bob = person("Bob", "bob@example.com");
         let commits = [
             commit("feat: add X", &alice),
-            commit("Apply suggestions\n\nCo-authored-by: Carol <carol@example.com>", &bob),
+            commit(
+                "Apply suggestions\n\nCo-authored-by: Carol <carol@example.com>",
+                &bob,
+            ),
             commit("fix: Y\n\nBREAKING CHANGE: Z", &bob),
         ];
         let pr = Squashed {
@@ -210,6 +228,7 @@ mod tests {
             title: "feat: X and Y",
             body: "",
             author: &alice,
+            author_account: "alice",
             commits: &commits,
         };
         assert_eq!(

@@ -1816,19 +1816,35 @@ fn head_author() -> Value {
 /// The commits of #1 (one) and #2 (two, the first by another author), the pull requests'
 /// author, and the repository's squash settings (GitHub's defaults).
 async fn mount_pull_commits(server: &MockServer) {
-    let commit = |sha: &str, message: &str, name: &str, email: &str| {
+    let commit = |sha: &str, message: &str, (name, email, login): (&str, &str, &str)| {
         json!({ "sha": sha, "commit": { "message": message,
-            "author": { "name": name, "email": email, "date": "2011-04-14T16:00:49Z" } } })
+            "author": { "name": name, "email": email, "date": "2011-04-14T16:00:49Z" } },
+            "author": { "login": login, "id": 7 } })
     };
+    let octocat = ("Monalisa Octocat", "octocat@github.com", "octocat");
+    let hubot = ("Hubot", "hubot@github.com", "hubot");
     let listed = [
-        (1, json!([commit(HEAD1, "Make it faster\n\nDetails.", "Monalisa Octocat", "octocat@github.com")])),
-        (2, json!([
-            commit("a2a2", "Fix a typo", "Hubot", "hubot@github.com"),
-            commit(HEAD2, "Make it safer", "Monalisa Octocat", "octocat@github.com"),
-        ])),
+        (
+            1,
+            json!([commit(HEAD1, "Make it faster\n\nDetails.", octocat)]),
+        ),
+        (
+            2,
+            json!([
+                commit("a2a2", "Fix a typo", hubot),
+                commit(HEAD2, "Make it safer", octocat),
+            ]),
+        ),
     ];
     for (n, commits) in listed {
-        mock(server, "GET", &format!("{REPO}/pulls/{n}/commits"), 200, commits).await;
+        mock(
+            server,
+            "GET",
+            &format!("{REPO}/pulls/{n}/commits"),
+            200,
+            commits,
+        )
+        .await;
     }
     let settings = json!({ "id": 1296269, "name": "rocket", "full_name": "acme/rocket",
         "squash_merge_commit_title": "COMMIT_OR_PR_TITLE", "squash_merge_commit_message": "COMMIT_MESSAGES" });
@@ -1840,7 +1856,12 @@ async fn mount_pull_commits(server: &MockServer) {
 /// A squash or rebase merge of `tested_chain` onto the target at `BASE`: the two commits it
 /// must write with the tested trees (authored by `author`, committed by `committer`), the
 /// target's fast-forward to the second, and the pull requests closed.
-async fn mount_rewrite(server: &MockServer, messages: [&str; 2], author: &Value, committer: &Value) {
+async fn mount_rewrite(
+    server: &MockServer,
+    messages: [&str; 2],
+    author: &Value,
+    committer: &Value,
+) {
     mock(
         server,
         "GET",

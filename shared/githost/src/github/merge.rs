@@ -12,17 +12,15 @@
 use super::checks;
 use super::client::identity;
 use super::client::{Client, escape, repo_path};
+use super::identity::Identity;
 use super::pulls::{self, branch_head};
 use super::signing::{mentions_signatures, refusal_detail};
-use super::wire::{
-    Account, Compare, GitCommit, NameAndEmail, PullCommit, ShaOnly, SquashSettings,
-};
-use super::identity::Identity;
-use crate::github_wire::User;
-use crate::squash::{self, Person, PrCommit, SquashStyle, Squashed};
+use super::wire::{Account, Compare, GitCommit, NameAndEmail, PullCommit, ShaOnly, SquashSettings};
 use crate::error::{HostError, HostResult};
+use crate::github_wire::User;
 use crate::landed::{MergeSource, before_sending, landed_at};
 use crate::port::{MergeOutcome, MergeRequest, PrNow};
+use crate::squash::{self, Person, PrCommit, SquashStyle, Squashed};
 use crate::tested_chain::{CommitInfo, CommitSource, Step, read_chain_onto};
 use crate::validate;
 use mq_core::git::{PrState, Review};
@@ -229,10 +227,14 @@ async fn squash_commit(
         title: &wire.title,
         body: wire.body.as_deref().unwrap_or_default(),
         author: &author,
+        author_account: &wire.user.login,
         commits: &commits,
     };
     let message = squash::message(&squashed, style);
-    Ok((message, json!({ "name": author.name, "email": author.email })))
+    Ok((
+        message,
+        json!({ "name": author.name, "email": author.email }),
+    ))
 }
 
 fn pr_commit(listed: PullCommit) -> PrCommit {
@@ -246,6 +248,7 @@ fn pr_commit(listed: PullCommit) -> PrCommit {
             name: author.name,
             email: author.email,
         },
+        account: listed.author.map(|a| a.login),
     }
 }
 
@@ -258,7 +261,10 @@ async fn pr_author(client: &Client, repo: &RepoRef, user: &User) -> HostResult<P
         id: user.id,
         name: None,
     });
-    let name = account.name.clone().unwrap_or_else(|| account.login.clone());
+    let name = account
+        .name
+        .clone()
+        .unwrap_or_else(|| account.login.clone());
     let identity = Identity::of(&account, &name, &repo.host);
     Ok(Person {
         name: identity.name,

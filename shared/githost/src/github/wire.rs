@@ -57,6 +57,8 @@ pub(crate) struct Compare {
 #[derive(Debug, Deserialize)]
 pub(crate) struct PullCommit {
     pub commit: PullCommitBody,
+    /// The account the commit's author email belongs to, if any.
+    pub author: Option<Login>,
 }
 
 #[derive(Debug, Deserialize)]

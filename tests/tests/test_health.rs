@@ -36,6 +36,7 @@ on_both_stores!(
     large_reports_go_through_s3,
     flaky_tests_recover_after_seven_days,
     a_failure_checked_without_a_variant_matches_its_one_known_variant,
+    a_variant_ci_no_longer_runs_is_not_matched,
 );
 
 /// Commit A ran twice without retries (nextest run 1, run 2), commit B once with retries.
@@ -1113,6 +1114,28 @@ async fn flaky_tests_recover_after_seven_days(env: TestEnv) {
         "broken stays"
     );
     assert_eq!(recover(&app, later).await.unwrap(), 0, "done once");
+}
+
+/// CI renamed its variant (`linux` to `linux-x86`) a month ago: a failure checked without a
+/// variant is matched in the variant CI runs the test under now, not left ambiguous between
+/// the two.
+async fn a_variant_ci_no_longer_runs_is_not_matched(env: TestEnv) {
+    let file = "nextest-noretry-run1.xml";
+    for (variant, commit) in [("linux", "A"), ("linux-x86", "B")] {
+        let run = Run::main(commit, variant);
+        let r = upload(&env, &run, &[("variant", variant)], &[(file, fixture(file))]).await;
+        assert_eq!(r.status, 200, "{:?}", r.body);
+        env.clock.advance_millis(30 * 86_400_000);
+    }
+    let failed = json!([{"name": "tests::always_fails", "classname": "flaky_demo",
+                         "parent": "flaky_demo"}]);
+    let answer = check(&env, failed).await;
+    let t = &answer["tests"][0];
+    assert_eq!(
+        (&t["known"], &t["variant"]),
+        (&json!(true), &json!("linux-x86")),
+        "{answer}"
+    );
 }
 
 /// CI checks a failure without a variant: it is matched in the one variant the uploads named

@@ -5,6 +5,7 @@ use crate::error::DomainError;
 use crate::ids::check_branch;
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Results kept per test case: enough for every window below.
 pub const HISTORY_CAPACITY: usize = 40;
@@ -132,13 +133,22 @@ pub struct RepoHealthSettings {
     /// matches the one variant of it that is known.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub variants: Vec<String>,
+    /// When an upload last named each variant, to within [`VARIANT_SEEN_PRECISION_MS`] (so
+    /// that remembering it writes the settings at most once a day). A variant remembered
+    /// before this was kept, or by an older version, has none: it counts as the oldest.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub variants_seen: BTreeMap<String, Timestamp>,
     /// Bumped by every change; writes are conditional on it.
     #[serde(default)]
     pub version: u64,
 }
 
-/// How many variants of a repository are remembered.
+/// How many variants of a repository are remembered: a new one takes the place of the one
+/// named longest ago (CI's matrix changes over a year: runner images, shard counts).
 pub const MAX_REMEMBERED_VARIANTS: usize = 16;
+
+/// How stale a variant's last-seen time may be.
+pub const VARIANT_SEEN_PRECISION_MS: i64 = 86_400_000;
 
 impl RepoHealthSettings {
     /// Turns the switches given on or off at `now`, keeping when each was last turned on.
@@ -159,20 +169,38 @@ impl RepoHealthSettings {
         }
     }
 
-    /// The settings with `variant` remembered, or `None` when it is already known, empty, or
-    /// the list is full.
-    pub fn with_variant(&self, variant: &str) -> Option<Self> {
-        let full = self.variants.len() >= MAX_REMEMBERED_VARIANTS;
-        let known = self.variants.binary_search_by(|v| v.as_str().cmp(variant));
-        match known {
-            Err(at) if !variant.is_empty() && !full => {
-                let mut next = self.clone();
-                next.variants.insert(at, variant.to_owned());
-                next.version += 1;
-                Some(next)
-            }
-            _ => None,
+    /// The settings with `variant` remembered as named at `now`, or `None` when nothing
+    /// changes: it is empty, or known and named less than [`VARIANT_SEEN_PRECISION_MS`] ago. A
+    /// new variant on a full list takes the place of the one named longest ago.
+    pub fn with_variant(&self, variant: &str, now: Timestamp) -> Option<Self> {
+        let seen = self.variants_seen.get(variant).copied();
+        let fresh = seen.is_some_and(|at| now.millis_since(at) < VARIANT_SEEN_PRECISION_MS);
+        let known = self.variants.iter().any(|v| v == variant);
+        if variant.is_empty() || (known && fresh) {
+            return None;
         }
+        let mut next = self.clone();
+        if !known {
+            if next.variants.len() >= MAX_REMEMBERED_VARIANTS
+                && let Some(oldest) = next.named_longest_ago()
+            {
+                next.variants.retain(|v| *v != oldest);
+                next.variants_seen.remove(&oldest);
+            }
+            next.variants.push(variant.to_owned());
+            next.variants.sort();
+        }
+        next.variants_seen.insert(variant.to_owned(), now);
+        next.version += 1;
+        Some(next)
+    }
+
+    /// The variant named longest ago (one never timed first; by name among equals).
+    fn named_longest_ago(&self) -> Option<String> {
+        self.variants
+            .iter()
+            .min_by_key(|v| (self.variants_seen.get(*v).copied(), (*v).clone()))
+            .cloned()
     }
 }
 
@@ -188,6 +216,27 @@ fn since(was: bool, since: Option<Timestamp>, on: bool, now: Timestamp) -> Optio
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A variant is remembered once a day at most; on a full list, a new one takes the place
+    /// of the one named longest ago.
+    #[test]
+    fn variants_are_remembered_and_the_stalest_forgotten() {
+        let day = VARIANT_SEEN_PRECISION_MS;
+        let mut s = RepoHealthSettings::default();
+        for i in 0..MAX_REMEMBERED_VARIANTS as i64 {
+            s = s.with_variant(&format!("v{i:02}"), Timestamp(i * day)).unwrap();
+        }
+        assert_eq!(s.with_variant("v03", Timestamp(3 * day + 1)), None, "seen today");
+        s = s.with_variant("v00", Timestamp(20 * day)).expect("a day later");
+        assert!(s.with_variant("", Timestamp(21 * day)).is_none());
+        let next = s.with_variant("linux-x86", Timestamp(21 * day)).unwrap();
+        assert_eq!(next.variants.len(), MAX_REMEMBERED_VARIANTS);
+        assert!(next.variants.contains(&"linux-x86".to_owned()));
+        assert!(!next.variants.contains(&"v01".to_owned()), "v01 was named longest ago");
+        assert!(next.variants.contains(&"v00".to_owned()));
+        assert!(next.variants.is_sorted());
+        assert_eq!(next.version, s.version + 1);
+    }
 
     #[test]
     fn defaults_are_the_documented_rules_and_valid() {

@@ -373,7 +373,7 @@ pub async fn ingest(
         let results = new_results(&record, &cases, &settings, now, owners);
         drop(cases);
         merge(app, &scope, org, &metadata, results, &settings).await?;
-        remember_variant(app, &scope, settings, &metadata.variant).await?;
+        remember_variant(app, &scope, settings, &metadata.variant, now).await?;
     }
     record.state = UploadState::Done;
     record.summary = Some(summary.clone());
@@ -381,18 +381,19 @@ pub async fn ingest(
     Ok(response(&metadata.upload_id, &summary, false))
 }
 
-/// Adds the upload's variant to the repository's known variants (one conditional write, only
-/// the first time a variant is seen), so that `check-quarantined` without a variant can match
-/// it.
+/// Remembers the upload's variant as named at `now` (one conditional write, at most once a day
+/// per variant; [`RepoHealthSettings::with_variant`]), so that `check-quarantined` without a
+/// variant can match it.
 async fn remember_variant(
     app: &App,
     scope: &HealthScope,
     mut settings: RepoHealthSettings,
     variant: &str,
+    now: Timestamp,
 ) -> Result<(), ServiceError> {
     let variant = escaped_variant(variant);
     for attempt in 0..crate::shell::MAX_COMMIT_ATTEMPTS {
-        let Some(next) = settings.with_variant(&variant) else {
+        let Some(next) = settings.with_variant(&variant, now) else {
             return Ok(());
         };
         match app.store.put_health_settings(scope, &next).await {

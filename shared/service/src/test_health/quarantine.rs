@@ -329,8 +329,25 @@ fn other_variants(
     others
 }
 
+/// A variant that named a test this long before another named it last no longer counts for
+/// it: CI stopped running it under that variant (renamed, or left the matrix).
+const VARIANT_GONE_AFTER_MS: i64 = 7 * 86_400_000;
+
+/// The test cases of a test in other variants that CI still runs it under: those named
+/// within [`VARIANT_GONE_AFTER_MS`] of the latest of them.
+fn still_named<'a>(in_other_variants: &[&'a TestCase]) -> Vec<&'a TestCase> {
+    let Some(latest) = in_other_variants.iter().map(|c| c.last_seen).max() else {
+        return Vec::new();
+    };
+    in_other_variants
+        .iter()
+        .copied()
+        .filter(|c| latest.millis_since(c.last_seen) < VARIANT_GONE_AFTER_MS)
+        .collect()
+}
+
 /// The answer for one failed test: the test case found as asked, else the one variant that
-/// has it, else why none was matched.
+/// still has it, else why none was matched.
 fn checked(
     asked: Asked,
     found: Option<&TestCase>,
@@ -338,7 +355,8 @@ fn checked(
     settings: &RepoHealthSettings,
     variant: &str,
 ) -> CheckedTest {
-    let (case, note) = match (found, in_other_variants) {
+    let in_other_variants = still_named(in_other_variants);
+    let (case, note) = match (found, in_other_variants.as_slice()) {
         (Some(case), _) => (Some(case), None),
         (None, [only]) => (Some(*only), None),
         (None, []) if variant.is_empty() => (None, Some("no upload has named this test".into())),

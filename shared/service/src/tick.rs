@@ -103,7 +103,7 @@ pub async fn run_at_pace(app: &App, owner: &str, pace: Pace) -> Result<TickRepor
             };
             (id, outcome)
         })
-        .buffered(pace.at_once.max(1));
+        .buffer_unordered(pace.at_once.max(1));
     while let Some((id, outcome)) = outcomes.next().await {
         let Some(outcome) = outcome else {
             report.not_reached += 1;

@@ -17,30 +17,49 @@ pub trait SecretSource: Send + Sync + std::fmt::Debug {
     async fn read(&self) -> Result<String, String>;
 }
 
-/// A secret's source and when it was last read again.
+/// A secret's source, when it was last read again after a refusal, and when the value held
+/// was read.
 pub(crate) struct ReadAgain {
     source: Arc<dyn SecretSource>,
     last: Mutex<Option<Instant>>,
+    held_since: Mutex<Instant>,
 }
 
 impl ReadAgain {
+    /// `source` holds the value just read.
     pub fn new(source: Arc<dyn SecretSource>) -> Self {
         Self {
             source,
             last: Mutex::new(None),
+            held_since: Mutex::new(Instant::now()),
         }
     }
 
-    /// The secret's value now, unless it was read again less than [`READ_AGAIN_AFTER`] ago
-    /// (or cannot be read: logged).
+    /// After a refusal: the secret's value now, unless it was read again less than
+    /// [`READ_AGAIN_AFTER`] ago (or cannot be read: logged).
     pub async fn value(&self) -> Option<String> {
         {
-            let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+            let mut last = lock(&self.last);
             if last.is_some_and(|at| at.elapsed() < READ_AGAIN_AFTER) {
                 return None;
             }
             *last = Some(Instant::now());
         }
+        self.read().await
+    }
+
+    /// The secret's value now when the value held was read `age` ago or more (a secret
+    /// retired where it is kept, whose old value a refusal never shows, is dropped within
+    /// `age`); `None` otherwise, or when it cannot be read (logged).
+    pub async fn value_if_older_than(&self, age: Duration) -> Option<String> {
+        if lock(&self.held_since).elapsed() < age {
+            return None;
+        }
+        self.read().await
+    }
+
+    async fn read(&self) -> Option<String> {
+        *lock(&self.held_since) = Instant::now();
         match self.source.read().await {
             Ok(value) => Some(value),
             Err(e) => {
@@ -49,4 +68,8 @@ impl ReadAgain {
             }
         }
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -3,7 +3,8 @@
 //! id), looks up its installation on each repository, and trades the JWT for an installation
 //! token, kept until five minutes before it expires. An installation that no longer exists (the
 //! App was reinstalled) is looked up again. A JWT GitHub refuses (401: the key was rotated) has
-//! the key read again from its source, if it has one, and the call sent once more.
+//! the key read again from its source, if it has one (at most once a minute), and the call sent
+//! once more, signed with the key read.
 
 use super::transport::{Call, JSON, Reply, Transport, escape, repo_path};
 use super::wire::{AccessToken, AppWire, Id};
@@ -63,7 +64,7 @@ struct CachedToken {
 
 pub(crate) enum Auth {
     Token(String),
-    App(AppAuth),
+    App(Box<AppAuth>),
 }
 
 impl std::fmt::Debug for Auth {
@@ -83,7 +84,11 @@ impl Auth {
             GitHubAuth::App {
                 app_id,
                 private_key_pem,
-            } => Auth::App(AppAuth::new(*app_id, private_key_pem, key_source)?),
+            } => Auth::App(Box::new(AppAuth::new(
+                *app_id,
+                private_key_pem,
+                key_source,
+            )?)),
         })
     }
 
@@ -151,7 +156,7 @@ impl AppAuth {
     }
 
     /// Sends a call without a body to `path`, authenticated as the App (with its JWT). Refused
-    /// (401), it is sent once more if the key read again is a new one ([`Self::read_key_again`]).
+    /// (401), it is sent once more when the key could be read again ([`Self::read_key_again`]).
     async fn send_as_app(
         &self,
         transport: &Transport,

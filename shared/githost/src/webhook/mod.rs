@@ -13,6 +13,12 @@ pub use signature::{SIGNATURE_HEADER, sign, verify_signature};
 
 use crate::secret::{ReadAgain, SecretSource};
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+/// A webhook secret held longer is read again from its source (when a delivery comes): a
+/// secret retired there (the old line of a rotation, a leaked one) is no longer accepted
+/// after this long, though no delivery signed with the new one is refused to show it.
+pub const HOLD_SECRET_FOR: Duration = Duration::from_secs(600);
 
 /// The header naming a delivery's event.
 pub const EVENT_HEADER: &str = "X-GitHub-Event";
@@ -47,6 +53,7 @@ impl WebhookError {
 pub struct WebhookReceiver {
     secrets: Arc<RwLock<Vec<Vec<u8>>>>,
     again: Option<Arc<ReadAgain>>,
+    hold_for: Duration,
     host: String,
 }
 
@@ -64,6 +71,7 @@ impl WebhookReceiver {
         Self {
             secrets: Arc::new(RwLock::new(secrets_of(&secret.into()))),
             again: None,
+            hold_for: HOLD_SECRET_FOR,
             host: host.into(),
         }
     }
@@ -86,14 +94,20 @@ impl WebhookReceiver {
         payloads::parse(event, body, &self.host)
     }
 
-    /// [`Self::receive`]; a signature that matches no secret held has the secret read again
-    /// from its source first (at most once a minute: it was changed where it is kept).
+    /// [`Self::receive`], with the secret read again from its source first when it was held
+    /// [`HOLD_SECRET_FOR`], and when a signature matches no secret held (at most once a minute:
+    /// it was changed where it is kept).
     pub async fn receive_or_read_again(
         &self,
         event: &str,
         signature: Option<&str>,
         body: &[u8],
     ) -> Result<HostFact, WebhookError> {
+        if let Some(again) = &self.again
+            && let Some(value) = again.value_if_older_than(self.hold_for).await
+        {
+            self.hold(&value);
+        }
         match self.verify(signature, body) {
             Err(WebhookError::BadSignature) if self.read_again().await => {
                 self.verify(signature, body)?;
@@ -115,7 +129,7 @@ impl WebhookReceiver {
         verdict
     }
 
-    /// Whether the secret was read again.
+    /// After a refusal: whether the secret was read again.
     async fn read_again(&self) -> bool {
         let Some(again) = &self.again else {
             return false;
@@ -123,11 +137,15 @@ impl WebhookReceiver {
         let Some(value) = again.value().await else {
             return false;
         };
-        *self.secrets.write().unwrap_or_else(|e| e.into_inner()) = secrets_of(value.as_bytes());
+        self.hold(&value);
         tracing::warn!(
             "a delivery's signature matched no webhook secret: the secret was read again"
         );
         true
+    }
+
+    fn hold(&self, value: &str) {
+        *self.secrets.write().unwrap_or_else(|e| e.into_inner()) = secrets_of(value.as_bytes());
     }
 }
 
@@ -141,4 +159,48 @@ pub fn secrets_of(value: &[u8]) -> Vec<Vec<u8>> {
         .filter(|line| !line.is_empty())
         .map(<[u8]>::to_vec)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Kept(&'static str);
+
+    #[async_trait::async_trait]
+    impl SecretSource for Kept {
+        async fn read(&self) -> Result<String, String> {
+            Ok(self.0.to_owned())
+        }
+    }
+
+    /// The rotation's last step (only the new secret left where it is kept) reaches a receiver
+    /// that holds both once it has held them its time: the old one is refused from then on,
+    /// though every delivery signed with the new one was accepted.
+    #[tokio::test]
+    async fn a_retired_secret_is_refused_once_the_secret_held_is_read_again() {
+        let mut receiver = WebhookReceiver::new(b"new\nold".to_vec(), "github.com")
+            .with_source(Arc::new(Kept("new")));
+        let body = br#"{"zen": "Keep it logically awesome.", "hook_id": 1}"#;
+        let old = sign(b"old", body);
+        assert!(
+            receiver
+                .receive_or_read_again("ping", Some(&old), body)
+                .await
+                .is_ok()
+        );
+        receiver.hold_for = Duration::ZERO;
+        let refused = receiver
+            .receive_or_read_again("ping", Some(&old), body)
+            .await;
+        assert_eq!(refused, Err(WebhookError::BadSignature));
+        let new = sign(b"new", body);
+        assert!(
+            receiver
+                .receive_or_read_again("ping", Some(&new), body)
+                .await
+                .is_ok()
+        );
+    }
 }

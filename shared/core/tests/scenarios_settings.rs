@@ -85,6 +85,21 @@ fn a_failure_while_paused_waits_for_the_groups_behind_it_to_start() {
     h.assert_clean();
 }
 
+/// With nothing waiting to start behind it, a group failing while the queue is paused fails
+/// at once: no group would start behind it once resumed.
+#[test]
+fn a_failure_while_paused_with_nothing_behind_fails_at_once() {
+    let mut h = Harness::with(SettingsPatch {
+        concurrency: Some(1),
+        can_optimistically_merge: Some(true),
+        ..Default::default()
+    });
+    h.submit(1);
+    set_state(&mut h, RequestedState::Paused);
+    h.fail_pr(1);
+    assert_eq!(h.state(1), Failed);
+}
+
 /// Draining starts nothing behind a failed group: its window closes at once.
 #[test]
 fn a_failure_while_draining_fails_at_once() {

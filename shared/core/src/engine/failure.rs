@@ -130,11 +130,18 @@ impl Work {
         }
         // New groups start before this rule runs, so a window shorter than the depth and
         // entirely finished will not grow now: it closes. A paused queue starts nothing now
-        // but will once resumed (and merges nothing meanwhile): with optimistic merge its
-        // window stays open, so a pause does not fail a group that a pass behind would clear.
+        // but will once resumed (and merges nothing meanwhile): with optimistic merge and a
+        // pull request waiting to start, its window stays open, so a pause does not fail a
+        // group that a pass behind would clear.
         let all_finished = window.iter().all(|r| r.status != RunStatus::InProgress);
-        let grows_when_resumed =
-            self.cfg().can_optimistically_merge && window.len() < depth && !self.can_merge();
+        let grows_when_resumed = self.cfg().can_optimistically_merge
+            && window.len() < depth
+            && !self.can_merge()
+            && self
+                .s
+                .entries
+                .iter()
+                .any(|e| e.state == EntryState::Pending);
         if all_finished && !grows_when_resumed {
             Decision::Fail
         } else {

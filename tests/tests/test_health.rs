@@ -704,18 +704,22 @@ async fn a_report_of_a_dead_runner_after_a_passing_one_is_not_evidence(env: Test
 /// retry of one test: one failing is a failure (not hidden by the other's pass), and no
 /// evidence that the test is flaky.
 async fn two_tests_named_alike_in_one_report_are_not_a_retry(env: TestEnv) {
-    let report = br#"<testsuites name="jest tests" tests="2" failures="1">
-  <testsuite name="undefined" tests="1" failures="0"><testcase classname=" renders" name=" renders"/></testsuite>
-  <testsuite name="undefined" tests="1" failures="1"><testcase classname=" renders" name=" renders"><failure>boom</failure></testcase></testsuite>
-</testsuites>"#;
-    for (commit, id) in [("J1", "jest-1"), ("J2", "jest-2")] {
-        let r = upload(
-            &env,
-            &Run::main(commit, id),
-            &[],
-            &[("jest.xml", report.to_vec())],
+    let passing = r#"<testsuite name="undefined" tests="1" failures="0"><testcase classname=" renders" name=" renders"/></testsuite>"#;
+    let failing = r#"<testsuite name="undefined" tests="1" failures="1"><testcase classname=" renders" name=" renders"><failure>boom</failure></testcase></testsuite>"#;
+    let report = |suites: [&str; 2]| {
+        let [first, second] = suites;
+        format!(
+            "<testsuites name=\"jest tests\" tests=\"2\" failures=\"1\">{first}{second}</testsuites>"
         )
-        .await;
+    };
+    // The failure after the pass, then before it (where a retry's pass would hide it).
+    let uploads = [
+        ("J1", report([passing, failing])),
+        ("J2", report([failing, passing])),
+    ];
+    for (commit, xml) in uploads {
+        let files = [("jest.xml", xml.into_bytes())];
+        let r = upload(&env, &Run::main(commit, commit), &[], &files).await;
         assert_eq!(r.status, 200, "{:?}", r.body);
         let counts = ["test_cases", "failed", "passed_on_retry"].map(|k| r.body[k].clone());
         assert_eq!(counts, [json!(1), json!(1), json!(0)], "{:?}", r.body);
@@ -1123,7 +1127,13 @@ async fn a_variant_ci_no_longer_runs_is_not_matched(env: TestEnv) {
     let file = "nextest-noretry-run1.xml";
     for (variant, commit) in [("linux", "A"), ("linux-x86", "B")] {
         let run = Run::main(commit, variant);
-        let r = upload(&env, &run, &[("variant", variant)], &[(file, fixture(file))]).await;
+        let r = upload(
+            &env,
+            &run,
+            &[("variant", variant)],
+            &[(file, fixture(file))],
+        )
+        .await;
         assert_eq!(r.status, 200, "{:?}", r.body);
         env.clock.advance_millis(30 * 86_400_000);
     }

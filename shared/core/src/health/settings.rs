@@ -224,15 +224,26 @@ mod tests {
         let day = VARIANT_SEEN_PRECISION_MS;
         let mut s = RepoHealthSettings::default();
         for i in 0..MAX_REMEMBERED_VARIANTS as i64 {
-            s = s.with_variant(&format!("v{i:02}"), Timestamp(i * day)).unwrap();
+            s = s
+                .with_variant(&format!("v{i:02}"), Timestamp(i * day))
+                .unwrap();
         }
-        assert_eq!(s.with_variant("v03", Timestamp(3 * day + 1)), None, "seen today");
-        s = s.with_variant("v00", Timestamp(20 * day)).expect("a day later");
+        assert_eq!(
+            s.with_variant("v03", Timestamp(3 * day + 1)),
+            None,
+            "seen today"
+        );
+        s = s
+            .with_variant("v00", Timestamp(20 * day))
+            .expect("a day later");
         assert!(s.with_variant("", Timestamp(21 * day)).is_none());
         let next = s.with_variant("linux-x86", Timestamp(21 * day)).unwrap();
         assert_eq!(next.variants.len(), MAX_REMEMBERED_VARIANTS);
         assert!(next.variants.contains(&"linux-x86".to_owned()));
-        assert!(!next.variants.contains(&"v01".to_owned()), "v01 was named longest ago");
+        assert!(
+            !next.variants.contains(&"v01".to_owned()),
+            "v01 was named longest ago"
+        );
         assert!(next.variants.contains(&"v00".to_owned()));
         assert!(next.variants.is_sorted());
         assert_eq!(next.version, s.version + 1);

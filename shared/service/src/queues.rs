@@ -187,9 +187,8 @@ async fn finish_effects(
     Ok(())
 }
 
-/// What an effect left in the outbox still comes to: itself, unless it is the work of a run no
-/// longer in the snapshot
-/// ([`mq_core::effects::Effect::work_of_run`]).
+/// What an effect left in the outbox still comes to: itself, unless it is the work of a run
+/// no longer in the snapshot ([`mq_core::effects::Effect::work_of_run`]).
 fn still_to_do(snapshot: &QueueSnapshot, pending: &PendingEffect) -> Option<PendingEffect> {
     let stale = pending
         .effect

@@ -1,8 +1,9 @@
 //! The tick: what the schedule does every minute (and the local gateway every few seconds).
 //!
 //! For every queue with work (a `Query` on the work index, never a `Scan`), [`QUEUES_AT_ONCE`]
-//! at a time, under a lease so two ticks never work one queue at once: read what CI reported on the test branches in
-//! flight, reconcile the queue with the Git host, advance timeouts and batching waits
+//! at a time, under a lease so two ticks never work one queue at once: read what CI reported
+//! on the test branches in flight, reconcile the queue with the Git host, advance timeouts and
+//! batching waits
 //! (`Event::Tick`), and execute the effects that are due, including those whose earlier
 //! execution failed. Then flaky tests without new evidence for the recovery period recover
 //! (test health). One queue due for it is checked for auto-tuning (docs/queue-semantics.md

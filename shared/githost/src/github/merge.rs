@@ -15,7 +15,7 @@ use super::client::{Client, escape, repo_path};
 use super::identity::Identity;
 use super::pulls::{self, branch_head};
 use super::signing::{mentions_signatures, refusal_detail};
-use super::wire::{Account, Compare, GitCommit, NameAndEmail, PullCommit, ShaOnly, SquashSettings};
+use super::wire::{Account, Compare, GitCommit, PullCommit, ShaOnly, SquashSettings};
 use crate::error::{HostError, HostResult};
 use crate::github_wire::User;
 use crate::landed::{MergeSource, before_sending, landed_at};
@@ -238,10 +238,7 @@ async fn squash_commit(
 }
 
 fn pr_commit(listed: PullCommit) -> PrCommit {
-    let author = listed.commit.author.unwrap_or(NameAndEmail {
-        name: String::new(),
-        email: String::new(),
-    });
+    let author = listed.commit.author.unwrap_or_default();
     PrCommit {
         message: listed.commit.message,
         author: Person {

@@ -68,7 +68,7 @@ pub(crate) struct PullCommitBody {
     pub author: Option<NameAndEmail>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 pub(crate) struct NameAndEmail {
     #[serde(default)]
     pub name: String,

@@ -71,6 +71,14 @@ impl ImpactedTargets {
             ImpactedTargets::List(set) => set.iter().cloned().collect(),
         }
     }
+
+    /// The targets a list of [`Self::to_list`] names.
+    pub fn from_list(list: &[String]) -> Self {
+        match list {
+            [all] if all == "ALL" => ImpactedTargets::All,
+            _ => ImpactedTargets::List(list.iter().cloned().collect()),
+        }
+    }
 }
 
 /// Impacted targets as uploaded, with the head sha they were uploaded for.

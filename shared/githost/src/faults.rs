@@ -8,6 +8,7 @@ use crate::port::{
     CommandComment, CommitChecks, GitHost, MergeOutcome, MergeRequest, StatusUpdate,
     TestBranchOutcome, TestBranchRequest, TestPullRequest,
 };
+use crate::sync::lock;
 use async_trait::async_trait;
 use mq_core::git::{PrFacts, RequiredStatuses};
 use mq_core::ids::{PrNumber, RepoRef, Sha};
@@ -175,10 +176,6 @@ fn transient(message: &str) -> HostError {
         message: message.to_owned(),
         retry_after: Some(Duration::from_secs(1)),
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Sets a hold on the next answer of the calls that `slot` belongs to.

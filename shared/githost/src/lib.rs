@@ -22,6 +22,7 @@ mod clock;
 mod github_wire;
 mod landed;
 mod squash;
+mod sync;
 mod tested_chain;
 mod validate;
 

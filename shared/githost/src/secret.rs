@@ -2,6 +2,7 @@
 //! when the host refuses what they sign: rotated where they are kept, they take effect in a
 //! running process without a restart.
 
+use crate::sync::lock;
 use async_trait::async_trait;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -68,8 +69,4 @@ impl ReadAgain {
             }
         }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }

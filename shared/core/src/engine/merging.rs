@@ -336,11 +336,9 @@ impl Work {
 /// The targets a run's branch reaches, as recorded when it was built (`ALL` when nothing was,
 /// as for a branch whose pull requests have no targets).
 fn run_targets(run: &TestRun) -> ImpactedTargets {
-    let all = ImpactedTargets::All.to_list();
-    match &run.impacted_targets {
-        Some(list) if *list != all => ImpactedTargets::List(list.iter().cloned().collect()),
-        _ => ImpactedTargets::All,
-    }
+    run.impacted_targets
+        .as_deref()
+        .map_or(ImpactedTargets::All, ImpactedTargets::from_list)
 }
 
 fn refusal_detail(detail: &str) -> String {

@@ -11,6 +11,7 @@ use super::wire::{AccessToken, AppWire, Id};
 use crate::clock::unix_seconds;
 use crate::error::{HostError, HostResult};
 use crate::secret::{ReadAgain, SecretSource};
+use crate::sync::lock;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use mq_core::Timestamp;
 use mq_core::ids::RepoRef;
@@ -316,8 +317,4 @@ fn rsa_key(pem: &str) -> HostResult<EncodingKey> {
             "the GitHub App private key is not an RSA PEM key: {e}"
         ))
     })
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -167,31 +167,44 @@ async fn rewrite(
         Ok(chain) => chain,
         Err(refused) => return Ok(Err(refused)),
     };
+    let squash = match request.method {
+        MergeMethod::Rebase => None,
+        _ => Some(squash_style(client, repo).await?),
+    };
     let mut tip = actual.clone();
     for step in &chain.steps {
-        tip = write_commit(client, repo, &tip, step, request.method).await?;
+        tip = write_commit(client, repo, &tip, step, squash).await?;
     }
     Ok(Ok(tip))
 }
 
-/// One commit with the step's tree on `parent`, committed by the adapter's identity: a squash
-/// as GitHub's squash merge writes it ([`squash_commit`]), a rebase with the head commit's
-/// message and author.
+/// The repository's squash settings (one read per merge, whatever its pull requests).
+async fn squash_style(client: &Client, repo: &RepoRef) -> HostResult<SquashStyle> {
+    let settings: SquashSettings = client.get(repo, &repo_path(repo)).await?;
+    Ok(SquashStyle::from_settings(
+        settings.squash_merge_commit_title.as_deref(),
+        settings.squash_merge_commit_message.as_deref(),
+    ))
+}
+
+/// One commit with the step's tree on `parent`, committed by the adapter's identity: with the
+/// repository's `squash` style, as GitHub's squash merge writes it ([`squash_commit`]); without
+/// (a rebase), with the head commit's message and author.
 async fn write_commit(
     client: &Client,
     repo: &RepoRef,
     parent: &Sha,
     step: &Step,
-    method: MergeMethod,
+    squash: Option<SquashStyle>,
 ) -> HostResult<Sha> {
     let committer = identity(client, repo).await?;
-    let (message, author) = match method {
-        MergeMethod::Rebase => {
+    let (message, author) = match squash {
+        None => {
             let head = git_commit(client, repo, &step.pr.head_sha).await?;
             let author = json!({ "name": head.author.name, "email": head.author.email, "date": head.author.date });
             (head.message, author)
         }
-        _ => squash_commit(client, repo, step.pr.pr).await?,
+        Some(style) => squash_commit(client, repo, step.pr.pr, style).await?,
     };
     let payload = json!({
         "message": message,
@@ -203,21 +216,16 @@ async fn write_commit(
     create_commit(client, repo, &payload).await
 }
 
-/// The message and author of the squash commit of pull request `pr`, read from GitHub now
-/// (its title, description, author and commits, and the repository's squash settings): see
-/// `squash`. The author is the pull request's, by the no-reply address GitHub attributes to
-/// the account.
+/// The message and author of the squash commit of pull request `pr` in `style`, read from
+/// GitHub now (its title, description, author and commits): see `squash`. The author is the
+/// pull request's, by the no-reply address GitHub attributes to the account.
 async fn squash_commit(
     client: &Client,
     repo: &RepoRef,
     pr: PrNumber,
+    style: SquashStyle,
 ) -> HostResult<(String, serde_json::Value)> {
     let wire = pulls::pull(client, repo, pr).await?;
-    let settings: SquashSettings = client.get(repo, &repo_path(repo)).await?;
-    let style = SquashStyle::from_settings(
-        settings.squash_merge_commit_title.as_deref(),
-        settings.squash_merge_commit_message.as_deref(),
-    );
     let path = format!("{}/pulls/{pr}/commits", repo_path(repo));
     let listed: Vec<PullCommit> = client.get_all(repo, &path, None).await?;
     let commits: Vec<PrCommit> = listed.into_iter().map(pr_commit).collect();

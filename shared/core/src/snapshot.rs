@@ -42,6 +42,22 @@ pub struct EngineState {
     /// is a flake.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub failed_heads: Vec<FailedHead>,
+    /// The entries that left the queue last, oldest first: at most
+    /// [`MAX_RECENTLY_CONCLUDED`]. A request that built its events on an older snapshot
+    /// learns from them whether an entry it must know about concluded meanwhile (a
+    /// submission: whether its own pull request was merged or failed since).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub recently_concluded: Vec<ConcludedEntry>,
+}
+
+/// Concluded entries a queue remembers ([`EngineState::recently_concluded`]).
+pub const MAX_RECENTLY_CONCLUDED: usize = 32;
+
+/// An entry that left the queue: its submission's sequence number and its pull request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConcludedEntry {
+    pub seq: u64,
+    pub pr: PrNumber,
 }
 
 /// Failed heads a queue remembers to recognise a flake.

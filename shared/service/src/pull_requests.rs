@@ -153,7 +153,7 @@ fn basis_changed() -> DomainError {
 /// and the store. When they changed before the commit, the pull request may have been merged,
 /// closed or submitted meanwhile, and its facts are read again (a submission racing with the
 /// merge of the same pull request must not enqueue it again). Other pull requests submitted
-/// meanwhile and still in the queue change nothing.
+/// meanwhile change nothing, whether still in the queue or concluded since.
 #[derive(Debug, PartialEq, Eq)]
 struct SubmissionBasis {
     entry: EntryBasis,
@@ -182,20 +182,31 @@ impl SubmissionBasis {
     }
 
     /// Whether the events built on this basis still hold in `now`: the same active entry; or
-    /// still none, and every entry submitted since is still active (none of them can be one
-    /// of `pr` that concluded meanwhile); and the same settings.
+    /// still none, and no entry of `pr` submitted since (by another request) concluded
+    /// meanwhile; and the same settings.
     fn holds_in(&self, now: &QueueSnapshot, pr: PrNumber) -> bool {
         let entry_holds = match (&self.entry, now.entry_for_pr(pr)) {
             (EntryBasis::Active(id), Some(entry)) => &entry.id == id,
-            (EntryBasis::Inactive { next_seq }, None) => {
-                let still_active = now.entries.iter().filter(|e| e.seq >= *next_seq).count();
-                let submitted = now.queue.engine.next_seq.checked_sub(*next_seq);
-                submitted == Some(still_active as u64)
-            }
+            (EntryBasis::Inactive { next_seq }, None) => none_concluded_since(now, *next_seq, pr),
             _ => false,
         };
         entry_holds && settings_read(&now.queue) == self.settings
     }
+}
+
+/// Whether every entry submitted to the queue from sequence number `next_seq` on is still in
+/// `now`, or left it as one the queue remembers concluding (its `recently_concluded`) of a
+/// pull request other than `pr`. Other pull requests merging meanwhile change nothing; when
+/// the queue no longer remembers every entry that left, the answer is no.
+fn none_concluded_since(now: &QueueSnapshot, next_seq: u64, pr: PrNumber) -> bool {
+    let Some(submitted) = now.queue.engine.next_seq.checked_sub(next_seq) else {
+        return false;
+    };
+    let still_active = now.entries.iter().filter(|e| e.seq >= next_seq).count() as u64;
+    let concluded: Vec<_> = (now.queue.engine.recently_concluded.iter())
+        .filter(|c| c.seq >= next_seq)
+        .collect();
+    submitted == still_active + concluded.len() as u64 && concluded.iter().all(|c| c.pr != pr)
 }
 
 /// The settings that decide what a submission reads: uploaded targets in parallel mode, the
@@ -464,4 +475,90 @@ fn sha_mismatch(pr: PrNumber, given: &Sha, facts: &PrFacts) -> DomainError {
             facts.head_sha.short()
         ),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::{Clock, SystemClock};
+    use mq_core::engine::CancelReason;
+    use mq_core::priority::Priority;
+    use mq_core::snapshot::MAX_RECENTLY_CONCLUDED;
+
+    /// An empty running queue, as a submission reads it.
+    async fn empty_queue() -> QueueSnapshot {
+        let (_, queue) = crate::test_queue::acme_queue_in_memory().await;
+        QueueSnapshot::new(queue)
+    }
+
+    fn submitted(pr: PrNumber) -> Event {
+        Event::Submit {
+            pr: PrFacts::sample(pr),
+            priority: Priority::default_priority(),
+            no_batch: None,
+            force: false,
+            head_checks_passed: false,
+        }
+    }
+
+    fn cancelled(pr: PrNumber) -> Event {
+        Event::Cancel {
+            pr,
+            reason: CancelReason::Api,
+        }
+    }
+
+    /// `snapshot` after `events`, as other requests commit them.
+    fn after(snapshot: &QueueSnapshot, events: &[Event]) -> QueueSnapshot {
+        let now = SystemClock.now();
+        apply_in_order(snapshot, events, now, false)
+            .unwrap()
+            .snapshot
+    }
+
+    /// Other pull requests submitted and concluded while a submission of #1 read the Git host
+    /// leave its events valid: in a busy queue, a submission that had to read everything
+    /// again whenever another pull request merged could keep doing so until its time ran out.
+    #[tokio::test]
+    async fn other_pull_requests_concluding_meanwhile_keep_a_submission_valid() {
+        let read = after(&empty_queue().await, &[submitted(2)]);
+        let seen = SubmissionBasis::of(&read.queue, None);
+        let now = after(
+            &read,
+            &[submitted(3), cancelled(2), cancelled(3), submitted(4)],
+        );
+        assert!(seen.holds_in(&now, 1));
+    }
+
+    /// #1 itself submitted and concluded (merged, failed or cancelled) by another request
+    /// meanwhile: the facts are read again.
+    #[tokio::test]
+    async fn the_same_pull_request_concluding_meanwhile_voids_a_submission() {
+        let read = empty_queue().await;
+        let seen = SubmissionBasis::of(&read.queue, None);
+        let now = after(&read, &[submitted(2), submitted(1), cancelled(1)]);
+        assert!(!seen.holds_in(&now, 1));
+        let active = after(&read, &[submitted(1)]);
+        assert!(!seen.holds_in(&active, 1), "now active");
+    }
+
+    /// More entries concluded meanwhile than the queue remembers: which pull requests they
+    /// were is unknown, so the facts are read again.
+    #[tokio::test]
+    async fn more_conclusions_than_the_queue_remembers_void_a_submission() {
+        let read = empty_queue().await;
+        let seen = SubmissionBasis::of(&read.queue, None);
+        let many = MAX_RECENTLY_CONCLUDED as PrNumber + 1;
+        let events: Vec<Event> = (2..2 + many)
+            .flat_map(|pr| [submitted(pr), cancelled(pr)])
+            .collect();
+        let now = after(&read, &events);
+        assert_eq!(
+            now.queue.engine.recently_concluded.len(),
+            MAX_RECENTLY_CONCLUDED
+        );
+        assert!(!seen.holds_in(&now, 1));
+        let fewer = after(&read, &events[2..]);
+        assert!(seen.holds_in(&fewer, 1), "all remembered");
+    }
 }

@@ -6,7 +6,7 @@ use crate::entry::{Conclusion, Entry, EntryState};
 use crate::ids::PrNumber;
 use crate::run::{RunKind, RunStatus, TestRun};
 use crate::settings::{QueueConfig, QueueMode, QueueState};
-use crate::snapshot::QueueSnapshot;
+use crate::snapshot::{ConcludedEntry, MAX_RECENTLY_CONCLUDED, QueueSnapshot};
 use crate::time::Timestamp;
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -272,7 +272,19 @@ impl Work {
         }
         self.notify_concluded(&entry);
         entry.status_pending = false;
+        self.remember_concluded(&entry);
         self.concluded.push(entry);
+    }
+
+    /// Keeps `entry` among the queue's [`recently_concluded`](crate::snapshot::EngineState::recently_concluded).
+    fn remember_concluded(&mut self, entry: &Entry) {
+        let recent = &mut self.s.queue.engine.recently_concluded;
+        recent.push(ConcludedEntry {
+            seq: entry.seq,
+            pr: entry.pr,
+        });
+        let excess = recent.len().saturating_sub(MAX_RECENTLY_CONCLUDED);
+        recent.drain(..excess);
     }
 
     /// Takes a run out of the snapshot into history; a run still in progress is cancelled

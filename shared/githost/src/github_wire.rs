@@ -16,6 +16,8 @@ pub(crate) struct Id {
 #[derive(Debug, Deserialize)]
 pub(crate) struct User {
     pub login: String,
+    /// Read by the GitHub client only (a squash's co-author noreply addresses).
+    #[cfg_attr(not(feature = "github"), allow(dead_code))]
     #[serde(default)]
     pub id: u64,
 }
@@ -32,6 +34,8 @@ pub(crate) struct PullWire {
     pub number: u64,
     #[serde(default)]
     pub title: String,
+    /// Read by the GitHub client only (a squash's message).
+    #[cfg_attr(not(feature = "github"), allow(dead_code))]
     #[serde(default)]
     pub body: Option<String>,
     pub user: User,

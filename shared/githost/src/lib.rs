@@ -21,6 +21,7 @@ pub mod webhook;
 mod clock;
 mod github_wire;
 mod landed;
+#[cfg(feature = "github")]
 mod squash;
 mod sync;
 mod tested_chain;

@@ -684,6 +684,7 @@ async fn a_slow_tick_reaches_every_queue_in_turn() {
     let one_at_a_time = tick::Pace {
         start_for: std::time::Duration::from_millis(100),
         at_once: 1,
+        effects_for: tick::EFFECTS_FOR,
     };
     let mut reached = BTreeSet::new();
     for _ in 0..3 {
@@ -713,6 +714,7 @@ async fn a_slow_tick_works_queues_at_once() {
     let pace = tick::Pace {
         start_for: std::time::Duration::from_millis(100),
         at_once: tick::QUEUES_AT_ONCE,
+        effects_for: tick::EFFECTS_FOR,
     };
     let report = tick::run_at_pace(&env.app, "slow", pace).await.unwrap();
     assert_eq!(
@@ -725,6 +727,42 @@ async fn a_slow_tick_works_queues_at_once() {
         (3, 3, 0, 0),
         "{report:?}"
     );
+}
+
+/// An effect of the tick still under way when the tick's time for effects ends is stopped
+/// and counts as a failed attempt, retried later: the function would otherwise be killed
+/// with it at the end of its minute, nothing recorded, and the effect handed out again every
+/// minute without end (a merge of a long chain on a slow host would hold its queue for good).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tick_effect_outlasting_the_tick_is_stopped_and_counted() {
+    let (env, repo, host) = with_faulty_host(json!({}), 1).await;
+    let main_before = repo.head("main").unwrap();
+    host.fail_merges(1, MergeFault::Before);
+    env.submit(&repo, 1).await;
+    env.pass(&repo, 1).await;
+    env.wait_for_state(&repo, 1, "tests_passed").await;
+    assert_eq!(pending_merges(&env, &repo).await, [1]);
+
+    let latency = std::time::Duration::from_millis(300);
+    host.set_latency(latency, latency);
+    let short = tick::Pace {
+        start_for: tick::START_QUEUES_FOR,
+        at_once: 1,
+        effects_for: std::time::Duration::from_millis(200),
+    };
+    env.clock.advance_minutes(10);
+    let report = tick::run_at_pace(&env.app, "short", short).await.unwrap();
+    assert_eq!((report.worked, report.failed), (1, 0), "{report:?}");
+    assert_eq!(
+        pending_merges(&env, &repo).await,
+        [2],
+        "stopped and counted"
+    );
+    assert_eq!(repo.head("main").unwrap(), main_before, "nothing merged");
+
+    host.set_latency(std::time::Duration::ZERO, std::time::Duration::ZERO);
+    tick_later(&env).await;
+    env.wait_for_state(&repo, 1, "merged").await;
 }
 
 /// Deleting a queue carries out the effects left in its outbox first: a pull request cancelled

@@ -38,8 +38,8 @@ pub const OUTCOMES_GRACE: Duration = Duration::from_secs(3);
 /// How long past a request's deadline the effect it started last may run: then it is left to
 /// the tick as failed (executing it again is safe, see [`effects`]), and with the commit of
 /// the outcomes ([`OUTCOMES_GRACE`]) the request answers within the functions' 29 seconds,
-/// however slow the Git host. The tick lets its effects finish
-/// ([`Start::letting_effects_finish`]).
+/// however slow the Git host. The tick's effects run until the end of its own time
+/// ([`Start::letting_effects_run_until`]).
 pub const EFFECT_OVERRUN: Duration = Duration::from_secs(8);
 
 /// The queue, if `org` owns its repository (else 404 `REPOSITORY_NOT_FOUND`) and the queue
@@ -156,7 +156,7 @@ async fn run_effects(app: &App, id: &QueueId, committed: Applied) {
         return;
     };
     let deadline = committed.deadline;
-    let cut = (!committed.effects_finish).then_some(deadline + EFFECT_OVERRUN);
+    let cut = Some(committed.effects_cut);
     let mut effects = committed.transition.effects;
     let mut current = committed.transition.snapshot;
     for _ in 0..EFFECT_ROUNDS {

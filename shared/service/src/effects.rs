@@ -39,7 +39,8 @@ pub async fn execute(
         None => done.await,
         Some(at) => tokio::time::timeout_at(at, done).await.unwrap_or_else(|_| {
             Err(HostError::Transient {
-                message: "the Git host did not answer before the request's time was up".into(),
+                message: "the Git host did not answer within the time of the request or tick"
+                    .into(),
                 retry_after: None,
             })
         }),

@@ -86,8 +86,10 @@ pub struct Applied {
     /// Until when the request retries commits: the rounds of effects after this commit
     /// share it.
     pub deadline: Instant,
-    /// As the start said ([`Start::effects_finish`]).
-    pub effects_finish: bool,
+    /// When an effect still under way is stopped (and left to the tick, as failed): as the
+    /// start said ([`Start::effects_until`]), or [`crate::drive::EFFECT_OVERRUN`] past the
+    /// deadline.
+    pub effects_cut: Instant,
 }
 
 /// What a commit loop starts from: a snapshot already read (the first attempt uses it; a
@@ -99,10 +101,10 @@ pub struct Start {
     pub uploaded: Vec<(PrNumber, UploadedTargets)>,
     /// `None`: [`CONTENTION_BUDGET`] from the first attempt.
     pub deadline: Option<Instant>,
-    /// The effects that follow run to their end, however long the Git host takes (the tick);
-    /// otherwise the last one started stops [`crate::drive::EFFECT_OVERRUN`] past the deadline
-    /// (a request, within the functions' 29 seconds).
-    pub effects_finish: bool,
+    /// Until when the effects that follow may run: the tick's, which has a minute of its
+    /// own. `None` (a request): the last one started stops [`crate::drive::EFFECT_OVERRUN`]
+    /// past the deadline, within the functions' 29 seconds.
+    pub effects_until: Option<Instant>,
 }
 
 impl Start {
@@ -125,9 +127,9 @@ impl Start {
         self
     }
 
-    /// Lets the effects that follow run to their end (see [`Start::effects_finish`]).
-    pub fn letting_effects_finish(mut self) -> Self {
-        self.effects_finish = true;
+    /// Lets the effects that follow run until `until` (see [`Start::effects_until`]).
+    pub fn letting_effects_run_until(mut self, until: Instant) -> Self {
+        self.effects_until = Some(until);
         self
     }
 
@@ -185,7 +187,8 @@ where
                     before,
                     transition,
                     deadline,
-                    effects_finish: start.effects_finish,
+                    effects_cut: (start.effects_until)
+                        .unwrap_or(deadline + crate::drive::EFFECT_OVERRUN),
                 });
             }
             Ok(None) if retry.wait(attempt.elapsed()).await => {}

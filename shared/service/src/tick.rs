@@ -39,6 +39,14 @@ pub const LEASE_MILLIS: i64 = 60_000;
 /// (`in_order_of_the_minute`).
 pub const START_QUEUES_FOR: Duration = Duration::from_secs(30);
 
+/// How long, from its start, a tick's effects may run: an effect still under way then (a
+/// merge of a long chain of pull requests on a slow Git host) is stopped and counts as a
+/// failed attempt, retried later, so that it is never killed with the function, which stops
+/// after 60 s: killed, it would be neither done nor counted, and handed out again every
+/// minute, for ever. It leaves the outcomes' commit time within the minute, and ends before
+/// the queue's lease ([`LEASE_MILLIS`], taken after the tick's start) does.
+pub const EFFECTS_FOR: Duration = Duration::from_secs(45);
+
 /// How many queues a tick works at once. A queue's tick mostly waits on the Git host (a
 /// listing of each run's checks, its branch) and the store; one queue at a time, a deployment
 /// with hundreds of queues would reach each only every half hour or so, its batching waits and
@@ -69,6 +77,7 @@ pub async fn run(app: &App, owner: &str) -> Result<TickReport, ServiceError> {
     let pace = Pace {
         start_for: START_QUEUES_FOR,
         at_once: QUEUES_AT_ONCE,
+        effects_for: EFFECTS_FOR,
     };
     run_at_pace(app, owner, pace).await
 }
@@ -80,6 +89,8 @@ pub struct Pace {
     pub start_for: Duration,
     /// How many queues are worked at once.
     pub at_once: usize,
+    /// How long from the tick's start the queues' effects may run.
+    pub effects_for: Duration,
 }
 
 /// [`run`] at `pace`: queues started for `pace.start_for` only, `pace.at_once` at a time (in
@@ -87,6 +98,7 @@ pub struct Pace {
 /// auto-tuning, whatever the time.
 pub async fn run_at_pace(app: &App, owner: &str, pace: Pace) -> Result<TickReport, ServiceError> {
     let started = Instant::now();
+    let effects_until = tokio::time::Instant::from_std(started + pace.effects_for);
     let ids = in_order_of_the_minute(app.store.queues_with_work().await?, app.now());
     let mut report = TickReport {
         queues: ids.len(),
@@ -98,7 +110,7 @@ pub async fn run_at_pace(app: &App, owner: &str, pace: Pace) -> Result<TickRepor
             // The queue in turn (the first) is always started, however long the listing took.
             let reached = n == 0 || started.elapsed() < pace.start_for;
             let outcome = if reached {
-                Some(tick_queue(app, &id, owner).await)
+                Some(tick_queue(app, &id, owner, effects_until).await)
             } else {
                 None
             };
@@ -182,11 +194,13 @@ pub struct Ticked {
     pub due_for_tuning: bool,
 }
 
-/// Ticks one queue if its lease is free; returns what it found, or `None` if it did not.
+/// Ticks one queue if its lease is free, its effects running until `effects_until`; returns
+/// what it found, or `None` if it did not.
 pub async fn tick_queue(
     app: &App,
     id: &QueueId,
     owner: &str,
+    effects_until: tokio::time::Instant,
 ) -> Result<Option<Ticked>, ServiceError> {
     let now = app.now();
     let until = now.plus_millis(LEASE_MILLIS);
@@ -195,14 +209,18 @@ pub async fn tick_queue(
         Ok(false) | Err(mq_store::StoreError::NotFound) => return Ok(None),
         Err(e) => return Err(e.into()),
     }
-    let result = advance(app, id).await;
+    let result = advance(app, id, effects_until).await;
     if let Err(e) = app.store.release_lease(id, owner).await {
         tracing::warn!(queue = %id, error = %e, "lease not released; it expires");
     }
     result.map(Some)
 }
 
-async fn advance(app: &App, id: &QueueId) -> Result<Ticked, ServiceError> {
+async fn advance(
+    app: &App,
+    id: &QueueId,
+    effects_until: tokio::time::Instant,
+) -> Result<Ticked, ServiceError> {
     let Some(snapshot) = app.store.load(id).await? else {
         return Ok(Ticked {
             due_for_tuning: false,
@@ -229,8 +247,8 @@ async fn advance(app: &App, id: &QueueId) -> Result<Ticked, ServiceError> {
     };
     events.push(Event::Tick);
     // The tick has a minute: a long effect (a test branch merging a long chain of pull
-    // requests) runs to its end here, where a request would leave it.
-    let start = Start::from(snapshot).letting_effects_finish();
+    // requests) may run longer here than in a request, within the tick's time.
+    let start = Start::from(snapshot).letting_effects_run_until(effects_until);
     let queue = drive::apply(app, Actor::Service, id, &events, start).await?;
     let due_for_tuning = queue.tuning.due(&queue.config, queue.state, app.now());
     Ok(Ticked { due_for_tuning })

@@ -912,6 +912,45 @@ fn a_failed_effect_is_retried_by_the_tick_with_backoff() {
     assert!(h.run(&h.run_of(1)).unwrap().sha.is_some());
 }
 
+/// The testing timeout is CI's time: it counts from when the test branch was built. A branch
+/// the Git host kept refusing to build for a while (a rate limit, an outage) leaves CI its
+/// whole timeout once built, and the pull request does not fail `timeout` for the Git host's
+/// trouble; the retries of the build are bounded on their own
+/// (`an_effect_that_keeps_failing_is_given_up_and_its_run_fails`).
+#[test]
+fn the_testing_timeout_counts_from_the_built_branch() {
+    let mut h = Harness::with(SettingsPatch {
+        testing_timeout_minutes: Some(30),
+        ..Default::default()
+    });
+    h.auto_execute = false;
+    h.submit(1);
+    let create = h
+        .pending
+        .iter()
+        .find(|x| matches!(x.effect, Effect::CreateTestBranch { .. }))
+        .cloned()
+        .unwrap();
+    h.ok(Event::EffectFailed {
+        effect_id: create.id.clone(),
+        error: "403 rate limit".into(),
+        permanent: false,
+    });
+    h.advance_minutes(40);
+    h.tick();
+    assert_eq!(h.state(1), Testing, "no timeout while the branch is built");
+    h.auto_execute = true;
+    h.execute_all();
+    let run = h.run_of(1);
+    assert!(h.run(&run).unwrap().sha.is_some(), "built");
+    h.advance_minutes(29);
+    h.tick();
+    assert_eq!(h.state(1), Testing);
+    h.advance_minutes(1);
+    h.tick();
+    assert_eq!(h.conclusion(1), "timeout");
+}
+
 #[test]
 fn an_effect_that_keeps_failing_is_given_up_and_its_run_fails() {
     let mut h = queue(1);

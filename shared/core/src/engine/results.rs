@@ -284,7 +284,9 @@ impl Work {
         Some(finished)
     }
 
-    /// Runs in progress for `testingTimeoutMinutes` are cancelled and count as failures.
+    /// Runs in progress `testingTimeoutMinutes` after their test branch was built (CI's time:
+    /// the building of the branch, retried while the Git host fails, is bounded on its own)
+    /// are cancelled and count as failures.
     pub fn expire_runs(&mut self) {
         let limit = self.cfg().testing_timeout_minutes;
         let expired: Vec<(String, String)> = self
@@ -292,7 +294,7 @@ impl Work {
             .runs
             .iter()
             .filter(|r| r.status == RunStatus::InProgress && !r.held)
-            .filter(|r| self.now >= r.created_at.plus_minutes(limit))
+            .filter(|r| (r.started_at).is_some_and(|at| self.now >= at.plus_minutes(limit)))
             .map(|r| (r.id.clone(), r.branch.clone()))
             .collect();
         for (id, branch) in expired {

@@ -48,7 +48,16 @@ pub struct EngineState {
     /// submission: whether its own pull request was merged or failed since).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub recently_concluded: Vec<ConcludedEntry>,
+    /// Where the target was before the queue's own merges moved it on, oldest first: at most
+    /// [`MAX_HEADS_MERGED_PAST`]. A push reported with one of them as the target's head was
+    /// read before the queue's next merge landed (a delivery handled late): the target has
+    /// not moved back, and nothing restarts.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub heads_merged_past: Vec<Sha>,
 }
+
+/// Heads a queue remembers merging past ([`EngineState::heads_merged_past`]).
+pub const MAX_HEADS_MERGED_PAST: usize = 16;
 
 /// Concluded entries a queue remembers ([`EngineState::recently_concluded`]).
 pub const MAX_RECENTLY_CONCLUDED: usize = 32;

@@ -1084,6 +1084,31 @@ fn a_merge_refused_because_the_target_moved_restarts_on_the_actual_head() {
     h.assert_clean();
 }
 
+/// The webhook of a push (the queue's own merge of 1) read the target's head before the merge
+/// of 2 landed, and is handled after it: it names a head the queue merged past. The target has
+/// not moved back; nothing restarts, and 3 merges as tested.
+#[test]
+fn a_late_push_report_of_a_head_the_queue_merged_past_restarts_nothing() {
+    let mut h = queue(3);
+    for pr in 1..=3 {
+        h.submit(pr);
+    }
+    h.pass_pr(1);
+    let after_1 = h.snap.queue.engine.target_head.clone().unwrap();
+    h.pass_pr(2);
+    assert_eq!(h.state(2), Merged);
+    let run_of_3 = h.run_of(3);
+    h.ok(Event::TargetMoved {
+        sha: after_1.clone(),
+    });
+    assert_ne!(h.snap.queue.engine.target_head, Some(after_1));
+    assert_eq!(h.run_of(3), run_of_3, "not restarted");
+    assert_eq!(h.entry(3).unwrap().restarts, 0);
+    h.pass_pr(3);
+    assert_eq!(h.state(3), Merged);
+    h.assert_clean();
+}
+
 #[test]
 fn a_test_branch_that_conflicts_fails_the_pull_request() {
     let mut h = queue(1);

@@ -289,10 +289,16 @@ impl Work {
     }
 
     /// A push the queue did not make moved the target: every group restarts on the new head.
+    /// A head the queue's own merges moved the target past is a late report, not a move.
     pub fn target_moved(&mut self, sha: &Sha) {
         if self.merge_in_flight() {
             // The push may be the merge itself; a foreign push makes the merge fail with
             // `TargetMoved`, which restarts everything then.
+            return;
+        }
+        if self.s.queue.engine.heads_merged_past.contains(sha) {
+            // Were the target really reset there, the next merge would find it so, and
+            // `TargetMoved` from the merge restarts everything then.
             return;
         }
         self.target_moved_to(sha);

@@ -18,6 +18,7 @@ use crate::entry::{EntryState, ImpactedTargets};
 use crate::ids::{PrNumber, Sha};
 use crate::run::{RunKind, RunStatus, TestRun};
 use crate::settings::{MergeMethod, QueueMode};
+use crate::snapshot::MAX_HEADS_MERGED_PAST;
 use std::collections::BTreeSet;
 
 impl Work {
@@ -81,6 +82,23 @@ impl Work {
         self.emit(effect);
     }
 
+    /// The queue's own merge moved the target to `sha`; where it was is remembered
+    /// ([`heads_merged_past`](crate::snapshot::EngineState::heads_merged_past)).
+    fn target_merged_to(&mut self, sha: &Sha) {
+        let engine = &mut self.s.queue.engine;
+        let Some(before) = engine.target_head.replace(sha.clone()) else {
+            return;
+        };
+        if &before != sha {
+            engine.heads_merged_past.push(before);
+            let excess = engine
+                .heads_merged_past
+                .len()
+                .saturating_sub(MAX_HEADS_MERGED_PAST);
+            engine.heads_merged_past.drain(..excess);
+        }
+    }
+
     /// The target now holds `prs`: their entries are merged and their groups leave the line.
     pub fn merged(&mut self, prs: &[BranchPr], target_sha: &Sha) {
         let fast_forward = self
@@ -88,7 +106,7 @@ impl Work {
             .runs
             .iter()
             .any(|r| r.kind == RunKind::Main && r.sha.as_ref() == Some(target_sha));
-        self.s.queue.engine.target_head = Some(target_sha.clone());
+        self.target_merged_to(target_sha);
         let merged: BTreeSet<PrNumber> = prs.iter().map(|p| p.pr).collect();
         for &pr in &merged {
             self.conclude(pr, EntryState::Merged, "merged", "merged");
@@ -213,7 +231,7 @@ impl Work {
     /// A direct merge landed.
     pub fn direct_merged(&mut self, pr: &BranchPr, target_sha: &Sha) {
         let in_its_lane = self.groups_in_the_lane_of(pr.pr);
-        self.s.queue.engine.target_head = Some(target_sha.clone());
+        self.target_merged_to(target_sha);
         self.conclude(pr.pr, EntryState::Merged, "merged", "merged");
         self.after_foreign_merge(std::slice::from_ref(pr), false);
         if !in_its_lane.is_empty() {

@@ -12,6 +12,35 @@ live_on_both_stores!(nine_of_ten_merge_in_order_and_the_breaker_fails);
 
 const BREAKER: u32 = 4;
 
+/// A CI that honours skip instructions as GitHub Actions does: a commit whose message holds
+/// one gets no run from it (this one fails it, for the test to see); any other passes.
+const SKIP_AWARE_CI: &str =
+    "! git log -1 --format=%B | grep -qiE '\\[(skip [a-z]+|[a-z]+ skip|no ci)\\]'";
+
+/// A pull request whose title holds a CI skip instruction is tested like any other: the
+/// merge commit at the head of its test branch writes the instruction in parentheses, so CI
+/// runs on it (with the instruction, it never would, and the pull request would fail on the
+/// testing timeout). The target takes that commit, as CI saw it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_title_with_a_skip_instruction_is_still_tested() {
+    let env = LiveEnv::options()
+        .ci(SKIP_AWARE_CI)
+        .start(Backend::Memory)
+        .await;
+    let repo = env.repo("rocket");
+    repo.require_statuses("main", &[CI]);
+    repo.add_prs(1, &[]);
+    repo.git(&["config", "pr.1.title", "Bump version [skip ci]"]);
+    env.create_queue(&repo, json!({"mergeMethod": "merge_commit"}))
+        .await;
+    env.submit(&repo, 1).await;
+    env.wait_for_state(&repo, 1, "merged").await;
+    assert_eq!(
+        repo.history_subjects("main"),
+        ["Merge pull request #1: Bump version (skip ci)"]
+    );
+}
+
 /// The CI command: fails when the tree holds a file named `FAIL`. It runs for a second,
 /// leaving a marker named by its process id in `inflight`, and on start writes down how many
 /// commands are running (markers whose process is alive: a cancelled run's command is killed

@@ -103,8 +103,10 @@ pub(crate) async fn read_chain<S: CommitSource>(
 /// stamp's run in a trailer, so every build of a group is a commit of its own (CI results on
 /// an earlier build must not be taken for a new one), while every test branch holding that
 /// build's merge holds the same commit. An unstamped one names the branch being built, if any.
+/// A CI skip instruction in the title is written in parentheses ([`without_skip_instructions`]).
 pub(crate) fn merge_message(pr: &BranchPr, test_branch: Option<&str>) -> String {
-    let subject = format!("Merge pull request #{}: {}", pr.pr, pr.title);
+    let title = without_skip_instructions(&pr.title);
+    let subject = format!("Merge pull request #{}: {title}", pr.pr);
     match (&pr.stamp, test_branch) {
         (Some(stamp), _) => format!("{subject}\n\nMerge-Queue-Run: {}", stamp.run_id),
         (None, Some(branch)) => format!("{subject}\n\nTest-Branch: {branch}"),
@@ -112,7 +114,76 @@ pub(crate) fn merge_message(pr: &BranchPr, test_branch: Option<&str>) -> String 
     }
 }
 
+/// `title` with each bracketed CI skip instruction (`[skip ci]`, `[ci skip]`, `[no ci]`,
+/// `[skip actions]`, any `[skip <name>]` or `[<name> skip]`, in any case) in parentheses
+/// instead. The title is written into the merge commit at the head of the pull request's test
+/// branch, and GitHub Actions (as most CI services) starts nothing for a push whose head
+/// commit holds such an instruction: the branch would never be tested, and the pull request
+/// would fail on the testing timeout.
+fn without_skip_instructions(title: &str) -> String {
+    let mut written = String::with_capacity(title.len());
+    let mut rest = title;
+    while let Some(open) = rest.find('[') {
+        written.push_str(&rest[..open]);
+        let inside = &rest[open + 1..];
+        match inside.find(']') {
+            Some(close) if is_skip_instruction(&inside[..close]) => {
+                written.push('(');
+                written.push_str(&inside[..close]);
+                written.push(')');
+                rest = &inside[close + 1..];
+            }
+            _ => {
+                written.push('[');
+                rest = inside;
+            }
+        }
+    }
+    written.push_str(rest);
+    written
+}
+
+/// Whether the words between brackets make a CI skip instruction.
+fn is_skip_instruction(words: &str) -> bool {
+    let lower = words.to_ascii_lowercase();
+    let words: Vec<&str> = lower.split_whitespace().collect();
+    matches!(words.as_slice(), ["skip", _] | [_, "skip"] | ["no", "ci"])
+}
+
 /// The message of the one commit a squash merge writes for `pr`.
 pub(crate) fn squash_message(pr: &BranchPr) -> String {
     format!("{} (#{})", pr.title, pr.pr)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skip_instructions_in_a_title_are_written_in_parentheses() {
+        let cases = [
+            ("Bump version [skip ci]", "Bump version (skip ci)"),
+            ("[CI SKIP] docs", "(CI SKIP) docs"),
+            ("[no ci][skip actions] both", "(no ci)(skip actions) both"),
+            ("Fix [skip  netlify]", "Fix (skip  netlify)"),
+            ("[actions skip]", "(actions skip)"),
+        ];
+        for (title, written) in cases {
+            assert_eq!(without_skip_instructions(title), written, "{title}");
+        }
+    }
+
+    #[test]
+    fn other_brackets_are_kept() {
+        for title in [
+            "[WIP] parser",
+            "Fix a[0] bound [#12]",
+            "[skip] alone",
+            "unclosed [skip ci",
+            "[skip ci now]",
+            "] [",
+        ] {
+            assert_eq!(without_skip_instructions(title), title);
+        }
+    }
 }

@@ -156,7 +156,7 @@ async fn run_effects(app: &App, id: &QueueId, committed: Applied) {
         return;
     };
     let deadline = committed.deadline;
-    let cut = Some(committed.effects_cut);
+    let cut = Some((committed.effects_until).unwrap_or(deadline + EFFECT_OVERRUN));
     let mut effects = committed.transition.effects;
     let mut current = committed.transition.snapshot;
     for _ in 0..EFFECT_ROUNDS {

@@ -86,10 +86,8 @@ pub struct Applied {
     /// Until when the request retries commits: the rounds of effects after this commit
     /// share it.
     pub deadline: Instant,
-    /// When an effect still under way is stopped (and left to the tick, as failed): as the
-    /// start said ([`Start::effects_until`]), or [`crate::drive::EFFECT_OVERRUN`] past the
-    /// deadline.
-    pub effects_cut: Instant,
+    /// As the start said ([`Start::effects_until`]).
+    pub effects_until: Option<Instant>,
 }
 
 /// What a commit loop starts from: a snapshot already read (the first attempt uses it; a
@@ -187,8 +185,7 @@ where
                     before,
                     transition,
                     deadline,
-                    effects_cut: (start.effects_until)
-                        .unwrap_or(deadline + crate::drive::EFFECT_OVERRUN),
+                    effects_until: start.effects_until,
                 });
             }
             Ok(None) if retry.wait(attempt.elapsed()).await => {}

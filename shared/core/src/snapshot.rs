@@ -6,7 +6,7 @@ use crate::effects::PendingEffect;
 use crate::entry::{Entry, UploadedTargets};
 use crate::history::Restart;
 use crate::ids::{OrgId, PrNumber, QueueId, RepoRef, Sha};
-use crate::run::{Bisection, TestRun};
+use crate::run::{Bisection, RunStatus, TestRun};
 use crate::settings::{ModeAndState, QueueConfig, QueueMode, QueueState};
 use crate::time::Timestamp;
 use crate::tuning::Tuning;
@@ -201,6 +201,14 @@ impl QueueSnapshot {
 
     pub fn run(&self, id: &str) -> Option<&TestRun> {
         self.runs.iter().find(|r| r.id == id)
+    }
+
+    /// Whether run `id` is here and still in progress: the work of one that is gone or over
+    /// (failed, waiting on the groups behind it) is not done
+    /// ([`Effect::work_of_run`](crate::effects::Effect::work_of_run)).
+    pub fn run_in_progress(&self, id: &str) -> bool {
+        self.run(id)
+            .is_some_and(|r| r.status == RunStatus::InProgress)
     }
 
     /// True while anything needs the tick: entries, runs or effects.

@@ -1362,3 +1362,45 @@ fn a_pause_or_a_mode_switch_holds_auto_tuning_off_for_a_window_after_it() {
     );
     assert_eq!(h.snap.queue.tuning.operator_changed_at, Some(h.now));
 }
+
+/// A run that timed out while its branch was being built again (someone pushed to it), and
+/// stays in the queue (its failure waits on the group behind it), has the build dropped: the
+/// branch is deleted instead of built for a run that is over, where CI would run until the
+/// run was closed.
+#[test]
+fn a_run_over_while_its_branch_was_built_again_has_the_build_dropped() {
+    let mut h = Harness::with(SettingsPatch {
+        testing_timeout_minutes: Some(30),
+        concurrency: Some(2),
+        can_optimistically_merge: Some(true),
+        ..Default::default()
+    });
+    h.submit(1);
+    h.submit(2);
+    let first = h.run_of(1);
+    let branch = h.run(&first).unwrap().branch.clone();
+    h.advance_minutes(20);
+    h.ok(Event::Restart { pr: 2 });
+    h.auto_execute = false;
+    h.ok(Event::BranchObserved {
+        run_id: first.clone(),
+        sha: Some(mq_core::ids::Sha::new("e".repeat(40))),
+    });
+    h.advance_minutes(11);
+    h.tick();
+    assert_eq!(h.state(1), PendingFailure, "waits on 2");
+    assert!(h.run(&first).is_some_and(|r| r.status == RunStatus::Failed));
+    h.advance_minutes(5);
+    let t = h.tick();
+    let built =
+        |e: &Effect| matches!(e, Effect::CreateTestBranch { run_id, .. } if *run_id == first);
+    let deleted = |e: &Effect| matches!(e, Effect::DeleteBranch { branch: b } if *b == branch);
+    assert!(
+        !t.effects.iter().any(|x| built(&x.effect)),
+        "not built again"
+    );
+    assert!(
+        t.effects.iter().any(|x| deleted(&x.effect)),
+        "deleted instead"
+    );
+}

@@ -188,12 +188,12 @@ async fn finish_effects(
 }
 
 /// What an effect left in the outbox still comes to: itself, unless it is the work of a run
-/// no longer in the snapshot ([`mq_core::effects::Effect::work_of_run`]).
+/// gone from the snapshot or over ([`mq_core::effects::Effect::work_of_run`]).
 fn still_to_do(snapshot: &QueueSnapshot, pending: &PendingEffect) -> Option<PendingEffect> {
     let stale = pending
         .effect
         .work_of_run()
-        .is_some_and(|run| snapshot.run(run).is_none());
+        .is_some_and(|run| !snapshot.run_in_progress(run));
     if !stale {
         return Some(pending.clone());
     }

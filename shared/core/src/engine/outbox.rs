@@ -39,7 +39,7 @@ impl Work {
                     required,
                 },
             ) => {
-                if self.run(run_id).is_some() {
+                if self.s.run_in_progress(run_id) {
                     self.branch_created(run_id, sha, base_sha, required);
                 } else {
                     self.emit(Effect::DeleteBranch {
@@ -178,7 +178,7 @@ impl Work {
                 continue;
             }
             if let Some(run_id) = x.effect.work_of_run()
-                && self.run(run_id).is_none()
+                && !self.s.run_in_progress(run_id)
             {
                 stale.push(x.id.clone());
                 continue;

@@ -18,6 +18,7 @@ live_on_both_stores!(
     a_run_past_the_timeout_fails_on_the_tick,
     direct_merge_skips_the_test_run,
     a_push_to_main_outside_the_queue_is_tested_before_merging,
+    a_pull_request_merged_by_hand_is_cancelled_as_merged_outside,
     a_switch_from_squash_to_merge_commits_merges_the_groups_in_flight,
     a_commit_pushed_onto_a_test_branch_never_lands,
     notifications_turned_off_mid_test_still_end_what_they_started,
@@ -296,6 +297,33 @@ async fn a_restart_after_a_failure_is_tested_anew(backend: Backend) {
 }
 
 /// The run testing `pr` once it is no longer `old`.
+/// Someone merges a queued pull request by hand (`main` moves to its head), and the queue
+/// learns of it as a moved target before (or without) hearing the pull request was merged:
+/// the groups restart on the new head, and #2, found already on it, is cancelled as merged
+/// outside, not failed, while #1 ahead of it is tested on the new head and merges.
+async fn a_pull_request_merged_by_hand_is_cancelled_as_merged_outside(backend: Backend) {
+    let env = LiveEnv::start(backend).await;
+    let repo = queue_with_prs(&env, 2, json!({"concurrency": 2})).await;
+    env.submit(&repo, 1).await;
+    env.submit(&repo, 2).await;
+    let stale = env.wait_for_run(&repo, 1).await;
+
+    let by_hand = repo.pr_head(2);
+    repo.git(&["update-ref", "refs/heads/main", &by_hand]);
+    env.set_status(&repo, &stale.sha, CI, StatusState::Success)
+        .await;
+    let cancelled = env.wait_for_state(&repo, 2, "cancelled").await;
+    assert_eq!(cancelled["isCurrentlySubmittedToQueue"], false);
+    env.wait_for_comment(&repo, 2, "merged outside this queue")
+        .await;
+    let fresh = wait_for_new_run(&env, &repo, 1, &stale).await;
+    assert!(repo.files(&fresh.sha).contains(&"change-2.txt".to_owned()));
+    env.set_status(&repo, &fresh.sha, CI, StatusState::Success)
+        .await;
+    env.wait_for_state(&repo, 1, "merged").await;
+    assert_eq!(repo.tree("main"), repo.tree(&fresh.sha));
+}
+
 async fn wait_for_new_run(env: &LiveEnv, repo: &GitRepo, pr: u32, old: &Run) -> Run {
     e2e::live::wait_for("a new run", || async {
         match env.current_run(repo, pr).await {

@@ -1109,6 +1109,37 @@ fn a_late_push_report_of_a_head_the_queue_merged_past_restarts_nothing() {
     h.assert_clean();
 }
 
+/// Building a branch finds a pull request's head already on the target (someone merged it by
+/// hand, and the push was handled before the "closed" delivery, or that was lost): it is
+/// cancelled as merged outside, not failed, and the group behind goes on without it.
+#[test]
+fn a_pull_request_found_already_on_the_target_is_cancelled_as_merged_outside() {
+    let mut h = queue(2);
+    h.auto_execute = false;
+    h.submit(1);
+    h.submit(2);
+    let build_of_1 = h
+        .pending
+        .iter()
+        .find(|x| {
+            matches!(&x.effect, Effect::CreateTestBranch { prs, .. } if prs.len() == 1 && prs[0].pr == 1)
+        })
+        .cloned()
+        .unwrap();
+    h.pending.retain(|x| x.id != build_of_1.id);
+    h.ok(Event::EffectSucceeded {
+        effect_id: build_of_1.id.clone(),
+        outcome: mq_core::engine::EffectOutcome::MergedOutside { pr: 1 },
+    });
+    assert_eq!(h.state(1), Cancelled);
+    assert_eq!(h.conclusion(1), "pr_merged");
+    h.auto_execute = true;
+    h.execute_all();
+    assert_eq!(h.content_of(&h.run_of(2)), vec![2], "restarted without 1");
+    h.pass_pr(2);
+    assert_eq!(h.state(2), Merged);
+}
+
 #[test]
 fn a_test_branch_that_conflicts_fails_the_pull_request() {
     let mut h = queue(1);

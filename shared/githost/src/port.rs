@@ -30,6 +30,9 @@ pub enum TestBranchOutcome {
     Created { sha: Sha, base_sha: Sha },
     /// Merging this pull request's head conflicted; no branch was left behind.
     Conflict { pr: PrNumber },
+    /// This pull request's head is already on the base (it was merged outside the queue); no
+    /// branch was left behind.
+    MergedOutside { pr: PrNumber },
 }
 
 /// A tested set of pull requests to merge into the target.

@@ -907,6 +907,7 @@ async fn a_conflicting_merge_names_the_pull_request_and_deletes_the_branch() {
 
 const TARGET_TIP: &str = "1111000000000000000000000000000000000000";
 const OLDER: &str = "0000111100000000000000000000000000000000";
+const HEAD_ON_ONE: &str = "0000000000000000000000000000000000004444";
 
 /// A repository whose `main` is at `TARGET_TIP` (on `OLDER`), with pull request heads `HEAD1`
 /// and `HEAD2` on it.
@@ -1054,26 +1055,53 @@ async fn a_merge_whose_answer_was_lost_is_read_back_from_the_branch() {
     assert_eq!(github.branch("mq/main/run-4"), Some(sha));
 }
 
-/// A head already in the base leaves nothing for the merges API to do, and no merge commit to
-/// test: the branch is not built.
+/// A head already in the base (the pull request was merged outside the queue) leaves nothing
+/// for the merges API to do, and no merge commit to test: the branch is not built, and the
+/// pull request is named as merged outside.
 #[tokio::test]
-async fn a_head_already_in_the_base_is_refused_with_the_reason() {
+async fn a_head_already_in_the_base_is_named_as_merged_outside() {
     let server = MockServer::start().await;
     let github = fake_repository();
+    github.mount(&server).await;
+    let outcome = with_token(&server)
+        .await
+        .create_test_branch(
+            &repo(),
+            &test_branch(
+                "mq/main/run-5",
+                vec![pr(1, HEAD1, "One"), pr(3, OLDER, "Old")],
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(outcome, TestBranchOutcome::MergedOutside { pr: 3 });
+    assert_eq!(github.branch("mq/main/run-5"), None);
+}
+
+/// A head already in the branch but not in its base (another pull request of the chain holds
+/// it) was not merged outside: the branch cannot be built, and the host says why.
+#[tokio::test]
+async fn a_head_held_by_another_pull_request_of_the_chain_is_refused_with_the_reason() {
+    let server = MockServer::start().await;
+    let github = fake_repository();
+    github.commit(HEAD_ON_ONE, "tree-on-one", &[HEAD1]);
     github.mount(&server).await;
     let error = with_token(&server)
         .await
         .create_test_branch(
             &repo(),
-            &test_branch("mq/main/run-5", vec![pr(3, OLDER, "Old")]),
+            &test_branch(
+                "mq/main/run-6",
+                vec![pr(4, HEAD_ON_ONE, "On one"), pr(1, HEAD1, "One")],
+            ),
         )
         .await
         .unwrap_err();
     let HostError::Conflict(reason) = &error else {
         panic!("expected a conflict, got {error:?}");
     };
-    assert!(reason.contains("nothing to merge for #3"), "{reason}");
-    assert_eq!(github.branch("mq/main/run-5"), None);
+    assert!(reason.contains("nothing to merge for #1"), "{reason}");
+    assert_eq!(github.branch("mq/main/run-6"), None);
 }
 
 #[tokio::test]

@@ -192,6 +192,28 @@ async fn a_conflicting_pull_request_is_named_and_leaves_no_branch() {
     );
 }
 
+/// A pull request merged into the target by hand (its head is in the base) is named as
+/// merged outside, and no branch is left.
+#[tokio::test]
+async fn a_pull_request_already_in_the_base_is_named_as_merged_outside() {
+    let f = Fixture::new();
+    let host = f.host();
+    let prs = vec![
+        f.pr_writing(1, &[("a.txt", "a\n")]),
+        f.pr_writing(2, &[("b.txt", "b\n")]),
+    ];
+    f.bare_git(&["update-ref", "refs/heads/main", prs[1].head_sha.as_str()]);
+    let outcome = host
+        .create_test_branch(&f.repo, &request("mq/main/run-3", prs))
+        .await
+        .unwrap();
+    assert_eq!(outcome, TestBranchOutcome::MergedOutside { pr: 2 });
+    assert_eq!(
+        host.branch_head(&f.repo, "mq/main/run-3").await.unwrap(),
+        None
+    );
+}
+
 #[tokio::test]
 async fn a_test_branch_can_start_from_a_given_base_and_be_rebuilt_and_deleted() {
     let f = Fixture::new();

@@ -107,6 +107,7 @@ async fn outcome(host: &dyn GitHost, queue: &Queue, effect: &Effect) -> HostResu
                     })
                 }
                 TestBranchOutcome::Conflict { pr } => Ok(EffectOutcome::BranchConflict { pr }),
+                TestBranchOutcome::MergedOutside { pr } => Ok(EffectOutcome::MergedOutside { pr }),
             }
         }
         Effect::CancelRun { branch, .. } | Effect::DeleteBranch { branch } => {

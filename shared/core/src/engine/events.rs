@@ -130,6 +130,9 @@ pub enum EffectOutcome {
     },
     /// Merging `pr` into the test branch conflicted.
     BranchConflict { pr: PrNumber },
+    /// `pr`'s head is already on the target the test branch was to be built on: it was merged
+    /// outside the queue (by hand, or by another tool). No branch was built.
+    MergedOutside { pr: PrNumber },
     /// The merge put the target at `target_sha`; `tip` when others pushed on top of it since
     /// (the target is at `tip` now).
     Merged {

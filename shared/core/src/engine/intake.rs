@@ -248,19 +248,26 @@ impl Work {
             None
         };
         if let Some(why) = why {
-            if self.merging_prs().contains(&facts.number) {
-                // The merge may already have happened: its answer decides.
-                let e = self.entry_mut(facts.number).expect("entry exists");
-                e.cancel_after_merge = Some(why.to_owned());
-                return;
-            }
-            self.remove_entries(&[facts.number], EntryState::Cancelled, why);
+            self.cancel_as(facts.number, why);
             return;
         }
         if let Some(e) = self.entry_mut(facts.number) {
             e.pr_facts = facts.clone();
         }
         self.readiness_stale = true;
+    }
+
+    /// Cancels `pr`'s entry for `why` (the Git host closed, merged or changed it); during its
+    /// merge, once the merge is over: the merge may already have happened, and its answer
+    /// decides.
+    pub fn cancel_as(&mut self, pr: PrNumber, why: &str) {
+        if self.merging_prs().contains(&pr) {
+            if let Some(e) = self.entry_mut(pr) {
+                e.cancel_after_merge = Some(why.to_owned());
+            }
+            return;
+        }
+        self.remove_entries(&[pr], EntryState::Cancelled, why);
     }
 
     /// Cancels the entries the Git host closed or changed during their merge, once no merge

@@ -50,6 +50,9 @@ impl Work {
             (Effect::CreateTestBranch { run_id, .. }, EffectOutcome::BranchConflict { pr }) => {
                 self.branch_conflict(run_id, *pr);
             }
+            (Effect::CreateTestBranch { run_id, .. }, EffectOutcome::MergedOutside { pr }) => {
+                self.merged_outside(run_id, *pr);
+            }
             (
                 Effect::Merge {
                     run_id,

@@ -123,6 +123,17 @@ impl Work {
         }
     }
 
+    /// Building run `run_id`'s branch found `pr`'s head already on the target: it was merged
+    /// outside the queue, as the Git host says too once its delivery comes (a push to the
+    /// target may be handled first, restarting the groups holding it). Its entry is cancelled
+    /// (`pr_merged`), as that delivery would, and its groups restart without it, rather than
+    /// the run failing for a branch that could not be built.
+    pub fn merged_outside(&mut self, run_id: &str, pr: PrNumber) {
+        if self.s.run_in_progress(run_id) && self.entry(pr).is_some() {
+            self.cancel_as(pr, super::reason::PR_MERGED);
+        }
+    }
+
     /// A commit status arrived for `sha`.
     pub fn status_reported(&mut self, sha: &Sha, status: &StatusReport) {
         self.record_on_live_run(sha, |run| record_status(run, status));

@@ -11,7 +11,7 @@ use super::client::identity;
 use super::client::{Client, escape, repo_path};
 use super::identity::Identity;
 use super::merge::{create_commit, git_commit};
-use super::pulls::branch_head;
+use super::pulls::{branch_head, contains};
 use super::wire::MergeCommitWire;
 use crate::error::{HostError, HostResult};
 use crate::port::{TestBranchOutcome, TestBranchRequest};
@@ -33,6 +33,15 @@ struct Merged<'a> {
 enum Chain<'a> {
     Built(Vec<Merged<'a>>),
     Conflict(PrNumber),
+    MergedOutside(PrNumber),
+}
+
+/// What merging one head into the branch gave.
+enum Step<'a> {
+    Merged(Merged<'a>),
+    Conflict,
+    /// The head is already in the base the branch was built on.
+    InTheBase,
 }
 
 /// Builds the test branch; a branch left half-built (a conflict, an error) is deleted.
@@ -47,7 +56,9 @@ pub(crate) async fn create(
     let built = build(client, repo, request, &base).await;
     match &built {
         Ok(TestBranchOutcome::Created { .. }) => {}
-        Ok(TestBranchOutcome::Conflict { .. }) => delete(client, repo, &request.branch).await?,
+        Ok(TestBranchOutcome::Conflict { .. } | TestBranchOutcome::MergedOutside { .. }) => {
+            delete(client, repo, &request.branch).await?
+        }
         Err(_) => {
             if let Err(e) = delete(client, repo, &request.branch).await {
                 tracing::warn!(branch = %request.branch, error = %e, "could not remove a half-built test branch");
@@ -78,6 +89,7 @@ async fn build(
     let merges = match merge_heads(client, repo, request, base).await? {
         Chain::Built(merges) => merges,
         Chain::Conflict(pr) => return Ok(TestBranchOutcome::Conflict { pr }),
+        Chain::MergedOutside(pr) => return Ok(TestBranchOutcome::MergedOutside { pr }),
     };
     let sha = restamp(client, repo, &request.branch, base, &merges).await?;
     Ok(TestBranchOutcome::Created {
@@ -96,22 +108,23 @@ async fn merge_heads<'a>(
     let mut merges: Vec<Merged<'a>> = Vec::with_capacity(request.prs.len());
     for pr in &request.prs {
         let tip = merges.last().map_or(base, |m| &m.sha);
-        match merge_head(client, repo, &request.branch, tip, pr).await? {
-            Some(merged) => merges.push(merged),
-            None => return Ok(Chain::Conflict(pr.pr)),
+        match merge_head(client, repo, &request.branch, (base, tip), pr).await? {
+            Step::Merged(merged) => merges.push(merged),
+            Step::Conflict => return Ok(Chain::Conflict(pr.pr)),
+            Step::InTheBase => return Ok(Chain::MergedOutside(pr.pr)),
         }
     }
     Ok(Chain::Built(merges))
 }
 
-/// Merges `pr`'s head into the branch, whose tip is `tip`; `None` when they conflict.
+/// Merges `pr`'s head into the branch built on `base`, whose tip is `tip`.
 async fn merge_head<'a>(
     client: &Client,
     repo: &RepoRef,
     branch: &str,
-    tip: &Sha,
+    (base, tip): (&Sha, &Sha),
     pr: &'a BranchPr,
-) -> HostResult<Option<Merged<'a>>> {
+) -> HostResult<Step<'a>> {
     let payload = json!({
         "base": branch,
         "head": pr.head_sha.as_str(),
@@ -124,16 +137,21 @@ async fn merge_head<'a>(
     match reply.status {
         StatusCode::CREATED => {
             let made: MergeCommitWire = reply.json()?;
-            Ok(Some(Merged {
+            Ok(Step::Merged(Merged {
                 pr,
                 sha: Sha::new(made.sha),
                 tree: made.commit.tree.sha,
             }))
         }
+        StatusCode::NO_CONTENT
+            if contains(client, repo, pr.head_sha.as_str(), base.as_str()).await? =>
+        {
+            Ok(Step::InTheBase)
+        }
         StatusCode::NO_CONTENT => merge_already_made(client, repo, branch, tip, pr)
             .await
-            .map(Some),
-        StatusCode::CONFLICT => Ok(None),
+            .map(Step::Merged),
+        StatusCode::CONFLICT => Ok(Step::Conflict),
         _ => Err(reply.error()),
     }
 }

@@ -30,8 +30,7 @@ pub(crate) async fn facts(
 ) -> HostResult<PrFacts> {
     let wire = pull(client, repo, pr).await?;
     let open = wire.pr_state() == PrState::Open;
-    let based_on_target_head =
-        open && contains_branch(client, repo, target, &wire.head.sha).await?;
+    let based_on_target_head = open && contains(client, repo, target, &wire.head.sha).await?;
     let review = match open {
         true => review(client, repo, pr).await?,
         false => Review::default(),
@@ -74,17 +73,18 @@ pub(crate) async fn review(client: &Client, repo: &RepoRef, pr: PrNumber) -> Hos
     }
 }
 
-/// Whether `head` contains the head of `branch` (the compare API: nothing behind).
-async fn contains_branch(
+/// Whether `head` (a branch or a commit) contains `base` (a branch's head, or a commit): the
+/// compare API finds it nothing behind.
+pub(crate) async fn contains(
     client: &Client,
     repo: &RepoRef,
-    branch: &str,
+    base: &str,
     head: &str,
 ) -> HostResult<bool> {
     let path = format!(
         "{}/compare/{}...{}?per_page=1",
         repo_path(repo),
-        escape(branch),
+        escape(base),
         escape(head)
     );
     let compare: Option<Compare> = client.get_optional(repo, &path).await?;

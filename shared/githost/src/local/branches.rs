@@ -48,8 +48,20 @@ pub(crate) async fn merge_chain(
     Ok(Chain::Built(tip))
 }
 
+/// The first of `prs` whose head is already in `base` (merged outside the queue), if any.
+async fn merged_into(git: &Git, base: &Sha, prs: &[BranchPr]) -> HostResult<Option<PrNumber>> {
+    for pr in prs {
+        let head = commit(git, "head_sha", &pr.head_sha).await?;
+        if git.is_ancestor(&head, base).await? {
+            return Ok(Some(pr.pr));
+        }
+    }
+    Ok(None)
+}
+
 /// Builds the test branch; an existing branch of that name is rebuilt (its old value is the
-/// expected one), and removed when the new build conflicts.
+/// expected one), and removed when the new build conflicts or finds a pull request already
+/// merged into the base.
 pub(crate) async fn create(
     git: &Git,
     request: &TestBranchRequest,
@@ -61,6 +73,12 @@ pub(crate) async fn create(
     };
     let name = branch_ref(&request.branch);
     let existing = git.resolve(&name).await?;
+    if let Some(pr) = merged_into(git, &base, &request.prs).await? {
+        if let Some(old) = existing {
+            git.delete_ref(&name, old.as_str()).await?;
+        }
+        return Ok(TestBranchOutcome::MergedOutside { pr });
+    }
     match merge_chain(git, &base, &request.prs, Some(&request.branch)).await? {
         Chain::Conflict(pr) => {
             if let Some(old) = existing {

@@ -172,6 +172,12 @@ impl State {
         if let Some(id) = rest.strip_prefix("/issues/comments/") {
             return self.update_comment(id, &body);
         }
+        if let Some((base, head)) = rest
+            .strip_prefix("/compare/")
+            .and_then(|r| r.split_once("..."))
+        {
+            return self.compare(base, head);
+        }
         match (method, rest) {
             ("POST", "/git/refs") => self.create_ref(&body),
             ("POST", "/git/commits") => self.create_commit(&body),
@@ -282,6 +288,23 @@ impl State {
         let answer = merge_json(&commit);
         self.commits.insert(commit.sha.clone(), commit);
         ResponseTemplate::new(201).set_body_json(answer)
+    }
+
+    /// `GET /compare/{base}...{head}` of two commits (abridged: one commit behind or ahead
+    /// stands for any number).
+    fn compare(&self, base: &str, head: &str) -> ResponseTemplate {
+        if !self.commits.contains_key(base) || !self.commits.contains_key(head) {
+            return not_found();
+        }
+        let behind_by = u32::from(!self.contains(head, base));
+        let ahead_by = u32::from(!self.contains(base, head));
+        let status = match (ahead_by, behind_by) {
+            (0, 0) => "identical",
+            (_, 0) => "ahead",
+            (0, _) => "behind",
+            _ => "diverged",
+        };
+        ok(json!({"status": status, "ahead_by": ahead_by, "behind_by": behind_by}))
     }
 
     /// Whether `ancestor` is `sha` or one of its ancestors.

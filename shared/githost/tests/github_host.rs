@@ -775,6 +775,8 @@ async fn client_errors_are_typed() {
     ));
 }
 
+/// The merges are made on the test branch's building branch, and the test branch is created
+/// once, at the last merge: CI that runs on pushes to test branches runs once per build.
 #[tokio::test]
 async fn a_test_branch_is_the_base_plus_one_merge_per_pull_request() {
     let server = MockServer::start().await;
@@ -786,12 +788,28 @@ async fn a_test_branch_is_the_base_plus_one_merge_per_pull_request() {
         ref_json("main", BASE),
     )
     .await;
+    let building = "mq-build/mq/main/run-1";
     Mock::given(method("POST"))
         .and(path(format!("{REPO}/git/refs")))
         .and(body_partial_json(
-            json!({ "ref": "refs/heads/mq/main/run-1", "sha": BASE }),
+            json!({ "ref": format!("refs/heads/{building}"), "sha": BASE }),
         ))
-        .respond_with(ResponseTemplate::new(201).set_body_json(ref_json("mq/main/run-1", BASE)))
+        .respond_with(ResponseTemplate::new(201).set_body_json(ref_json(building, BASE)))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{REPO}/git/refs")))
+        .and(body_partial_json(
+            json!({ "ref": "refs/heads/mq/main/run-1", "sha": "c2c2" }),
+        ))
+        .respond_with(ResponseTemplate::new(201).set_body_json(ref_json("mq/main/run-1", "c2c2")))
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("DELETE"))
+        .and(path(format!("{REPO}/git/refs/heads/{building}")))
+        .respond_with(ResponseTemplate::new(204))
         .expect(1)
         .mount(&server)
         .await;
@@ -799,9 +817,7 @@ async fn a_test_branch_is_the_base_plus_one_merge_per_pull_request() {
     for (head, made) in [(HEAD1, "c1c1"), (HEAD2, "c2c2")] {
         Mock::given(method("POST"))
             .and(path(format!("{REPO}/merges")))
-            .and(body_partial_json(
-                json!({ "base": "mq/main/run-1", "head": head }),
-            ))
+            .and(body_partial_json(json!({ "base": building, "head": head })))
             .respond_with(ResponseTemplate::new(201).set_body_json(merge_json(
                 made,
                 "t",
@@ -813,14 +829,12 @@ async fn a_test_branch_is_the_base_plus_one_merge_per_pull_request() {
             .await;
         tip = made;
     }
-    // Without stamps, GitHub's merge commits are kept as they are.
-    for verb in ["PATCH", "DELETE"] {
-        Mock::given(method(verb))
-            .respond_with(ResponseTemplate::new(200))
-            .expect(0)
-            .mount(&server)
-            .await;
-    }
+    // Without stamps, GitHub's merge commits are kept as they are; no branch is moved.
+    Mock::given(method("PATCH"))
+        .respond_with(ResponseTemplate::new(200))
+        .expect(0)
+        .mount(&server)
+        .await;
     Mock::given(method("POST"))
         .and(path(format!("{REPO}/git/commits")))
         .respond_with(ResponseTemplate::new(201))
@@ -860,9 +874,13 @@ async fn a_conflicting_merge_names_the_pull_request_and_deletes_the_branch() {
     )
     .await;
     Mock::given(method("PATCH"))
-        .and(path(format!("{REPO}/git/refs/heads/mq/main/run-2")))
+        .and(path(format!(
+            "{REPO}/git/refs/heads/mq-build/mq/main/run-2"
+        )))
         .and(body_partial_json(json!({ "sha": BASE, "force": true })))
-        .respond_with(ResponseTemplate::new(200).set_body_json(ref_json("mq/main/run-2", BASE)))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(ref_json("mq-build/mq/main/run-2", BASE)),
+        )
         .expect(1)
         .mount(&server)
         .await;
@@ -885,12 +903,15 @@ async fn a_conflicting_merge_names_the_pull_request_and_deletes_the_branch() {
         message("Merge conflict"),
     )
     .await;
-    Mock::given(method("DELETE"))
-        .and(path(format!("{REPO}/git/refs/heads/mq/main/run-2")))
-        .respond_with(ResponseTemplate::new(204))
-        .expect(1)
-        .mount(&server)
-        .await;
+    // The building branch, and the test branch an earlier build left.
+    for branch in ["mq-build/mq/main/run-2", "mq/main/run-2"] {
+        Mock::given(method("DELETE"))
+            .and(path(format!("{REPO}/git/refs/heads/{branch}")))
+            .respond_with(ResponseTemplate::new(204))
+            .expect(1)
+            .mount(&server)
+            .await;
+    }
     let request = TestBranchRequest {
         branch: "mq/main/run-2".into(),
         target: "main".into(),
@@ -988,8 +1009,8 @@ async fn a_stamped_merge_commit_is_the_same_commit_in_every_test_branch() {
     );
 }
 
-/// A stamped merge commit keeps the tree GitHub's merge gave, and the branch moves to the
-/// rewritten tip with one forced update.
+/// A stamped merge commit keeps the tree GitHub's merge gave, and the test branch is written
+/// once, at the rewritten tip.
 #[tokio::test]
 async fn a_stamped_test_branch_keeps_the_merged_trees() {
     let server = MockServer::start().await;
@@ -1018,12 +1039,18 @@ async fn a_stamped_test_branch_keeps_the_merged_trees() {
         github.get_commit(&stamped).tree
     );
     let requests = server.received_requests().await.unwrap();
-    let updates: Vec<Value> = requests
+    let writes: Vec<Value> = requests
         .iter()
-        .filter(|r| r.method.as_str() == "PATCH")
-        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .filter(|r| matches!(r.method.as_str(), "POST" | "PATCH"))
+        .map(|r| serde_json::from_slice::<Value>(&r.body).unwrap())
+        .filter(|body| body["ref"] == "refs/heads/mq/main/run-3" || body.get("force").is_some())
         .collect();
-    assert_eq!(updates, vec![json!({ "sha": stamped, "force": true })]);
+    assert_eq!(
+        writes,
+        vec![json!({ "ref": "refs/heads/mq/main/run-3", "sha": stamped })]
+    );
+    assert_eq!(github.branch("mq/main/run-3"), Some(stamped));
+    assert_eq!(github.branch("mq-build/mq/main/run-3"), None);
 }
 
 /// The merges API answers 204 to a retried merge whose first attempt merged the head: the

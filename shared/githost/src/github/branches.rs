@@ -1,11 +1,14 @@
-//! Test branches on GitHub: a ref at the base, then the merges API once per pull request head
-//! (GitHub computes each merge; a conflict deletes the ref again).
+//! Test branches on GitHub: a building branch (`mq-build/...`, [`building_branch`]) at the
+//! base, then the merges API once per pull request head (GitHub computes each merge), then the
+//! test branch pointed at the finished tip once, and the building branch deleted. CI that runs
+//! on pushes to the test branches therefore runs once per build, on what is to be tested, not
+//! once per merge the build made.
 //!
 //! A stamped pull request's merge commit is then written again with the git data API from the
 //! merge's tree, its parents, its message and its stamp's time, authored and committed by the
 //! adapter's identity: every test branch holding that merge holds the same commit. The chain is
-//! written again from its first stamped pull request on, and the branch is pointed at the new
-//! tip once. Without stamps the branch keeps GitHub's merge commits.
+//! written again from its first stamped pull request on. Without stamps the branch gets
+//! GitHub's merge commits.
 
 use super::client::identity;
 use super::client::{Client, escape, repo_path};
@@ -44,7 +47,18 @@ enum Step<'a> {
     InTheBase,
 }
 
-/// Builds the test branch; a branch left half-built (a conflict, an error) is deleted.
+/// The branch a test branch is built on before it is pointed at the result: `mq-test/...`
+/// becomes `mq-build/...`, any other name gets `mq-build/` in front.
+pub(crate) fn building_branch(branch: &str) -> String {
+    format!(
+        "mq-build/{}",
+        branch.strip_prefix("mq-test/").unwrap_or(branch)
+    )
+}
+
+/// Builds the test branch on its building branch, which is deleted however the build ends;
+/// the test branch is pointed at the result, or deleted when the build conflicts or finds a
+/// pull request already merged (an earlier build's may be there).
 pub(crate) async fn create(
     client: &Client,
     repo: &RepoRef,
@@ -52,20 +66,24 @@ pub(crate) async fn create(
 ) -> HostResult<TestBranchOutcome> {
     validate::test_branch_request(request)?;
     let base = base_of(client, repo, request).await?;
-    point_branch_at(client, repo, &request.branch, &base).await?;
+    let scratch = building_branch(&request.branch);
+    point_branch_at(client, repo, &scratch, &base).await?;
     let built = build(client, repo, request, &base).await;
-    match &built {
-        Ok(TestBranchOutcome::Created { .. }) => {}
-        Ok(TestBranchOutcome::Conflict { .. } | TestBranchOutcome::MergedOutside { .. }) => {
-            delete(client, repo, &request.branch).await?
-        }
-        Err(_) => {
-            if let Err(e) = delete(client, repo, &request.branch).await {
-                tracing::warn!(branch = %request.branch, error = %e, "could not remove a half-built test branch");
+    if let Err(e) = delete(client, repo, &scratch).await {
+        tracing::warn!(branch = %scratch, error = %e, "could not remove a building branch");
+    }
+    match built? {
+        created @ TestBranchOutcome::Created { .. } => {
+            if let TestBranchOutcome::Created { sha, .. } = &created {
+                point_branch_at(client, repo, &request.branch, sha).await?;
             }
+            Ok(created)
+        }
+        refused => {
+            delete(client, repo, &request.branch).await?;
+            Ok(refused)
         }
     }
-    built
 }
 
 async fn base_of(client: &Client, repo: &RepoRef, request: &TestBranchRequest) -> HostResult<Sha> {
@@ -117,7 +135,8 @@ async fn merge_heads<'a>(
     Ok(Chain::Built(merges))
 }
 
-/// Merges `pr`'s head into the branch built on `base`, whose tip is `tip`.
+/// Merges `pr`'s head into test branch `branch`'s building branch, built on `base`, whose
+/// tip is `tip`.
 async fn merge_head<'a>(
     client: &Client,
     repo: &RepoRef,
@@ -125,8 +144,9 @@ async fn merge_head<'a>(
     (base, tip): (&Sha, &Sha),
     pr: &'a BranchPr,
 ) -> HostResult<Step<'a>> {
+    let scratch = building_branch(branch);
     let payload = json!({
-        "base": branch,
+        "base": scratch,
         "head": pr.head_sha.as_str(),
         "commit_message": merge_message(pr, Some(branch)),
     });
@@ -148,7 +168,7 @@ async fn merge_head<'a>(
         {
             Ok(Step::InTheBase)
         }
-        StatusCode::NO_CONTENT => merge_already_made(client, repo, branch, tip, pr)
+        StatusCode::NO_CONTENT => merge_already_made(client, repo, &scratch, tip, pr)
             .await
             .map(Step::Merged),
         StatusCode::CONFLICT => Ok(Step::Conflict),
@@ -189,7 +209,8 @@ async fn merge_already_made<'a>(
 }
 
 /// The branch's tip: GitHub's last merge when nothing is stamped, else the chain written again
-/// from its first stamped pull request on, with the branch pointed at it.
+/// from its first stamped pull request on (`branch` names the test branch in unstamped
+/// messages).
 async fn restamp(
     client: &Client,
     repo: &RepoRef,
@@ -209,7 +230,6 @@ async fn restamp(
     for merged in &merges[first..] {
         tip = write_merge(client, repo, branch, &tip, merged, &identity).await?;
     }
-    force_branch(client, repo, branch, &tip).await?;
     Ok(tip)
 }
 

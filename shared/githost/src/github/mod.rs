@@ -181,8 +181,12 @@ impl GitHost for GitHubHost {
         merge::landed(&self.client, repo, request).await
     }
 
+    /// Deletes the branch, and its building branch, which a build cut short (the function
+    /// stopped) may have left.
     async fn delete_branch(&self, repo: &RepoRef, branch: &str) -> HostResult<()> {
         self.check_repo(repo)?;
+        let building = branches::building_branch(branch);
+        branches::delete(&self.client, repo, &building).await?;
         branches::delete(&self.client, repo, branch).await
     }
 

@@ -153,11 +153,14 @@ fn basis_changed() -> DomainError {
 /// and the store. When they changed before the commit, the pull request may have been merged,
 /// closed or submitted meanwhile, and its facts are read again (a submission racing with the
 /// merge of the same pull request must not enqueue it again). Other pull requests submitted
-/// meanwhile change nothing, whether still in the queue or concluded since.
+/// meanwhile change nothing, whether still in the queue or concluded since. With direct merges
+/// on, the target's head is part of it too: whether the pull request is based on the target's
+/// head, read from the Git host, decides whether it merges untested.
 #[derive(Debug, PartialEq, Eq)]
 struct SubmissionBasis {
     entry: EntryBasis,
     settings: (QueueMode, DirectMergeMode, Vec<String>),
+    target_head: Option<Sha>,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -178,6 +181,7 @@ impl SubmissionBasis {
         Self {
             entry,
             settings: settings_read(queue),
+            target_head: target_head_read(queue),
         }
     }
 
@@ -190,7 +194,18 @@ impl SubmissionBasis {
             (EntryBasis::Inactive { next_seq }, None) => none_concluded_since(now, *next_seq, pr),
             _ => false,
         };
-        entry_holds && settings_read(&now.queue) == self.settings
+        entry_holds
+            && settings_read(&now.queue) == self.settings
+            && target_head_read(&now.queue) == self.target_head
+    }
+}
+
+/// The target's head as a submission's events depend on it: with direct merges on, the Git
+/// host's word that the pull request is based on it; otherwise nothing.
+fn target_head_read(queue: &Queue) -> Option<Sha> {
+    match queue.config.direct_merge_mode {
+        DirectMergeMode::Off => None,
+        _ => queue.engine.target_head.clone(),
     }
 }
 
@@ -540,6 +555,27 @@ mod tests {
         assert!(!seen.holds_in(&now, 1));
         let active = after(&read, &[submitted(1)]);
         assert!(!seen.holds_in(&active, 1), "now active");
+    }
+
+    /// With direct merges on, the target moving meanwhile voids a submission: whether the pull
+    /// request is based on the target's head (and merges untested) was read for the old head.
+    #[tokio::test]
+    async fn with_direct_merges_the_target_moving_voids_a_submission() {
+        let mut read = empty_queue().await;
+        read.queue.config.direct_merge_mode = DirectMergeMode::Always;
+        read.queue.engine.target_head = Some(Sha::new("a".repeat(40)));
+        let seen = SubmissionBasis::of(&read.queue, None);
+        let mut now = read.clone();
+        assert!(seen.holds_in(&now, 1));
+        now.queue.engine.target_head = Some(Sha::new("b".repeat(40)));
+        assert!(!seen.holds_in(&now, 1));
+        now.queue.config.direct_merge_mode = DirectMergeMode::Off;
+        let off = SubmissionBasis::of(&now.queue, None);
+        now.queue.engine.target_head = Some(Sha::new("c".repeat(40)));
+        assert!(
+            off.holds_in(&now, 1),
+            "without direct merges the head is not read"
+        );
     }
 
     /// More entries concluded meanwhile than the queue remembers: which pull requests they

@@ -155,8 +155,11 @@ async fn run_effects(app: &App, id: &QueueId, committed: Applied) {
     let Ok(host) = app.host() else {
         return;
     };
-    let deadline = committed.deadline;
-    let cut = Some((committed.effects_until).unwrap_or(deadline + EFFECT_OVERRUN));
+    // Effects stop at `cut`; none starts within EFFECT_OVERRUN of it (a request: after its
+    // deadline), so each started has that long at least.
+    let cut = (committed.effects_until).unwrap_or(committed.deadline + EFFECT_OVERRUN);
+    let deadline = committed.deadline.min(cut - EFFECT_OVERRUN);
+    let cut = Some(cut);
     let mut effects = committed.transition.effects;
     let mut current = committed.transition.snapshot;
     for _ in 0..EFFECT_ROUNDS {

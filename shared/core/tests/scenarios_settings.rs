@@ -951,6 +951,27 @@ fn the_testing_timeout_counts_from_the_built_branch() {
     assert_eq!(h.conclusion(1), "timeout");
 }
 
+/// A branch deleted (or pushed to) by someone else is built again, and the run keeps its first
+/// start: a bot that keeps deleting test branches does not put the timeout off for ever.
+#[test]
+fn a_branch_built_again_keeps_the_run_s_first_start() {
+    let mut h = Harness::with(SettingsPatch {
+        testing_timeout_minutes: Some(30),
+        ..Default::default()
+    });
+    h.submit(1);
+    let run = h.run_of(1);
+    h.advance_minutes(20);
+    h.ok(Event::BranchObserved {
+        run_id: run.clone(),
+        sha: None,
+    });
+    assert!(h.run(&run).unwrap().sha.is_some(), "built again");
+    h.advance_minutes(10);
+    h.tick();
+    assert_eq!(h.conclusion(1), "timeout");
+}
+
 #[test]
 fn an_effect_that_keeps_failing_is_given_up_and_its_run_fails() {
     let mut h = queue(1);

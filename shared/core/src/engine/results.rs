@@ -53,7 +53,9 @@ impl Work {
         }
         run.sha = Some(sha.clone());
         run.base_sha = Some(base_sha.clone());
-        run.started_at = Some(now);
+        // A branch built again (someone pushed to it, or deleted it) keeps its first start:
+        // the testing timeout is not put off by whoever keeps doing so.
+        run.started_at.get_or_insert(now);
         run.required = Some(if own.is_empty() {
             required.clone()
         } else {

@@ -296,7 +296,6 @@ async fn a_restart_after_a_failure_is_tested_anew(backend: Backend) {
     assert_eq!(env.pull_request(&repo, 1).await["state"], "testing");
 }
 
-/// The run testing `pr` once it is no longer `old`.
 /// Someone merges a queued pull request by hand (`main` moves to its head), and the queue
 /// learns of it as a moved target before (or without) hearing the pull request was merged:
 /// the groups restart on the new head, and #2, found already on it, is cancelled as merged
@@ -324,6 +323,7 @@ async fn a_pull_request_merged_by_hand_is_cancelled_as_merged_outside(backend: B
     assert_eq!(repo.tree("main"), repo.tree(&fresh.sha));
 }
 
+/// The run testing `pr` once it is no longer `old`.
 async fn wait_for_new_run(env: &LiveEnv, repo: &GitRepo, pr: u32, old: &Run) -> Run {
     e2e::live::wait_for("a new run", || async {
         match env.current_run(repo, pr).await {

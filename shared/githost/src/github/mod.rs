@@ -181,13 +181,16 @@ impl GitHost for GitHubHost {
         merge::landed(&self.client, repo, request).await
     }
 
-    /// Deletes the branch, and its building branch, which a build cut short (the function
-    /// stopped) may have left.
+    /// Deletes the branch, then its building branch, which a build cut short (the function
+    /// stopped) may have left; failing to delete that one is only logged.
     async fn delete_branch(&self, repo: &RepoRef, branch: &str) -> HostResult<()> {
         self.check_repo(repo)?;
+        branches::delete(&self.client, repo, branch).await?;
         let building = branches::building_branch(branch);
-        branches::delete(&self.client, repo, &building).await?;
-        branches::delete(&self.client, repo, branch).await
+        if let Err(e) = branches::delete(&self.client, repo, &building).await {
+            tracing::warn!(branch = %building, error = %e, "could not delete a building branch");
+        }
+        Ok(())
     }
 
     async fn upsert_comment(&self, repo: &RepoRef, pr: PrNumber, body: &str) -> HostResult<()> {

@@ -18,6 +18,7 @@ use super::shell::{commit_step, load_for};
 use crate::app::App;
 use crate::error::ServiceError;
 use mq_core::DomainError;
+use mq_core::effects::PendingEffect;
 use mq_core::engine::{Ctx, Event, Transition, step};
 use mq_core::ids::{OrgId, QueueId};
 use mq_core::snapshot::{Queue, QueueSnapshot};
@@ -144,6 +145,19 @@ fn seed() -> u64 {
     uuid::Uuid::new_v4().as_u64_pair().0
 }
 
+/// When `effect`'s lease ends, [`LEASE_MARGIN`] early; `None` when that has passed. Once its
+/// lease is over the tick may hand the effect out again: an execution still under way then
+/// could land after a newer one (an older comment over the newer), so it is cut there.
+fn lease_end(app: &App, effect: &PendingEffect) -> Option<Instant> {
+    let left = effect.next_attempt_at.millis_since(app.now());
+    let left = Duration::from_millis(u64::try_from(left).ok()?).checked_sub(LEASE_MARGIN)?;
+    Some(Instant::now() + left)
+}
+
+/// How long before its lease ends an effect's execution is cut ([`lease_end`]): the Git host
+/// may still act on a request sent just before.
+const LEASE_MARGIN: Duration = Duration::from_secs(2);
+
 /// Executes the effects a committed step emitted and reports their outcomes, round after
 /// round, each round starting from the snapshot the previous one committed, until `deadline`
 /// (the request's): no effect starts after it, and a round's commit retries conflicts until
@@ -159,7 +173,6 @@ async fn run_effects(app: &App, id: &QueueId, committed: Applied) {
     // deadline), so each started has that long at least.
     let cut = (committed.effects_until).unwrap_or(committed.deadline + EFFECT_OVERRUN);
     let deadline = committed.deadline.min(cut - EFFECT_OVERRUN);
-    let cut = Some(cut);
     let mut effects = committed.transition.effects;
     let mut current = committed.transition.snapshot;
     for _ in 0..EFFECT_ROUNDS {
@@ -176,11 +189,12 @@ async fn run_effects(app: &App, id: &QueueId, committed: Applied) {
                 tracing::warn!("effects left to the tick: the request's time is up");
                 break;
             }
-            if app.now() >= effect.next_attempt_at {
+            let Some(lease_end) = lease_end(app, effect) else {
                 tracing::debug!(effect = %effect.id, "lease over; left to the tick");
                 continue;
-            }
-            outcomes.push(effects::execute(host, &current.queue, effect, cut).await);
+            };
+            let effect_cut = Some(cut.min(lease_end));
+            outcomes.push(effects::execute(host, &current.queue, effect, effect_cut).await);
         }
         match commit_outcomes(app, id, &outcomes, current, deadline).await {
             Ok(next) => {
@@ -201,6 +215,35 @@ mod tests {
     use crate::app::SystemClock;
     use crate::test_queue::{acme_queue_in_memory, concurrency};
     use std::sync::Arc;
+
+    /// An effect is executed only within its lease, and cut [`LEASE_MARGIN`] before it ends:
+    /// then the tick may hand it out again, and an execution still under way could land after
+    /// a newer one.
+    #[tokio::test]
+    async fn an_effect_is_cut_before_its_lease_ends() {
+        let (store, _) = acme_queue_in_memory().await;
+        let now = Timestamp(1_800_000_000_000);
+        let app = App::new(store, Arc::new(crate::app::ManualClock::new(now)));
+        let leased_for = |ms| PendingEffect {
+            id: "fx1".into(),
+            effect: mq_core::engine::Effect::DeleteBranch {
+                branch: "mq-test/main/run-1".into(),
+            },
+            created_at: now,
+            attempts: 0,
+            next_attempt_at: now.plus_millis(ms),
+            last_error: None,
+            held: false,
+        };
+        let end = lease_end(&app, &leased_for(30_000)).expect("within its lease");
+        let left = end - Instant::now();
+        assert!(
+            left <= Duration::from_secs(28) && left > Duration::from_secs(27),
+            "{left:?}"
+        );
+        assert_eq!(lease_end(&app, &leased_for(1_000)), None, "too little left");
+        assert_eq!(lease_end(&app, &leased_for(-1_000)), None, "over");
+    }
 
     /// A round of effects ended after the request's deadline, and another writer committed
     /// meanwhile: its outcomes are still committed, on the queue as it now is.

@@ -172,7 +172,8 @@ async fn run_effects(app: &App, id: &QueueId, committed: Applied) {
     // Effects stop at `cut`; none starts within EFFECT_OVERRUN of it (a request: after its
     // deadline), so each started has that long at least.
     let cut = (committed.effects_until).unwrap_or(committed.deadline + EFFECT_OVERRUN);
-    let deadline = committed.deadline.min(cut - EFFECT_OVERRUN);
+    let start_by = cut.checked_sub(EFFECT_OVERRUN).unwrap_or(cut);
+    let deadline = committed.deadline.min(start_by);
     let mut effects = committed.transition.effects;
     let mut current = committed.transition.snapshot;
     for _ in 0..EFFECT_ROUNDS {

@@ -44,7 +44,8 @@ pub const START_QUEUES_FOR: Duration = Duration::from_secs(30);
 /// failed attempt, retried later, so that it is never killed with the function, which stops
 /// after 60 s: killed, it would be neither done nor counted, and handed out again every
 /// minute, for ever. It leaves the outcomes' commit time within the minute, and ends before
-/// the queue's lease ([`LEASE_MILLIS`], taken after the tick's start) does.
+/// the queue's lease ([`LEASE_MILLIS`], taken after the tick's start) does. Each effect is
+/// also cut before its own lease ends (see `drive`).
 pub const EFFECTS_FOR: Duration = Duration::from_secs(45);
 
 /// How many queues a tick works at once. A queue's tick mostly waits on the Git host (a

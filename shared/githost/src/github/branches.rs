@@ -72,18 +72,14 @@ pub(crate) async fn create(
     if let Err(e) = delete(client, repo, &scratch).await {
         tracing::warn!(branch = %scratch, error = %e, "could not remove a building branch");
     }
-    match built? {
-        created @ TestBranchOutcome::Created { .. } => {
-            if let TestBranchOutcome::Created { sha, .. } = &created {
-                point_branch_at(client, repo, &request.branch, sha).await?;
-            }
-            Ok(created)
+    let outcome = built?;
+    match &outcome {
+        TestBranchOutcome::Created { sha, .. } => {
+            point_branch_at(client, repo, &request.branch, sha).await?
         }
-        refused => {
-            delete(client, repo, &request.branch).await?;
-            Ok(refused)
-        }
+        _ => delete(client, repo, &request.branch).await?,
     }
+    Ok(outcome)
 }
 
 async fn base_of(client: &Client, repo: &RepoRef, request: &TestBranchRequest) -> HostResult<Sha> {

@@ -323,10 +323,7 @@ fn a_higher_concurrency_starts_more_and_a_lower_one_sends_the_last_back() {
 
 #[test]
 fn a_run_in_progress_past_the_timeout_is_cancelled_and_fails() {
-    let mut h = Harness::with(SettingsPatch {
-        testing_timeout_minutes: Some(30),
-        ..Default::default()
-    });
+    let mut h = timing_out_after_30_minutes();
     h.submit(1);
     let run = h.run_of(1);
     h.advance_minutes(29);
@@ -889,12 +886,7 @@ fn a_failed_effect_is_retried_by_the_tick_with_backoff() {
     let mut h = queue(1);
     h.auto_execute = false;
     h.submit(1);
-    let create = h
-        .pending
-        .iter()
-        .find(|x| matches!(x.effect, Effect::CreateTestBranch { .. }))
-        .cloned()
-        .unwrap();
+    let create = pending_branch_build(&h);
     h.pending.clear();
     h.ok(Event::EffectFailed {
         effect_id: create.id.clone(),
@@ -919,18 +911,10 @@ fn a_failed_effect_is_retried_by_the_tick_with_backoff() {
 /// (`an_effect_that_keeps_failing_is_given_up_and_its_run_fails`).
 #[test]
 fn the_testing_timeout_counts_from_the_built_branch() {
-    let mut h = Harness::with(SettingsPatch {
-        testing_timeout_minutes: Some(30),
-        ..Default::default()
-    });
+    let mut h = timing_out_after_30_minutes();
     h.auto_execute = false;
     h.submit(1);
-    let create = h
-        .pending
-        .iter()
-        .find(|x| matches!(x.effect, Effect::CreateTestBranch { .. }))
-        .cloned()
-        .unwrap();
+    let create = pending_branch_build(&h);
     h.ok(Event::EffectFailed {
         effect_id: create.id.clone(),
         error: "403 rate limit".into(),
@@ -955,10 +939,7 @@ fn the_testing_timeout_counts_from_the_built_branch() {
 /// start: a bot that keeps deleting test branches does not put the timeout off for ever.
 #[test]
 fn a_branch_built_again_keeps_the_run_s_first_start() {
-    let mut h = Harness::with(SettingsPatch {
-        testing_timeout_minutes: Some(30),
-        ..Default::default()
-    });
+    let mut h = timing_out_after_30_minutes();
     h.submit(1);
     let run = h.run_of(1);
     h.advance_minutes(20);
@@ -977,12 +958,7 @@ fn an_effect_that_keeps_failing_is_given_up_and_its_run_fails() {
     let mut h = queue(1);
     h.auto_execute = false;
     h.submit(1);
-    let create = h
-        .pending
-        .iter()
-        .find(|x| matches!(x.effect, Effect::CreateTestBranch { .. }))
-        .cloned()
-        .unwrap();
+    let create = pending_branch_build(&h);
     for _ in 0..MAX_ATTEMPTS {
         h.ok(Event::EffectFailed {
             effect_id: create.id.clone(),
@@ -1006,12 +982,7 @@ fn a_test_branch_the_host_refuses_tells_its_pull_request_why() {
     let mut h = queue(1);
     h.auto_execute = false;
     h.submit(1);
-    let create = h
-        .pending
-        .iter()
-        .find(|x| matches!(x.effect, Effect::CreateTestBranch { .. }))
-        .cloned()
-        .unwrap();
+    let create = pending_branch_build(&h);
     let answer = "invalid: .merge-queue.yaml: required_statuses: invalid type: string \"ci\"";
     h.ok(Event::EffectFailed {
         effect_id: create.id.clone(),
@@ -1424,4 +1395,21 @@ fn a_run_over_while_its_branch_was_built_again_has_the_build_dropped() {
         t.effects.iter().any(|x| deleted(&x.effect)),
         "deleted instead"
     );
+}
+
+/// A queue whose runs time out after 30 minutes.
+fn timing_out_after_30_minutes() -> Harness {
+    Harness::with(SettingsPatch {
+        testing_timeout_minutes: Some(30),
+        ..Default::default()
+    })
+}
+
+/// The test branch build waiting to be executed.
+fn pending_branch_build(h: &Harness) -> mq_core::effects::PendingEffect {
+    h.pending
+        .iter()
+        .find(|x| matches!(x.effect, Effect::CreateTestBranch { .. }))
+        .cloned()
+        .expect("a test branch build pending")
 }

@@ -146,10 +146,10 @@ async fn metrics_parts(app: &App) -> (Vec<Duration>, Vec<Duration>, usize) {
     let (mut reading, mut rendering, mut bytes) = (Vec::new(), Vec::new(), 0);
     for _ in 0..CALLS {
         let started = Instant::now();
-        let figures = figures_of(app, &org, None).await.expect("figures");
+        let (figures, unreadable) = figures_of(app, &org, None).await.expect("figures");
         reading.push(started.elapsed());
         let started = Instant::now();
-        bytes = render(&figures).expect("text").len();
+        bytes = render(&figures, &unreadable).expect("text").len();
         rendering.push(started.elapsed());
     }
     (reading, rendering, bytes)

@@ -330,6 +330,19 @@ pub async fn register_organisations(store: &dyn Store) {
 
 /// A DynamoDB store on the run's moto server, with tables of its own.
 async fn dynamo_store() -> Arc<dyn Store> {
+    dynamo_store_of_its_own().await
+}
+
+/// A fresh DynamoDB store with the test organisations registered, as its own type: for a test
+/// that writes items the store would not (one this version cannot decode, say).
+pub async fn new_dynamo_store() -> Arc<DynamoStore> {
+    let store = dynamo_store_of_its_own().await;
+    register_organisations(store.as_ref()).await;
+    store
+}
+
+/// A fresh DynamoDB store on tables of its own on the run's moto server.
+async fn dynamo_store_of_its_own() -> Arc<DynamoStore> {
     static NEXT: AtomicU32 = AtomicU32::new(0);
     let endpoint = mq_tables::moto::endpoint();
     let client = mq_tables::local_client(&endpoint).await;

@@ -437,3 +437,72 @@ async fn a_real_prometheus_scrapes_the_endpoint() {
         .await;
     assert_eq!(bisection.iter().map(|(_, v)| *v).collect::<Vec<_>>(), [1.0]);
 }
+
+/// On DynamoDB, a queue holding an item this version cannot decode (written by a newer
+/// version, then rolled back; or edited by hand) does not take the organisation's other
+/// queues' figures with it: the scrape answers 200 with the others' series and
+/// `mq_queue_read_failed` at 1 for that queue alone, and `listQueues` names it apart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_queue_leaves_the_others_figures_and_is_named() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use mq_store::dynamo::keys::{PK, SK, entry_sk};
+    use std::collections::HashMap;
+    use std::sync::Arc;
+
+    let store = e2e::new_dynamo_store().await;
+    let clock = Arc::new(e2e::TestClock::default());
+    let app = Arc::new(mq_service::App::new(store.clone(), clock.clone()));
+    let env = TestEnv::serve(Backend::DynamoDb, store.clone(), app, clock).await;
+    env.ok("createQueue", &queue_body("rocket", json!({})))
+        .await;
+    env.ok("createQueue", &queue_body("probe", json!({}))).await;
+    let undecodable = HashMap::from([
+        (
+            PK.to_owned(),
+            AttributeValue::S(rocket_id().as_str().to_owned()),
+        ),
+        (SK.to_owned(), AttributeValue::S(entry_sk(7))),
+        ("state".to_owned(), AttributeValue::N("5".into())),
+    ]);
+    store
+        .client()
+        .put_item()
+        .table_name(&store.tables().queues)
+        .set_item(Some(undecodable))
+        .send()
+        .await
+        .unwrap();
+
+    let acme = scrape(&env, "metrics").await;
+    assert_eq!(acme.value("mq_queue_read_failed", &MAIN), 1.0);
+    let probe = [
+        ("repo", "acme/probe"),
+        ("branch", "main"),
+        ("queue_type", "main"),
+    ];
+    assert_eq!(acme.value("mq_queue_read_failed", &probe), 0.0);
+    assert_eq!(acme.value("mq_queue_depth_current", &probe), 0.0);
+    let rocket_series: Vec<String> = acme
+        .family("mq_")
+        .into_iter()
+        .filter(|s| s.contains(r#"repo="acme/rocket""#))
+        .collect();
+    assert_eq!(
+        rocket_series,
+        [r#"mq_queue_read_failed{branch="main",queue_type="main",repo="acme/rocket"} 1"#]
+    );
+
+    let list = env.ok("listQueues", &json!({})).await;
+    let listed: Vec<&str> = list["queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["repo"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, ["probe"]);
+    assert_eq!(
+        list["unreadableQueues"],
+        json!([{"repo": {"host": "github.com", "owner": "acme", "name": "rocket"},
+                "targetBranch": "main"}])
+    );
+}

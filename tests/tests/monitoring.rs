@@ -18,7 +18,8 @@
 
 use e2e::prometheus::binaries;
 use mq_core::metrics::{
-    CI_RUNS_BUCKETS, CiRuns, DURATION_BUCKETS, Durations, LaneFigures, OutcomeFigures, QueueFigures,
+    CI_RUNS_BUCKETS, CiRuns, DURATION_BUCKETS, Durations, LaneFigures, OutcomeFigures,
+    QueueFigures, QueueName,
 };
 use mq_core::settings::QueueState;
 use serde_json::{Value, json};
@@ -163,7 +164,11 @@ impl Exported {
             figures("acme/rocket", "main", QueueState::Running),
             figures("acme/probe", "release", QueueState::Paused),
         ];
-        let document = mq_metrics::prometheus_text::render(&queues).expect("renders");
+        let unreadable = [QueueName {
+            repo: "acme/broken".into(),
+            branch: "main".into(),
+        }];
+        let document = mq_metrics::prometheus_text::render(&queues, &unreadable).expect("renders");
         let mut exported = Exported {
             families: BTreeMap::new(),
             samples: BTreeMap::new(),

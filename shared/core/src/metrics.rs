@@ -184,6 +184,23 @@ impl Outcome {
     }
 }
 
+/// A queue as metrics label it: `owner/name` and its branch (the labels of a queue whose
+/// figures could not be read).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct QueueName {
+    pub repo: String,
+    pub branch: String,
+}
+
+impl QueueName {
+    pub fn of(queue: &Queue) -> Self {
+        Self {
+            repo: queue.repo.full_name(),
+            branch: queue.branch.clone(),
+        }
+    }
+}
+
 /// The figures of a queue at `now`.
 pub fn figures(facts: &QueueFacts, now: Timestamp) -> QueueFigures {
     let snapshot = &facts.snapshot;

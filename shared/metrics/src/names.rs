@@ -69,6 +69,11 @@ pub const ENTRIES_STUCK: Metric = Metric {
            testing timeout (or its batching wait, when longer) while nothing in flight could \
            move them.",
 };
+pub const READ_FAILED: Metric = Metric {
+    name: "mq_queue_read_failed",
+    help: "1 when this scrape could not read the queue (its other series are missing from this \
+           scrape, and the service logs why), 0 when it could.",
+};
 pub const WAIT_DURATION: Metric = Metric {
     name: "mq_pr_wait_duration_1h_seconds",
     help: "Time from ready to first test, of pull requests whose first test started in the last \

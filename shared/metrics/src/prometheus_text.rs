@@ -4,7 +4,8 @@
 //! Every queue has a series in every family of [`crate::names`], labelled `branch`, `repo`
 //! and `queue_type` (`main` for the queue's own figures, `main` or `bisection` for a lane's),
 //! plus `conclusion` for the figures of an outcome, `state` for `mq_queue_state` and `status`
-//! for `mq_test_runs_finished_1h`. Families are listed by name; a series' labels are written
+//! for `mq_test_runs_finished_1h`. A queue that could not be read has only its
+//! `mq_queue_read_failed` series (1; every other queue's is 0). Families are listed by name; a series' labels are written
 //! in the order of their names; a family's series are sorted by their label values, compared
 //! in that order. A histogram series has one `_bucket` line per upper bound (the observations
 //! at or below it), then `le="+Inf"` (every observation), `_sum` and `_count`. Numbers are
@@ -17,25 +18,54 @@
 
 use crate::names::{self, BRANCH, CONCLUSION, Metric, QUEUE_TYPE, REPO, STATE, STATUS};
 use mq_core::metrics::{
-    FINISHED_STATUSES, Histogram, LaneFigures, Outcome, OutcomeFigures, QueueFigures,
+    FINISHED_STATUSES, Histogram, LaneFigures, Outcome, OutcomeFigures, QueueFigures, QueueName,
 };
 use mq_core::run::{RunKind, RunStatus};
 use mq_core::settings::QueueState;
 use prometheus::TextEncoder;
 use prometheus::proto::{self, LabelPair, MetricFamily, MetricType};
+use std::collections::BTreeMap;
 
 /// The response's content type.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// The text format of every queue's figures (no queues: an empty document).
-pub fn render(queues: &[QueueFigures]) -> prometheus::Result<String> {
-    if queues.is_empty() {
+/// The text format of every queue's figures, and of the queues that could not be read (no
+/// queues: an empty document).
+pub fn render(queues: &[QueueFigures], unreadable: &[QueueName]) -> prometheus::Result<String> {
+    if queues.is_empty() && unreadable.is_empty() {
         return Ok(String::new());
     }
-    TextEncoder::new().encode_to_string(&families(&groups(queues)))
+    let groups = groups(queues);
+    let mut families = families(&groups);
+    families.retain(|family| !family.get_metric().is_empty());
+    families.push(read_failed(&groups, unreadable));
+    families.sort_by(|a, b| a.name().cmp(b.name()));
+    TextEncoder::new().encode_to_string(&families)
 }
 
-/// Every family, sorted by name.
+/// `mq_queue_read_failed`: 1 for each queue not read, 0 for each read (1 for a repository and
+/// branch shared by a queue read and one not).
+fn read_failed(groups: &[Group], unreadable: &[QueueName]) -> MetricFamily {
+    let mut failed: BTreeMap<(&str, &str), bool> = BTreeMap::new();
+    for group in groups {
+        let last = group.last();
+        failed.insert((&last.repo, &last.branch), false);
+    }
+    for name in unreadable {
+        failed.insert((&name.repo, &name.branch), true);
+    }
+    let series = failed.into_iter().map(|((repo, branch), failed)| {
+        let labels = vec![
+            label(BRANCH, branch),
+            label(QUEUE_TYPE, RunKind::Main.as_str()),
+            label(REPO, repo),
+        ];
+        gauge_series(labels, u64::from(failed))
+    });
+    family(names::READ_FAILED, MetricType::GAUGE, series.collect())
+}
+
+/// Every family of the queues read.
 fn families(groups: &[Group]) -> Vec<MetricFamily> {
     let queues: Vec<At> = groups.iter().map(|g| g.at(RunKind::Main, None)).collect();
     let lanes: Vec<At> = groups
@@ -46,7 +76,7 @@ fn families(groups: &[Group]) -> Vec<MetricFamily> {
         .iter()
         .flat_map(|g| Outcome::ALL.iter().map(|o| g.at(RunKind::Main, Some(*o))))
         .collect();
-    let mut families = vec![
+    vec![
         gauge(names::QUEUE_DEPTH, &queues, |at| at.last().depth),
         gauge(names::AWAITING_MERGEABILITY, &queues, |at| {
             at.last().awaiting_mergeability
@@ -90,9 +120,7 @@ fn families(groups: &[Group]) -> Vec<MetricFamily> {
         histogram(names::CI_RUNS, &outcomes, |at, f| {
             &f.outcome(at.outcome()).ci_runs
         }),
-    ];
-    families.sort_by(|a, b| a.name().cmp(b.name()));
-    families
+    ]
 }
 
 /// The queues that share a repository and branch.
@@ -112,6 +140,11 @@ fn groups(queues: &[QueueFigures]) -> Vec<Group<'_>> {
 }
 
 impl Group<'_> {
+    /// The queue whose gauges are shown.
+    fn last(&self) -> &QueueFigures {
+        self.all[self.all.len() - 1]
+    }
+
     fn at(&self, kind: RunKind, conclusion: Option<Outcome>) -> At<'_> {
         At {
             group: self,
@@ -132,7 +165,7 @@ struct At<'a> {
 impl At<'_> {
     /// The queue whose gauges are shown.
     fn last(&self) -> &QueueFigures {
-        self.group.all[self.group.all.len() - 1]
+        self.group.last()
     }
 
     fn lane(&self) -> &LaneFigures {

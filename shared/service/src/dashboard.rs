@@ -21,7 +21,7 @@ use mq_core::timeline::{state_history, tested};
 use mq_wire::dashboard::{
     CiLink, ConclusionView, EstimateBasis, GroupPullRequest, HistogramView, Histograms, LineGroup,
     PullRequestHistory, QueueActivity, QueueList, QueueSummary, RunSummary, StateChangeView,
-    WaitingPullRequest,
+    UnreadableQueue, WaitingPullRequest,
 };
 use mq_wire::{QueueView, SubmittedPullRequest};
 use std::collections::HashMap;
@@ -43,11 +43,16 @@ pub async fn list_queues(
     repo: Option<&RepoRef>,
 ) -> Result<QueueList, ServiceError> {
     let now = app.now();
-    let facts = super::metrics::owned_queue_facts(app, org, repo, now).await?;
-    let queues = facts.iter().map(|f| summary(f, &figures(f, now))).collect();
+    let read = super::metrics::owned_queue_facts(app, org, repo, now).await?;
+    let queues = read.facts.iter().map(|f| summary(f, &figures(f, now)));
+    let unreadable = read.unreadable.into_iter().map(|queue| UnreadableQueue {
+        repo: queue.repo,
+        target_branch: queue.branch,
+    });
     Ok(QueueList {
         organisation: org.as_str().to_owned(),
-        queues,
+        queues: queues.collect(),
+        unreadable_queues: unreadable.collect(),
     })
 }
 

@@ -2,13 +2,15 @@
 //!
 //! The store reads an organisation's queues' facts ([`QueueStore::metrics_facts`]: on
 //! DynamoDB, four `Query`s per queue, several queues at once), and the figures are computed
-//! from them.
+//! from them. A queue that cannot be read is logged and named apart
+//! ([`QueuesRead::unreadable`]): the others' figures are still given, so one queue's item
+//! that this version cannot decode does not blind every alert on the organisation's queues.
 
 use crate::app::App;
 use crate::error::ServiceError;
 use mq_core::ids::{OrgId, RepoRef};
-use mq_core::metrics::{QueueFacts, QueueFigures, Window, figures};
-use mq_core::snapshot::QueueSnapshot;
+use mq_core::metrics::{QueueFacts, QueueFigures, QueueName, Window, figures};
+use mq_core::snapshot::{Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
 use mq_store::{QueueStore, StoreError};
 use std::collections::HashMap;
@@ -27,31 +29,42 @@ pub async fn figures_of_snapshot(
 }
 
 /// The figures of the organisation's queues, or of its queues on `repo`, ordered by
-/// repository and branch ([`owned_queue_facts`]). When `repo` is given: 404
-/// `REPOSITORY_NOT_FOUND` unless the organisation owns it; a repository it owns without a
-/// queue has no figures, as an organisation without queues has none: a scrape of a queue
-/// deleted (or not yet created) succeeds with nothing, and does not read as the endpoint down.
+/// repository and branch ([`owned_queue_facts`]), and the names of those that could not be
+/// read. When `repo` is given: 404 `REPOSITORY_NOT_FOUND` unless the organisation owns it; a
+/// repository it owns without a queue has no figures, as an organisation without queues has
+/// none: a scrape of a queue deleted (or not yet created) succeeds with nothing, and does not
+/// read as the endpoint down.
 pub async fn figures_of(
     app: &App,
     org: &OrgId,
     repo: Option<&RepoRef>,
-) -> Result<Vec<QueueFigures>, ServiceError> {
+) -> Result<(Vec<QueueFigures>, Vec<QueueName>), ServiceError> {
     let now = app.now();
-    let facts = owned_queue_facts(app, org, repo, now).await?;
-    Ok(facts.iter().map(|facts| figures(facts, now)).collect())
+    let read = owned_queue_facts(app, org, repo, now).await?;
+    let figures = read.facts.iter().map(|facts| figures(facts, now)).collect();
+    let unreadable = read.unreadable.iter().map(QueueName::of).collect();
+    Ok((figures, unreadable))
+}
+
+/// What [`owned_queue_facts`] read: the facts of the queues it could read, and the queues it
+/// could not (each logged with its error), both ordered by repository and branch.
+#[derive(Debug, Default)]
+pub struct QueuesRead {
+    pub facts: Vec<QueueFacts>,
+    pub unreadable: Vec<Queue>,
 }
 
 /// The facts of the organisation's queues (or of its queues on `repo`, 404
-/// `REPOSITORY_NOT_FOUND` unless it owns `repo`), ordered by repository and branch. Only the
-/// organisation's queues are read, and a queue it recorded on an owner it no longer owns is
-/// left out (one owner lookup per owner; with `repo`, the one check of `repo`): every
-/// endpoint answers 404 for that repository.
+/// `REPOSITORY_NOT_FOUND` unless it owns `repo`), ordered by repository and branch, and the
+/// queues whose reads failed. Only the organisation's queues are read, and a queue it
+/// recorded on an owner it no longer owns is left out (one owner lookup per owner; with
+/// `repo`, the one check of `repo`): every endpoint answers 404 for that repository.
 pub async fn owned_queue_facts(
     app: &App,
     org: &OrgId,
     repo: Option<&RepoRef>,
     now: Timestamp,
-) -> Result<Vec<QueueFacts>, ServiceError> {
+) -> Result<QueuesRead, ServiceError> {
     let key = repo.map(RepoRef::key);
     let owned = async {
         match repo {
@@ -61,28 +74,37 @@ pub async fn owned_queue_facts(
     };
     let (owned, facts) = tokio::join!(owned, app.store.metrics_facts(org, key.as_deref(), now));
     owned?;
-    let mut facts = facts?;
-    if repo.is_none() {
-        keep_owned(app, org, &mut facts).await?;
+    let facts = facts?;
+    let mut read = QueuesRead {
+        facts: facts.read,
+        unreadable: Vec::new(),
+    };
+    for (queue, error) in facts.unreadable {
+        tracing::error!(queue = %queue.id, %error, "queue left out of the figures: it could not be read");
+        read.unreadable.push(queue);
     }
-    facts.sort_by(|a, b| {
-        let (a, b) = (&a.snapshot.queue, &b.snapshot.queue);
-        a.repo
-            .cmp_key(&b.repo)
-            .then_with(|| a.branch.cmp(&b.branch))
-    });
-    Ok(facts)
+    if repo.is_none() {
+        keep_owned(app, org, &mut read).await?;
+    }
+    read.facts
+        .sort_by(|a, b| in_order(&a.snapshot.queue, &b.snapshot.queue));
+    read.unreadable.sort_by(in_order);
+    Ok(read)
+}
+
+/// Queues in order of repository, then branch.
+fn in_order(a: &Queue, b: &Queue) -> std::cmp::Ordering {
+    a.repo
+        .cmp_key(&b.repo)
+        .then_with(|| a.branch.cmp(&b.branch))
 }
 
 /// Leaves out the queues on owners `org` does not own: one owner lookup per owner.
-async fn keep_owned(
-    app: &App,
-    org: &OrgId,
-    facts: &mut Vec<QueueFacts>,
-) -> Result<(), ServiceError> {
+async fn keep_owned(app: &App, org: &OrgId, read: &mut QueuesRead) -> Result<(), ServiceError> {
     let mut owners: HashMap<String, bool> = HashMap::new();
-    for f in facts.iter() {
-        let owner = f.snapshot.queue.repo.owner_ref().key();
+    let queues = read.facts.iter().map(|f| &f.snapshot.queue);
+    for queue in queues.chain(&read.unreadable) {
+        let owner = queue.repo.owner_ref().key();
         if let std::collections::hash_map::Entry::Vacant(slot) = owners.entry(owner) {
             let owns = super::owners::organisation_of(app, slot.key())
                 .await?
@@ -91,7 +113,9 @@ async fn keep_owned(
             slot.insert(owns);
         }
     }
-    facts.retain(|f| owners[&f.snapshot.queue.repo.owner_ref().key()]);
+    let owned = |queue: &Queue| owners[&queue.repo.owner_ref().key()];
+    read.facts.retain(|f| owned(&f.snapshot.queue));
+    read.unreadable.retain(owned);
     Ok(())
 }
 
@@ -145,13 +169,14 @@ mod tests {
         ])
         .await;
         let acme = OrgId::parse("acme").unwrap();
-        let all = figures_of(&app, &acme, None).await.unwrap();
+        let (all, unreadable) = figures_of(&app, &acme, None).await.unwrap();
+        assert!(unreadable.is_empty());
         let expected = [("probe", "main"), ("rocket", "dev"), ("rocket", "main")]
             .map(|(r, b)| (format!("acme/{r}"), b.to_owned()));
         assert_eq!(labels(&all), expected);
 
         let rocket = RepoRef::new("github.com", "ACME", "Rocket").unwrap();
-        let one = figures_of(&app, &acme, Some(&rocket)).await.unwrap();
+        let (one, _) = figures_of(&app, &acme, Some(&rocket)).await.unwrap();
         assert_eq!(
             labels(&one),
             expected[1..],
@@ -168,9 +193,10 @@ mod tests {
             figures_of(&app, &acme, Some(&hive))
                 .await
                 .unwrap()
+                .0
                 .is_empty()
         );
-        assert!(figures_of(&app, &acme, None).await.unwrap().is_empty());
+        assert!(figures_of(&app, &acme, None).await.unwrap().0.is_empty());
         let umbrella = OrgId::parse("umbrella").unwrap();
         let err = figures_of(&app, &umbrella, Some(&hive)).await.unwrap_err();
         assert!(

@@ -25,7 +25,7 @@ pub use error::StoreError;
 pub use faults::{FaultCounts, FaultKind, FaultyStore};
 pub use history::HistoryStore;
 pub use memory::MemoryStore;
-pub use port::{Claim, IdempotencyRecord, IdempotencyStore, StoredResponse};
+pub use port::{Claim, IdempotencyRecord, IdempotencyStore, MetricsFacts, StoredResponse};
 pub use port::{
     HealthScope, PageCursor, RawResult, TestHealthStore, TestList, UploadRecord, UploadState,
 };

@@ -17,7 +17,7 @@
 use crate::error::StoreError;
 use crate::history::HistoryStore;
 use async_trait::async_trait;
-use futures_util::{StreamExt, TryStreamExt, stream};
+use futures_util::{StreamExt, stream};
 use mq_core::entry::{Entry, UploadedTargets};
 use mq_core::health::{
     Outcome, RepoHealthSettings, StatusKind, TestCase, UploadMetadata, UploadSummary,
@@ -35,6 +35,15 @@ pub type StoreResult<T> = Result<T, StoreError>;
 
 /// Queues whose metrics facts are read at once by [`QueueStore::metrics_facts`]'s default.
 pub const PARALLEL_QUEUES: usize = 16;
+
+/// What [`QueueStore::metrics_facts`] read: the facts of every queue it could read, and the
+/// queues it could not, each with its error. One unreadable queue (an item this version
+/// cannot decode, a read refused after the SDK's retries) leaves the others' facts.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MetricsFacts {
+    pub read: Vec<QueueFacts>,
+    pub unreadable: Vec<(Queue, StoreError)>,
+}
 
 /// A queue's snapshot and last hour, read at once; `None` when the queue is gone.
 async fn facts_of_queue<S: QueueStore + ?Sized>(
@@ -170,13 +179,15 @@ pub trait QueueStore: HistoryStore {
     /// last hour ([`Window::last_hour`], as [`HistoryStore::history`] reads it), in no
     /// particular order. The default lists the queues, then reads [`PARALLEL_QUEUES`] queues at
     /// a time, each queue's snapshot and history at once (four requests), so 50 queues take a
-    /// few round trips, not 200; a queue deleted in between is left out.
+    /// few round trips, not 200; a queue deleted in between is left out. A queue whose reads
+    /// fail is listed in [`MetricsFacts::unreadable`] and the others are still read; only a
+    /// failure to list the queues is an error.
     async fn metrics_facts(
         &self,
         org: &OrgId,
         repo_key: Option<&str>,
         now: Timestamp,
-    ) -> StoreResult<Vec<QueueFacts>> {
+    ) -> StoreResult<MetricsFacts> {
         let queues = match repo_key {
             None => self.queues_of_org(org).await?,
             Some(key) => {
@@ -187,13 +198,21 @@ pub trait QueueStore: HistoryStore {
         };
         let mut reads = Vec::with_capacity(queues.len());
         for queue in &queues {
-            reads.push(facts_of_queue(self, queue, now));
+            reads.push(async move { (queue, facts_of_queue(self, queue, now).await) });
         }
-        let loaded: Vec<Option<QueueFacts>> = stream::iter(reads)
+        let loaded: Vec<_> = stream::iter(reads)
             .buffered(PARALLEL_QUEUES)
-            .try_collect()
-            .await?;
-        Ok(loaded.into_iter().flatten().collect())
+            .collect()
+            .await;
+        let mut facts = MetricsFacts::default();
+        for (queue, read) in loaded {
+            match read {
+                Ok(Some(read)) => facts.read.push(read),
+                Ok(None) => {}
+                Err(e) => facts.unreadable.push((queue.clone(), e)),
+            }
+        }
+        Ok(facts)
     }
 
     /// Takes the queue's lease for `owner` until `until` if it is free or expired at `now`

@@ -4,7 +4,7 @@
 
 mod contract;
 
-use mq_store::{DynamoStore, Store, TableNames};
+use mq_store::{DynamoStore, Store, StoreError, TableNames};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -813,4 +813,50 @@ async fn a_queue_with_a_large_outbox_is_deleted_whole_and_old_items_are_not_inhe
     let seen = store.load(&again.id).await.unwrap().unwrap();
     let ids: Vec<&str> = seen.outbox.iter().map(|x| x.id.as_str()).collect();
     assert_eq!(ids, ["new"]);
+}
+
+/// The metrics' read of an organisation's queues leaves out a queue it cannot read (here an
+/// entry item this version cannot decode) and names it, with the error, beside the facts of
+/// the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_facts_name_a_queue_they_cannot_read_and_read_the_others() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use contract::fixtures::*;
+    use mq_store::QueueStore;
+    use mq_store::dynamo::keys::{PK, SK, entry_sk};
+    use std::collections::HashMap;
+
+    let store = fresh_dynamo().await;
+    let rocket = queue("acme", "rocket", "main");
+    let probe = queue("acme", "probe", "main");
+    store.create_queue(&rocket).await.unwrap();
+    store.create_queue(&probe).await.unwrap();
+    let undecodable = HashMap::from([
+        (
+            PK.to_owned(),
+            AttributeValue::S(rocket.id.as_str().to_owned()),
+        ),
+        (SK.to_owned(), AttributeValue::S(entry_sk(7))),
+        ("state".to_owned(), AttributeValue::N("5".into())),
+    ]);
+    store
+        .client()
+        .put_item()
+        .table_name(&store.tables().queues)
+        .set_item(Some(undecodable))
+        .send()
+        .await
+        .unwrap();
+
+    let facts = store
+        .metrics_facts(&org("acme"), None, T0.plus_millis(60_000))
+        .await
+        .expect("one unreadable queue does not fail the read");
+    let read: Vec<_> = facts.read.iter().map(|f| &f.snapshot.queue.id).collect();
+    assert_eq!(read, [&probe.id]);
+    let [(unreadable, error)] = &facts.unreadable[..] else {
+        panic!("one queue unreadable: {:?}", facts.unreadable);
+    };
+    assert_eq!(unreadable.id, rocket.id);
+    assert!(matches!(error, StoreError::Internal(_)), "{error:?}");
 }

@@ -35,6 +35,18 @@ pub struct QueueList {
     /// requests.
     pub organisation: String,
     pub queues: Vec<QueueSummary>,
+    /// Queues that could not be read just now (the service logs why), ordered like
+    /// `queues`: they are not in `queues`.
+    #[serde(rename = "unreadableQueues")]
+    pub unreadable_queues: Vec<UnreadableQueue>,
+}
+
+/// A queue `listQueues` could not read.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UnreadableQueue {
+    pub repo: RepoRef,
+    pub target_branch: String,
 }
 
 /// One queue of `listQueues` (`QueueSummary`): where it stands now and its last hour.

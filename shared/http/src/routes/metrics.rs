@@ -15,8 +15,8 @@ use mq_wire::metrics::MetricsQuery;
 pub async fn get(app: &App, caller: Caller, req: Request) -> Answered {
     let params = req.query_string_parameters();
     let query = MetricsQuery::parse(&params.iter().collect::<Vec<_>>())?;
-    let figures = metrics::figures_of(app, &caller.org, query.repo.as_ref()).await?;
-    let text = prometheus_text::render(&figures).map_err(ApiError::internal)?;
+    let (figures, unreadable) = metrics::figures_of(app, &caller.org, query.repo.as_ref()).await?;
+    let text = prometheus_text::render(&figures, &unreadable).map_err(ApiError::internal)?;
     Ok(http::with_content_type(
         StatusCode::OK,
         Body::Text(text),

@@ -1,5 +1,5 @@
 use super::*;
-use mq_core::metrics::{CiRuns, Durations, OutcomeFigures};
+use mq_core::metrics::{CiRuns, Durations, OutcomeFigures, QueueName};
 use mq_core::run::RunStatus;
 
 pub(crate) fn durations(seconds: &[f64]) -> Durations {
@@ -77,7 +77,7 @@ const BISECTION: &str = r#"branch="main",queue_type="bisection",repo="acme/rocke
 
 #[test]
 fn gauges_carry_the_queue_labels() {
-    let text = render(&[sample()]).unwrap();
+    let text = render(&[sample()], &[]).unwrap();
     let lines = lines(&text);
     for expected in [
         format!("mq_queue_depth_current{{{MAIN}}} 5"),
@@ -98,7 +98,7 @@ fn gauges_carry_the_queue_labels() {
 
 #[test]
 fn labelled_gauges_list_every_value() {
-    let text = render(&[sample()]).unwrap();
+    let text = render(&[sample()], &[]).unwrap();
     let lines = lines(&text);
     let conclusion = |c: &str, n: u32| {
         format!(
@@ -124,7 +124,7 @@ fn labelled_gauges_list_every_value() {
 
 #[test]
 fn histograms_have_cumulative_buckets_sum_and_count() {
-    let text = render(&[sample()]).unwrap();
+    let text = render(&[sample()], &[]).unwrap();
     let lines = lines(&text);
     let wait = |le: &str| format!(r#"mq_pr_wait_duration_1h_seconds_bucket{{{MAIN},le="{le}"}}"#);
     // Waits of 45 s, 300 s and 4000 s.
@@ -155,10 +155,10 @@ fn histograms_have_cumulative_buckets_sum_and_count() {
 
 #[test]
 fn every_family_has_help_and_type() {
-    let text = render(&[sample()]).unwrap();
+    let text = render(&[sample()], &[]).unwrap();
     let helps = text.lines().filter(|l| l.starts_with("# HELP mq_")).count();
     let types = text.lines().filter(|l| l.starts_with("# TYPE mq_")).count();
-    assert_eq!((helps, types), (15, 15));
+    assert_eq!((helps, types), (16, 16));
     assert!(text.contains("# TYPE mq_pr_time_in_queue_1h_seconds histogram"));
     assert!(text.contains("# TYPE mq_pr_conclusions_1h_total gauge"));
 }
@@ -169,7 +169,7 @@ fn several_queues_are_told_apart_by_their_labels() {
     other.repo = "acme/probe".into();
     other.branch = "release/1.x".into();
     other.depth = 9;
-    let text = render(&[sample(), other]).unwrap();
+    let text = render(&[sample(), other], &[]).unwrap();
     let depths: Vec<&str> = text
         .lines()
         .filter(|l| l.starts_with("mq_queue_depth_current{"))
@@ -185,7 +185,58 @@ fn several_queues_are_told_apart_by_their_labels() {
 
 #[test]
 fn no_queues_render_an_empty_document() {
-    assert_eq!(render(&[]).unwrap(), "");
+    assert_eq!(render(&[], &[]).unwrap(), "");
+}
+
+fn name(repo: &str, branch: &str) -> QueueName {
+    QueueName {
+        repo: repo.into(),
+        branch: branch.into(),
+    }
+}
+
+/// A queue that could not be read has its `mq_queue_read_failed` series at 1 and no other;
+/// every queue read has it at 0.
+#[test]
+fn a_queue_not_read_is_named_by_its_read_failed_series_alone() {
+    let text = render(&[sample()], &[name("acme/broken", "main")]).unwrap();
+    let broken = r#"branch="main",queue_type="main",repo="acme/broken""#;
+    let failed: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("mq_queue_read_failed{"))
+        .collect();
+    assert_eq!(
+        failed,
+        [
+            format!("mq_queue_read_failed{{{broken}}} 1").as_str(),
+            format!("mq_queue_read_failed{{{MAIN}}} 0").as_str(),
+        ]
+    );
+    let others = text
+        .lines()
+        .filter(|l| l.contains(broken) && !l.starts_with("mq_queue_read_failed{"));
+    assert_eq!(others.count(), 0);
+}
+
+/// With no queue read, the document is that one family; a repository and branch shared by a
+/// queue read and one not (two Git hosts) has one series, at 1.
+#[test]
+fn unreadable_queues_alone_or_beside_their_namesake_render_one_series_each() {
+    let alone = render(&[], &[name("acme/broken", "main")]).unwrap();
+    let families: Vec<&str> = alone
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .collect();
+    assert_eq!(families, ["mq_queue_read_failed gauge"]);
+    let namesake = render(&[sample()], &[name("acme/rocket", "main")]).unwrap();
+    let failed: Vec<&str> = namesake
+        .lines()
+        .filter(|l| l.starts_with("mq_queue_read_failed{"))
+        .collect();
+    assert_eq!(
+        failed,
+        [format!("mq_queue_read_failed{{{MAIN}}} 1").as_str()]
+    );
 }
 
 /// Where the golden rendering of [`varied`] is kept.
@@ -310,7 +361,7 @@ fn varied() -> Vec<QueueFigures> {
 /// the file instead, for a change of the format made on purpose.
 #[test]
 fn varied_queues_render_as_the_golden_file() {
-    let text = render(&varied()).unwrap();
+    let text = render(&varied(), &[]).unwrap();
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
         std::fs::write(GOLDEN, &text).unwrap();
     }
@@ -323,7 +374,10 @@ fn the_order_of_the_queues_given_does_not_matter() {
     let mut queues = varied();
     // Sorted as the API sorts them; the two queues of acme/rocket keep their order.
     queues.sort_by(|a, b| (&a.repo, &a.branch).cmp(&(&b.repo, &b.branch)));
-    assert_eq!(render(&queues).unwrap(), render(&varied()).unwrap());
+    assert_eq!(
+        render(&queues, &[]).unwrap(),
+        render(&varied(), &[]).unwrap()
+    );
 }
 
 #[test]
@@ -332,7 +386,7 @@ fn labels_whose_values_run_together_alike_are_told_apart() {
     (one.repo, one.branch, one.depth) = ("a/bc".into(), "main".into(), 1);
     let mut other = sample();
     (other.repo, other.branch, other.depth) = ("a/b".into(), "cmain".into(), 2);
-    let text = render(&[one, other]).unwrap();
+    let text = render(&[one, other], &[]).unwrap();
     let depths: Vec<&str> = text
         .lines()
         .filter(|l| l.starts_with("mq_queue_depth_current{"))
@@ -370,7 +424,7 @@ fn samples(text: &str) -> Vec<Sample<'_>> {
         .collect()
 }
 
-const ALL: [Metric; 15] = [
+const ALL: [Metric; 16] = [
     names::QUEUE_DEPTH,
     names::AWAITING_MERGEABILITY,
     names::TESTING_SLOTS_ACTIVE,
@@ -386,6 +440,7 @@ const ALL: [Metric; 15] = [
     names::TEST_DURATION,
     names::TIME_IN_QUEUE,
     names::CI_RUNS,
+    names::READ_FAILED,
 ];
 
 /// Every metric is there, with its help text, its type and the labels of its series; the
@@ -394,7 +449,7 @@ const ALL: [Metric; 15] = [
 fn every_metric_is_present_with_its_labels() {
     let mut other = sample();
     other.repo = "acme/probe".into();
-    let text = render(&[sample(), other]).unwrap();
+    let text = render(&[sample(), other], &[]).unwrap();
     let histograms = [
         names::WAIT_DURATION,
         names::TEST_DURATION,
@@ -455,7 +510,7 @@ fn every_metric_is_present_with_its_labels() {
 /// labels.
 #[test]
 fn histograms_are_well_formed() {
-    let text = render(&varied()).unwrap();
+    let text = render(&varied(), &[]).unwrap();
     let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
     let mut checked = 0;
     let mut i = 0;
@@ -507,7 +562,7 @@ fn label_values_are_escaped() {
     let mut odd = sample();
     odd.repo = "we\"ird\\org/na\nme".into();
     odd.branch = "a \"b\"\\c\nd".into();
-    let text = render(&[odd]).unwrap();
+    let text = render(&[odd], &[]).unwrap();
     let labels = r#"branch="a \"b\"\\c\nd",queue_type="main",repo="we\"ird\\org/na\nme""#;
     assert!(
         text.lines()
@@ -521,7 +576,7 @@ fn label_values_are_escaped() {
     );
     assert_eq!(
         text.lines().count(),
-        render(&[sample()]).unwrap().lines().count()
+        render(&[sample()], &[]).unwrap().lines().count()
     );
 }
 

@@ -9,7 +9,8 @@ mod idempotency;
 
 use crate::error::StoreError;
 use crate::port::{
-    OwnerLink, OwnerStore, QueueStore, RunLocation, StoreResult, TokenRecord, TokenStore,
+    MetricsFacts, OwnerLink, OwnerStore, QueueStore, RunLocation, StoreResult, TokenRecord,
+    TokenStore,
 };
 use async_trait::async_trait;
 use history::QueueHistory;
@@ -291,13 +292,13 @@ impl QueueStore for MemoryStore {
     }
 
     /// Every queue's facts read under one lock, from the queues themselves: nothing to wait
-    /// for, so nothing to overlap, and no list to copy first.
+    /// for, so nothing to overlap, and no list to copy first; none is unreadable.
     async fn metrics_facts(
         &self,
         org: &OrgId,
         repo_key: Option<&str>,
         now: Timestamp,
-    ) -> StoreResult<Vec<QueueFacts>> {
+    ) -> StoreResult<MetricsFacts> {
         let mut inner = self.lock();
         let Inner { live, history, .. } = &mut *inner;
         let wanted =
@@ -310,7 +311,10 @@ impl QueueStore for MemoryStore {
                 snapshot: live.shared_snapshot(),
             }
         });
-        Ok(facts.collect())
+        Ok(MetricsFacts {
+            read: facts.collect(),
+            unreadable: Vec::new(),
+        })
     }
 
     async fn acquire_lease(

@@ -38,6 +38,33 @@ fn only_idempotent_endpoints_may_use_the_idempotency_table() {
     assert_eq!(granted, ROUTES.iter().filter(|r| r.mutating).count() + 1);
 }
 
+/// An unanswered `Idempotency-Key` claim is taken over only once its function has certainly
+/// been stopped: every function of an endpoint that honours the key runs at most half as long
+/// as a claim holds.
+#[test]
+fn an_idempotency_claim_outlives_the_function_that_made_it() {
+    let globals = TEMPLATE.split("\nResources:").next().unwrap();
+    let timeout = |text: &str| -> Option<i64> {
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix("Timeout:"))
+            .map(|t| t.trim().parse().expect("a Timeout in seconds"))
+    };
+    let default = timeout(globals).expect("the functions' default Timeout");
+    let mut checked = 0;
+    for (route, block) in functions() {
+        if !mq_http::routes::route(&route).is_some_and(|r| r.mutating) {
+            continue;
+        }
+        let seconds = timeout(&block).unwrap_or(default);
+        assert!(
+            2 * seconds * 1000 <= mq_http::idempotency::STALE_AFTER_MS,
+            "the function of {route:?} runs up to {seconds} s"
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, ROUTES.iter().filter(|r| r.mutating).count());
+}
+
 /// Logs are kept for a bounded time: every function logs to the one log group the template
 /// makes (none overrides it), and every log group of the template has a retention. The group
 /// Lambda would create itself for a function keeps its logs forever.

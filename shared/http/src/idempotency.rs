@@ -27,8 +27,10 @@ pub const REPLAYED_HEADER: &str = "idempotency-replayed";
 pub const MAX_KEY_LEN: usize = 255;
 /// How long a key and its response are kept: 24 hours.
 pub const KEEP_FOR_MS: i64 = 24 * 60 * 60 * 1000;
-/// How long an unanswered claim holds its key: longer than any function runs (29 s).
-pub const STALE_AFTER_MS: i64 = 5 * 60 * 1000;
+/// How long an unanswered claim holds its key: twice as long as an API function may run
+/// (`template.yaml` stops each after 29 s; a test holds the two together), so a retry after
+/// a function was stopped acts within a minute instead of being refused meanwhile.
+pub const STALE_AFTER_MS: i64 = 60 * 1000;
 
 /// The request's key, if it has one; 400 `INVALID_IDEMPOTENCY_KEY` when it is malformed.
 pub fn key_of(req: &Request) -> Result<Option<String>, ApiError> {
@@ -206,5 +208,55 @@ mod tests {
                 (400, "INVALID_IDEMPOTENCY_KEY")
             );
         }
+    }
+
+    /// A request whose function was stopped before it answered leaves its claim: a retry
+    /// is refused while the first could still be running, and acts once it cannot be.
+    #[tokio::test]
+    async fn a_claim_left_by_a_stopped_function_is_taken_over_after_a_minute() {
+        use mq_core::ids::OrgId;
+        use mq_core::time::Timestamp;
+        use mq_service::app::ManualClock;
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicU32, Ordering};
+
+        let start = Timestamp(1_795_000_000_000);
+        let clock = Arc::new(ManualClock::new(start));
+        let app = App::new(Arc::new(mq_store::MemoryStore::new()), clock.clone());
+        let caller = || Caller {
+            org: OrgId::parse("acme").unwrap(),
+            request_id: "r".into(),
+        };
+        let request = || {
+            lambda_http::http::Request::builder()
+                .body(Body::Text("{}".into()))
+                .unwrap()
+        };
+        let scope = "acme#submitPullRequest#k".to_owned();
+        let stopped =
+            IdempotencyRecord::claim(scope, body_hash(&request()).await, start, KEEP_FOR_MS);
+        app.store
+            .claim_idempotency_key(&stopped, start, Timestamp(0))
+            .await
+            .unwrap();
+
+        let acted = AtomicU32::new(0);
+        let retry = || async {
+            let handler = |_, _| async {
+                acted.fetch_add(1, Ordering::SeqCst);
+                Ok(Response::new(Body::Empty))
+            };
+            run_once(&app, caller(), "submitPullRequest", "k", request(), handler).await
+        };
+        clock.set(start.plus_millis(STALE_AFTER_MS - 1));
+        let refused = retry().await.unwrap_err();
+        assert_eq!(
+            (refused.status.as_u16(), refused.code),
+            (409, "IDEMPOTENCY_KEY_IN_USE")
+        );
+        clock.set(start.plus_millis(60_000 + 1));
+        let answered = retry().await.unwrap();
+        assert_eq!(answered.status(), StatusCode::OK);
+        assert_eq!(acted.load(Ordering::SeqCst), 1);
     }
 }

@@ -975,6 +975,39 @@ fn an_effect_that_keeps_failing_is_given_up_and_its_run_fails() {
     );
 }
 
+/// `createPrsForTestingBranches`: a test branch whose pull request the Git host refuses to
+/// open for good (the App may not open pull requests) fails its run at once, saying so,
+/// rather than waiting for the testing timeout on CI that runs only on pull requests.
+#[test]
+fn a_test_pull_request_refused_for_good_fails_its_run_saying_why() {
+    let mut h = Harness::with(SettingsPatch {
+        create_prs_for_testing_branches: Some(true),
+        ..Default::default()
+    });
+    h.auto_execute = false;
+    h.submit(1);
+    let open = loop {
+        let mut pending = h.pending.iter();
+        let open = pending.find(|x| matches!(x.effect, Effect::OpenTestPullRequest { .. }));
+        if let Some(open) = open.cloned() {
+            break open;
+        }
+        h.execute_some(1);
+    };
+    h.ok(Event::EffectFailed {
+        effect_id: open.id.clone(),
+        error: "Resource not accessible by integration".into(),
+        permanent: true,
+    });
+    assert_eq!(h.state(1), Failed);
+    assert_eq!(h.conclusion(1), "test_branch_error");
+    assert_eq!(
+        h.conclusion_detail(1),
+        "the test branch could not be created: the Git host did not open its pull request \
+         (createPrsForTestingBranches): Resource not accessible by integration"
+    );
+}
+
 /// A refusal names what the host said (here a configuration file that does not parse), so
 /// the author knows what to mend.
 #[test]

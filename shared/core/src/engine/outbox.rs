@@ -118,21 +118,38 @@ impl Work {
         self.release_held(&given_up.effect);
         match given_up.effect {
             Effect::CreateTestBranch { run_id, .. } => {
-                let live = self
-                    .run(&run_id)
-                    .is_some_and(|r| r.status == RunStatus::InProgress);
-                if live {
-                    if let Some(run) = self.run_mut(&run_id) {
-                        run.host_error = Some(excerpt(error, MAX_HOST_ANSWER_CHARS));
-                    }
-                    self.run_failed(&run_id, super::reason::BRANCH_ERROR);
-                }
+                self.branch_failed(&run_id, excerpt(error, MAX_HOST_ANSWER_CHARS));
+            }
+            // CI that runs only on pull requests would never test the branch: the run would
+            // wait for the testing timeout, and fail without saying why.
+            Effect::OpenTestPullRequest { run_id, .. } => {
+                let answer = excerpt(error, MAX_HOST_ANSWER_CHARS);
+                let why = format!(
+                    "the Git host did not open its pull request (createPrsForTestingBranches): \
+                     {answer}"
+                );
+                self.branch_failed(&run_id, why);
             }
             Effect::Merge { prs, .. } => {
                 self.merge_failed(&prs, &excerpt(error, MAX_HOST_ANSWER_CHARS));
             }
             _ => {}
         }
+    }
+
+    /// A run in progress whose test branch could not be made ready for CI fails
+    /// (`test_branch_error`), its pull requests told `why`.
+    fn branch_failed(&mut self, run_id: &str, why: String) {
+        let live = self
+            .run(run_id)
+            .is_some_and(|r| r.status == RunStatus::InProgress);
+        if !live {
+            return;
+        }
+        if let Some(run) = self.run_mut(run_id) {
+            run.host_error = Some(why);
+        }
+        self.run_failed(run_id, super::reason::BRANCH_ERROR);
     }
 
     /// The schedule: effects due again, timeouts, refreshes of pull requests that wait on

@@ -80,11 +80,16 @@ impl QueueStore for DynamoStore {
         let guard = Delete::builder()
             .table_name(&self.tables.queues)
             .set_key(Some(key(id, QUEUE_SK)))
-            .condition_expression("#v = :v AND #active = :zero AND attribute_not_exists(#redo)")
+            .condition_expression(
+                "#v = :v AND #created = :created AND #active = :zero \
+                 AND attribute_not_exists(#redo)",
+            )
             .expression_attribute_names("#v", VERSION)
+            .expression_attribute_names("#created", CREATED_AT)
             .expression_attribute_names("#active", ACTIVE_ENTRIES)
             .expression_attribute_names("#redo", REDO)
             .expression_attribute_values(":v", n(snapshot.queue.version))
+            .expression_attribute_values(":created", n(snapshot.queue.created_at.millis()))
             .expression_attribute_values(":zero", n(0))
             .build()
             .map_err(StoreError::internal)?;
@@ -631,8 +636,10 @@ impl DynamoStore {
         Ok(history)
     }
 
-    /// The queue item's put, conditional on the version the commit was computed from and on
-    /// no large commit being half applied; `redo` attaches a large commit's changes.
+    /// The queue item's put, conditional on the version the commit was computed from, on the
+    /// queue being the one it was computed from (its creation time: a queue deleted and created
+    /// again on the same branch starts at version 0 too) and on no large commit being half
+    /// applied; `redo` attaches a large commit's changes.
     fn guarded_queue_put(&self, commit: &Commit, redo: Option<&RedoParts>) -> StoreResult<Write> {
         let mut item = queue_item(&commit.queue, commit.active_entries, commit.has_work)?;
         if let Some(redo) = redo {
@@ -642,10 +649,12 @@ impl DynamoStore {
         let put = Put::builder()
             .table_name(&self.tables.queues)
             .set_item(Some(item))
-            .condition_expression("#v = :v AND attribute_not_exists(#redo)")
+            .condition_expression("#v = :v AND #created = :created AND attribute_not_exists(#redo)")
             .expression_attribute_names("#v", VERSION)
+            .expression_attribute_names("#created", CREATED_AT)
             .expression_attribute_names("#redo", REDO)
             .expression_attribute_values(":v", n(commit.expected_version))
+            .expression_attribute_values(":created", n(commit.queue.created_at.millis()))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .build()
             .map_err(StoreError::internal)?;

@@ -107,7 +107,8 @@ impl Inner {
             .live
             .get(&commit.queue.id)
             .ok_or(StoreError::NotFound)?;
-        if live.queue.version != commit.expected_version {
+        let same_queue = live.queue.created_at == commit.queue.created_at;
+        if live.queue.version != commit.expected_version || !same_queue {
             return Err(StoreError::Conflict);
         }
         Ok(())
@@ -190,7 +191,8 @@ impl QueueStore for MemoryStore {
         if !live.entries.is_empty() {
             return Err(StoreError::NotEmpty);
         }
-        if live.queue.version != snapshot.queue.version {
+        let same_queue = live.queue.created_at == snapshot.queue.created_at;
+        if live.queue.version != snapshot.queue.version || !same_queue {
             return Err(StoreError::Conflict);
         }
         inner.live.remove(id);

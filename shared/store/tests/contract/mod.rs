@@ -56,6 +56,7 @@ macro_rules! all_contract_tests {
             delete_refuses_a_queue_with_entries,
             delete_refuses_even_with_a_stale_empty_snapshot,
             delete_removes_every_live_item,
+            a_deleted_queue_s_snapshot_changes_nothing_of_its_successor,
             queues_are_listed_by_organisation_and_repository,
             queues_with_work_are_listed_until_idle,
             lease_is_exclusive_until_it_expires,
@@ -495,6 +496,34 @@ pub async fn delete_refuses_even_with_a_stale_empty_snapshot(store: Arc<dyn Stor
             .len(),
         1
     );
+}
+
+/// A queue deleted and created again on the same branch starts at version 0 too: a commit or
+/// a delete computed from the first queue's snapshot (a request or the tick that read it
+/// before the delete) is refused, even at the version the new queue has reached.
+pub async fn a_deleted_queue_s_snapshot_changes_nothing_of_its_successor(store: Arc<dyn Store>) {
+    let first = create(&*store, "rocket").await;
+    store.delete_queue(&first).await.unwrap();
+    let mut again = first.queue.clone();
+    again.created_at = T0.plus_millis(60_000);
+    again.updated_at = again.created_at;
+    again.config.concurrency = 7;
+    store.create_queue(&again).await.unwrap();
+
+    let mut stale = first.clone();
+    stale.entries = vec![Arc::new(entry(1, EntryState::Pending, T0))];
+    let result = store
+        .commit(&commit(&first, stale, vec![], vec![], T0))
+        .await;
+    assert_eq!(result, Err(StoreError::Conflict));
+    assert_eq!(store.delete_queue(&first).await, Err(StoreError::Conflict));
+    let now = store
+        .load(&first.queue.id)
+        .await
+        .unwrap()
+        .expect("the new queue");
+    assert_eq!(now.queue, again);
+    assert!(now.entries.is_empty());
 }
 
 pub async fn delete_removes_every_live_item(store: Arc<dyn Store>) {

@@ -25,10 +25,14 @@ pub struct CaseRun {
     pub parent: String,
     /// Attempts in the order they ran; never empty. The last one is the final outcome.
     pub attempts: Vec<Attempt>,
-    /// An occurrence failed that the report does not write as retried: the case was written
-    /// more than once in a `<testsuite>` that counts every occurrence as a test (`go test
-    /// -count=2`, gotestsum's reruns, two jest tests of one title), so the runner may have
-    /// counted that failure whatever came after it.
+    /// An occurrence failed that the report does not write as retried, so the runner may
+    /// have counted that failure whatever came after it: the case was written more than once
+    /// in a `<testsuite>` that counts every occurrence as a test (`go test -count=2`,
+    /// gotestsum's reruns, two jest tests of one title); or an occurrence written with its
+    /// own `<failure>` came before another in a suite of reruns (pytest-rerunfailures writes
+    /// earlier attempts empty: a written failure there is two tests of one title beside a
+    /// `test.todo`, which jest-junit leaves out of `tests`); or the element is written failed
+    /// although its last attempt passed (nextest's `flaky-result = "fail"`).
     pub failed_occurrence: bool,
 }
 
@@ -149,10 +153,10 @@ fn walk(
 /// ([`CaseRun::failed_occurrence`]).
 fn retried(earlier: &mut CaseRun, later: Vec<Attempt>, reruns: bool) {
     if reruns {
-        if let Some(last) = earlier.attempts.last_mut()
-            && *last == Attempt::Passed
-        {
-            *last = Attempt::Failed;
+        match earlier.attempts.last_mut() {
+            Some(last) if *last == Attempt::Passed => *last = Attempt::Failed,
+            Some(Attempt::Failed) => earlier.failed_occurrence = true,
+            _ => {}
         }
     } else {
         let failed = |attempts: &[Attempt]| attempts.last() == Some(&Attempt::Failed);
@@ -162,13 +166,15 @@ fn retried(earlier: &mut CaseRun, later: Vec<Attempt>, reruns: bool) {
 }
 
 fn case_run(parent: &str, case: &TestCase) -> CaseRun {
+    let attempts = attempts(case);
+    let written_failed = matches!(case.status, TestStatus::Failure(_) | TestStatus::Error(_));
     CaseRun {
         name: case.original_name.clone(),
         classname: case.classname.clone().unwrap_or_default(),
         file: case.file.clone().filter(|f| !f.is_empty()),
         parent: parent.to_owned(),
-        attempts: attempts(case),
-        failed_occurrence: false,
+        failed_occurrence: written_failed && attempts.last() == Some(&Attempt::Passed),
+        attempts,
     }
 }
 

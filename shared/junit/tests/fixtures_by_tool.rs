@@ -98,6 +98,10 @@ fn nextest_flaky_fail_is_a_pass_on_the_last_attempt() {
         .case("flaky_demo::integration", "integration_flaky")
         .unwrap();
     assert_eq!(integration.attempts, [F, P]);
+    assert!(
+        case.may_have_failed_the_run() && integration.may_have_failed_the_run(),
+        "nextest failed the run on them: the elements are written failed"
+    );
     let ignored = r.case("flaky_demo", "tests::ignored_test").unwrap();
     assert_eq!(
         ignored.attempts,
@@ -149,6 +153,26 @@ fn pytest_rerunfailures_duplicates_are_retries() {
         [F; 4]
     );
     assert_eq!(r.case(module, "test_always_passes").unwrap().attempts, [P]);
+    let sometimes = r.case(module, "test_sometimes_fails").unwrap();
+    assert!(!sometimes.may_have_failed_the_run(), "passed on its rerun");
+}
+
+/// jest-junit leaves a `test.todo` out of its suite's `tests` but writes an element for it, so
+/// a describe block with one looks like a suite of reruns. Two tests of one title there, the
+/// first failing, are not a failure then a pass on rerun: the failure may have failed the run.
+#[test]
+fn a_written_failure_before_a_pass_in_a_jest_suite_with_a_todo_failed_the_run() {
+    let xml = r#"<testsuites><testsuite name="math" tests="3" failures="1">
+      <testcase classname="math parses" name="math parses"><failure>boom</failure></testcase>
+      <testcase classname="math parses" name="math parses"/>
+      <testcase classname="math other" name="math other"/>
+      <testcase classname="math todo" name="math todo"/>
+    </testsuite></testsuites>"#;
+    let report = read_report(xml.as_bytes(), &Limits::default()).unwrap();
+    let parses = report.case("math parses", "math parses").unwrap();
+    assert!(parses.may_have_failed_the_run(), "{parses:?}");
+    let other = report.case("math other", "math other").unwrap();
+    assert!(!other.may_have_failed_the_run());
 }
 
 #[test]

@@ -84,7 +84,7 @@ const EXPECTED: &[(&str, &str, usize, usize, &str, usize)] = &[
         "`build` passed on #1's run (it merges)",
         0,
         1,
-        "Query Queues ×2, TransactWriteItems Queues",
+        "Query Queues ×2, TransactWriteItems Queues, GetItem Queues",
         2,
     ),
     (

@@ -15,7 +15,7 @@
 //! Figures (requests, faults by kind, outcomes) are printed:
 //! `cargo test -p e2e-tests --test faults -- --nocapture`.
 
-use e2e::deliveries::{deliver, pull_request_event, status_on};
+use e2e::deliveries::{deliver, pull_request_event, status_event, status_on};
 use e2e::git_repo::GitRepo;
 use e2e::live::{CI, LiveEnv, body, pr_body, repo_ref};
 use e2e::tally::Tally;
@@ -764,6 +764,79 @@ async fn a_tick_effect_outlasting_the_tick_is_stopped_and_counted() {
     tick_later(&env).await;
     env.wait_for_state(&repo, 1, "merged").await;
     assert_ne!(repo.head("main").unwrap(), main_before);
+}
+
+/// A pause answered after a merge's step committed, but before the merge was sent, stops
+/// it: the merge waits in the outbox and is sent once the queue runs again. Here #2 passes
+/// while #1's merge is under way (CI's deliveries, each its own request), so #2's merge comes
+/// in the round after #1's, behind #1's "merged" comment, which the host holds while the
+/// operator pauses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pause_answered_before_a_merge_is_sent_stops_it() {
+    let slot = Arc::new(OnceLock::new());
+    let set = slot.clone();
+    let env = LiveEnv::options()
+        .webhook(SECRET)
+        .without_tick()
+        .wrap_host(move |host: Arc<dyn GitHost>| {
+            let wrapper = Arc::new(FaultyGitHost::new(host, SEED));
+            let _ = set.set(wrapper.clone());
+            wrapper
+        })
+        .start(Backend::Memory)
+        .await;
+    let host: Arc<FaultyGitHost> = slot.get().expect("host wrapped").clone();
+    let repo = env.repo("rocket");
+    repo.require_statuses("main", &[CI]);
+    repo.add_prs(2, &[]);
+    env.create_queue(&repo, json!({"concurrency": 2})).await;
+    env.submit(&repo, 1).await;
+    env.submit(&repo, 2).await;
+    let (one, two) = (
+        env.wait_for_run(&repo, 1).await,
+        env.wait_for_run(&repo, 2).await,
+    );
+    let passed = |run| status_event(&repo, run, CI, "success");
+
+    let merging = host.hold_next_merge_answer();
+    let pause_behind_the_comment = async {
+        merging.reached.notified().await;
+        let reply = deliver(&env, "status", &passed(&two), SECRET).await;
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        assert_eq!(env.pull_request(&repo, 2).await["state"], "tests_passed");
+        let commenting = host.hold_next_comment_answer();
+        merging.release.notify_one();
+        commenting.reached.notified().await;
+        let paused = json!({"state": "paused"});
+        let paused = env
+            .post("updateQueue", Some(ACME), &body(&repo, paused))
+            .await;
+        assert_eq!(paused.status, 200, "{}", paused.body);
+        commenting.release.notify_one();
+    };
+    let first_passed = passed(&one);
+    let (reply, ()) = tokio::join!(
+        deliver(&env, "status", &first_passed, SECRET),
+        pause_behind_the_comment
+    );
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    env.wait_for_state(&repo, 1, "merged").await;
+    let after_one = repo.head("main").unwrap();
+    tick_later(&env).await;
+    assert_eq!(env.pull_request(&repo, 2).await["state"], "tests_passed");
+    assert_eq!(
+        repo.head("main").unwrap(),
+        after_one,
+        "nothing merged while paused"
+    );
+
+    let running = json!({"state": "running"});
+    let resumed = env
+        .post("updateQueue", Some(ACME), &body(&repo, running))
+        .await;
+    assert_eq!(resumed.status, 200, "{}", resumed.body);
+    tick_later(&env).await;
+    env.wait_for_state(&repo, 2, "merged").await;
 }
 
 /// Deleting a queue carries out the effects left in its outbox first: a pull request cancelled

@@ -65,6 +65,27 @@ fn an_idempotency_claim_outlives_the_function_that_made_it() {
     assert_eq!(checked, ROUTES.iter().filter(|r| r.mutating).count());
 }
 
+/// Every function that commits to a queue (its transaction checks the queue item) may read
+/// the queue item alone: the effects its commits cause may include a merge, before which the
+/// queue is read again (a pause answered meanwhile stops the merge).
+#[test]
+fn every_function_that_commits_to_a_queue_may_read_its_item() {
+    let allowed = |block: &str, action: &str| {
+        e2e::template::dynamodb_allowed(block)
+            .iter()
+            .any(|(a, resource)| a == action && resource == "Queues")
+    };
+    let mut committing = 0;
+    for block in e2e::template::function_blocks() {
+        if allowed(&block, "dynamodb:ConditionCheckItem") {
+            committing += 1;
+            let name = block.lines().next().unwrap_or_default().trim().to_owned();
+            assert!(allowed(&block, "dynamodb:GetItem"), "{name}");
+        }
+    }
+    assert!(committing >= 8, "{committing} functions commit to queues");
+}
+
 /// Logs are kept for a bounded time: every function logs to the one log group the template
 /// makes (none overrides it), and every log group of the template has a retention. The group
 /// Lambda would create itself for a function keeps its logs forever.

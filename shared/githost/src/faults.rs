@@ -53,6 +53,7 @@ pub struct FaultyGitHost {
     held_pull_request: Mutex<Option<Arc<HeldAnswer>>>,
     held_test_branch: Mutex<Option<Arc<HeldAnswer>>>,
     held_merge: Mutex<Option<Arc<HeldAnswer>>>,
+    held_comment: Mutex<Option<Arc<HeldAnswer>>>,
     /// Test branches are built without their merge commits' stamps.
     unstamped: std::sync::atomic::AtomicBool,
     counts: Mutex<HostFaultCounts>,
@@ -71,6 +72,7 @@ impl FaultyGitHost {
             held_pull_request: Mutex::new(None),
             held_test_branch: Mutex::new(None),
             held_merge: Mutex::new(None),
+            held_comment: Mutex::new(None),
             unstamped: std::sync::atomic::AtomicBool::new(false),
             counts: Mutex::new(HostFaultCounts::default()),
             latency_ms: Mutex::new((0, 0)),
@@ -108,6 +110,11 @@ impl FaultyGitHost {
     /// Holds back the answer of the next merge (made or not) until released.
     pub fn hold_next_merge_answer(&self) -> Arc<HeldAnswer> {
         hold(&self.held_merge)
+    }
+
+    /// Holds back the answer of the next comment posted (or updated) until released.
+    pub fn hold_next_comment_answer(&self) -> Arc<HeldAnswer> {
+        hold(&self.held_comment)
     }
 
     /// From now on test branches are built as a host that writes merge commits with its own
@@ -253,7 +260,9 @@ impl GitHost for FaultyGitHost {
 
     async fn upsert_comment(&self, repo: &RepoRef, pr: PrNumber, body: &str) -> HostResult<()> {
         self.inject().await?;
-        self.inner.upsert_comment(repo, pr, body).await
+        let answer = self.inner.upsert_comment(repo, pr, body).await;
+        wait_if_held(&self.held_comment).await;
+        answer
     }
 
     async fn reply(&self, repo: &RepoRef, to: CommandComment, body: &str) -> HostResult<()> {

@@ -18,9 +18,10 @@ use super::shell::{commit_step, load_for};
 use crate::app::App;
 use crate::error::ServiceError;
 use mq_core::DomainError;
-use mq_core::effects::PendingEffect;
+use mq_core::effects::{Effect, PendingEffect};
 use mq_core::engine::{Ctx, Event, Transition, step};
 use mq_core::ids::{OrgId, QueueId};
+use mq_core::settings::QueueState;
 use mq_core::snapshot::{Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
 use std::time::Duration;
@@ -158,6 +159,28 @@ fn lease_end(app: &App, effect: &PendingEffect) -> Option<Instant> {
 /// may still act on a request sent just before.
 const LEASE_MARGIN: Duration = Duration::from_secs(2);
 
+/// Whether `effect` may be sent now. A merge is sent only while its queue is not paused, read
+/// again just before: a pause answered once the merge's step had committed (an operator's
+/// freeze) stops it. A merge held back stays in the outbox, and the tick sends it once the
+/// queue runs again; so does one whose queue could not be read.
+async fn may_send(app: &App, id: &QueueId, effect: &PendingEffect) -> bool {
+    if !matches!(effect.effect, Effect::Merge { .. }) {
+        return true;
+    }
+    match app.store.load_queue(id).await {
+        Ok(Some(queue)) if queue.state != QueueState::Paused => true,
+        Ok(Some(_)) => {
+            tracing::info!(effect = %effect.id, "merge held back: the queue was paused");
+            false
+        }
+        Ok(None) => false,
+        Err(e) => {
+            tracing::warn!(effect = %effect.id, error = %e, "merge left to the tick: the queue could not be read");
+            false
+        }
+    }
+}
+
 /// Executes the effects a committed step emitted and reports their outcomes, round after
 /// round, each round starting from the snapshot the previous one committed, until `deadline`
 /// (the request's): no effect starts after it, and a round's commit retries conflicts until
@@ -194,6 +217,9 @@ async fn run_effects(app: &App, id: &QueueId, committed: Applied) {
                 tracing::debug!(effect = %effect.id, "lease over; left to the tick");
                 continue;
             };
+            if !may_send(app, id, effect).await {
+                continue;
+            }
             let effect_cut = Some(cut.min(lease_end));
             outcomes.push(effects::execute(host, &current.queue, effect, effect_cut).await);
         }

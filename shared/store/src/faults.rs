@@ -313,6 +313,7 @@ pass_on! {
     QueueStore {
         Read fn load(id: &QueueId) -> Option<QueueSnapshot>;
         Read fn load_shared(id: &QueueId) -> Option<Arc<QueueSnapshot>>;
+        Read fn load_queue(id: &QueueId) -> Option<Queue>;
         Read fn load_entry(id: &QueueId, pr: PrNumber) -> Option<(Queue, Option<Entry>)>;
         Read fn load_run(id: &QueueId, run_id: &str) -> Option<(Queue, Option<TestRun>)>;
         Read fn queues_of_org(org: &OrgId) -> Vec<Queue>;

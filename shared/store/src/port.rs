@@ -120,6 +120,10 @@ pub trait QueueStore: HistoryStore {
     /// (conclusions, finished runs, restarts) stays (on DynamoDB until it expires).
     async fn delete_queue(&self, snapshot: &QueueSnapshot) -> StoreResult<()>;
 
+    /// The queue item alone, as last committed (one consistent read: its state, settings and
+    /// version, without its entries); `None` when the queue does not exist.
+    async fn load_queue(&self, id: &QueueId) -> StoreResult<Option<Queue>>;
+
     /// The queue item and the latest entry of a pull request in it, active or concluded since
     /// the queue was created (one read): `None` when the queue does not exist, `Some((queue,
     /// None))` when the pull request has no entry.

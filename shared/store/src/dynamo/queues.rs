@@ -120,6 +120,13 @@ impl QueueStore for DynamoStore {
         }
     }
 
+    async fn load_queue(&self, id: &QueueId) -> StoreResult<Option<Queue>> {
+        let item = self
+            .get_item(&self.tables.queues, key(id.as_str(), QUEUE_SK))
+            .await?;
+        from_optional_item(item)
+    }
+
     async fn load_entry(
         &self,
         id: &QueueId,

@@ -200,6 +200,10 @@ impl QueueStore for MemoryStore {
         Ok(())
     }
 
+    async fn load_queue(&self, id: &QueueId) -> StoreResult<Option<Queue>> {
+        Ok(self.lock().live.get(id).map(|live| live.queue.clone()))
+    }
+
     async fn load_entry(
         &self,
         id: &QueueId,

@@ -127,6 +127,7 @@ pub async fn create_twice_is_refused(store: Arc<dyn Store>) {
 pub async fn load_of_unknown_queue_is_none(store: Arc<dyn Store>) {
     let id = queue("acme", "nothing", "main").id;
     assert!(store.load(&id).await.unwrap().is_none());
+    assert!(store.load_queue(&id).await.unwrap().is_none());
     assert!(store.load_entry(&id, 1).await.unwrap().is_none());
     assert!(store.load_run(&id, "r1").await.unwrap().is_none());
 }
@@ -281,6 +282,12 @@ pub async fn concluded_entries_become_history(store: Arc<dyn Store>) {
 
     let live = store.load(&id).await.unwrap().unwrap();
     assert_eq!(live.entries.iter().map(|e| e.pr).collect::<Vec<_>>(), [2]);
+    let alone = store
+        .load_queue(&id)
+        .await
+        .unwrap()
+        .expect("the queue item");
+    assert_eq!(alone, live.queue, "the queue item as committed");
     let (queue, latest) = store.load_entry(&id, 1).await.unwrap().unwrap();
     assert_eq!(queue.id, id);
     assert_eq!(latest, Some(merged.clone()));

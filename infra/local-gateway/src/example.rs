@@ -45,12 +45,17 @@ pub async fn link_example_owner(
     }
 }
 
-/// Creates the example repository under `root` unless it exists; returns its path.
-pub fn create_example_repo(root: &Path) -> Result<PathBuf, String> {
+/// Creates the example repository under `root` unless it exists, or `anew` (its previous
+/// run's merges undone: with the embedded store the queue starts empty, and the example's pull
+/// requests must be open again to be submitted); returns its path.
+pub fn create_example_repo(root: &Path, anew: bool) -> Result<PathBuf, String> {
     let root = std::path::absolute(root).map_err(|e| e.to_string())?;
     let bare = root.join("github.com/acme/rocket.git");
     if bare.exists() {
-        return Ok(bare);
+        if !anew {
+            return Ok(bare);
+        }
+        std::fs::remove_dir_all(&bare).map_err(|e| format!("{}: {e}", bare.display()))?;
     }
     build_example(&root, &bare).inspect_err(|_| {
         let _ = std::fs::remove_dir_all(&bare);

@@ -56,7 +56,8 @@ struct Args {
     /// Create an example repository (`github.com/acme/rocket`, three pull requests) under
     /// the repositories directory (default `.local/repos`), test it with `test ! -e FAIL`, and
     /// create its queue, for the organisation owning `github.com/acme` (linked to `local`
-    /// when no organisation owns it).
+    /// when no organisation owns it). With the embedded store the repository is made again
+    /// at every start, as the queue is; with `--dynamodb-endpoint` it is kept.
     #[arg(long)]
     example: bool,
     /// Seconds between ticks (timeouts, batching waits, retries); fractions allowed.
@@ -171,7 +172,8 @@ fn prepare_example(args: &mut Args) -> Result<(), String> {
     args.host
         .ci_command
         .get_or_insert_with(|| EXAMPLE_CI_COMMAND.to_owned());
-    let repo = create_example_repo(&dir)?;
+    let anew = args.dynamodb_endpoint.is_none();
+    let repo = create_example_repo(&dir, anew)?;
     say(format_args!("example repository: {}", repo.display()));
     Ok(())
 }

@@ -102,6 +102,34 @@ fn the_readme_quick_start_merges_two_and_fails_the_third() {
     );
 }
 
+/// The quick start runs again after the gateway is stopped: the embedded store starts empty,
+/// and so does the example repository, its pull requests open again.
+#[test]
+fn the_quick_start_runs_again_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--example", "--api-token", TOKEN, "--tick-interval", "0.2"];
+    let submit_and_merge_one = || {
+        let port = free_port();
+        let _gateway = start(dir.path(), port, &args);
+        let (status, body) = post(
+            port,
+            "submitPullRequest",
+            &format!(r#"{{{Q}, "pr": {{"number": 1}}}}"#),
+        );
+        assert_eq!(status, 200, "submit #1: {body}");
+        let started = Instant::now();
+        while state_of(port, 1) != "merged" {
+            assert!(
+                started.elapsed() < Duration::from_secs(120),
+                "#1 did not merge"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    submit_and_merge_one();
+    submit_and_merge_one();
+}
+
 /// The gateway keeps serving when its stdout goes away (a closed terminal or pipe): its
 /// start-up lines are written to a pipe nobody reads any more.
 #[test]

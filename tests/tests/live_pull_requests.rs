@@ -553,7 +553,7 @@ async fn a_broken_configuration_file_is_named_and_the_queues_own_list_works_arou
     env.wait_for_state(&repo, 1, "failed").await;
     let comment = env.wait_for_comment(&repo, 1, ".merge-queue.yaml").await;
     assert!(
-        comment.contains("test branch could not be created"),
+        comment.contains("test branch could not be made ready for CI"),
         "{comment}"
     );
     env.update_queue(&repo, json!({"requiredStatuses": [CI]}))

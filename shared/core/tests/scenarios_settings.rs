@@ -58,6 +58,54 @@ fn paused_starts_nothing_keeps_results_and_merges_when_resumed() {
     h.assert_clean();
 }
 
+/// A merge emitted before a pause and found paused just before it was sent is withdrawn
+/// (nothing is being merged while the queue is paused), and emitted again when the queue
+/// runs. One tried before stays: it may have landed.
+#[test]
+fn a_merge_withdrawn_on_a_paused_queue_is_emitted_again_when_it_runs() {
+    let mut h = queue(2);
+    h.auto_execute = false;
+    h.submit(1);
+    h.submit(2);
+    h.execute_all();
+    h.pass_pr(1);
+    let merge = |h: &Harness| {
+        let mut merges = h.snap.outbox.iter();
+        merges
+            .find(|x| matches!(x.effect, Effect::Merge { .. }))
+            .cloned()
+    };
+    let sent_later = merge(&h).expect("#1's merge emitted");
+    set_state(&mut h, RequestedState::Paused);
+    h.ok(Event::MergeWithdrawn {
+        effect_id: sent_later.id.clone(),
+    });
+    assert!(merge(&h).is_none(), "withdrawn");
+    assert_eq!(h.state(1), TestsPassed);
+    set_state(&mut h, RequestedState::Running);
+    let again = merge(&h).expect("emitted again when the queue runs");
+    assert_ne!(again.id, sent_later.id);
+    h.execute_all();
+    assert_eq!(h.state(1), Merged);
+
+    h.pass_pr(2);
+    let tried = merge(&h).expect("#2's merge emitted");
+    h.ok(Event::EffectFailed {
+        effect_id: tried.id.clone(),
+        error: "a lost answer".into(),
+        permanent: false,
+    });
+    set_state(&mut h, RequestedState::Paused);
+    h.ok(Event::MergeWithdrawn {
+        effect_id: tried.id.clone(),
+    });
+    assert_eq!(
+        merge(&h).map(|x| x.id),
+        Some(tried.id),
+        "it may have landed"
+    );
+}
+
 /// With optimistic merge, a group that fails while the queue is paused waits for the groups
 /// that start behind it once it is resumed: a pause does not turn a flake that a pass behind
 /// would clear into a failure.
@@ -971,7 +1019,7 @@ fn an_effect_that_keeps_failing_is_given_up_and_its_run_fails() {
     assert_eq!(h.conclusion(1), "test_branch_error");
     assert_eq!(
         h.conclusion_detail(1),
-        "the test branch could not be created: timeout"
+        "the test branch could not be made ready for CI: timeout"
     );
 }
 
@@ -1003,7 +1051,7 @@ fn a_test_pull_request_refused_for_good_fails_its_run_saying_why() {
     assert_eq!(h.conclusion(1), "test_branch_error");
     assert_eq!(
         h.conclusion_detail(1),
-        "the test branch could not be created: the Git host did not open its pull request \
+        "the test branch could not be made ready for CI: the Git host did not open its pull request \
          (createPrsForTestingBranches): Resource not accessible by integration"
     );
 }
@@ -1025,7 +1073,7 @@ fn a_test_branch_the_host_refuses_tells_its_pull_request_why() {
     assert_eq!(h.state(1), Failed);
     assert_eq!(
         h.conclusion_detail(1),
-        format!("the test branch could not be created: {answer}")
+        format!("the test branch could not be made ready for CI: {answer}")
     );
 }
 

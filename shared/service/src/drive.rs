@@ -21,7 +21,6 @@ use mq_core::DomainError;
 use mq_core::effects::{Effect, PendingEffect};
 use mq_core::engine::{Ctx, Event, Transition, step};
 use mq_core::ids::{OrgId, QueueId};
-use mq_core::settings::QueueState;
 use mq_core::snapshot::{Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
 use std::time::Duration;
@@ -159,24 +158,33 @@ fn lease_end(app: &App, effect: &PendingEffect) -> Option<Instant> {
 /// may still act on a request sent just before.
 const LEASE_MARGIN: Duration = Duration::from_secs(2);
 
-/// Whether `effect` may be sent now. A merge is sent only while its queue is not paused, read
+/// What becomes of an effect about to be sent ([`before_sending`]).
+enum Sending {
+    Send,
+    /// A merge on a queue paused since its step: withdrawn ([`Event::MergeWithdrawn`]).
+    Withdraw,
+    /// Not sent now: left in the outbox, for the tick.
+    Leave,
+}
+
+/// Whether `effect` is sent now. A merge is sent only while its queue is not paused, read
 /// again just before: a pause answered once the merge's step had committed (an operator's
-/// freeze) stops it. A merge held back stays in the outbox, and the tick sends it once the
-/// queue runs again; so does one whose queue could not be read.
-async fn may_send(app: &App, id: &QueueId, effect: &PendingEffect) -> bool {
+/// freeze) stops it, and the merge is withdrawn until the queue runs again. A merge whose
+/// queue could not be read is left to the tick.
+async fn before_sending(app: &App, id: &QueueId, effect: &PendingEffect) -> Sending {
     if !matches!(effect.effect, Effect::Merge { .. }) {
-        return true;
+        return Sending::Send;
     }
     match app.store.load_queue(id).await {
-        Ok(Some(queue)) if queue.state != QueueState::Paused => true,
+        Ok(Some(queue)) if !queue.mode_and_state().is_paused() => Sending::Send,
         Ok(Some(_)) => {
-            tracing::info!(effect = %effect.id, "merge held back: the queue was paused");
-            false
+            tracing::info!(effect = %effect.id, "merge withdrawn: the queue was paused");
+            Sending::Withdraw
         }
-        Ok(None) => false,
+        Ok(None) => Sending::Leave,
         Err(e) => {
             tracing::warn!(effect = %effect.id, error = %e, "merge left to the tick: the queue could not be read");
-            false
+            Sending::Leave
         }
     }
 }
@@ -217,11 +225,16 @@ async fn run_effects(app: &App, id: &QueueId, committed: Applied) {
                 tracing::debug!(effect = %effect.id, "lease over; left to the tick");
                 continue;
             };
-            if !may_send(app, id, effect).await {
-                continue;
+            match before_sending(app, id, effect).await {
+                Sending::Send => {
+                    let effect_cut = Some(cut.min(lease_end));
+                    outcomes.push(effects::execute(host, &current.queue, effect, effect_cut).await);
+                }
+                Sending::Withdraw => outcomes.push(Event::MergeWithdrawn {
+                    effect_id: effect.id.clone(),
+                }),
+                Sending::Leave => {}
             }
-            let effect_cut = Some(cut.min(lease_end));
-            outcomes.push(effects::execute(host, &current.queue, effect, effect_cut).await);
         }
         match commit_outcomes(app, id, &outcomes, current, deadline).await {
             Ok(next) => {

@@ -98,6 +98,12 @@ pub enum Event {
         error: String,
         permanent: bool,
     },
+    /// A merge was not sent: its queue was found paused just before (a pause answered after
+    /// the merge's step committed). A merge never tried is withdrawn, its group waiting as any
+    /// passed group of a paused queue does, and emitted again when the queue runs.
+    MergeWithdrawn {
+        effect_id: String,
+    },
     /// What the test branch of run `run_id` points at on the Git host now (`None`: it does
     /// not exist), as the tick reads it for runs in progress. A branch gone, or at another
     /// commit than the one the run recorded, is built again.

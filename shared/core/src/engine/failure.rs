@@ -296,7 +296,7 @@ pub fn failure_detail(reason: &str) -> String {
             "the pull request conflicts with the target branch: resolve the conflict, push, and submit it again"
                 .to_owned()
         }
-        "test_branch_error" => "the test branch could not be created".to_owned(),
+        "test_branch_error" => "the test branch could not be made ready for CI".to_owned(),
         "test_branch_pushed" => {
             "someone else kept pushing to the test branch (the queue builds its test branches \
              itself; keep tools that push from them)"

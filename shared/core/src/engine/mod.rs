@@ -212,6 +212,10 @@ impl Work {
                 self.effect_failed(effect_id, error, *permanent);
                 Ok(())
             }
+            Event::MergeWithdrawn { effect_id } => {
+                self.merge_withdrawn(effect_id);
+                Ok(())
+            }
             Event::BranchObserved { run_id, sha } => {
                 self.branch_observed(run_id, sha.as_ref());
                 Ok(())

@@ -137,6 +137,20 @@ impl Work {
         }
     }
 
+    /// A merge not sent because its queue was paused ([`super::Event::MergeWithdrawn`]) leaves the
+    /// outbox, unless the queue may merge again by now, or the merge was tried before (it may
+    /// have landed: its retry asks the Git host first).
+    pub fn merge_withdrawn(&mut self, id: &str) {
+        let never_tried = self
+            .s
+            .outbox
+            .iter()
+            .any(|x| x.id == id && x.attempts == 0 && matches!(x.effect, Effect::Merge { .. }));
+        if never_tried && !self.can_merge() {
+            self.take_effect(id);
+        }
+    }
+
     /// A run in progress whose test branch could not be made ready for CI fails
     /// (`test_branch_error`), its pull requests told `why`.
     fn branch_failed(&mut self, run_id: &str, why: String) {

@@ -364,8 +364,7 @@ impl DynamoStore {
             }
             other => other?,
         }
-        let version = commit.queue.version;
-        self.apply_redo(id, version, &commit.live, Some(&redo))
+        self.apply_redo(&commit.queue, &commit.live, Some(&redo))
             .await?;
         self.batch_put(later).await
     }
@@ -424,17 +423,18 @@ impl DynamoStore {
             .collect())
     }
 
-    /// Writes a redo's changes in steps, then removes it and lets its `parts` expire; stops
-    /// quietly when a newer commit exists (someone finished it first).
+    /// Writes the changes of the redo attached to `queue` (as it was committed) in steps, then
+    /// removes it and lets its `parts` expire; stops quietly when a newer commit exists
+    /// (someone finished it first), or the queue was deleted and created again meanwhile.
     async fn apply_redo(
         &self,
-        id: &str,
-        version: u64,
+        queue: &Queue,
         changes: &LiveChanges,
         parts: Option<&RedoParts>,
     ) -> StoreResult<()> {
+        let id = queue.id.as_str();
         for step in groups(self.live_writes(id, changes)?, STEP_ITEMS) {
-            let mut actions = vec![self.redo_still_attached(id, version)?];
+            let mut actions = vec![self.redo_still_attached(queue)?];
             actions.extend(step.into_iter().map(|w| w.action));
             match self.transact(actions).await {
                 Err(StoreError::Conflict) => return Ok(()),
@@ -447,10 +447,12 @@ impl DynamoStore {
             .table_name(&self.tables.queues)
             .set_key(Some(key(id, QUEUE_SK)))
             .update_expression("REMOVE #redo")
-            .condition_expression("#v = :v")
+            .condition_expression("#v = :v AND #created = :created")
             .expression_attribute_names("#redo", REDO)
             .expression_attribute_names("#v", VERSION)
-            .expression_attribute_values(":v", n(version))
+            .expression_attribute_names("#created", CREATED_AT)
+            .expression_attribute_values(":v", n(queue.version))
+            .expression_attribute_values(":created", n(queue.created_at.millis()))
             .send()
             .await;
         match cleared.map_err(map_sdk_error) {
@@ -553,20 +555,21 @@ impl DynamoStore {
         };
         let parts = get_s(&queue_item, REDO).and_then(RedoParts::named_by);
         let queue: Queue = from_item(queue_item)?;
-        let version = queue.version;
-        self.apply_redo(id.as_str(), version, &changes, parts.as_ref())
-            .await
+        self.apply_redo(&queue, &changes, parts.as_ref()).await
     }
 
-    /// A condition: the queue item is at `version` with its redo attached.
-    fn redo_still_attached(&self, id: &str, version: u64) -> StoreResult<TransactWriteItem> {
+    /// A condition: the queue item is `queue` at its version (not a queue created again on the
+    /// same branch since) with its redo attached.
+    fn redo_still_attached(&self, queue: &Queue) -> StoreResult<TransactWriteItem> {
         let check = ConditionCheck::builder()
             .table_name(&self.tables.queues)
-            .set_key(Some(key(id, QUEUE_SK)))
-            .condition_expression("#v = :v AND attribute_exists(#redo)")
+            .set_key(Some(key(queue.id.as_str(), QUEUE_SK)))
+            .condition_expression("#v = :v AND #created = :created AND attribute_exists(#redo)")
             .expression_attribute_names("#v", VERSION)
+            .expression_attribute_names("#created", CREATED_AT)
             .expression_attribute_names("#redo", REDO)
-            .expression_attribute_values(":v", n(version))
+            .expression_attribute_values(":v", n(queue.version))
+            .expression_attribute_values(":created", n(queue.created_at.millis()))
             .build()
             .map_err(StoreError::internal)?;
         Ok(TransactWriteItem::builder().condition_check(check).build())

@@ -117,7 +117,7 @@ pub fn report(suites: &TestSuites) -> Report {
         );
         let reruns = (suite.tests as usize) < suite.cases.len();
         match index.get(&key) {
-            Some(&i) => retried(&mut cases[i], run.attempts, reruns),
+            Some(&i) => retried(&mut cases[i], run, reruns),
             None => {
                 index.insert(key, cases.len());
                 cases.push(run);
@@ -151,7 +151,9 @@ fn walk(
 /// A later occurrence of a case. Written as a rerun (`reruns`), what came before it was a
 /// failed attempt; otherwise a failure of either occurrence is one of its own
 /// ([`CaseRun::failed_occurrence`]).
-fn retried(earlier: &mut CaseRun, later: Vec<Attempt>, reruns: bool) {
+fn retried(earlier: &mut CaseRun, later: CaseRun, reruns: bool) {
+    earlier.failed_occurrence |= later.failed_occurrence;
+    let later = later.attempts;
     if reruns {
         match earlier.attempts.last_mut() {
             Some(last) if *last == Attempt::Passed => *last = Attempt::Failed,

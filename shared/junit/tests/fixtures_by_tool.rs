@@ -157,6 +157,20 @@ fn pytest_rerunfailures_duplicates_are_retries() {
     assert!(!sometimes.may_have_failed_the_run(), "passed on its rerun");
 }
 
+/// A case written twice in a suite that counts both, the second time as nextest writes a
+/// flaky test under `flaky-result = "fail"`: the run failed on it.
+#[test]
+fn a_repeated_case_keeps_what_its_later_occurrence_says_of_the_run() {
+    let xml = r#"<testsuites><testsuite name="bin" tests="2" failures="1">
+      <testcase classname="bin" name="t"/>
+      <testcase classname="bin" name="t"><failure message="flaky"/><flakyFailure message="x"/></testcase>
+    </testsuite></testsuites>"#;
+    let report = read_report(xml.as_bytes(), &Limits::default()).unwrap();
+    let case = report.case("bin", "t").unwrap();
+    assert_eq!(case.attempts, [P, F, P]);
+    assert!(case.may_have_failed_the_run());
+}
+
 /// jest-junit leaves a `test.todo` out of its suite's `tests` but writes an element for it, so
 /// a describe block with one looks like a suite of reruns. Two tests of one title there, the
 /// first failing, are not a failure then a pass on rerun: the failure may have failed the run.

@@ -17,7 +17,7 @@
 
 use e2e::deliveries::{deliver, pull_request_event, status_event, status_on};
 use e2e::git_repo::GitRepo;
-use e2e::live::{CI, LiveEnv, body, pr_body, repo_ref};
+use e2e::live::{CI, LiveEnv, LiveOptions, body, pr_body, repo_ref};
 use e2e::tally::Tally;
 use e2e::{ACME, Backend, Reply};
 use mq_core::engine::{Effect, invariants};
@@ -430,16 +430,27 @@ async fn assert_concluded_once(env: &LiveEnv, repo: &GitRepo) -> BTreeMap<String
 
 /// A live queue whose Git host is wrapped in a [`FaultyGitHost`]; no background tick.
 async fn with_faulty_host(settings: Value, prs: u32) -> (LiveEnv, GitRepo, Arc<FaultyGitHost>) {
+    faulty_queue(LiveEnv::options(), Backend::DynamoDb, settings, prs).await
+}
+
+/// A live queue started with `options`, its Git host wrapped in a [`FaultyGitHost`]; no
+/// background tick.
+async fn faulty_queue(
+    options: LiveOptions,
+    backend: Backend,
+    settings: Value,
+    prs: u32,
+) -> (LiveEnv, GitRepo, Arc<FaultyGitHost>) {
     let slot = Arc::new(OnceLock::new());
     let set = slot.clone();
-    let env = LiveEnv::options()
+    let env = options
         .without_tick()
         .wrap_host(move |host: Arc<dyn GitHost>| {
             let wrapper = Arc::new(FaultyGitHost::new(host, SEED));
             let _ = set.set(wrapper.clone());
             wrapper
         })
-        .start(Backend::DynamoDb)
+        .start(backend)
         .await;
     let host = slot.get().expect("host wrapped").clone();
     let repo = env.repo("rocket");
@@ -773,23 +784,9 @@ async fn a_tick_effect_outlasting_the_tick_is_stopped_and_counted() {
 /// operator pauses.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pause_answered_before_a_merge_is_sent_stops_it() {
-    let slot = Arc::new(OnceLock::new());
-    let set = slot.clone();
-    let env = LiveEnv::options()
-        .webhook(SECRET)
-        .without_tick()
-        .wrap_host(move |host: Arc<dyn GitHost>| {
-            let wrapper = Arc::new(FaultyGitHost::new(host, SEED));
-            let _ = set.set(wrapper.clone());
-            wrapper
-        })
-        .start(Backend::Memory)
-        .await;
-    let host: Arc<FaultyGitHost> = slot.get().expect("host wrapped").clone();
-    let repo = env.repo("rocket");
-    repo.require_statuses("main", &[CI]);
-    repo.add_prs(2, &[]);
-    env.create_queue(&repo, json!({"concurrency": 2})).await;
+    let options = LiveEnv::options().webhook(SECRET);
+    let settings = json!({"concurrency": 2});
+    let (env, repo, host) = faulty_queue(options, Backend::Memory, settings, 2).await;
     env.submit(&repo, 1).await;
     env.submit(&repo, 2).await;
     let (one, two) = (

@@ -695,7 +695,7 @@ async fn a_slow_tick_reaches_every_queue_in_turn() {
     let one_at_a_time = tick::Pace {
         start_for: std::time::Duration::from_millis(100),
         at_once: 1,
-        effects_for: tick::EFFECTS_FOR,
+        ..tick::Pace::STANDARD
     };
     let mut reached = BTreeSet::new();
     for _ in 0..3 {
@@ -724,8 +724,7 @@ async fn a_slow_tick_works_queues_at_once() {
     let env = three_queues_on_a_slow_host().await;
     let pace = tick::Pace {
         start_for: std::time::Duration::from_millis(100),
-        at_once: tick::QUEUES_AT_ONCE,
-        effects_for: tick::EFFECTS_FOR,
+        ..tick::Pace::STANDARD
     };
     let report = tick::run_at_pace(&env.app, "slow", pace).await.unwrap();
     assert_eq!(
@@ -761,6 +760,7 @@ async fn a_tick_effect_outlasting_the_tick_is_stopped_and_counted() {
         start_for: tick::START_QUEUES_FOR,
         at_once: 1,
         effects_for: drive::EFFECT_OVERRUN + std::time::Duration::from_secs(1),
+        ..tick::Pace::STANDARD
     };
     env.clock.advance_minutes(10);
     let report = tick::run_at_pace(&env.app, "short", short).await.unwrap();

@@ -84,8 +84,20 @@ async fn auto_tuning_gives_a_queue_that_falls_behind_more_concurrency_once(backe
     assert_eq!(best["settings"]["summary"], advised["advice"]["summary"]);
     conforms("/getQueueAdvice", &advised);
 
-    // The first check proposes; nothing changes yet.
+    // A tick with no time left for a check (its queues took the minute) leaves it to the next.
     live.update_queue(&repo, json!({"autoTune": true})).await;
+    let late = mq_service::tick::Pace {
+        tune_by: std::time::Duration::ZERO,
+        ..mq_service::tick::Pace::STANDARD
+    };
+    let report = mq_service::tick::run_at_pace(&live.app, "late", late)
+        .await
+        .unwrap();
+    assert_eq!(report.tuned, None, "{report:?}");
+    let queue = live.queue(&repo).await;
+    assert!(queue["tuning"]["checkedAt"].is_null(), "{queue}");
+
+    // The first check proposes; nothing changes yet.
     live.tick().await;
     let queue = live.queue(&repo).await;
     assert_eq!(queue["concurrency"], 1, "{queue}");

@@ -48,6 +48,16 @@ pub const START_QUEUES_FOR: Duration = Duration::from_secs(30);
 /// also cut before its own lease ends (see `drive`).
 pub const EFFECTS_FOR: Duration = Duration::from_secs(45);
 
+/// Until when, from its start, a tick starts a round of test-health recovery (a read and a
+/// transaction per repository with due tests): the rest waits for the next tick.
+pub const RECOVER_FOR: Duration = Duration::from_secs(50);
+
+/// Until when, from its start, a tick begins an auto-tuning check: a check reads up to
+/// 20,000 runs and simulates for seconds (under 15 s together, BENCHMARKS.md), and must end
+/// before the function does, at 60 s, to be recorded. A check not begun in time is the next
+/// tick's.
+pub const TUNE_BY: Duration = Duration::from_secs(40);
+
 /// How many queues a tick works at once. A queue's tick mostly waits on the Git host (a
 /// listing of each run's checks, its branch) and the store; one queue at a time, a deployment
 /// with hundreds of queues would reach each only every half hour or so, its batching waits and
@@ -75,15 +85,10 @@ pub struct TickReport {
 
 /// Runs one tick over every queue with work; `owner` names this tick in the leases.
 pub async fn run(app: &App, owner: &str) -> Result<TickReport, ServiceError> {
-    let pace = Pace {
-        start_for: START_QUEUES_FOR,
-        at_once: QUEUES_AT_ONCE,
-        effects_for: EFFECTS_FOR,
-    };
-    run_at_pace(app, owner, pace).await
+    run_at_pace(app, owner, Pace::STANDARD).await
 }
 
-/// How a tick goes through the queues with work.
+/// How a tick goes through the queues with work, and what time it leaves the rest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Pace {
     /// How long queues are started for (the queue in turn is always started).
@@ -92,11 +97,27 @@ pub struct Pace {
     pub at_once: usize,
     /// How long from the tick's start the queues' effects may run.
     pub effects_for: Duration,
+    /// How long from the tick's start rounds of test-health recovery may begin.
+    pub recover_for: Duration,
+    /// How long from the tick's start an auto-tuning check may begin.
+    pub tune_by: Duration,
+}
+
+impl Pace {
+    /// The deployed tick's.
+    pub const STANDARD: Pace = Pace {
+        start_for: START_QUEUES_FOR,
+        at_once: QUEUES_AT_ONCE,
+        effects_for: EFFECTS_FOR,
+        recover_for: RECOVER_FOR,
+        tune_by: TUNE_BY,
+    };
 }
 
 /// [`run`] at `pace`: queues started for `pace.start_for` only, `pace.at_once` at a time (in
-/// the order of the minute, the queue in turn first); then test-health recovery and, last,
-/// auto-tuning, whatever the time.
+/// the order of the minute, the queue in turn first); then test-health recovery while
+/// `pace.recover_for` lasts and, last, an auto-tuning check if it can begin by
+/// `pace.tune_by`.
 pub async fn run_at_pace(app: &App, owner: &str, pace: Pace) -> Result<TickReport, ServiceError> {
     let started = Instant::now();
     let effects_until = tokio::time::Instant::from_std(started + pace.effects_for);
@@ -138,12 +159,17 @@ pub async fn run_at_pace(app: &App, owner: &str, pace: Pace) -> Result<TickRepor
             }
         }
     }
-    match super::test_health::recover(app, app.now()).await {
+    let recover_until = started + pace.recover_for;
+    match super::test_health::recover(app, app.now(), recover_until).await {
         Ok(n) => report.recovered_tests = n,
         Err(e) => tracing::warn!(error = %e, "test health recovery failed; the next tick retries"),
     }
     // Last: a check spends seconds of simulation.
-    report.tuned = tune_one(app, &due_for_tuning).await;
+    if started.elapsed() < pace.tune_by {
+        report.tuned = tune_one(app, &due_for_tuning).await;
+    } else if !due_for_tuning.is_empty() {
+        tracing::info!("no time left for auto-tuning; the next tick checks");
+    }
     Ok(report)
 }
 

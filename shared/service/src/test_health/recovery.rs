@@ -9,17 +9,23 @@ use mq_core::health::RepoHealthSettings;
 use mq_core::time::Timestamp;
 use mq_store::HealthScope;
 use std::collections::HashMap;
+use std::time::Instant;
 
 /// Test cases looked at per round.
 const BATCH: usize = 100;
 /// Rounds per call; the next tick goes on where this one stopped.
 const MAX_ROUNDS: usize = 50;
 
-/// Re-judges every FLAKY test case due at `now`. Returns how many changed status.
-pub async fn recover(app: &App, now: Timestamp) -> Result<usize, ServiceError> {
+/// Re-judges every FLAKY test case due at `now`, in rounds begun until `until` (the rest is
+/// the next call's). Returns how many changed status.
+pub async fn recover(app: &App, now: Timestamp, until: Instant) -> Result<usize, ServiceError> {
     let mut recovered = 0;
     let mut settings_of: HashMap<HealthScope, RepoHealthSettings> = HashMap::new();
     for _ in 0..MAX_ROUNDS {
+        if Instant::now() >= until {
+            tracing::info!("test health recovery left to the next tick: its time is up");
+            break;
+        }
         let due = app.store.due_for_recovery(now, BATCH).await?;
         if due.is_empty() {
             break;

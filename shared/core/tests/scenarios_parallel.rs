@@ -3,6 +3,7 @@
 mod support;
 
 use mq_core::ErrorCode;
+use mq_core::effects::PendingEffect;
 use mq_core::engine::view::readiness;
 use mq_core::engine::{Effect, Event};
 use mq_core::entry::EntryState::*;
@@ -30,6 +31,24 @@ fn without_impacted_targets_an_entry_stays_not_ready() {
     h.set_targets(1, &["//app"]);
     assert_eq!(h.state(1), Testing);
     assert!(readiness(&h.snap.queue, h.entry(1).unwrap()).has_impacted_targets);
+}
+
+/// A pull request waiting only for its impacted targets is read again at the slow pace (one
+/// tick in ten), never every minute: a close whose delivery was lost still takes it out.
+#[test]
+fn a_pull_request_waiting_for_its_targets_is_read_again_now_and_then() {
+    let mut h = parallel(4);
+    h.submit(1);
+    h.auto_execute = false;
+    let mut reads = 0;
+    for _ in 0..30 {
+        h.advance_minutes(1);
+        h.snap.outbox.clear();
+        let t = h.tick();
+        let read = |x: &&PendingEffect| x.effect == Effect::RefreshPullRequest { pr: 1 };
+        reads += t.effects.iter().filter(read).count();
+    }
+    assert_eq!(reads, 3, "one tick in ten");
 }
 
 #[test]

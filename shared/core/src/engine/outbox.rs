@@ -254,15 +254,17 @@ impl Work {
                 .any(|y| y.held && y.effect.notice_key() == key)
     }
 
-    /// Pull requests not ready because of their own state (a draft, reviews that do not
-    /// approve it, a conflict or a mergeability still unknown, another base) are read again:
-    /// the webhook delivery that says they changed (ready for review, approved, closed, the
-    /// conflict resolved) may never come, as GitHub does not send a failed delivery again.
-    /// Each is read at every tick for its first [`READ_EVERY_TICK_MS`] waiting (and while its
-    /// mergeability is being computed), then at one tick in [`READ_EVERY_NTH_TICK`] (spread
-    /// over the ticks by pull request number): a pull
-    /// request waiting days for its reviews costs a few reads an hour, not one a minute,
-    /// against the Git host's rate limits.
+    /// Pull requests not ready are read again: the webhook delivery that says they changed
+    /// (ready for review, approved, closed, pushed to, the conflict resolved) may never come,
+    /// as GitHub does not send a failed delivery again. One not ready because of its own state
+    /// (a draft, reviews that do not approve it, a conflict or a mergeability still unknown,
+    /// another base) is read at every tick for its first [`READ_EVERY_TICK_MS`] waiting (and
+    /// while its mergeability is being computed), then at one tick in
+    /// [`READ_EVERY_NTH_TICK`] (spread over the ticks by pull request number): a pull request
+    /// waiting days for its reviews costs a few reads an hour, not one a minute, against the
+    /// Git host's rate limits. One waiting only for its impacted targets (parallel mode),
+    /// which CI uploads, is read at the slower pace only, so that a close or push whose
+    /// delivery was lost still takes it out of the queue.
     fn refresh_waiting_pull_requests(&mut self) {
         let branch = &self.s.queue.branch;
         let now = self.now;
@@ -271,12 +273,12 @@ impl Work {
             .entries
             .iter()
             .filter(|e| e.state == EntryState::NotReady)
-            .filter(|e| due_for_reading(e, now))
             .filter(|e| {
                 let facts = &e.pr_facts;
-                !facts.ready_to_merge()
+                let on_itself = !facts.ready_to_merge()
                     || facts.mergeability != Mergeability::Mergeable
-                    || &facts.base_branch != branch
+                    || &facts.base_branch != branch;
+                due_for_reading(e, now, on_itself)
             })
             .map(|e| e.pr)
             .collect();
@@ -300,14 +302,15 @@ pub const READ_EVERY_TICK_MS: i64 = 10 * 60_000;
 /// many.
 pub const READ_EVERY_NTH_TICK: i64 = 10;
 
-/// Whether the tick at `now` reads the waiting entry `e` again: one waiting for the Git host to
-/// compute its mergeability always is.
-fn due_for_reading(e: &Entry, now: Timestamp) -> bool {
+/// Whether the tick at `now` reads the waiting entry `e` again (waiting `on_itself`, or only
+/// for its impacted targets): one waiting on itself for the Git host to compute its
+/// mergeability always is.
+fn due_for_reading(e: &Entry, now: Timestamp, on_itself: bool) -> bool {
     let fresh = now.millis_since(e.state_changed_at) < READ_EVERY_TICK_MS;
     let computing = e.pr_facts.mergeability == Mergeability::InProgress;
     let minute = now.millis().div_euclid(60_000);
     let its_minute = (minute + i64::from(e.pr)).rem_euclid(READ_EVERY_NTH_TICK) == 0;
-    fresh || computing || its_minute
+    (on_itself && (fresh || computing)) || its_minute
 }
 
 /// 1, 2, 4, ... minutes after the n-th failure, at most an hour.

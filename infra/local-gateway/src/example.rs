@@ -45,14 +45,16 @@ pub async fn link_example_owner(
     }
 }
 
-/// Creates the example repository under `root` unless it exists, or `anew` (its previous
-/// run's merges undone: with the embedded store the queue starts empty, and the example's pull
-/// requests must be open again to be submitted); returns its path.
+/// Creates the example repository under `root` unless it exists; returns its path. With
+/// `anew`, an existing one that `--example` made (see [`made_by_example`]) is made again, its
+/// previous run's merges undone: with the embedded store the queue starts empty, and the
+/// example's pull requests must be open again to be submitted. A repository of that name that
+/// `--example` did not make is never touched.
 pub fn create_example_repo(root: &Path, anew: bool) -> Result<PathBuf, String> {
     let root = std::path::absolute(root).map_err(|e| e.to_string())?;
     let bare = root.join("github.com/acme/rocket.git");
     if bare.exists() {
-        if !anew {
+        if !anew || !made_by_example(&root, &bare) {
             return Ok(bare);
         }
         std::fs::remove_dir_all(&bare).map_err(|e| format!("{}: {e}", bare.display()))?;
@@ -61,6 +63,19 @@ pub fn create_example_repo(root: &Path, anew: bool) -> Result<PathBuf, String> {
         let _ = std::fs::remove_dir_all(&bare);
     })?;
     Ok(bare)
+}
+
+/// The configuration key marking a repository `--example` made.
+const EXAMPLE_MARK: &str = "mergeQueue.example";
+
+/// Whether `--example` made the repository `bare`: it carries the example's mark, or (made
+/// before the mark) it is under the example's own directory.
+fn made_by_example(root: &Path, bare: &Path) -> bool {
+    let marked = Command::new("git")
+        .args(["-C", &path(bare), "config", "--get", EXAMPLE_MARK])
+        .output()
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "true");
+    marked || root.ends_with(EXAMPLE_REPOS_DIR)
 }
 
 fn build_example(root: &Path, bare: &Path) -> Result<(), String> {
@@ -81,6 +96,7 @@ fn build_example(root: &Path, bare: &Path) -> Result<(), String> {
         Some(bare),
         &["config", "branch.main.requiredStatuses", "local-ci"],
     )?;
+    git_at(Some(bare), &["config", EXAMPLE_MARK, "true"])?;
     git_at(
         None,
         &["init", "--quiet", "--initial-branch=main", &path(w)],
@@ -158,5 +174,44 @@ fn git_at(dir: Option<&Path>, args: &[&str]) -> Result<(), String> {
             args.join(" "),
             String::from_utf8_lossy(&out.stderr).trim()
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(bare: &Path, key: &str) -> String {
+        let out = Command::new("git")
+            .args(["-C", &path(bare), "config", "--get", key])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// The example's own repository is made again (a merged pull request open again); one of
+    /// the same name that `--example` did not make (a user's, under `--repos-dir`) is kept.
+    #[test]
+    fn only_the_example_s_own_repository_is_made_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let example = create_example_repo(dir.path(), false).unwrap();
+        git_at(Some(&example), &["config", "pr.1.state", "merged"]).unwrap();
+        create_example_repo(dir.path(), false).unwrap();
+        assert_eq!(
+            config(&example, "pr.1.state"),
+            "merged",
+            "kept when not anew"
+        );
+        create_example_repo(dir.path(), true).unwrap();
+        assert_eq!(config(&example, "pr.1.state"), "", "made again");
+
+        git_at(Some(&example), &["config", "--unset", EXAMPLE_MARK]).unwrap();
+        git_at(Some(&example), &["config", "pr.1.state", "merged"]).unwrap();
+        create_example_repo(dir.path(), true).unwrap();
+        assert_eq!(
+            config(&example, "pr.1.state"),
+            "merged",
+            "not the example's"
+        );
     }
 }

@@ -56,8 +56,9 @@ struct Args {
     /// Create an example repository (`github.com/acme/rocket`, three pull requests) under
     /// the repositories directory (default `.local/repos`), test it with `test ! -e FAIL`, and
     /// create its queue, for the organisation owning `github.com/acme` (linked to `local`
-    /// when no organisation owns it). With the embedded store the repository is made again
-    /// at every start, as the queue is; with `--dynamodb-endpoint` it is kept.
+    /// when no organisation owns it). With the embedded store the repository `--example`
+    /// made is made again at every start, as the queue is (a repository of that name it did
+    /// not make is never touched); with `--dynamodb-endpoint` it is kept.
     #[arg(long)]
     example: bool,
     /// Seconds between ticks (timeouts, batching waits, retries); fractions allowed.

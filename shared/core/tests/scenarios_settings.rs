@@ -410,6 +410,36 @@ fn direct_merge_merges_an_up_to_date_green_pull_request_without_a_run() {
     h.assert_clean();
 }
 
+/// A direct merge withdrawn on a paused queue puts its pull request back to `pending`: it has
+/// no run whose merge could be emitted again, and would otherwise wait for good.
+#[test]
+fn a_direct_merge_withdrawn_on_a_paused_queue_is_tested_when_it_runs() {
+    let mut h = Harness::with(SettingsPatch {
+        direct_merge_mode: Some(DirectMergeMode::Always),
+        ..Default::default()
+    });
+    h.auto_execute = false;
+    h.green_heads.insert(1);
+    let mut facts = h.facts(1);
+    facts.based_on_target_head = true;
+    h.submit_facts(facts).unwrap();
+    let merge = h
+        .snap
+        .outbox
+        .iter()
+        .find(|x| matches!(x.effect, Effect::Merge { .. }));
+    let merge = merge.expect("a direct merge emitted").id.clone();
+    set_state(&mut h, RequestedState::Paused);
+    h.ok(Event::MergeWithdrawn { effect_id: merge });
+    assert_eq!(h.state(1), Pending);
+    set_state(&mut h, RequestedState::Running);
+    h.auto_execute = true;
+    h.execute_all();
+    assert_eq!(h.state(1), Testing);
+    h.pass_pr(1);
+    assert_eq!(h.state(1), Merged);
+}
+
 #[test]
 fn direct_merge_needs_green_up_to_date_and_nothing_ahead() {
     let mut h = Harness::with(SettingsPatch {

@@ -115,9 +115,8 @@ impl Pace {
 }
 
 /// [`run`] at `pace`: queues started for `pace.start_for` only, `pace.at_once` at a time (in
-/// the order of the minute, the queue in turn first); then test-health recovery while
-/// `pace.recover_for` lasts and, last, an auto-tuning check if it can begin by
-/// `pace.tune_by`.
+/// the order of the minute, the queue in turn first); then an auto-tuning check if it can
+/// begin by `pace.tune_by`, and test-health recovery while `pace.recover_for` lasts.
 pub async fn run_at_pace(app: &App, owner: &str, pace: Pace) -> Result<TickReport, ServiceError> {
     let started = Instant::now();
     let effects_until = tokio::time::Instant::from_std(started + pace.effects_for);
@@ -159,16 +158,17 @@ pub async fn run_at_pace(app: &App, owner: &str, pace: Pace) -> Result<TickRepor
             }
         }
     }
-    let recover_until = started + pace.recover_for;
-    match super::test_health::recover(app, app.now(), recover_until).await {
-        Ok(n) => report.recovered_tests = n,
-        Err(e) => tracing::warn!(error = %e, "test health recovery failed; the next tick retries"),
-    }
-    // Last: a check spends seconds of simulation.
+    // A check (seconds of simulation, for one queue once a window) goes before recovery, whose
+    // backlog would otherwise keep it from its time for good.
     if started.elapsed() < pace.tune_by {
         report.tuned = tune_one(app, &due_for_tuning).await;
     } else if !due_for_tuning.is_empty() {
         tracing::info!("no time left for auto-tuning; the next tick checks");
+    }
+    let recover_until = started + pace.recover_for;
+    match super::test_health::recover(app, app.now(), recover_until).await {
+        Ok(n) => report.recovered_tests = n,
+        Err(e) => tracing::warn!(error = %e, "test health recovery failed; the next tick retries"),
     }
     Ok(report)
 }

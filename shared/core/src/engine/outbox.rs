@@ -137,17 +137,33 @@ impl Work {
         }
     }
 
-    /// A merge not sent because its queue was paused ([`super::Event::MergeWithdrawn`]) leaves the
-    /// outbox, unless the queue may merge again by now, or the merge was tried before (it may
-    /// have landed: its retry asks the Git host first).
+    /// A merge not sent because its queue was paused ([`super::Event::MergeWithdrawn`]) leaves
+    /// the outbox, unless the queue may merge again by now, or the merge may have been sent
+    /// before: handed out again after its first lease (an execution whose answer was lost,
+    /// or a failed attempt), it may have landed, and its retry asks the Git host first. A
+    /// group's merge is emitted again when the queue runs; a direct merge's pull request goes
+    /// back to `pending`, to be tested or merged directly again then.
     pub fn merge_withdrawn(&mut self, id: &str) {
-        let never_tried = self
+        let first_lease = |x: &PendingEffect| {
+            x.attempts == 0 && x.next_attempt_at == x.created_at.plus_millis(EFFECT_LEASE_MS)
+        };
+        let withdrawn = self
             .s
             .outbox
             .iter()
-            .any(|x| x.id == id && x.attempts == 0 && matches!(x.effect, Effect::Merge { .. }));
-        if never_tried && !self.can_merge() {
-            self.take_effect(id);
+            .find(|x| x.id == id)
+            .filter(|x| first_lease(x));
+        let Some(Effect::Merge { run_id, prs, .. }) = withdrawn.map(|x| x.effect.clone()) else {
+            return;
+        };
+        if self.can_merge() {
+            return;
+        }
+        self.take_effect(id);
+        if run_id.is_none() {
+            for pr in prs {
+                self.set_state(pr.pr, EntryState::Pending);
+            }
         }
     }
 
@@ -166,8 +182,8 @@ impl Work {
         self.run_failed(run_id, super::reason::BRANCH_ERROR);
     }
 
-    /// The schedule: effects due again, timeouts, refreshes of pull requests that wait on
-    /// their own state. Batching waits end in the settling that follows.
+    /// The schedule: effects due again, timeouts, refreshes of pull requests not ready yet.
+    /// Batching waits end in the settling that follows.
     pub fn tick(&mut self) {
         self.emit_due_effects();
         self.rebuild_lost_branches();

@@ -46,7 +46,7 @@ pub async fn link_example_owner(
 }
 
 /// Creates the example repository under `root` unless it exists; returns its path. With
-/// `anew`, an existing one that `--example` made (see [`made_by_example`]) is made again, its
+/// `anew`, an existing one that `--example` made (marked so, or under `.local/repos`) is made again, its
 /// previous run's merges undone: with the embedded store the queue starts empty, and the
 /// example's pull requests must be open again to be submitted. A repository of that name that
 /// `--example` did not make is never touched.

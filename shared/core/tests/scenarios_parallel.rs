@@ -266,9 +266,7 @@ fn a_group_of_the_lane_of_a_direct_merge_under_way_tests_again_once_it_lands() {
     });
     h.auto_execute = false;
     h.green_heads.insert(1);
-    let mut facts = h.facts(1);
-    facts.based_on_target_head = true;
-    h.submit_facts(facts).unwrap();
+    h.submit_up_to_date(1);
     h.set_targets(1, &["b"]);
     h.submit(2);
     h.set_targets(2, &["b"]);

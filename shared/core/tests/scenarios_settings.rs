@@ -394,9 +394,7 @@ fn direct_merge_merges_an_up_to_date_green_pull_request_without_a_run() {
         ..Default::default()
     });
     h.green_heads.insert(1);
-    let mut facts = h.facts(1);
-    facts.based_on_target_head = true;
-    h.submit_facts(facts).unwrap();
+    h.submit_up_to_date(1);
     assert_eq!(h.state(1), Merged);
     assert!(h.finished_runs.is_empty(), "no test run");
     let merges = h.emitted_where(|e| matches!(e, Effect::Merge { .. }));
@@ -420,9 +418,7 @@ fn a_direct_merge_withdrawn_on_a_paused_queue_is_tested_when_it_runs() {
     });
     h.auto_execute = false;
     h.green_heads.insert(1);
-    let mut facts = h.facts(1);
-    facts.based_on_target_head = true;
-    h.submit_facts(facts).unwrap();
+    h.submit_up_to_date(1);
     let merge = h
         .snap
         .outbox
@@ -452,16 +448,12 @@ fn direct_merge_needs_green_up_to_date_and_nothing_ahead() {
     assert_eq!(h.state(1), Testing);
     // Up to date and green, but 1 is ahead.
     h.green_heads.insert(2);
-    let mut facts = h.facts(2);
-    facts.based_on_target_head = true;
-    h.submit_facts(facts).unwrap();
+    h.submit_up_to_date(2);
     assert_eq!(h.state(2), Pending);
     // Up to date, nothing ahead, but its own statuses did not pass.
     h.pass_pr(1);
     h.pass_pr(2);
-    let mut facts = h.facts(3);
-    facts.based_on_target_head = true;
-    h.submit_facts(facts).unwrap();
+    h.submit_up_to_date(3);
     assert_eq!(h.state(3), Testing);
 }
 
@@ -478,9 +470,7 @@ fn direct_merge_in_parallel_mode_needs_nothing_in_line_it_may_depend_on() {
     assert_eq!(h.state(9), NotReady);
     // Up to date, green, nothing in line: merged at once, without impacted targets or a run.
     h.green_heads.insert(1);
-    let mut facts = h.facts(1);
-    facts.based_on_target_head = true;
-    h.submit_facts(facts).unwrap();
+    h.submit_up_to_date(1);
     assert_eq!(h.state(1), Merged);
     assert!(h.finished_runs.is_empty(), "no test run");
     let merges = h.emitted_where(|e| matches!(e, Effect::Merge { .. }));
@@ -503,9 +493,7 @@ fn direct_merge_in_parallel_mode_needs_nothing_in_line_it_may_depend_on() {
     h.set_targets(9, &["a"]);
     assert_eq!(h.state(9), Testing);
     h.green_heads.insert(2);
-    let mut facts = h.facts(2);
-    facts.based_on_target_head = true;
-    h.submit_facts(facts).unwrap();
+    h.submit_up_to_date(2);
     assert_eq!(h.state(2), NotReady, "tested, not merged directly");
     h.set_targets(2, &["b"]);
     assert_eq!(h.state(2), Testing);

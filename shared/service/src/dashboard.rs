@@ -43,12 +43,15 @@ pub async fn list_queues(
     repo: Option<&RepoRef>,
 ) -> Result<QueueList, ServiceError> {
     let now = app.now();
-    let read = super::metrics::owned_queue_facts(app, org, repo, now).await?;
-    let queues = read.facts.iter().map(|f| summary(f, &figures(f, now)));
-    let unreadable = read.unreadable.into_iter().map(|queue| UnreadableQueue {
-        repo: queue.repo,
-        target_branch: queue.branch,
-    });
+    let facts = super::metrics::owned_queue_facts(app, org, repo, now).await?;
+    let queues = facts.read.iter().map(|f| summary(f, &figures(f, now)));
+    let unreadable = facts
+        .unreadable
+        .into_iter()
+        .map(|(queue, _)| UnreadableQueue {
+            repo: queue.repo,
+            target_branch: queue.branch,
+        });
     Ok(QueueList {
         organisation: org.as_str().to_owned(),
         queues: queues.collect(),

@@ -3,7 +3,7 @@
 //! The store reads an organisation's queues' facts ([`QueueStore::metrics_facts`]: on
 //! DynamoDB, four `Query`s per queue, several queues at once), and the figures are computed
 //! from them. A queue that cannot be read is logged and named apart
-//! ([`QueuesRead::unreadable`]): the others' figures are still given, so one queue's item
+//! ([`MetricsFacts::unreadable`]): the others' figures are still given, so one queue's item
 //! that this version cannot decode does not blind every alert on the organisation's queues.
 
 use crate::app::App;
@@ -12,7 +12,7 @@ use mq_core::ids::{OrgId, RepoRef};
 use mq_core::metrics::{QueueFacts, QueueFigures, QueueName, Window, figures};
 use mq_core::snapshot::{Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
-use mq_store::{QueueStore, StoreError};
+use mq_store::{MetricsFacts, QueueStore, StoreError};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -40,23 +40,19 @@ pub async fn figures_of(
     repo: Option<&RepoRef>,
 ) -> Result<(Vec<QueueFigures>, Vec<QueueName>), ServiceError> {
     let now = app.now();
-    let read = owned_queue_facts(app, org, repo, now).await?;
-    let figures = read.facts.iter().map(|facts| figures(facts, now)).collect();
-    let unreadable = read.unreadable.iter().map(QueueName::of).collect();
+    let facts = owned_queue_facts(app, org, repo, now).await?;
+    let figures = facts.read.iter().map(|facts| figures(facts, now)).collect();
+    let unreadable = facts
+        .unreadable
+        .iter()
+        .map(|(q, _)| QueueName::of(q))
+        .collect();
     Ok((figures, unreadable))
 }
 
-/// What [`owned_queue_facts`] read: the facts of the queues it could read, and the queues it
-/// could not (each logged with its error), both ordered by repository and branch.
-#[derive(Debug, Default)]
-pub struct QueuesRead {
-    pub facts: Vec<QueueFacts>,
-    pub unreadable: Vec<Queue>,
-}
-
 /// The facts of the organisation's queues (or of its queues on `repo`, 404
-/// `REPOSITORY_NOT_FOUND` unless it owns `repo`), ordered by repository and branch, and the
-/// queues whose reads failed. Only the organisation's queues are read, and a queue it
+/// `REPOSITORY_NOT_FOUND` unless it owns `repo`), and the queues whose reads failed (each
+/// logged with its error), both ordered by repository and branch. Only the organisation's queues are read, and a queue it
 /// recorded on an owner it no longer owns is left out (one owner lookup per owner; with
 /// `repo`, the one check of `repo`): every endpoint answers 404 for that repository.
 pub async fn owned_queue_facts(
@@ -64,7 +60,7 @@ pub async fn owned_queue_facts(
     org: &OrgId,
     repo: Option<&RepoRef>,
     now: Timestamp,
-) -> Result<QueuesRead, ServiceError> {
+) -> Result<MetricsFacts, ServiceError> {
     let key = repo.map(RepoRef::key);
     let owned = async {
         match repo {
@@ -74,22 +70,18 @@ pub async fn owned_queue_facts(
     };
     let (owned, facts) = tokio::join!(owned, app.store.metrics_facts(org, key.as_deref(), now));
     owned?;
-    let facts = facts?;
-    let mut read = QueuesRead {
-        facts: facts.read,
-        unreadable: Vec::new(),
-    };
-    for (queue, error) in facts.unreadable {
-        tracing::error!(queue = %queue.id, %error, "queue left out of the figures: it could not be read");
-        read.unreadable.push(queue);
-    }
+    let mut facts = facts?;
     if repo.is_none() {
-        keep_owned(app, org, &mut read).await?;
+        keep_owned(app, org, &mut facts).await?;
     }
-    read.facts
+    for (queue, error) in &facts.unreadable {
+        tracing::error!(queue = %queue.id, %error, "queue left out of the figures: it could not be read");
+    }
+    facts
+        .read
         .sort_by(|a, b| in_order(&a.snapshot.queue, &b.snapshot.queue));
-    read.unreadable.sort_by(in_order);
-    Ok(read)
+    facts.unreadable.sort_by(|(a, _), (b, _)| in_order(a, b));
+    Ok(facts)
 }
 
 /// Queues in order of repository, then branch.
@@ -100,10 +92,10 @@ fn in_order(a: &Queue, b: &Queue) -> std::cmp::Ordering {
 }
 
 /// Leaves out the queues on owners `org` does not own: one owner lookup per owner.
-async fn keep_owned(app: &App, org: &OrgId, read: &mut QueuesRead) -> Result<(), ServiceError> {
+async fn keep_owned(app: &App, org: &OrgId, facts: &mut MetricsFacts) -> Result<(), ServiceError> {
     let mut owners: HashMap<String, bool> = HashMap::new();
-    let queues = read.facts.iter().map(|f| &f.snapshot.queue);
-    for queue in queues.chain(&read.unreadable) {
+    let read = facts.read.iter().map(|f| &f.snapshot.queue);
+    for queue in read.chain(facts.unreadable.iter().map(|(q, _)| q)) {
         let owner = queue.repo.owner_ref().key();
         if let std::collections::hash_map::Entry::Vacant(slot) = owners.entry(owner) {
             let owns = super::owners::organisation_of(app, slot.key())
@@ -114,8 +106,8 @@ async fn keep_owned(app: &App, org: &OrgId, read: &mut QueuesRead) -> Result<(),
         }
     }
     let owned = |queue: &Queue| owners[&queue.repo.owner_ref().key()];
-    read.facts.retain(|f| owned(&f.snapshot.queue));
-    read.unreadable.retain(owned);
+    facts.read.retain(|f| owned(&f.snapshot.queue));
+    facts.unreadable.retain(|(q, _)| owned(q));
     Ok(())
 }
 

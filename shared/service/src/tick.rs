@@ -53,9 +53,8 @@ pub const EFFECTS_FOR: Duration = Duration::from_secs(45);
 pub const RECOVER_FOR: Duration = Duration::from_secs(50);
 
 /// Until when, from its start, a tick begins an auto-tuning check: a check reads up to
-/// 20,000 runs and simulates for seconds (under 15 s together, BENCHMARKS.md), and must end
-/// before the function does, at 60 s, to be recorded. A check not begun in time is the next
-/// tick's.
+/// 20,000 runs and simulates for seconds (BENCHMARKS.md times it), and must end before the
+/// function does, at 60 s, to be recorded. A check not begun in time is the next tick's.
 pub const TUNE_BY: Duration = Duration::from_secs(40);
 
 /// How many queues a tick works at once. A queue's tick mostly waits on the Git host (a

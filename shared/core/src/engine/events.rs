@@ -99,8 +99,8 @@ pub enum Event {
         permanent: bool,
     },
     /// A merge was not sent: its queue was found paused just before (a pause answered after
-    /// the merge's step committed). A merge never tried is withdrawn, its group waiting as any
-    /// passed group of a paused queue does, and emitted again when the queue runs.
+    /// the merge's step committed). A merge in its first lease is withdrawn until the queue
+    /// runs (see `Work::merge_withdrawn`).
     MergeWithdrawn {
         effect_id: String,
     },

@@ -338,6 +338,14 @@ impl Harness {
         })
     }
 
+    /// Submits `pr` as based on the target's head (what a direct merge needs, with its own
+    /// statuses green: [`Self::green_heads`]).
+    pub fn submit_up_to_date(&mut self, pr: PrNumber) -> Transition {
+        let mut facts = self.facts(pr);
+        facts.based_on_target_head = true;
+        self.submit_facts(facts).unwrap()
+    }
+
     /// New commits on a pull request: the host's head moves and a webhook says so.
     pub fn push_to_pr(&mut self, pr: PrNumber) -> Transition {
         *self.head_versions.entry(pr).or_default() += 1;

@@ -389,6 +389,54 @@ async fn a_concluded_entrys_items_expire_together() {
     assert_eq!(latest, log);
 }
 
+/// A test case expires 90 days after its last result (a BROKEN test removed from the code
+/// leaves the lists), and not while a user's quarantine override is set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_test_case_expires_once_forgotten_and_not_while_overridden() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use contract::fixtures::T0;
+    use mq_core::health::{QuarantineOverride, StatusKind};
+    use mq_store::TestHealthStore;
+    use mq_store::dynamo::keys::EXPIRES_AT;
+    let store = fresh_dynamo().await;
+    let broken = contract::health::case("acme", "test_gone", StatusKind::Broken);
+    let mut overridden = contract::health::case("acme", "test_kept", StatusKind::Broken);
+    overridden.set_quarantine(QuarantineOverride::AlwaysQuarantine, T0);
+    store
+        .put_test_cases(&[broken.clone(), overridden.clone()])
+        .await
+        .unwrap();
+    let expires = |id: uuid::Uuid| {
+        let store = &store;
+        async move {
+            let key = std::collections::HashMap::from([
+                (
+                    "pk".to_owned(),
+                    AttributeValue::S(format!("CASE#acme#{id}")),
+                ),
+                ("sk".to_owned(), AttributeValue::S("CASE".to_owned())),
+            ]);
+            let item = store
+                .client()
+                .get_item()
+                .table_name(&store.tables().test_health)
+                .set_key(Some(key))
+                .send()
+                .await
+                .unwrap()
+                .item
+                .expect("the test case is stored");
+            item.get(EXPIRES_AT).cloned()
+        }
+    };
+    let ninety_days_on = T0.millis() / 1000 + 90 * 86_400;
+    assert_eq!(
+        expires(broken.id).await,
+        Some(AttributeValue::N(ninety_days_on.to_string()))
+    );
+    assert_eq!(expires(overridden.id).await, None);
+}
+
 /// A redo attached inline to the queue item (the JSON itself, as earlier versions wrote it)
 /// is still read whole and finished.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

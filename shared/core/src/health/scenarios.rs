@@ -388,6 +388,39 @@ fn quarantine_candidacy_follows_override_and_status() {
 }
 
 #[test]
+fn a_test_is_forgotten_ninety_days_after_its_last_result_unless_a_user_set_its_override() {
+    let t = Thresholds::default();
+    let mut tc = test_case();
+    tc.record(
+        result("u1", "c1", Outcome::Failed, START, None),
+        &t,
+        Timestamp(START),
+    );
+    tc.record(
+        result("u2", "c2", Outcome::Failed, START + DAY, None),
+        &t,
+        Timestamp(START + DAY),
+    );
+    assert_eq!(tc.forgotten_after(), Some(Timestamp(START + 91 * DAY)));
+    tc.set_quarantine(
+        QuarantineOverride::AlwaysQuarantine,
+        Timestamp(START + 2 * DAY),
+    );
+    assert_eq!(
+        tc.forgotten_after(),
+        None,
+        "kept while quarantined by a user"
+    );
+    tc.set_quarantine(
+        QuarantineOverride::NeverQuarantine,
+        Timestamp(START + 3 * DAY),
+    );
+    assert_eq!(tc.forgotten_after(), None, "kept while kept out by a user");
+    tc.set_quarantine(QuarantineOverride::Auto, Timestamp(START + 4 * DAY));
+    assert_eq!(tc.forgotten_after(), Some(Timestamp(START + 91 * DAY)));
+}
+
+#[test]
 fn a_test_is_quarantined_from_when_its_repository_let_it_be() {
     let t = Thresholds::default();
     let mut tc = test_case();

@@ -2,7 +2,7 @@
 //! One item per test case, updated by every result; its size is bounded.
 
 use super::classify::{HealthStatus, StatusKind, classify, held};
-use super::history::{PrFailure, ResultRecord, impacted_last_7d, note_pr_failure};
+use super::history::{DAY_MS, PrFailure, ResultRecord, impacted_last_7d, note_pr_failure};
 use super::identity::TestIdentity;
 use super::quarantine::{QuarantineOverride, is_candidate, is_quarantined};
 use super::settings::{HISTORY_CAPACITY, RepoHealthSettings, Thresholds};
@@ -10,6 +10,10 @@ use crate::ids::{OrgId, PrNumber, RepoRef};
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
+
+/// Days without a result after which a test case is forgotten, unless an override was set
+/// for it: a test removed from the code (or renamed) leaves the lists, a BROKEN one too.
+pub const FORGOTTEN_AFTER_DAYS: i64 = 90;
 
 /// A test case of a repository and what is known about its health.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -175,6 +179,13 @@ impl TestCase {
 
     pub fn is_unhealthy(&self) -> bool {
         self.status.kind != StatusKind::Healthy
+    }
+
+    /// When it is forgotten: [`FORGOTTEN_AFTER_DAYS`] after its last result, never while a
+    /// quarantine override (always or never) is set, which only a user takes back.
+    pub fn forgotten_after(&self) -> Option<Timestamp> {
+        let kept = self.quarantine != QuarantineOverride::Auto;
+        (!kept).then(|| self.last_seen.plus_millis(FORGOTTEN_AFTER_DAYS * DAY_MS))
     }
 
     pub fn pull_requests_impacted_last_7d(&self, now: Timestamp) -> u32 {

@@ -2,7 +2,8 @@
 //!
 //! Items:
 //! - `CASE#<org>#<test case id>` / `CASE`: one compact summary per test case (identity, status,
-//!   quarantine, the last 40 results). Its key spreads writes over partitions; the lists are
+//!   quarantine, the last 40 results). It expires (`expires_at`) once forgotten
+//!   ([`mq_core::health::TestCase::forgotten_after`]). Its key spreads writes over partitions; the lists are
 //!   sparse indexes whose attributes are set only on items that belong to them:
 //!   - `unhealthy-index`: `unhealthy_key` = `<org>#<repo>#FLAKY|BROKEN`, sorted by `case_id`;
 //!   - `quarantine-index`: `quarantine_key` = `<org>#<repo>` on quarantine candidates, sorted
@@ -110,6 +111,9 @@ fn case_item(case: &TestCase) -> StoreResult<Item> {
     if let Some(until) = case.flaky_until {
         keys.push((RECOVERY_SHARD, s(RECOVERY_SHARD_VALUE)));
         keys.push((FLAKY_UNTIL_MS, n(until.millis())));
+    }
+    if let Some(forgotten) = case.forgotten_after() {
+        keys.push((EXPIRES_AT, n(forgotten.millis() / 1000)));
     }
     to_item(case, &keys)
 }

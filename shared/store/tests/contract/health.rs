@@ -25,7 +25,7 @@ fn scope(org_name: &str) -> HealthScope {
 }
 
 /// A stored-to-be test case (version 1) of acme's rocket, FLAKY or BROKEN or HEALTHY.
-fn case(org_name: &str, name: &str, kind: StatusKind) -> TestCase {
+pub fn case(org_name: &str, name: &str, kind: StatusKind) -> TestCase {
     let identity = TestIdentity {
         name: name.to_owned(),
         classname: "suite".to_owned(),

@@ -739,6 +739,51 @@ async fn a_slow_tick_works_queues_at_once() {
     );
 }
 
+/// A read of CI's checks the Git host never answers (a hanging call: on GitHub three
+/// attempts of 30 s) is left to the next tick once the tick's time for reads is up: the tick
+/// still commits what it read, the queue's other runs being read beside it, and ends in its
+/// minute, where it would otherwise be stopped with nothing committed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_the_git_host_never_answers_leaves_the_tick_its_minute() {
+    use mq_core::git::StatusState;
+    let options = LiveEnv::options().webhook(SECRET);
+    let settings = json!({"concurrency": 2});
+    let (env, repo, host) = faulty_queue(options, Backend::Memory, settings, 2).await;
+    env.submit(&repo, 1).await;
+    env.submit(&repo, 2).await;
+    // CI passes both runs, and its deliveries are lost: only the tick's reads see it.
+    for pr in [1, 2] {
+        let run = env.wait_for_run(&repo, pr).await;
+        env.set_status(&repo, &run.sha, CI, StatusState::Success)
+            .await;
+    }
+    let _held = host.hold_next_checks_answer();
+    let pace = tick::Pace {
+        reads_for: std::time::Duration::from_secs(2),
+        ..tick::Pace::STANDARD
+    };
+    let tick = tick::run_at_pace(&env.app, "hanging", pace);
+    let report = tokio::time::timeout(std::time::Duration::from_secs(30), tick)
+        .await
+        .expect("the tick ends though a read never does")
+        .unwrap();
+    assert_eq!((report.worked, report.failed), (1, 0), "{report:?}");
+    // The run whose read was answered first is held; the other's result was taken.
+    let mut states = Vec::new();
+    for pr in [1, 2] {
+        states.push(env.pull_request(&repo, pr).await["state"].clone());
+    }
+    assert!(
+        states == ["testing", "tests_passed"] || states == ["merged", "testing"],
+        "one read taken, one left to the next tick: {states:?}"
+    );
+
+    // The next tick reads the other run's checks again.
+    env.tick().await;
+    env.wait_for_state(&repo, 1, "merged").await;
+    env.wait_for_state(&repo, 2, "merged").await;
+}
+
 /// An effect of the tick still under way when the tick's time for effects ends is stopped
 /// and counts as a failed attempt, retried later: the function would otherwise be killed
 /// with it at the end of its minute, nothing recorded, and the effect handed out again every

@@ -54,6 +54,7 @@ pub struct FaultyGitHost {
     held_test_branch: Mutex<Option<Arc<HeldAnswer>>>,
     held_merge: Mutex<Option<Arc<HeldAnswer>>>,
     held_comment: Mutex<Option<Arc<HeldAnswer>>>,
+    held_checks: Mutex<Option<Arc<HeldAnswer>>>,
     /// Test branches are built without their merge commits' stamps.
     unstamped: std::sync::atomic::AtomicBool,
     counts: Mutex<HostFaultCounts>,
@@ -73,6 +74,7 @@ impl FaultyGitHost {
             held_test_branch: Mutex::new(None),
             held_merge: Mutex::new(None),
             held_comment: Mutex::new(None),
+            held_checks: Mutex::new(None),
             unstamped: std::sync::atomic::AtomicBool::new(false),
             counts: Mutex::new(HostFaultCounts::default()),
             latency_ms: Mutex::new((0, 0)),
@@ -115,6 +117,11 @@ impl FaultyGitHost {
     /// Holds back the answer of the next comment posted (or updated) until released.
     pub fn hold_next_comment_answer(&self) -> Arc<HeldAnswer> {
         hold(&self.held_comment)
+    }
+
+    /// Holds back the answer of the next read of a commit's checks until released.
+    pub fn hold_next_checks_answer(&self) -> Arc<HeldAnswer> {
+        hold(&self.held_checks)
     }
 
     /// From now on test branches are built as a host that writes merge commits with its own
@@ -305,6 +312,8 @@ impl GitHost for FaultyGitHost {
 
     async fn commit_checks(&self, repo: &RepoRef, sha: &Sha) -> HostResult<CommitChecks> {
         self.inject().await?;
-        self.inner.commit_checks(repo, sha).await
+        let answer = self.inner.commit_checks(repo, sha).await;
+        wait_if_held(&self.held_checks).await;
+        answer
     }
 }

@@ -5,9 +5,9 @@
 //! on the test branches in flight, reconcile the queue with the Git host, advance timeouts and
 //! batching waits
 //! (`Event::Tick`), and execute the effects that are due, including those whose earlier
-//! execution failed. Then flaky tests without new evidence for the recovery period recover
-//! (test health). One queue due for it is checked for auto-tuning (docs/queue-semantics.md
-//! §13).
+//! execution failed. Beside the queues, flaky tests without new evidence for the recovery
+//! period recover (test health). After them, one queue due for it is checked for auto-tuning
+//! (docs/queue-semantics.md §13).
 //!
 //! Reconciling heals what a lost or late answer left behind, without waiting for an
 //! effect's lease to run out: a run whose branch is gone, or now points at a commit the run did
@@ -22,8 +22,10 @@ use crate::app::App;
 use crate::error::ServiceError;
 use futures_util::StreamExt;
 use mq_core::engine::{Event, view};
+
+use mq_core::effects::PendingEffect;
 use mq_core::ids::QueueId;
-use mq_core::run::RunStatus;
+use mq_core::run::{RunStatus, TestRun};
 use mq_core::snapshot::{Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
 use mq_githost::GitHost;
@@ -48,8 +50,22 @@ pub const START_QUEUES_FOR: Duration = Duration::from_secs(30);
 /// also cut before its own lease ends (see `drive`).
 pub const EFFECTS_FOR: Duration = Duration::from_secs(45);
 
+/// Until when, from its start, a tick reads what the Git host says of its queues' runs (CI's
+/// reports, test branches, merges landed): a read not answered by then (a slow or hanging
+/// host; a call may take three attempts of 30 s) is left to the next tick, so that the queue
+/// still commits what was read, its timeouts and batching waits advance, and its effects run
+/// before the function stops at 60 s. It leaves an auto-tuning check its time
+/// ([`TUNE_BY`]).
+pub const READS_FOR: Duration = Duration::from_secs(35);
+
+/// How many of one queue's reads (one per run in flight, one per test branch, one per merge
+/// waiting) are under way at once: a queue with many runs in flight is read in a few
+/// round trips, not one after another.
+pub const READS_AT_ONCE: usize = 4;
+
 /// Until when, from its start, a tick starts a round of test-health recovery (a read and a
-/// transaction per repository with due tests): the rest waits for the next tick.
+/// transaction per repository with due tests): the rest waits for the next tick. Recovery
+/// runs beside the queues, so a slow queue does not leave it without time.
 pub const RECOVER_FOR: Duration = Duration::from_secs(50);
 
 /// Until when, from its start, a tick begins an auto-tuning check: a check reads up to
@@ -94,6 +110,8 @@ pub struct Pace {
     pub start_for: Duration,
     /// How many queues are worked at once.
     pub at_once: usize,
+    /// How long from the tick's start the queues' Git host reads may run.
+    pub reads_for: Duration,
     /// How long from the tick's start the queues' effects may run.
     pub effects_for: Duration,
     /// How long from the tick's start rounds of test-health recovery may begin.
@@ -107,6 +125,7 @@ impl Pace {
     pub const STANDARD: Pace = Pace {
         start_for: START_QUEUES_FOR,
         at_once: QUEUES_AT_ONCE,
+        reads_for: READS_FOR,
         effects_for: EFFECTS_FOR,
         recover_for: RECOVER_FOR,
         tune_by: TUNE_BY,
@@ -114,12 +133,34 @@ impl Pace {
 }
 
 /// [`run`] at `pace`: queues started for `pace.start_for` only, `pace.at_once` at a time (in
-/// the order of the minute, the queue in turn first); then an auto-tuning check if it can
-/// begin by `pace.tune_by`, and test-health recovery while `pace.recover_for` lasts.
+/// the order of the minute, the queue in turn first), and beside them test-health recovery
+/// while `pace.recover_for` lasts; then an auto-tuning check if it can begin by
+/// `pace.tune_by`.
 pub async fn run_at_pace(app: &App, owner: &str, pace: Pace) -> Result<TickReport, ServiceError> {
     let started = Instant::now();
-    let effects_until = tokio::time::Instant::from_std(started + pace.effects_for);
     let ids = in_order_of_the_minute(app.store.queues_with_work().await?, app.now());
+    let queues = work_queues(app, owner, ids, started, pace);
+    let recovery = recover(app, started + pace.recover_for);
+    let ((mut report, due_for_tuning), recovered) = tokio::join!(queues, recovery);
+    report.recovered_tests = recovered;
+    if started.elapsed() < pace.tune_by {
+        report.tuned = tune_one(app, &due_for_tuning).await;
+    } else if !due_for_tuning.is_empty() {
+        tracing::info!("no time left for auto-tuning; the next tick checks");
+    }
+    Ok(report)
+}
+
+/// Works the queues `ids` at `pace` for a tick begun at `started`; returns the report and
+/// the queues due for auto-tuning.
+async fn work_queues(
+    app: &App,
+    owner: &str,
+    ids: Vec<QueueId>,
+    started: Instant,
+    pace: Pace,
+) -> (TickReport, Vec<QueueId>) {
+    let until = Deadlines::after(started, pace);
     let mut report = TickReport {
         queues: ids.len(),
         ..TickReport::default()
@@ -130,7 +171,7 @@ pub async fn run_at_pace(app: &App, owner: &str, pace: Pace) -> Result<TickRepor
             // The queue in turn (the first) is always started, however long the listing took.
             let reached = n == 0 || started.elapsed() < pace.start_for;
             let outcome = if reached {
-                Some(tick_queue(app, &id, owner, effects_until).await)
+                Some(tick_queue(app, &id, owner, until).await)
             } else {
                 None
             };
@@ -157,19 +198,36 @@ pub async fn run_at_pace(app: &App, owner: &str, pace: Pace) -> Result<TickRepor
             }
         }
     }
-    // A check (seconds of simulation, for one queue once a window) goes before recovery, whose
-    // backlog would otherwise keep it from its time for good.
-    if started.elapsed() < pace.tune_by {
-        report.tuned = tune_one(app, &due_for_tuning).await;
-    } else if !due_for_tuning.is_empty() {
-        tracing::info!("no time left for auto-tuning; the next tick checks");
+    (report, due_for_tuning)
+}
+
+/// Test-health recovery in rounds begun until `until`; how many tests recovered.
+async fn recover(app: &App, until: Instant) -> usize {
+    match super::test_health::recover(app, app.now(), until).await {
+        Ok(n) => n,
+        Err(e) => {
+            tracing::warn!(error = %e, "test health recovery failed; the next tick retries");
+            0
+        }
     }
-    let recover_until = started + pace.recover_for;
-    match super::test_health::recover(app, app.now(), recover_until).await {
-        Ok(n) => report.recovered_tests = n,
-        Err(e) => tracing::warn!(error = %e, "test health recovery failed; the next tick retries"),
+}
+
+/// Until when a queue's tick reads the Git host, and until when its effects run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deadlines {
+    pub reads: tokio::time::Instant,
+    pub effects: tokio::time::Instant,
+}
+
+impl Deadlines {
+    /// Those of a tick begun at `started`, at `pace`.
+    pub fn after(started: Instant, pace: Pace) -> Self {
+        let started = tokio::time::Instant::from_std(started);
+        Deadlines {
+            reads: started + pace.reads_for,
+            effects: started + pace.effects_for,
+        }
     }
-    Ok(report)
 }
 
 /// Checks one of the queues due for auto-tuning (docs/queue-semantics.md §13): the advisor
@@ -220,33 +278,29 @@ pub struct Ticked {
     pub due_for_tuning: bool,
 }
 
-/// Ticks one queue if its lease is free, its effects running until `effects_until`; returns
+/// Ticks one queue if its lease is free, its reads and effects running until `until`; returns
 /// what it found, or `None` if it did not.
 pub async fn tick_queue(
     app: &App,
     id: &QueueId,
     owner: &str,
-    effects_until: tokio::time::Instant,
+    until: Deadlines,
 ) -> Result<Option<Ticked>, ServiceError> {
     let now = app.now();
-    let until = now.plus_millis(LEASE_MILLIS);
-    match app.store.acquire_lease(id, owner, now, until).await {
+    let lease_until = now.plus_millis(LEASE_MILLIS);
+    match app.store.acquire_lease(id, owner, now, lease_until).await {
         Ok(true) => {}
         Ok(false) | Err(mq_store::StoreError::NotFound) => return Ok(None),
         Err(e) => return Err(e.into()),
     }
-    let result = advance(app, id, effects_until).await;
+    let result = advance(app, id, until).await;
     if let Err(e) = app.store.release_lease(id, owner).await {
         tracing::warn!(queue = %id, error = %e, "lease not released; it expires");
     }
     result.map(Some)
 }
 
-async fn advance(
-    app: &App,
-    id: &QueueId,
-    effects_until: tokio::time::Instant,
-) -> Result<Ticked, ServiceError> {
+async fn advance(app: &App, id: &QueueId, until: Deadlines) -> Result<Ticked, ServiceError> {
     let Some(snapshot) = app.store.load(id).await? else {
         return Ok(Ticked {
             due_for_tuning: false,
@@ -265,8 +319,8 @@ async fn advance(
     warn_stuck(&snapshot, app.now());
     let mut events = match app.githost.as_deref() {
         Some(host) => {
-            let mut events = ci_reports(host, &snapshot).await;
-            events.extend(reconcile(host, &snapshot).await);
+            let mut events = ci_reports(host, &snapshot, until.reads).await;
+            events.extend(reconcile(host, &snapshot, until.reads).await);
             events
         }
         None => Vec::new(),
@@ -274,7 +328,7 @@ async fn advance(
     events.push(Event::Tick);
     // The tick has a minute: a long effect (a test branch merging a long chain of pull
     // requests) may run longer here than in a request, within the tick's time.
-    let start = Start::from(snapshot).letting_effects_run_until(effects_until);
+    let start = Start::from(snapshot).letting_effects_run_until(until.effects);
     let queue = drive::apply(app, Actor::Service, id, &events, start).await?;
     let due_for_tuning = queue.tuning.due(&queue.config, queue.state, app.now());
     Ok(Ticked { due_for_tuning })
@@ -306,72 +360,139 @@ fn warn_stuck(snapshot: &QueueSnapshot, now: Timestamp) {
 }
 
 /// The Git host's state where the queue may have missed it, as events: the branches of runs in
-/// progress, and merges already on the target. What cannot be read now is read next tick.
-async fn reconcile(host: &dyn GitHost, snapshot: &QueueSnapshot) -> Vec<Event> {
-    let repo = &snapshot.queue.repo;
-    let mut events = Vec::new();
+/// progress, and merges already on the target. What cannot be read now, or by `until`, is
+/// read next tick.
+async fn reconcile(
+    host: &dyn GitHost,
+    snapshot: &QueueSnapshot,
+    until: tokio::time::Instant,
+) -> Vec<Event> {
     let testing = snapshot
         .runs
         .iter()
         .filter(|r| r.status == RunStatus::InProgress && r.sha.is_some());
-    for run in testing {
-        match host.branch_head(repo, &run.branch).await {
-            Ok(sha) if sha != run.sha => events.push(Event::BranchObserved {
-                run_id: run.id.clone(),
-                sha,
-            }),
-            Ok(_) => {}
-            Err(e) => tracing::warn!(run = %run.id, error = %e, "test branch not readable"),
-        }
-    }
-    for pending in snapshot.outbox.iter().filter(|x| !x.held) {
-        match effects::landed(host, &snapshot.queue, &pending.effect).await {
-            Ok(Some(outcome)) => events.push(Event::EffectSucceeded {
-                effect_id: pending.id.clone(),
-                outcome,
-            }),
-            Ok(None) => {}
-            Err(e) => tracing::warn!(effect = %pending.id, error = %e, "merge not checkable"),
-        }
-    }
+    let branches = testing.map(|run| branch_of(host, &snapshot.queue, run, until));
+    let mut events = a_few_at_once(branches.collect()).await;
+    let waiting = snapshot.outbox.iter().filter(|x| !x.held);
+    let landed = waiting.map(|pending| landed_of(host, &snapshot.queue, pending, until));
+    events.extend(a_few_at_once(landed.collect()).await);
     events
 }
 
 /// What CI reported on the test branches in flight, as events (the engine ignores what it
-/// already knows). A run whose checks cannot be read now is read again next tick.
-async fn ci_reports(host: &dyn GitHost, snapshot: &QueueSnapshot) -> Vec<Event> {
-    let mut events = Vec::new();
+/// already knows). A run whose checks cannot be read now, or by `until`, is read again next
+/// tick.
+async fn ci_reports(
+    host: &dyn GitHost,
+    snapshot: &QueueSnapshot,
+    until: tokio::time::Instant,
+) -> Vec<Event> {
     let in_flight = snapshot
         .runs
         .iter()
         .filter(|r| r.status == RunStatus::InProgress);
-    for run in in_flight {
-        let Some(sha) = &run.sha else { continue };
-        match host.commit_checks(&snapshot.queue.repo, sha).await {
-            Ok(checks) => {
-                events.extend(
-                    checks
-                        .statuses
-                        .into_iter()
-                        .map(|status| Event::StatusReported {
-                            sha: sha.clone(),
-                            status,
-                        }),
-                );
-                events.extend(
-                    checks
-                        .check_runs
-                        .into_iter()
-                        .map(|check| Event::CheckRunReported {
-                            sha: sha.clone(),
-                            check,
-                        }),
-                );
-            }
-            Err(e) => tracing::warn!(run = %run.id, error = %e, "checks not readable"),
+    let reads = in_flight.map(|run| checks_of(host, &snapshot.queue, run, until));
+    a_few_at_once(reads.collect()).await
+}
+
+/// The events of `reads`, [`READS_AT_ONCE`] at a time, in their order.
+async fn a_few_at_once(reads: Vec<impl Future<Output = Vec<Event>>>) -> Vec<Event> {
+    futures_util::stream::iter(reads)
+        .buffered(READS_AT_ONCE)
+        .concat()
+        .await
+}
+
+/// The branch of `run` if it no longer points at the run's commit.
+async fn branch_of(
+    host: &dyn GitHost,
+    queue: &Queue,
+    run: &TestRun,
+    until: tokio::time::Instant,
+) -> Vec<Event> {
+    let read = host.branch_head(&queue.repo, &run.branch);
+    match within(until, read).await {
+        Some(Ok(sha)) if sha != run.sha => vec![Event::BranchObserved {
+            run_id: run.id.clone(),
+            sha,
+        }],
+        Some(Ok(_)) => Vec::new(),
+        Some(Err(e)) => {
+            tracing::warn!(run = %run.id, error = %e, "test branch not readable");
+            Vec::new()
+        }
+        None => {
+            tracing::warn!(run = %run.id, "test branch not read in the tick's time");
+            Vec::new()
         }
     }
-    events
+}
+
+/// `pending` as done, if it is a merge already on the target.
+async fn landed_of(
+    host: &dyn GitHost,
+    queue: &Queue,
+    pending: &PendingEffect,
+    until: tokio::time::Instant,
+) -> Vec<Event> {
+    match within(until, effects::landed(host, queue, &pending.effect)).await {
+        Some(Ok(Some(outcome))) => vec![Event::EffectSucceeded {
+            effect_id: pending.id.clone(),
+            outcome,
+        }],
+        Some(Ok(None)) => Vec::new(),
+        Some(Err(e)) => {
+            tracing::warn!(effect = %pending.id, error = %e, "merge not checkable");
+            Vec::new()
+        }
+        None => {
+            tracing::warn!(effect = %pending.id, "merge not checked in the tick's time");
+            Vec::new()
+        }
+    }
+}
+
+/// What CI reported on the commit of `run`, as events.
+async fn checks_of(
+    host: &dyn GitHost,
+    queue: &Queue,
+    run: &TestRun,
+    until: tokio::time::Instant,
+) -> Vec<Event> {
+    let Some(sha) = &run.sha else {
+        return Vec::new();
+    };
+    let checks = match within(until, host.commit_checks(&queue.repo, sha)).await {
+        Some(Ok(checks)) => checks,
+        Some(Err(e)) => {
+            tracing::warn!(run = %run.id, error = %e, "checks not readable");
+            return Vec::new();
+        }
+        None => {
+            tracing::warn!(run = %run.id, "checks not read in the tick's time");
+            return Vec::new();
+        }
+    };
+    let statuses = checks
+        .statuses
+        .into_iter()
+        .map(|status| Event::StatusReported {
+            sha: sha.clone(),
+            status,
+        });
+    let check_runs = checks
+        .check_runs
+        .into_iter()
+        .map(|check| Event::CheckRunReported {
+            sha: sha.clone(),
+            check,
+        });
+    statuses.chain(check_runs).collect()
+}
+
+/// The answer of `read`, `None` when it has none by `until` (the next tick reads again).
+async fn within<T>(until: tokio::time::Instant, read: impl Future<Output = T>) -> Option<T> {
+    tokio::time::timeout_at(until, read).await.ok()
 }
 
 #[cfg(test)]

@@ -559,6 +559,44 @@ fn a_bisection_goes_on_when_the_groups_it_was_tested_on_cannot_test_again() {
     }
 }
 
+/// The same on a running queue: group [1, 2], which batch [3, 4] failed on, went back to
+/// waiting while the queue was paused, and #1 became a draft. Resumed, the queue tests #2
+/// without #1, and the bisection does not wait for #1, which may stay a draft for good.
+#[test]
+fn a_bisection_goes_on_when_a_group_it_was_tested_on_is_no_longer_ready() {
+    use mq_core::settings::RequestedState;
+    let mut h = batching(2, 2);
+    for pr in 1..=4 {
+        h.submit(pr);
+    }
+    h.update(SettingsPatch {
+        state: Some(RequestedState::Paused),
+        ..Default::default()
+    });
+    h.pass_pr(1);
+    h.fail_pr(3);
+    h.push_outside();
+    let mut facts = h.facts(1);
+    facts.draft = true;
+    h.ok(Event::PrUpdated { pr: facts });
+    assert_eq!(h.state(1), NotReady);
+    h.update(SettingsPatch {
+        state: Some(RequestedState::Running),
+        ..Default::default()
+    });
+    for _ in 0..10 {
+        // #2, alone, waits for its batching wait.
+        h.advance_minutes(60);
+        h.tick();
+        h.answer_all(|content| !content.contains(&4));
+    }
+    assert_eq!(h.state(4), Failed);
+    assert!(h.snap.queue.engine.bisections.is_empty());
+    assert_eq!(h.merged_prs(), vec![2, 3]);
+    assert_eq!(h.state(1), NotReady);
+    h.assert_clean();
+}
+
 /// Batch [2, 3, 4, 5] fails on #1, which passed ahead of it, because #4 clashes with #1. Then
 /// #1 is closed before it merges: the splits are tested without it, and the failure of the
 /// batch on #1 implies nothing of them. Skipping redundant tests, [4, 5] is still tested

@@ -371,12 +371,15 @@ impl Work {
             .any(|&pr| self.left_waiting(pr))
     }
 
-    /// Whether `pr` went back to wait (`pending`, `not_ready`) while the queue starts no new
-    /// group (draining, switching modes): it cannot pass again until the queue runs.
+    /// Whether `pr` went back to wait and cannot pass again soon: `not_ready` (a draft, a
+    /// review asked for changes: it may stay so for good), or `pending` while the queue
+    /// starts no new group (draining, switching modes).
     fn left_waiting(&self, pr: PrNumber) -> bool {
-        let state = self.entry(pr).map(|e| e.state);
-        let waiting = matches!(state, Some(EntryState::Pending | EntryState::NotReady));
-        waiting && !self.can_start()
+        match self.entry(pr).map(|e| e.state) {
+            Some(EntryState::NotReady) => true,
+            Some(EntryState::Pending) => !self.can_start(),
+            _ => false,
+        }
     }
 
     /// The pull requests bisection `b` was tested on (none recorded by older versions).

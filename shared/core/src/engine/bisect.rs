@@ -13,9 +13,12 @@
 //! on this base (the batch itself, a failed split) is split at once instead of being tested.
 //! Only failures are reused, never passes, and a change of the base forgets them and the
 //! implications between halves: a move of the target outside the queue, or a pull request
-//! the splits are tested on that leaves the queue without merging. Without the option both
-//! halves test at once (faster, more CI).
+//! the splits are tested on that leaves the queue without merging. Only a set whose tests
+//! failed or that conflicted holds a culprit: one that failed otherwise (a timeout, a test
+//! branch not made ready) implies nothing of its halves. Without the option both halves
+//! test at once (faster, more CI).
 
+use super::reason::{MERGE_CONFLICT, TESTS_FAILED};
 use super::work::Work;
 use crate::entry::EntryState;
 use crate::ids::PrNumber;
@@ -47,7 +50,11 @@ impl Work {
                     run: None,
                 },
             ],
-            failed_sets: vec![sorted(prs)],
+            failed_sets: if holds_a_culprit(why) {
+                vec![sorted(prs)]
+            } else {
+                Vec::new()
+            },
             dependent_prs: Some(run.dependent_prs.clone()),
         };
         for &pr in prs {
@@ -93,7 +100,7 @@ impl Work {
                 continue;
             }
             let first_half_pending = bisection.splits[..i].iter().any(|s| s.prs == split.sibling);
-            if self.skip_redundant() && first_half_pending {
+            if self.skip_redundant() && first_half_pending && parent_failed(bisection, split) {
                 // Its result may be implied by its sibling's: wait for that first.
                 i += 1;
                 continue;
@@ -218,7 +225,7 @@ impl Work {
         for &pr in &split.prs {
             self.back_in_line(pr);
         }
-        if self.skip_redundant() {
+        if self.skip_redundant() && parent_failed(&self.s.queue.engine.bisections[b], &split) {
             self.imply_sibling_failed(b, &split.sibling);
         }
     }
@@ -266,11 +273,12 @@ impl Work {
         self.split_settled_failed(b, split, failure);
     }
 
-    /// A split failed (`failure`: how its own run failed, when it ran).
+    /// A split failed (`failure`: how its own run failed, when it ran; `None` when implied).
     fn split_settled_failed(&mut self, b: usize, split: Split, failure: Option<Failure>) {
         let known = sorted(&split.prs);
+        let culprit_in_it = failure.as_ref().is_none_or(|f| holds_a_culprit(&f.reason));
         let bisection = &mut self.s.queue.engine.bisections[b];
-        if !bisection.failed_sets.contains(&known) {
+        if culprit_in_it && !bisection.failed_sets.contains(&known) {
             bisection.failed_sets.push(known);
         }
         if split.prs.len() <= 1 {
@@ -410,6 +418,20 @@ impl Work {
             Some((b, i))
         })
     }
+}
+
+/// Whether a set that failed for `reason` holds a culprit, whatever it is tested with: its
+/// tests failed, or it conflicted. A timeout or a test branch not made ready may come from
+/// CI or the Git host alone: the halves of such a set are both tested.
+fn holds_a_culprit(reason: &str) -> bool {
+    matches!(reason, TESTS_FAILED | MERGE_CONFLICT)
+}
+
+/// Whether `split` and its sibling make up a set known to have failed in bisection `b`: one
+/// passing then implies the other fails.
+fn parent_failed(bisection: &Bisection, split: &Split) -> bool {
+    let parent = sorted(&[split.prs.as_slice(), split.sibling.as_slice()].concat());
+    !split.sibling.is_empty() && bisection.failed_sets.contains(&parent)
 }
 
 /// Splits a set in two halves (the first the larger), keeping the order.

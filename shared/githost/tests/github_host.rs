@@ -634,6 +634,58 @@ async fn a_primary_rate_limit_far_from_reset_fails_at_once_with_the_wait() {
     assert!(error.is_retryable());
 }
 
+/// GraphQL answers its rate limit 200, with an error and no data: the review read fails for
+/// now with the wait (a submission answers 503, to be retried), not as a refusal.
+#[tokio::test]
+async fn a_graphql_rate_limit_answered_200_fails_for_now_with_the_wait() {
+    let server = MockServer::start().await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/pulls/7"),
+        200,
+        pull_json(7, HEAD1, "open", false, json!(true)),
+    )
+    .await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/compare/main...{HEAD1}"),
+        200,
+        json!({ "status": "ahead", "ahead_by": 3, "behind_by": 0, "total_commits": 3 }),
+    )
+    .await;
+    let reset = now() + 1800;
+    let limited = json!({ "errors": [{
+        "type": "RATE_LIMITED",
+        "message": "API rate limit already exceeded for installation ID 42."
+    }] });
+    Mock::given(method("POST"))
+        .and(path("/graphql"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header("x-ratelimit-remaining", "0")
+                .insert_header("x-ratelimit-reset", reset.to_string().as_str())
+                .set_body_json(limited),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    let error = with_token(&server)
+        .await
+        .pull_request(&repo(), 7, "main")
+        .await
+        .unwrap_err();
+    let HostError::Transient {
+        retry_after: Some(wait),
+        ..
+    } = &error
+    else {
+        panic!("expected a transient error, got {error:?}");
+    };
+    assert!((1790..=1800).contains(&wait.as_secs()), "{wait:?}");
+}
+
 #[tokio::test]
 async fn a_primary_rate_limit_that_resets_now_is_waited_out() {
     let server = MockServer::start().await;

@@ -355,34 +355,63 @@ enum Hint {
 
 /// Whether an answer asks to retry, and after how long: primary rate limits (403/429 with no
 /// requests remaining: wait until `x-ratelimit-reset`), secondary ones (`retry-after`, else a
-/// minute, as GitHub documents), and server errors.
+/// minute, as GitHub documents), GraphQL's (answered 200, with a `RATE_LIMITED` error), and
+/// server errors.
 fn retry_hint(reply: &Reply) -> Option<Hint> {
-    let header = |name: &str| {
-        reply
-            .headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-    };
-    let retry_after = header("retry-after").map(Duration::from_secs);
+    let retry_after = header_number(reply, "retry-after").map(Duration::from_secs);
     match reply.status.as_u16() {
         403 | 429 => {
-            if let Some(wait) = retry_after {
-                return Some(Hint::RateLimited(wait));
-            }
-            if header("x-ratelimit-remaining") == Some(0) {
-                let reset = header("x-ratelimit-reset").unwrap_or_else(|| unix_seconds() + 60);
-                return Some(Hint::RateLimited(Duration::from_secs(
-                    reset.saturating_sub(unix_seconds()),
-                )));
-            }
             let secondary = reply.status == StatusCode::TOO_MANY_REQUESTS
                 || reply.message().to_ascii_lowercase().contains("rate limit");
-            secondary.then_some(Hint::RateLimited(Duration::from_secs(60)))
+            let wait = rate_limit_wait(reply).or(secondary.then_some(Duration::from_secs(60)));
+            wait.map(Hint::RateLimited)
         }
+        200 if graphql_rate_limited(reply) => Some(Hint::RateLimited(
+            rate_limit_wait(reply).unwrap_or(Duration::from_secs(60)),
+        )),
         500 | 502 | 503 | 504 => Some(Hint::ServerError(retry_after)),
         _ => None,
     }
+}
+
+/// The wait a rate-limited answer asks for: its `retry-after`, or until `x-ratelimit-reset`
+/// when no requests remain.
+fn rate_limit_wait(reply: &Reply) -> Option<Duration> {
+    if let Some(seconds) = header_number(reply, "retry-after") {
+        return Some(Duration::from_secs(seconds));
+    }
+    if header_number(reply, "x-ratelimit-remaining") != Some(0) {
+        return None;
+    }
+    let reset = header_number(reply, "x-ratelimit-reset").unwrap_or_else(|| unix_seconds() + 60);
+    Some(Duration::from_secs(reset.saturating_sub(unix_seconds())))
+}
+
+fn header_number(reply: &Reply, name: &str) -> Option<u64> {
+    let value = reply.headers.get(name)?.to_str().ok()?;
+    value.trim().parse().ok()
+}
+
+/// A GraphQL answer refused for a rate limit: GitHub answers those 200, with an error of type
+/// `RATE_LIMITED` (or one that says so) and no data.
+fn graphql_rate_limited(reply: &Reply) -> bool {
+    if !reply.what.ends_with("/graphql") {
+        return false;
+    }
+    let Ok(answer) = serde_json::from_slice::<Value>(&reply.body) else {
+        return false;
+    };
+    let errors = answer["errors"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    errors.iter().any(|e| {
+        let message = e["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        e["type"] == "RATE_LIMITED" || message.contains("rate limit")
+    })
 }
 
 /// Characters escaped in a path segment; `/` is kept where a ref name spans segments.

@@ -1539,6 +1539,98 @@ async fn a_target_that_moves_during_the_merge_is_reported() {
     );
 }
 
+/// `main` answers `first` to its first `n` reads, then `then`.
+async fn main_reads(server: &MockServer, first: &str, n: u64, then: &str) {
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/git/ref/heads/main")))
+        .respond_with(ResponseTemplate::new(200).set_body_json(ref_json("main", first)))
+        .up_to_n_times(n)
+        .with_priority(1)
+        .mount(server)
+        .await;
+    mock(
+        server,
+        "GET",
+        &format!("{REPO}/git/ref/heads/main"),
+        200,
+        ref_json("main", then),
+    )
+    .await;
+}
+
+/// Someone force-pushes `main` back to an ancestor while the merge is being prepared: GitHub
+/// would take the tested commit as a fast-forward from there, bringing back what was rewound.
+/// The target is read again just before the update, and the merge is not sent.
+#[tokio::test]
+async fn a_target_rewound_during_the_merge_is_not_fast_forwarded() {
+    let server = MockServer::start().await;
+    let rewound = "0000000000000000000000000000000000000001";
+    main_reads(&server, BASE, 1, rewound).await;
+    open_pulls(&server).await;
+    Mock::given(method("PATCH"))
+        .and(path(format!("{REPO}/git/refs/heads/main")))
+        .respond_with(ResponseTemplate::new(200).set_body_json(ref_json("main", "c2c2")))
+        .expect(0)
+        .mount(&server)
+        .await;
+    let outcome = with_token(&server)
+        .await
+        .merge(&repo(), &merge_request(MergeMethod::MergeCommit))
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome,
+        MergeOutcome::TargetMoved {
+            actual: Sha::new(rewound)
+        }
+    );
+}
+
+/// The update lands but its answer is lost (502); someone pushes on top before it is sent
+/// again, and the repeat is refused as not a fast-forward. The tested commit is on the target:
+/// the merge is done, not "the target moved".
+#[tokio::test]
+async fn an_update_refused_after_its_lost_answer_landed_is_a_merge() {
+    let server = MockServer::start().await;
+    let on_top = "7777777777777777777777777777777777777777";
+    main_reads(&server, BASE, 2, on_top).await;
+    open_pulls(&server).await;
+    Mock::given(method("PATCH"))
+        .and(path(format!("{REPO}/git/refs/heads/main")))
+        .respond_with(ResponseTemplate::new(502).set_body_json(message("Server Error")))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    mock(
+        &server,
+        "PATCH",
+        &format!("{REPO}/git/refs/heads/main"),
+        422,
+        message("Update is not a fast forward"),
+    )
+    .await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/compare/c2c2...{on_top}"),
+        200,
+        json!({ "status": "ahead", "ahead_by": 1, "behind_by": 0, "total_commits": 1 }),
+    )
+    .await;
+    let outcome = with_token(&server)
+        .await
+        .merge(&repo(), &merge_request(MergeMethod::MergeCommit))
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome,
+        MergeOutcome::Merged {
+            target_sha: Sha::new("c2c2")
+        }
+    );
+}
+
 /// A merge of the tested commit whose fast-forward GitHub refuses with `status` and `refusal`;
 /// the branch's rules are `rules` and its classic protection's signature setting answers
 /// `protection` (status, body).

@@ -460,6 +460,7 @@ fn a_merge_given_up_on_tells_what_the_host_answered() {
         effect_id: merge,
         error: "GitHub answered 502".into(),
         permanent: true,
+        retry_after_ms: None,
     });
     assert_eq!(h.state(1), Failed);
     assert_eq!(h.conclusion(1), "merge_failed");

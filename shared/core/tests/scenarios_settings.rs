@@ -94,6 +94,7 @@ fn a_merge_withdrawn_on_a_paused_queue_is_emitted_again_when_it_runs() {
         effect_id: tried.id.clone(),
         error: "a lost answer".into(),
         permanent: false,
+        retry_after_ms: None,
     });
     set_state(&mut h, RequestedState::Paused);
     h.ok(Event::MergeWithdrawn {
@@ -958,6 +959,7 @@ fn a_failed_effect_is_retried_by_the_tick_with_backoff() {
         effect_id: create.id.clone(),
         error: "503 from the Git host".into(),
         permanent: false,
+        retry_after_ms: None,
     });
     let stored = h.snap.outbox.iter().find(|x| x.id == create.id).unwrap();
     assert_eq!(stored.attempts, 1);
@@ -968,6 +970,32 @@ fn a_failed_effect_is_retried_by_the_tick_with_backoff() {
     h.auto_execute = true;
     h.execute_all();
     assert!(h.run(&h.run_of(1)).unwrap().sha.is_some());
+}
+
+/// A Git host that asks to wait (a rate limit until its reset, 40 minutes away) is not asked
+/// again before: a retry on the backoff (1, 2, 4, ... minutes) would fail again, and bring the
+/// effect nearer to being given up.
+#[test]
+fn a_failed_effect_waits_as_long_as_the_git_host_asked() {
+    let mut h = queue(1);
+    h.auto_execute = false;
+    h.submit(1);
+    let create = pending_branch_build(&h);
+    h.pending.clear();
+    h.ok(Event::EffectFailed {
+        effect_id: create.id.clone(),
+        error: "rate limited: API rate limit exceeded".into(),
+        permanent: false,
+        retry_after_ms: Some(40 * 60_000),
+    });
+    h.advance_minutes(39);
+    let t = h.tick();
+    assert!(!t.effects.iter().any(|x| x.id == create.id), "not before");
+    h.advance_minutes(1);
+    let t = h.tick();
+    assert!(t.effects.iter().any(|x| x.id == create.id), "emitted again");
+    let stored = h.snap.outbox.iter().find(|x| x.id == create.id).unwrap();
+    assert_eq!(stored.attempts, 1);
 }
 
 /// The testing timeout is CI's time: it counts from when the test branch was built. A branch
@@ -985,6 +1013,7 @@ fn the_testing_timeout_counts_from_the_built_branch() {
         effect_id: create.id.clone(),
         error: "403 rate limit".into(),
         permanent: false,
+        retry_after_ms: None,
     });
     h.advance_minutes(40);
     h.tick();
@@ -1030,6 +1059,7 @@ fn an_effect_that_keeps_failing_is_given_up_and_its_run_fails() {
             effect_id: create.id.clone(),
             error: "timeout".into(),
             permanent: false,
+            retry_after_ms: None,
         });
     }
     assert!(h.snap.outbox.iter().all(|x| x.id != create.id));
@@ -1064,6 +1094,7 @@ fn a_test_pull_request_refused_for_good_fails_its_run_saying_why() {
         effect_id: open.id.clone(),
         error: "Resource not accessible by integration".into(),
         permanent: true,
+        retry_after_ms: None,
     });
     assert_eq!(h.state(1), Failed);
     assert_eq!(h.conclusion(1), "test_branch_error");
@@ -1087,6 +1118,7 @@ fn a_test_branch_the_host_refuses_tells_its_pull_request_why() {
         effect_id: create.id.clone(),
         error: answer.into(),
         permanent: true,
+        retry_after_ms: None,
     });
     assert_eq!(h.state(1), Failed);
     assert_eq!(

@@ -52,9 +52,21 @@ pub async fn execute(
             Event::EffectFailed {
                 effect_id,
                 permanent: is_permanent(&e),
+                retry_after_ms: asked_to_wait(&e),
                 error: e.to_string(),
             }
         }
+    }
+}
+
+/// How long the Git host asked to wait before the effect is tried again, in milliseconds.
+fn asked_to_wait(error: &HostError) -> Option<i64> {
+    match error {
+        HostError::Transient {
+            retry_after: Some(wait),
+            ..
+        } => Some(i64::try_from(wait.as_millis()).unwrap_or(i64::MAX)),
+        _ => None,
     }
 }
 

@@ -92,11 +92,14 @@ pub enum Event {
         effect_id: String,
         outcome: EffectOutcome,
     },
-    /// An effect could not be executed; `permanent` failures are not retried.
+    /// An effect could not be executed; `permanent` failures are not retried. `retry_after_ms`
+    /// is how long the Git host asked to wait (a rate limit until its reset): the effect is
+    /// not tried again before.
     EffectFailed {
         effect_id: String,
         error: String,
         permanent: bool,
+        retry_after_ms: Option<i64>,
     },
     /// A merge was not sent: its queue was found paused just before (a pause answered after
     /// the merge's step committed). A merge in its first lease is withdrawn until the queue

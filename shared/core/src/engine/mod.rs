@@ -208,8 +208,9 @@ impl Work {
                 effect_id,
                 error,
                 permanent,
+                retry_after_ms,
             } => {
-                self.effect_failed(effect_id, error, *permanent);
+                self.effect_failed(effect_id, error, *permanent, *retry_after_ms);
                 Ok(())
             }
             Event::MergeWithdrawn { effect_id } => {

@@ -18,6 +18,10 @@ use crate::time::Timestamp;
 /// Failed executions after which an effect is given up.
 pub const MAX_ATTEMPTS: u32 = 8;
 
+/// The longest wait asked by the Git host that is honoured: GitHub's rate limits reset
+/// within the hour.
+pub const MAX_RETRY_AFTER_MS: i64 = 3_600_000;
+
 impl Work {
     fn take_effect(&mut self, id: &str) -> Option<PendingEffect> {
         let i = self.s.outbox.iter().position(|x| x.id == id)?;
@@ -101,15 +105,24 @@ impl Work {
         }
     }
 
-    /// An effect could not be executed.
-    pub fn effect_failed(&mut self, id: &str, error: &str, permanent: bool) {
+    /// An effect could not be executed; the Git host asked to wait `retry_after_ms`, if it
+    /// said (a rate limit: retried before its reset, the attempt would fail again and bring
+    /// the effect nearer to being given up).
+    pub fn effect_failed(
+        &mut self,
+        id: &str,
+        error: &str,
+        permanent: bool,
+        retry_after_ms: Option<i64>,
+    ) {
         let Some(x) = self.s.outbox.iter_mut().find(|x| x.id == id) else {
             return;
         };
         x.attempts += 1;
         x.last_error = Some(error.chars().take(500).collect());
         if !permanent && x.attempts < MAX_ATTEMPTS {
-            x.next_attempt_at = self.now.plus_millis(backoff_ms(x.attempts));
+            let asked = retry_after_ms.unwrap_or(0).clamp(0, MAX_RETRY_AFTER_MS);
+            x.next_attempt_at = self.now.plus_millis(backoff_ms(x.attempts).max(asked));
             return;
         }
         let Some(given_up) = self.take_effect(id) else {

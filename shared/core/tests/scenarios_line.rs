@@ -186,6 +186,40 @@ fn a_pull_request_that_is_not_mergeable_waits_not_ready_until_it_is() {
     );
 }
 
+/// A read of a pull request emitted for an earlier entry of it (a draft, cancelled when its
+/// author pushed) answers after the pull request was submitted again: the answer may be
+/// older than the submission, which read the pull request itself, so it does not cancel the
+/// new entry for "new commits".
+#[test]
+fn a_read_emitted_for_an_earlier_entry_does_not_cancel_the_new_one() {
+    let mut h = queue(1);
+    h.auto_execute = false;
+    let mut draft = h.facts(1);
+    draft.draft = true;
+    h.submit_facts(draft.clone()).unwrap();
+    assert_eq!(h.state(1), NotReady);
+    h.advance_minutes(1);
+    h.tick();
+    let read = h
+        .snap
+        .outbox
+        .iter()
+        .find(|x| x.effect == Effect::RefreshPullRequest { pr: 1 })
+        .expect("the draft is read again")
+        .clone();
+    h.advance_minutes(1);
+    h.push_to_pr(1);
+    assert_eq!(h.state(1), Cancelled);
+    h.advance_minutes(1);
+    h.submit(1);
+    assert_eq!(h.state(1), Testing);
+    h.ok(Event::EffectSucceeded {
+        effect_id: read.id,
+        outcome: mq_core::engine::EffectOutcome::PullRequest { pr: draft },
+    });
+    assert_eq!(h.state(1), Testing, "{:?}", h.entry(1));
+}
+
 #[test]
 fn a_waiting_pull_request_that_conflicts_with_the_target_fails_with_the_reason() {
     let mut h = queue(1);

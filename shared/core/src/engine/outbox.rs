@@ -87,7 +87,15 @@ impl Work {
                 self.merge_refused(run_id.as_deref(), prs, refusal);
             }
             (Effect::RefreshPullRequest { .. }, EffectOutcome::PullRequest { pr }) => {
-                self.pr_updated(pr);
+                // A read emitted before the pull request's entry was submitted was for an
+                // earlier entry, and may be older than the submission, which read it itself:
+                // it would cancel the new entry for commits it already has.
+                let newer = self
+                    .entry(pr.number)
+                    .is_some_and(|e| e.submitted_at > done.created_at);
+                if !newer {
+                    self.pr_updated(pr);
+                }
             }
             (
                 Effect::FetchChecks { run_id, sha },

@@ -5,9 +5,9 @@
 //! on the test branches in flight, reconcile the queue with the Git host, advance timeouts and
 //! batching waits
 //! (`Event::Tick`), and execute the effects that are due, including those whose earlier
-//! execution failed. Beside the queues, flaky tests without new evidence for the recovery
-//! period recover (test health). After them, one queue due for it is checked for auto-tuning
-//! (docs/queue-semantics.md §13).
+//! execution failed. After the queues, one queue due for it is checked for auto-tuning
+//! (docs/queue-semantics.md §13). Beside both, flaky tests without new evidence for the
+//! recovery period recover (test health).
 //!
 //! Reconciling heals what a lost or late answer left behind, without waiting for an
 //! effect's lease to run out: a run whose branch is gone, or now points at a commit the run did
@@ -54,8 +54,7 @@ pub const EFFECTS_FOR: Duration = Duration::from_secs(45);
 /// reports, test branches, merges landed): a read not answered by then (a slow or hanging
 /// host; a call may take three attempts of 30 s) is left to the next tick, so that the queue
 /// still commits what was read, its timeouts and batching waits advance, and its effects run
-/// before the function stops at 60 s. It leaves an auto-tuning check its time
-/// ([`TUNE_BY`]).
+/// (until [`EFFECTS_FOR`]) before the function stops at 60 s.
 pub const READS_FOR: Duration = Duration::from_secs(35);
 
 /// How many of one queue's reads (one per run in flight, one per test branch, one per merge
@@ -133,21 +132,24 @@ impl Pace {
 }
 
 /// [`run`] at `pace`: queues started for `pace.start_for` only, `pace.at_once` at a time (in
-/// the order of the minute, the queue in turn first), and beside them test-health recovery
-/// while `pace.recover_for` lasts; then an auto-tuning check if it can begin by
-/// `pace.tune_by`.
+/// the order of the minute, the queue in turn first), then an auto-tuning check if it can
+/// begin by `pace.tune_by`; beside them, test-health recovery while `pace.recover_for`
+/// lasts (its backlog takes no time from the queues or the check).
 pub async fn run_at_pace(app: &App, owner: &str, pace: Pace) -> Result<TickReport, ServiceError> {
     let started = Instant::now();
     let ids = in_order_of_the_minute(app.store.queues_with_work().await?, app.now());
-    let queues = work_queues(app, owner, ids, started, pace);
+    let queues = async {
+        let (mut report, due_for_tuning) = work_queues(app, owner, ids, started, pace).await;
+        if started.elapsed() < pace.tune_by {
+            report.tuned = tune_one(app, &due_for_tuning).await;
+        } else if !due_for_tuning.is_empty() {
+            tracing::info!("no time left for auto-tuning; the next tick checks");
+        }
+        report
+    };
     let recovery = recover(app, started + pace.recover_for);
-    let ((mut report, due_for_tuning), recovered) = tokio::join!(queues, recovery);
+    let (mut report, recovered) = tokio::join!(queues, recovery);
     report.recovered_tests = recovered;
-    if started.elapsed() < pace.tune_by {
-        report.tuned = tune_one(app, &due_for_tuning).await;
-    } else if !due_for_tuning.is_empty() {
-        tracing::info!("no time left for auto-tuning; the next tick checks");
-    }
     Ok(report)
 }
 

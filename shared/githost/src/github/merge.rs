@@ -127,7 +127,9 @@ async fn check_heads(
 /// GitHub takes any fast-forward from the ref's value when the update arrives, not from
 /// `actual`: a target rewound meanwhile (a force-push back to an ancestor of `actual`) would
 /// take `tip` and bring back what was rewound. So the target is read again just before the
-/// update, leaving a window of one round trip (GitHub's REST API has no compare-and-swap).
+/// update, leaving a window of one round trip (GitHub's REST API has no compare-and-swap),
+/// and an update whose answer is lost is not sent again blindly: the merge fails for now, and
+/// its retry finds it landed first (`before_sending`), or reads the target again.
 async fn fast_forward(
     client: &Client,
     repo: &RepoRef,
@@ -137,42 +139,37 @@ async fn fast_forward(
 ) -> HostResult<MergeOutcome> {
     match branch_head(client, repo, target).await? {
         Some(now) if now == *actual => {}
+        Some(now) if now == *tip => return Ok(merged_at(tip)),
         Some(now) => return Ok(MergeOutcome::TargetMoved { actual: now }),
         None => return Err(HostError::NotFound(format!("branch {target}"))),
     }
     let path = format!("{}/git/refs/heads/{}", repo_path(repo), escape(target));
     let payload = json!({ "sha": tip.as_str(), "force": false });
     let reply = client
-        .send(repo, Method::PATCH, &path, Some(&payload))
-        .await?;
+        .send_unrepeated(repo, Method::PATCH, &path, Some(&payload))
+        .await?
+        .reply()?;
     if reply.is_success() {
-        return Ok(MergeOutcome::Merged {
-            target_sha: tip.clone(),
-        });
+        return Ok(merged_at(tip));
     }
     if reply.status != StatusCode::UNPROCESSABLE_ENTITY {
         return Err(reply.error());
     }
     // Refused: the target moved, the tested commit is not on it, or a rule of the branch
-    // (signed commits among them) refuses the commits. An update sent again after a lost
-    // answer is refused once the first landed and someone pushed on top: `tip` (a commit
-    // only this merge writes or lands) is then on the target.
+    // (signed commits among them) refuses the commits.
     match branch_head(client, repo, target).await? {
-        Some(now) if now == *tip => Ok(MergeOutcome::Merged {
-            target_sha: tip.clone(),
-        }),
-        Some(now) if now != *actual => {
-            match pulls::contains(client, repo, tip.as_str(), now.as_str()).await? {
-                true => Ok(MergeOutcome::Merged {
-                    target_sha: tip.clone(),
-                }),
-                false => Ok(MergeOutcome::TargetMoved { actual: now }),
-            }
-        }
+        Some(now) if now == *tip => Ok(merged_at(tip)),
+        Some(now) if now != *actual => Ok(MergeOutcome::TargetMoved { actual: now }),
         _ => Ok(MergeOutcome::Rejected {
             pr: None,
             detail: refusal_detail(client, repo, target, reply.message()).await,
         }),
+    }
+}
+
+fn merged_at(tip: &Sha) -> MergeOutcome {
+    MergeOutcome::Merged {
+        target_sha: tip.clone(),
     }
 }
 

@@ -168,8 +168,8 @@ pub struct Bisection {
     /// The batch's place in the line: splits are tested on what was ahead of it.
     pub place: LinePlace,
     /// Why the batch failed (`tests_failed`, `timeout`, ...): a culprit whose failure is
-    /// implied, without a run of its own, fails for it; one whose split failed fails for
-    /// that split's reason.
+    /// implied from the batch's, without a run of its own, fails for it; one whose split
+    /// failed fails for that split's reason.
     pub reason: String,
     /// Splits still to test or testing.
     pub splits: Vec<Split>,
@@ -193,6 +193,11 @@ pub struct Split {
     pub sibling: Vec<PrNumber>,
     /// The bisection run testing it; `None` while it waits for a bisection slot.
     pub run: Option<String>,
+    /// Why the set it is half of failed, when that set is a split (`None`: the batch, which
+    /// failed for the bisection's `reason`): a culprit implied without a run of its own fails
+    /// for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_failed_for: Option<String>,
 }
 
 impl TestRun {

@@ -590,7 +590,8 @@ fn a_bisection_goes_on_when_the_groups_it_was_tested_on_cannot_test_again() {
 
 /// The same on a running queue: group [1, 2], which batch [3, 4] failed on, went back to
 /// waiting while the queue was paused, and #1 became a draft. Resumed, the queue tests #2
-/// without #1, and the bisection does not wait for #1, which may stay a draft for good.
+/// without #1, and the bisection does not wait for #1, which may stay a draft for good: its
+/// splits are tested without #1, also once #1 is ready again.
 #[test]
 fn a_bisection_goes_on_when_a_group_it_was_tested_on_is_no_longer_ready() {
     use mq_core::settings::RequestedState;
@@ -614,15 +615,95 @@ fn a_bisection_goes_on_when_a_group_it_was_tested_on_is_no_longer_ready() {
         ..Default::default()
     });
     for _ in 0..10 {
-        // #2, alone, waits for its batching wait.
-        h.advance_minutes(60);
+        // #2, alone, waits for its batching wait (5 minutes).
+        h.advance_minutes(6);
         h.tick();
         h.answer_all(|content| !content.contains(&4));
     }
     assert_eq!(h.state(4), Failed);
     assert!(h.snap.queue.engine.bisections.is_empty());
-    assert_eq!(h.merged_prs(), vec![2, 3]);
+    // The Git host reads #1 ready again later: it merges too, in its place.
+    assert_eq!(h.merged_prs(), vec![2, 1, 3]);
+    h.assert_clean();
+}
+
+/// A group ahead that is not ready only for a while (the Git host still computing whether #1
+/// merges cleanly) is not left behind: the splits wait for it to pass again.
+#[test]
+fn a_bisection_waits_for_a_group_ahead_that_is_not_ready_for_a_while() {
+    use mq_core::settings::RequestedState;
+    let mut h = batching(2, 2);
+    for pr in 1..=4 {
+        h.submit(pr);
+    }
+    h.update(SettingsPatch {
+        state: Some(RequestedState::Paused),
+        ..Default::default()
+    });
+    h.pass_pr(1);
+    h.fail_pr(3);
+    h.push_outside();
+    h.computing_mergeability.insert(1);
+    h.ok(Event::PrUpdated { pr: h.facts(1) });
     assert_eq!(h.state(1), NotReady);
+    h.update(SettingsPatch {
+        state: Some(RequestedState::Running),
+        ..Default::default()
+    });
+    for _ in 0..5 {
+        h.advance_minutes(6);
+        h.tick();
+        h.answer_all(|content| !content.contains(&4));
+        assert_eq!(
+            (h.state(3), h.state(4)),
+            (PendingFailure, PendingFailure),
+            "the splits wait for #1"
+        );
+    }
+    assert_eq!((h.state(1), h.state(2)), (NotReady, Merged));
+    h.computing_mergeability.clear();
+    for _ in 0..10 {
+        h.advance_minutes(6);
+        h.tick();
+        h.answer_all(|content| !content.contains(&4));
+    }
+    assert_eq!(h.state(4), Failed);
+    let mut merged = h.merged_prs();
+    merged.sort_unstable();
+    assert_eq!(merged, vec![1, 2, 3]);
+    h.assert_clean();
+}
+
+/// A batch [1, 2, 3, 4] that timed out is bisected; split [1, 2] fails its tests, and once
+/// [1] passes, #2 is the culprit without a run of its own: it fails for its split's failed
+/// tests, not for the batch's timeout.
+#[test]
+fn an_implied_culprit_fails_for_the_reason_of_the_set_it_was_half_of() {
+    let mut h = batching(4, 1);
+    h.update(SettingsPatch {
+        optimization_mode: Some(OptimizationMode::BisectionSkipRedundantTests),
+        bisection_concurrency: Some(1),
+        ..Default::default()
+    });
+    for pr in 1..=4 {
+        h.submit(pr);
+    }
+    let timeout = h.snap.queue.config.testing_timeout_minutes;
+    h.advance_minutes(timeout + 1);
+    h.tick();
+    for _ in 0..10 {
+        h.answer_all(|content| !content.contains(&2));
+    }
+    assert_eq!(h.state(2), Failed);
+    assert_eq!(
+        h.conclusion(2),
+        "tests_failed",
+        "{}",
+        h.conclusion_detail(2)
+    );
+    let mut merged = h.merged_prs();
+    merged.sort_unstable();
+    assert_eq!(merged, vec![1, 3, 4]);
     h.assert_clean();
 }
 

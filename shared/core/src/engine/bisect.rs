@@ -43,11 +43,13 @@ impl Work {
                     prs: left.clone(),
                     sibling: right.clone(),
                     run: None,
+                    parent_failed_for: None,
                 },
                 Split {
                     prs: right,
                     sibling: left,
                     run: None,
+                    parent_failed_for: None,
                 },
             ],
             failed_sets: if holds_a_culprit(why) {
@@ -80,10 +82,10 @@ impl Work {
     }
 
     fn advance_bisection(&mut self, b: usize) -> bool {
-        if self.base_left_behind(b) {
+        let mut changed = self.drop_left_behind(b);
+        if changed {
             self.forget_implications(b);
         }
-        let mut changed = false;
         let mut i = 0;
         while i < self.s.queue.engine.bisections[b].splits.len() {
             let bisection = &self.s.queue.engine.bisections[b];
@@ -134,9 +136,8 @@ impl Work {
     }
 
     /// The pull requests a split of bisection `b` is tested on: those of the failed run's
-    /// dependents still in the queue, once every one of them has passed (`None` until then).
-    /// A dependent [left waiting](Work::left_waiting) would never pass again: the split is
-    /// tested without it.
+    /// dependents still in the queue (less those [left behind](Self::drop_left_behind)), once
+    /// every one of them has passed (`None` until then).
     fn split_base(&self, b: usize, prs: &[PrNumber]) -> Option<Vec<PrNumber>> {
         let bisection = &self.s.queue.engine.bisections[b];
         let Some(ahead) = &bisection.dependent_prs else {
@@ -147,7 +148,6 @@ impl Work {
             match self.entry(pr).map(|e| e.state) {
                 None => {} // merged, or out of the queue: the target holds what it merged
                 Some(EntryState::TestsPassed) => base.push(pr),
-                Some(_) if self.left_waiting(pr) => {}
                 Some(_) => return None,
             }
         }
@@ -247,7 +247,8 @@ impl Work {
             if let Some(run) = &culprit.run {
                 self.close_run(run, "bisection");
             }
-            self.fail_culprits(b, &culprit.prs, None);
+            let failure = self.implied(b, culprit.parent_failed_for.as_deref());
+            self.fail_culprits(&culprit.prs, failure);
         } else if split.run.is_none() {
             let known = sorted(sibling);
             let bisection = &mut self.s.queue.engine.bisections[b];
@@ -281,8 +282,15 @@ impl Work {
         if culprit_in_it && !bisection.failed_sets.contains(&known) {
             bisection.failed_sets.push(known);
         }
+        // Why this set failed: its own run's reason, or, implied, its parent's.
+        let failed_for = match &failure {
+            Some(f) => Some(f.reason.clone()),
+            None => split.parent_failed_for.clone(),
+        };
         if split.prs.len() <= 1 {
-            self.fail_culprits(b, &split.prs, failure);
+            let failure =
+                failure.unwrap_or_else(|| self.implied(b, split.parent_failed_for.as_deref()));
+            self.fail_culprits(&split.prs, failure);
             return;
         }
         let (left, right) = halves(&split.prs);
@@ -291,22 +299,29 @@ impl Work {
             prs: left.clone(),
             sibling: right.clone(),
             run: None,
+            parent_failed_for: failed_for.clone(),
         });
         bisection.splits.push(Split {
             prs: right,
             sibling: left,
             run: None,
+            parent_failed_for: failed_for,
         });
     }
 
+    /// The failure of a culprit implied without a run of its own: that of the set it was half
+    /// of (`parent_failed_for`), or the batch's.
+    fn implied(&self, b: usize, parent_failed_for: Option<&str>) -> Failure {
+        let batch = &self.s.queue.engine.bisections[b].reason;
+        let reason = parent_failed_for.unwrap_or(batch).to_owned();
+        let detail = super::failure::failure_detail(&reason);
+        Failure { reason, detail }
+    }
+
     /// Culprits fail as their own split failed (naming the required statuses that failed),
-    /// or, when their failure is implied without a run of their own, for the batch's reason.
-    fn fail_culprits(&mut self, b: usize, prs: &[PrNumber], failure: Option<Failure>) {
-        let Failure { reason, detail } = failure.unwrap_or_else(|| {
-            let reason = self.s.queue.engine.bisections[b].reason.clone();
-            let detail = super::failure::failure_detail(&reason);
-            Failure { reason, detail }
-        });
+    /// or as their failure was implied ([`Self::implied`]).
+    fn fail_culprits(&mut self, prs: &[PrNumber], failure: Failure) {
+        let Failure { reason, detail } = failure;
         let detail = format!("{detail} (found by bisecting its batch)");
         self.remember_failed_heads(prs, &reason);
         for &pr in prs {
@@ -371,21 +386,36 @@ impl Work {
         }
     }
 
-    /// Whether splits of bisection `b` are now tested without some of the pull requests it
-    /// was tested on ([`Work::left_waiting`]).
-    fn base_left_behind(&self, b: usize) -> bool {
-        self.dependents_of(b)
+    /// Takes out of the base of bisection `b` the pull requests it was tested on that went
+    /// back to wait and cannot pass again soon ([`Self::left_waiting`]): its splits are tested
+    /// without them from now on, even once they are ready again, so that no split's failure
+    /// on one base implies a result on another. Returns whether any was taken out.
+    fn drop_left_behind(&mut self, b: usize) -> bool {
+        let left: Vec<PrNumber> = self
+            .dependents_of(b)
             .iter()
-            .any(|&pr| self.left_waiting(pr))
+            .copied()
+            .filter(|&pr| self.left_waiting(pr))
+            .collect();
+        let Some(base) = &mut self.s.queue.engine.bisections[b].dependent_prs else {
+            return false;
+        };
+        base.retain(|pr| !left.contains(pr));
+        !left.is_empty()
     }
 
-    /// Whether `pr` went back to wait and cannot pass again soon: `not_ready` (a draft, a
-    /// review asked for changes: it may stay so for good), or `pending` while the queue
-    /// starts no new group (draining, switching modes).
+    /// Whether `pr` went back to wait and cannot pass again soon: `not_ready` for what only
+    /// its author or reviewers change (a draft, a review not approving: it may stay so for
+    /// good), or `pending` while the queue starts no new group and is not paused (draining,
+    /// switching modes). One waiting for the Git host (mergeability being computed) or for
+    /// its impacted targets is ready again soon, and a paused queue runs again.
     fn left_waiting(&self, pr: PrNumber) -> bool {
-        match self.entry(pr).map(|e| e.state) {
-            Some(EntryState::NotReady) => true,
-            Some(EntryState::Pending) => !self.can_start(),
+        let Some(entry) = self.entry(pr) else {
+            return false;
+        };
+        match entry.state {
+            EntryState::NotReady => !entry.pr_facts.ready_to_merge(),
+            EntryState::Pending => !self.can_start() && self.can_rerun(),
             _ => false,
         }
     }

@@ -23,7 +23,8 @@ use mq_core::engine::{
 };
 use mq_core::entry::{Entry, EntryState, ImpactedTargets};
 use mq_core::git::{
-    PrFacts, PrState, RequiredStatuses, RequiredStatusesSource, StatusReport, StatusState,
+    Mergeability, PrFacts, PrState, RequiredStatuses, RequiredStatusesSource, StatusReport,
+    StatusState,
 };
 use mq_core::ids::{OrgId, PrNumber, RepoRef, Sha};
 use mq_core::priority::Priority;
@@ -187,6 +188,8 @@ pub struct Harness {
     pub passed: BTreeSet<Content>,
     /// Pull requests whose own head passed CI (for direct merge).
     pub green_heads: BTreeSet<PrNumber>,
+    /// Pull requests whose mergeability the host is still computing.
+    pub computing_mergeability: BTreeSet<PrNumber>,
     /// Broken promises found so far.
     pub violations: Vec<String>,
     /// Every entry that concluded, in order.
@@ -224,6 +227,7 @@ impl Harness {
             targets_by_head: BTreeMap::new(),
             passed: BTreeSet::new(),
             green_heads: BTreeSet::new(),
+            computing_mergeability: BTreeSet::new(),
             violations: Vec::new(),
             concluded: Vec::new(),
             finished_runs: Vec::new(),
@@ -300,6 +304,11 @@ impl Harness {
                 PrState::Merged
             } else {
                 PrState::Open
+            },
+            mergeability: if self.computing_mergeability.contains(&pr) {
+                Mergeability::InProgress
+            } else {
+                Mergeability::Mergeable
             },
             ..PrFacts::sample(pr)
         }

@@ -435,6 +435,13 @@ async fn a_test_case_expires_once_forgotten_and_not_while_overridden() {
         Some(AttributeValue::N(ninety_days_on.to_string()))
     );
     assert_eq!(expires(overridden.id).await, None);
+
+    // A user's override set later keeps it too.
+    let mut kept = broken.clone();
+    kept.set_quarantine(QuarantineOverride::NeverQuarantine, T0);
+    kept.version = 2;
+    store.put_test_cases(&[kept]).await.unwrap();
+    assert_eq!(expires(broken.id).await, None);
 }
 
 /// A redo attached inline to the queue item (the JSON itself, as earlier versions wrote it)

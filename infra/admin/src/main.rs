@@ -9,6 +9,7 @@
 //! mq-admin owners unlinked
 //! mq-admin owners unlink --org acme --owner github.com/acme
 //! mq-admin tables create                            # creates missing tables (local endpoints)
+//! mq-admin test-cases expire                        # once, after upgrading to expiring tests
 //! ```
 //!
 //! Table names come from `MQ_*_TABLE` (as the deployed functions read them) or `--table-prefix`;
@@ -47,6 +48,17 @@ enum Command {
     /// Tables.
     #[command(subcommand)]
     Tables(TableCommand),
+    /// Test cases of the test-health table.
+    #[command(subcommand)]
+    TestCases(TestCaseCommand),
+}
+
+#[derive(Subcommand)]
+enum TestCaseCommand {
+    /// Gives the test cases written before tests were forgotten their expiry: 90 days after
+    /// their last result, none while a user's quarantine override is set
+    /// (docs/queue-semantics.md §9). Run once after upgrading; it reads the whole table.
+    Expire,
 }
 
 #[derive(Subcommand)]
@@ -125,6 +137,19 @@ async fn run(cli: Cli) -> Result<(), String> {
             .await
             .map_err(|e| e.to_string()),
         Command::Tokens(command) => tokens(&DynamoStore::new(client, tables), command).await,
+        Command::TestCases(TestCaseCommand::Expire) => {
+            let store = DynamoStore::new(client, tables);
+            let done = store
+                .expire_forgotten_tests()
+                .await
+                .map_err(|e| e.to_string())?;
+            println!(
+                "{} test cases had no expiry; {} were given one (the others keep a user's \
+                 quarantine override)",
+                done.found, done.given
+            );
+            Ok(())
+        }
         Command::Owners(command) => {
             let store = DynamoStore::new(client, tables);
             match command {

@@ -2,7 +2,8 @@
 //! (twice: the second run finds them), a token created, listed without its secret,
 //! accepted by the API's authentication, revoked and then refused; repository owners linked
 //! (after checking a GitHub App's installation on a local server answering as GitHub's API),
-//! listed and unlinked; and the errors an operator can make.
+//! listed and unlinked; test cases written before they expired given their expiry; and the
+//! errors an operator can make.
 
 use lambda_http::Request;
 use mq_http::auth::authenticate;
@@ -300,4 +301,71 @@ async fn linking_checks_the_github_apps_installation() {
         2,
         "only the installed owner is linked: {listed}"
     );
+}
+
+/// A test case written before test cases expired is given its expiry, once.
+#[tokio::test]
+async fn test_cases_written_before_they_expired_are_given_their_expiry() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use mq_core::health::{TestCase, TestIdentity};
+    use mq_core::ids::{OrgId, RepoRef};
+    use mq_core::time::Timestamp;
+    use mq_store::TestHealthStore;
+    let prefix = format!("adminexp{}-", std::process::id());
+    stdout(&admin(&prefix, &["tables", "create"]));
+    let store = store(&prefix).await;
+    let repo = RepoRef::new("github.com", "acme", "rocket").unwrap();
+    let identity = TestIdentity {
+        name: "test_gone".into(),
+        ..TestIdentity::default()
+    };
+    let id = mq_core::health::identity::test_case_id(&repo, &identity);
+    let last_seen = Timestamp::from_millis(1_795_000_000_000);
+    let org = OrgId::parse("acme").unwrap();
+    let mut case = TestCase::new(id, org, repo, identity, last_seen);
+    case.version = 1;
+    store.put_test_cases(&[case]).await.unwrap();
+    let key = std::collections::HashMap::from([
+        (
+            "pk".to_owned(),
+            AttributeValue::S(format!("CASE#acme#{id}")),
+        ),
+        ("sk".to_owned(), AttributeValue::S("CASE".to_owned())),
+    ]);
+    let expiry = || async {
+        let item = store
+            .client()
+            .get_item()
+            .table_name(&store.tables().test_health)
+            .set_key(Some(key.clone()))
+            .send()
+            .await
+            .unwrap()
+            .item
+            .unwrap();
+        item.get("expires_at").cloned()
+    };
+    store
+        .client()
+        .update_item()
+        .table_name(&store.tables().test_health)
+        .set_key(Some(key.clone()))
+        .update_expression("REMOVE expires_at")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(expiry().await, None, "as an earlier version wrote it");
+
+    let out = stdout(&admin(&prefix, &["test-cases", "expire"]));
+    assert!(
+        out.contains("1 test cases had no expiry; 1 were given one"),
+        "{out}"
+    );
+    let ninety_days_on = last_seen.millis() / 1000 + 90 * 86_400;
+    assert_eq!(
+        expiry().await,
+        Some(AttributeValue::N(ninety_days_on.to_string()))
+    );
+    let again = stdout(&admin(&prefix, &["test-cases", "expire"]));
+    assert!(again.contains("0 test cases had no expiry"), "{again}");
 }

@@ -436,6 +436,33 @@ async fn a_test_case_expires_once_forgotten_and_not_while_overridden() {
     );
     assert_eq!(expires(overridden.id).await, None);
 
+    // A test case written before test cases expired gets its expiry from the backfill (an
+    // upgrade's one-off); one a user keeps gets none.
+    let key = std::collections::HashMap::from([
+        (
+            "pk".to_owned(),
+            AttributeValue::S(format!("CASE#acme#{}", broken.id)),
+        ),
+        ("sk".to_owned(), AttributeValue::S("CASE".to_owned())),
+    ]);
+    store
+        .client()
+        .update_item()
+        .table_name(&store.tables().test_health)
+        .set_key(Some(key))
+        .update_expression("REMOVE expires_at")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(expires(broken.id).await, None);
+    let backfill = store.expire_forgotten_tests().await.unwrap();
+    assert_eq!((backfill.found, backfill.given), (2, 1));
+    assert_eq!(
+        expires(broken.id).await,
+        Some(AttributeValue::N(ninety_days_on.to_string()))
+    );
+    assert_eq!(expires(overridden.id).await, None);
+
     // A user's override set later keeps it too.
     let mut kept = broken.clone();
     kept.set_quarantine(QuarantineOverride::NeverQuarantine, T0);

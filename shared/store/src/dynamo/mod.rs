@@ -1,6 +1,7 @@
 //! The DynamoDB adapter. The layout is described in [`keys`].
 
 mod codec;
+mod expiry;
 mod health;
 mod history;
 mod idempotency;
@@ -12,6 +13,7 @@ mod requests;
 mod tokens;
 mod transaction_limits;
 
+pub use expiry::ExpiryBackfill;
 pub use history::{ENTRY_SUMMARY, RUN_SUMMARY};
 pub use transaction_limits::item_bytes;
 

@@ -1,0 +1,91 @@
+//! The expiry of test cases written before they were forgotten (`mq-admin test-cases expire`):
+//! a one-off after an upgrade, a `Scan` of the TestHealth table, never done by the service.
+
+use super::DynamoStore;
+use super::codec::{Item, from_item, n, s};
+use super::health::CASE_SK;
+use super::keys::{EXPIRES_AT, PK, SK, VERSION};
+use super::requests::map_sdk_error;
+use crate::error::StoreError;
+use crate::port::StoreResult;
+use mq_core::health::TestCase;
+use mq_core::time::Timestamp;
+
+/// What [`DynamoStore::expire_forgotten_tests`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ExpiryBackfill {
+    /// Test cases found without an expiry.
+    pub found: usize,
+    /// Those given one (the others keep a user's quarantine override).
+    pub given: usize,
+}
+
+impl DynamoStore {
+    /// Gives every test case item without an expiry (written by a version before test cases
+    /// were forgotten) the one it is written with now
+    /// ([`TestCase::forgotten_after`]): a test last seen more than 90 days ago, a BROKEN one
+    /// removed from the code among them, then leaves the lists within days. An item written
+    /// meanwhile (its version moved on) is left as that write made it.
+    pub async fn expire_forgotten_tests(&self) -> StoreResult<ExpiryBackfill> {
+        let mut done = ExpiryBackfill::default();
+        let mut start = None;
+        loop {
+            let page = self
+                .client()
+                .scan()
+                .table_name(&self.tables().test_health)
+                .filter_expression("#sk = :case AND attribute_not_exists(#e)")
+                .expression_attribute_names("#sk", SK)
+                .expression_attribute_names("#e", EXPIRES_AT)
+                .expression_attribute_values(":case", s(CASE_SK))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(map_sdk_error)?;
+            for item in page.items() {
+                done.found += 1;
+                if self.give_expiry(item).await? {
+                    done.given += 1;
+                }
+            }
+            start = page.last_evaluated_key;
+            if start.is_none() {
+                return Ok(done);
+            }
+        }
+    }
+
+    /// Sets the expiry of the test case `item` unless it is kept, or was written meanwhile.
+    async fn give_expiry(&self, item: &Item) -> StoreResult<bool> {
+        let case: TestCase = from_item(item.clone())?;
+        let Some(at) = case.forgotten_after() else {
+            return Ok(false);
+        };
+        let Some(pk) = item.get(PK).cloned() else {
+            return Ok(false);
+        };
+        let update = self
+            .client()
+            .update_item()
+            .table_name(&self.tables().test_health)
+            .key(PK, pk)
+            .key(SK, s(CASE_SK))
+            .update_expression("SET #e = :e")
+            .condition_expression("#v = :v")
+            .expression_attribute_names("#e", EXPIRES_AT)
+            .expression_attribute_names("#v", VERSION)
+            .expression_attribute_values(":e", n(epoch_seconds(at)))
+            .expression_attribute_values(":v", n(case.version))
+            .send()
+            .await;
+        match update.map_err(map_sdk_error) {
+            Ok(_) => Ok(true),
+            Err(StoreError::Conflict) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+fn epoch_seconds(at: Timestamp) -> i64 {
+    at.millis() / 1000
+}

@@ -1486,6 +1486,7 @@ async fn squash_landed(server: &MockServer, pushed: Option<&'static str>) -> &'s
         .expect(0)
         .mount(server)
         .await;
+    open_pulls(server).await;
     for pr in [1, 2] {
         Mock::given(method("PATCH"))
             .and(path(format!("{REPO}/pulls/{pr}")))
@@ -1496,6 +1497,67 @@ async fn squash_landed(server: &MockServer, pushed: Option<&'static str>) -> &'s
             .await;
     }
     merged
+}
+
+/// A squash merge landed, but closing its pull requests failed, and #2's author pushed
+/// before the retry: #1 is closed, #2 is left open, its new commits not merged.
+#[tokio::test]
+async fn a_pull_request_pushed_to_after_its_squash_merge_is_left_open() {
+    let server = MockServer::start().await;
+    let merged = "8888888888888888888888888888888888888888";
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/git/ref/heads/main"),
+        200,
+        ref_json("main", merged),
+    )
+    .await;
+    for (sha, tree) in [("c2c2", "tested-tree"), (merged, "tested-tree")] {
+        let commit = commit_json(sha, tree, &[BASE], "Two (#2)");
+        mock(
+            &server,
+            "GET",
+            &format!("{REPO}/git/commits/{sha}"),
+            200,
+            commit,
+        )
+        .await;
+    }
+    let compare = json!({"status": "ahead", "ahead_by": 2, "behind_by": 0, "total_commits": 2});
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/compare/{BASE}...{merged}"),
+        200,
+        compare,
+    )
+    .await;
+    let pushed = "cccc333333333333333333333333333333333333";
+    for (n, head) in [(1, HEAD1), (2, pushed)] {
+        mock(
+            &server,
+            "GET",
+            &format!("{REPO}/pulls/{n}"),
+            200,
+            pull_json(n, head, "open", false, json!(true)),
+        )
+        .await;
+    }
+    for (pr, closes) in [(1, 1), (2, 0)] {
+        Mock::given(method("PATCH"))
+            .and(path(format!("{REPO}/pulls/{pr}")))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({})))
+            .expect(closes)
+            .mount(&server)
+            .await;
+    }
+    let landed = with_token(&server)
+        .await
+        .merge_landed(&repo(), &merge_request(MergeMethod::Squash))
+        .await
+        .unwrap();
+    assert_eq!(landed, Some(Sha::new(merged)));
 }
 
 #[tokio::test]

@@ -79,13 +79,29 @@ pub(crate) async fn merge(
 /// GitHub marks a pull request merged only when its own head lands. Called on every path that
 /// finds the merge done, so that a transient error here (the merge landed, the pull requests
 /// are still open) fails the effect for now, and its retry finds the merge done and closes
-/// them again; closing a closed pull request changes nothing. An error retrying cannot mend
-/// (no permission to close) is logged: the merge stands.
+/// them again; closing a closed pull request changes nothing. A pull request pushed to since
+/// the head that merged is left open: closing it would drop commits that did not land. An
+/// error retrying cannot mend (no permission to close) is logged: the merge stands.
 async fn close_merged(client: &Client, repo: &RepoRef, request: &MergeRequest) -> HostResult<()> {
     if request.method == MergeMethod::MergeCommit || request.tested_sha.is_none() {
         return Ok(());
     }
     for pr in &request.prs {
+        let now = match pulls::pull(client, repo, pr.pr).await {
+            Ok(now) => now,
+            Err(e) if e.is_retryable() => return Err(e),
+            Err(e) => {
+                tracing::warn!(pr = pr.pr, error = %e, "merged, but could not read the pull request");
+                continue;
+            }
+        };
+        if now.pr_state() != PrState::Open {
+            continue;
+        }
+        if now.head.sha != pr.head_sha.as_str() {
+            tracing::warn!(pr = pr.pr, "pushed to since its merge: left open");
+            continue;
+        }
         match pulls::close(client, repo, pr.pr).await {
             Err(e) if e.is_retryable() => return Err(e),
             Err(e) => {

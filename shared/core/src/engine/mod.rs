@@ -67,7 +67,8 @@
 //!   passed and pending-failure groups too, as their tested state no longer predicts the
 //!   target — except groups whose merge is under way.
 //! - A lower `concurrency` sends the groups testing furthest back to `pending`; a resubmission
-//!   changes priority and `noBatch` of waiting entries only (groups keep their places).
+//!   changes priority and `noBatch` in place: an entry in a group keeps its place there, the
+//!   new values count from when it waits again.
 //! - Batching takes the consecutive batchable entries at the head of the waiting order; a
 //!   batch still forming does not hold back `noBatch` (or urgent) entries behind it.
 //!   Entries coming back from a restart or a bisection do not wait again (their wait counts

@@ -391,6 +391,49 @@ fn passed_with_merge_waiting(h: &mut Harness) -> String {
         .unwrap()
 }
 
+/// Someone pushes to the target while #1's merge is under way (the queue holds the push back
+/// until the merge's outcome is known), and the Git host refuses the merge for another reason
+/// (#1 got new commits): the push is not lost, and #2 is tested again on the new head, not on
+/// the one the refused merge expected.
+#[test]
+fn a_push_during_a_refused_merge_restarts_the_line_on_the_new_head() {
+    let mut h = queue(2);
+    h.submit(1);
+    h.submit(2);
+    h.auto_execute = false;
+    let run = h.run_of(1);
+    h.pass(&run);
+    let merge = h
+        .pending
+        .iter()
+        .find(|x| matches!(x.effect, Effect::Merge { .. }))
+        .map(|x| x.id.clone())
+        .unwrap();
+    h.push_outside();
+    let pushed = h.host.target_sha();
+    assert_ne!(
+        h.snap.queue.engine.target_head.as_ref(),
+        Some(&pushed),
+        "held back"
+    );
+    h.ok(Event::EffectSucceeded {
+        effect_id: merge,
+        outcome: mq_core::engine::EffectOutcome::MergeRefused {
+            refusal: mq_core::engine::MergeRefusal::PrChanged { pr: 1 },
+            tip: Some(pushed.clone()),
+        },
+    });
+    assert_eq!(h.state(1), Cancelled);
+    assert_eq!(h.snap.queue.engine.target_head.as_ref(), Some(&pushed));
+    h.execute_all();
+    let run = h.run(&h.run_of(2)).unwrap();
+    assert_eq!(
+        run.base_sha.as_ref(),
+        Some(&pushed),
+        "#2 is tested on the push"
+    );
+}
+
 #[test]
 fn a_merge_the_git_host_rejects_fails_the_pull_request_saying_why() {
     let mut h = queue(1);
@@ -403,6 +446,7 @@ fn a_merge_the_git_host_rejects_fails_the_pull_request_saying_why() {
                 pr: Some(1),
                 detail: why.into(),
             },
+            tip: None,
         },
     });
     assert_eq!(h.state(1), Failed);

@@ -8,6 +8,7 @@
 
 use mq_core::engine::{Effect, EffectOutcome, Event, MergeRefusal, PendingEffect};
 use mq_core::git::{QUEUE_STATUS_CONTEXT, RequiredStatuses, RequiredStatusesSource, StatusState};
+use mq_core::ids::Sha;
 use mq_core::settings::MergeMethod;
 use mq_core::snapshot::Queue;
 use mq_githost::{
@@ -129,7 +130,8 @@ async fn outcome(host: &dyn GitHost, queue: &Queue, effect: &Effect) -> HostResu
         Effect::Merge { .. } => match merge_request(queue, effect) {
             Some(request) => {
                 let outcome = merge_outcome(host.merge(repo, &request).await?);
-                Ok(with_tip(host, queue, outcome).await)
+                let expected = request.expected_target_sha.as_ref();
+                Ok(with_tip(host, queue, expected, outcome).await)
             }
             None => Ok(EffectOutcome::Done),
         },
@@ -202,28 +204,51 @@ pub async fn landed(
         target_sha,
         tip: None,
     };
-    Ok(Some(with_tip(host, queue, merged).await))
+    Ok(Some(with_tip(host, queue, None, merged).await))
 }
 
-/// A merge's outcome with the target's tip when someone pushed on top of the merge while it
-/// was in flight (a push the queue does not act on until the merge's outcome is known): the
-/// Git host is asked where the target is now. Any other outcome, or a tip that cannot be
-/// read, as it is: the merge is what counts, and a push it misses shows when the next merge
-/// finds the target moved.
-async fn with_tip(host: &dyn GitHost, queue: &Queue, outcome: EffectOutcome) -> EffectOutcome {
-    let EffectOutcome::Merged { target_sha, .. } = &outcome else {
-        return outcome;
-    };
-    match host.branch_head(&queue.repo, &queue.branch).await {
-        Ok(Some(tip)) if tip != *target_sha => EffectOutcome::Merged {
-            target_sha: target_sha.clone(),
-            tip: Some(tip),
+/// A merge's outcome with the target's tip when someone pushed while the merge was in flight
+/// (a push the queue does not act on until the merge's outcome is known): the Git host is
+/// asked where the target is now, once the merge landed (on top of it) or was refused for
+/// another reason than the target's move (where the merge expected it). Any other outcome, or
+/// a tip that cannot be read, as it is: a push it misses shows when the next merge finds the
+/// target moved.
+async fn with_tip(
+    host: &dyn GitHost,
+    queue: &Queue,
+    expected: Option<&Sha>,
+    outcome: EffectOutcome,
+) -> EffectOutcome {
+    let was = match &outcome {
+        EffectOutcome::Merged { target_sha, .. } => target_sha,
+        EffectOutcome::MergeRefused {
+            refusal: MergeRefusal::TargetMoved { .. },
+            ..
+        } => return outcome,
+        EffectOutcome::MergeRefused { .. } => match expected {
+            Some(expected) => expected,
+            None => return outcome,
         },
-        Ok(_) => outcome,
+        _ => return outcome,
+    };
+    let tip = match host.branch_head(&queue.repo, &queue.branch).await {
+        Ok(Some(tip)) if tip != *was => tip,
+        Ok(_) => return outcome,
         Err(e) => {
             tracing::warn!(error = %e, "the target's tip after a merge could not be read");
-            outcome
+            return outcome;
         }
+    };
+    match outcome {
+        EffectOutcome::Merged { target_sha, .. } => EffectOutcome::Merged {
+            target_sha,
+            tip: Some(tip),
+        },
+        EffectOutcome::MergeRefused { refusal, .. } => EffectOutcome::MergeRefused {
+            refusal,
+            tip: Some(tip),
+        },
+        other => other,
     }
 }
 
@@ -271,18 +296,23 @@ fn merge_outcome(outcome: MergeOutcome) -> EffectOutcome {
         },
         MergeOutcome::TargetMoved { actual } => EffectOutcome::MergeRefused {
             refusal: MergeRefusal::TargetMoved { actual },
+            tip: None,
         },
         MergeOutcome::PrChanged { pr } => EffectOutcome::MergeRefused {
             refusal: MergeRefusal::PrChanged { pr },
+            tip: None,
         },
         MergeOutcome::PrClosed { pr } => EffectOutcome::MergeRefused {
             refusal: MergeRefusal::PrClosed { pr },
+            tip: None,
         },
         MergeOutcome::PrMerged { pr } => EffectOutcome::MergeRefused {
             refusal: MergeRefusal::PrMerged { pr },
+            tip: None,
         },
         MergeOutcome::Rejected { pr, detail } => EffectOutcome::MergeRefused {
             refusal: MergeRefusal::Rejected { pr, detail },
+            tip: None,
         },
     }
 }

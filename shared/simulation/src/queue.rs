@@ -460,6 +460,7 @@ impl<'a> QueueSim<'a> {
                 if expected_target_sha.as_ref().is_some_and(|e| *e != actual) {
                     return EffectOutcome::MergeRefused {
                         refusal: MergeRefusal::TargetMoved { actual },
+                        tip: None,
                     };
                 }
                 let numbers: Vec<u32> = prs.iter().map(|p| p.pr).collect();

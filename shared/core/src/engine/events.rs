@@ -149,8 +149,14 @@ pub enum EffectOutcome {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tip: Option<Sha>,
     },
-    /// The Git host refused the merge.
-    MergeRefused { refusal: MergeRefusal },
+    /// The Git host refused the merge; `tip` when the target is no longer where the merge
+    /// expected it (someone pushed while the merge was under way: a push the queue did not
+    /// act on then).
+    MergeRefused {
+        refusal: MergeRefusal,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tip: Option<Sha>,
+    },
     /// The pull request as it is now (answer to a refresh).
     PullRequest { pr: PrFacts },
     /// What CI had reported on a test branch's tip (answer to a fetch of checks).

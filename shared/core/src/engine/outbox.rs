@@ -81,10 +81,15 @@ impl Work {
                     self.target_moved_to(tip);
                 }
             }
-            (Effect::Merge { run_id, prs, .. }, EffectOutcome::MergeRefused { refusal })
+            (Effect::Merge { run_id, prs, .. }, EffectOutcome::MergeRefused { refusal, tip })
                 if !prs.is_empty() =>
             {
                 self.merge_refused(run_id.as_deref(), prs, refusal);
+                // Pushed to while the merge was under way: as any push, now that no merge
+                // holds it back.
+                if let Some(tip) = tip {
+                    self.target_moved(tip);
+                }
             }
             (Effect::RefreshPullRequest { .. }, EffectOutcome::PullRequest { pr }) => {
                 // A read emitted before the pull request's entry was submitted was for an

@@ -557,22 +557,26 @@ impl Harness {
                 {
                     return EffectOutcome::MergeRefused {
                         refusal: MergeRefusal::TargetMoved { actual },
+                        tip: None,
                     };
                 }
                 for p in prs {
                     if self.host.heads.get(&p.pr) != Some(&p.head_sha) {
                         return EffectOutcome::MergeRefused {
                             refusal: MergeRefusal::PrChanged { pr: p.pr },
+                            tip: None,
                         };
                     }
                     if self.host.closed.contains(&p.pr) {
                         return EffectOutcome::MergeRefused {
                             refusal: MergeRefusal::PrClosed { pr: p.pr },
+                            tip: None,
                         };
                     }
                     if self.host.merged_outside.contains(&p.pr) {
                         return EffectOutcome::MergeRefused {
                             refusal: MergeRefusal::PrMerged { pr: p.pr },
+                            tip: None,
                         };
                     }
                 }
@@ -590,7 +594,7 @@ impl Harness {
                 }
                 let head = match self.new_head(*method, prs, tested_sha.as_ref(), &next) {
                     Ok(head) => head,
-                    Err(refusal) => return EffectOutcome::MergeRefused { refusal },
+                    Err(refusal) => return EffectOutcome::MergeRefused { refusal, tip: None },
                 };
                 self.host.head = head.clone();
                 self.host.target = next.clone();

@@ -177,8 +177,9 @@ pub struct Bisection {
     #[serde(default)]
     pub failed_sets: Vec<Vec<PrNumber>>,
     /// The failed run's dependent pull requests: the groups ahead of the batch, all passed
-    /// when it failed. Splits are tested on those still in the queue, never on a group that
-    /// came ahead later (an urgent one, a restart) and has not passed. `None` in a bisection
+    /// when it failed, less those since left behind (they cannot pass again soon). Splits are
+    /// tested on those still in the queue, never on a group that came ahead later (an urgent
+    /// one, a restart) and has not passed. `None` in a bisection
     /// stored without it: its splits are tested on the groups ahead of them when tested.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dependent_prs: Option<Vec<PrNumber>>,

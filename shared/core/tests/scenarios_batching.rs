@@ -707,6 +707,67 @@ fn an_implied_culprit_fails_for_the_reason_of_the_set_it_was_half_of() {
     h.assert_clean();
 }
 
+/// Batch [2, 3, 4, 5] fails while #1 waits to merge ahead of it (the queue is paused, then
+/// the target moves); #1 turns into a draft and is left behind, and split [2, 3] fails
+/// without it (#3 needs #1). Once #1 is ready again and merges, the splits test on a target
+/// with #1: the failure of [2, 3] without #1 implies nothing, and [3] is tested, passes and
+/// merges.
+#[test]
+fn a_failure_without_a_pull_request_left_behind_implies_nothing_once_it_merges() {
+    use mq_core::settings::RequestedState;
+    let mut h = Harness::with(SettingsPatch {
+        batch: Some(true),
+        batching_min_size: Some(4),
+        concurrency: Some(2),
+        bisection_concurrency: Some(1),
+        optimization_mode: Some(OptimizationMode::BisectionSkipRedundantTests),
+        ..Default::default()
+    });
+    h.submit_with(1, Priority::default_priority(), true);
+    for pr in 2..=5 {
+        h.submit(pr);
+    }
+    h.update(SettingsPatch {
+        state: Some(RequestedState::Paused),
+        ..Default::default()
+    });
+    h.pass_pr(1);
+    h.fail_pr(2);
+    h.push_outside();
+    let mut draft = h.facts(1);
+    draft.draft = true;
+    h.ok(Event::PrUpdated { pr: draft });
+    assert_eq!(h.state(1), NotReady);
+    h.update(SettingsPatch {
+        state: Some(RequestedState::Running),
+        ..Default::default()
+    });
+    let split = h.run_of(2);
+    let content = h.content_of(&split);
+    assert!(
+        content.ends_with(&[2, 3]) && !content.contains(&1),
+        "{content:?}"
+    );
+    h.fail(&split);
+    let failed = &h.snap.queue.engine.bisections[0].failed_sets;
+    assert!(failed.contains(&vec![2, 3]), "{failed:?}");
+    // The Git host reads #1 ready again: it is tested, and merges.
+    h.advance_minutes(1);
+    h.tick();
+    h.pass_pr(1);
+    assert_eq!(h.state(1), Merged);
+    let needs_one = |content: &Vec<u32>| content.contains(&1) || !content.contains(&3);
+    for _ in 0..10 {
+        h.advance_minutes(1);
+        h.tick();
+        h.answer_all(needs_one);
+    }
+    let mut merged = h.merged_prs();
+    merged.sort_unstable();
+    assert_eq!(merged, vec![1, 2, 3, 4, 5]);
+    h.assert_clean();
+}
+
 /// Batch [2, 3, 4, 5] fails on #1, which passed ahead of it, because #4 clashes with #1. Then
 /// #1 is closed before it merges: the splits are tested without it, and the failure of the
 /// batch on #1 implies nothing of them. Skipping redundant tests, [4, 5] is still tested

@@ -12,8 +12,9 @@
 //! the culprit at once and a larger one is split again without a test; any set known to fail
 //! on this base (the batch itself, a failed split) is split at once instead of being tested.
 //! Only failures are reused, never passes, and a change of the base forgets them and the
-//! implications between halves: a move of the target outside the queue, or a pull request
-//! the splits are tested on that leaves the queue without merging. Only a set whose tests
+//! implications between halves: a move of the target outside the queue, a pull request the
+//! splits are tested on that leaves the queue without merging or is left behind
+//! (`drop_left_behind`), or a merge of one they were not tested on. Only a set whose tests
 //! failed or that conflicted holds a culprit: one that failed otherwise (a timeout, a test
 //! branch not made ready) implies nothing of its halves. Without the option both halves
 //! test at once (faster, more CI).
@@ -372,6 +373,22 @@ impl Work {
         for b in 0..self.s.queue.engine.bisections.len() {
             let tested_on = |pr| self.dependents_of(b).contains(&pr);
             if left.is_none_or(tested_on) {
+                self.forget_implications(b);
+            }
+        }
+    }
+
+    /// `merged` landed on the target. A bisection whose splits were not tested on one of them
+    /// (one left behind that came back, an urgent one, a pull request of the batch that
+    /// passed its split) now tests on a base its failed sets were not tested on: no failure is
+    /// reused, and no split implies its sibling's result. One stored without its base
+    /// (`dependent_prs: None`) tests on whatever is ahead, as before.
+    pub fn bisection_target_grew(&mut self, merged: &BTreeSet<PrNumber>) {
+        for b in 0..self.s.queue.engine.bisections.len() {
+            let Some(base) = &self.s.queue.engine.bisections[b].dependent_prs else {
+                continue;
+            };
+            if merged.iter().any(|pr| !base.contains(pr)) {
                 self.forget_implications(b);
             }
         }

@@ -108,6 +108,7 @@ impl Work {
             .any(|r| r.kind == RunKind::Main && r.sha.as_ref() == Some(target_sha));
         self.target_merged_to(target_sha);
         let merged: BTreeSet<PrNumber> = prs.iter().map(|p| p.pr).collect();
+        self.bisection_target_grew(&merged);
         for &pr in &merged {
             self.conclude(pr, EntryState::Merged, "merged", "merged");
         }

@@ -86,7 +86,7 @@ impl Work {
             {
                 self.merge_refused(run_id.as_deref(), prs, refusal);
                 // Pushed to while the merge was under way: as any push, now that no merge
-                // holds it back.
+                // holds it back (a group the refusal restarted restarts again, on the push).
                 if let Some(tip) = tip {
                     self.target_moved(tip);
                 }

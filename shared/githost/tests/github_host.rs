@@ -1635,9 +1635,9 @@ async fn a_target_rewound_during_the_merge_is_not_fast_forwarded() {
     );
 }
 
-/// The update's answer is lost (502): it may have landed, and someone may have pushed on top
-/// or rewound the target since, so it is not sent again blindly. The merge fails for now;
-/// its retry finds it landed first (`a_landed_squash_merge_under_a_later_push_is_found`).
+/// The update's answer is lost (502) and the target does not hold the tested commit: it is not
+/// sent again blindly (someone may have pushed or rewound the target meanwhile). The merge
+/// fails for now; its retry looks first (`a_landed_squash_merge_under_a_later_push_is_found`).
 #[tokio::test]
 async fn an_update_whose_answer_is_lost_is_not_sent_again() {
     let server = MockServer::start().await;
@@ -1655,6 +1655,42 @@ async fn an_update_whose_answer_is_lost_is_not_sent_again() {
         .await
         .unwrap_err();
     assert!(error.is_retryable(), "{error:?}");
+}
+
+/// The update lands but its answer is lost (502), and someone pushes a merge commit on top
+/// (its first parent their own work): the tested commit is found on the target, under the
+/// push, and the merge is done.
+#[tokio::test]
+async fn an_update_whose_lost_answer_landed_under_a_push_is_a_merge() {
+    let server = MockServer::start().await;
+    let on_top = "7777777777777777777777777777777777777777";
+    main_reads(&server, BASE, 2, on_top).await;
+    open_pulls(&server).await;
+    Mock::given(method("PATCH"))
+        .and(path(format!("{REPO}/git/refs/heads/main")))
+        .respond_with(ResponseTemplate::new(502).set_body_json(message("Server Error")))
+        .expect(1)
+        .mount(&server)
+        .await;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/compare/c2c2...{on_top}"),
+        200,
+        json!({ "status": "ahead", "ahead_by": 2, "behind_by": 0, "total_commits": 2 }),
+    )
+    .await;
+    let outcome = with_token(&server)
+        .await
+        .merge(&repo(), &merge_request(MergeMethod::MergeCommit))
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome,
+        MergeOutcome::Merged {
+            target_sha: Sha::new("c2c2")
+        }
+    );
 }
 
 /// A merge of the tested commit whose fast-forward GitHub refuses with `status` and `refusal`;

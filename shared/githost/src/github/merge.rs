@@ -11,7 +11,7 @@
 
 use super::checks;
 use super::client::identity;
-use super::client::{Client, escape, repo_path};
+use super::client::{Client, Sent, escape, repo_path};
 use super::identity::Identity;
 use super::pulls::{self, branch_head};
 use super::signing::{mentions_signatures, refusal_detail};
@@ -144,8 +144,9 @@ async fn check_heads(
 /// `actual`: a target rewound meanwhile (a force-push back to an ancestor of `actual`) would
 /// take `tip` and bring back what was rewound. So the target is read again just before the
 /// update, leaving a window of one round trip (GitHub's REST API has no compare-and-swap),
-/// and an update whose answer is lost is not sent again blindly: the merge fails for now, and
-/// its retry finds it landed first (`before_sending`), or reads the target again.
+/// and an update whose answer is lost is not sent again blindly: the target is read, and
+/// holds `tip` if it landed; else the merge fails for now, and its retry looks first
+/// (`before_sending`).
 async fn fast_forward(
     client: &Client,
     repo: &RepoRef,
@@ -161,10 +162,13 @@ async fn fast_forward(
     }
     let path = format!("{}/git/refs/heads/{}", repo_path(repo), escape(target));
     let payload = json!({ "sha": tip.as_str(), "force": false });
-    let reply = client
+    let reply = match client
         .send_unrepeated(repo, Method::PATCH, &path, Some(&payload))
         .await?
-        .reply()?;
+    {
+        Sent::Answered(reply) => reply,
+        Sent::Unknown(lost) => return landed_after_all(client, repo, target, tip, lost).await,
+    };
     if reply.is_success() {
         return Ok(merged_at(tip));
     }
@@ -180,6 +184,28 @@ async fn fast_forward(
             pr: None,
             detail: refusal_detail(client, repo, target, reply.message()).await,
         }),
+    }
+}
+
+/// After an update whose answer was lost: merged if the target holds `tip` now (at it, or
+/// under commits pushed since, whatever their shape), else `lost` (the merge is tried again
+/// later, and looks first).
+async fn landed_after_all(
+    client: &Client,
+    repo: &RepoRef,
+    target: &str,
+    tip: &Sha,
+    lost: HostError,
+) -> HostResult<MergeOutcome> {
+    let Ok(Some(now)) = branch_head(client, repo, target).await else {
+        return Err(lost);
+    };
+    if now == *tip {
+        return Ok(merged_at(tip));
+    }
+    match pulls::contains(client, repo, tip.as_str(), now.as_str()).await {
+        Ok(true) => Ok(merged_at(tip)),
+        _ => Err(lost),
     }
 }
 

@@ -144,9 +144,9 @@ async fn run(cli: Cli) -> Result<(), String> {
                 .await
                 .map_err(|e| e.to_string())?;
             println!(
-                "{} test cases had no expiry; {} were given one (the others keep a user's \
-                 quarantine override)",
-                done.found, done.given
+                "test cases without an expiry: {} given one, {} kept by a user's quarantine \
+                 override, {} written meanwhile or unreadable (left as they are)",
+                done.given, done.kept, done.skipped
             );
             Ok(())
         }

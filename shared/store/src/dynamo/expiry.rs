@@ -11,13 +11,24 @@ use crate::port::StoreResult;
 use mq_core::health::TestCase;
 use mq_core::time::Timestamp;
 
-/// What [`DynamoStore::expire_forgotten_tests`] did.
+/// What [`DynamoStore::expire_forgotten_tests`] did with the test cases it found without an
+/// expiry.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ExpiryBackfill {
-    /// Test cases found without an expiry.
-    pub found: usize,
-    /// Those given one (the others keep a user's quarantine override).
+    /// Given one.
     pub given: usize,
+    /// Kept by a user's quarantine override: they get none.
+    pub kept: usize,
+    /// Written meanwhile (the write gave them theirs), or not readable by this version
+    /// (logged): left as they are.
+    pub skipped: usize,
+}
+
+/// What became of one test case.
+enum Expiry {
+    Given,
+    Kept,
+    Skipped,
 }
 
 impl DynamoStore {
@@ -43,9 +54,10 @@ impl DynamoStore {
                 .await
                 .map_err(map_sdk_error)?;
             for item in page.items() {
-                done.found += 1;
-                if self.give_expiry(item).await? {
-                    done.given += 1;
+                match self.give_expiry(item).await? {
+                    Expiry::Given => done.given += 1,
+                    Expiry::Kept => done.kept += 1,
+                    Expiry::Skipped => done.skipped += 1,
                 }
             }
             start = page.last_evaluated_key;
@@ -56,13 +68,17 @@ impl DynamoStore {
     }
 
     /// Sets the expiry of the test case `item` unless it is kept, or was written meanwhile.
-    async fn give_expiry(&self, item: &Item) -> StoreResult<bool> {
-        let case: TestCase = from_item(item.clone())?;
-        let Some(at) = case.forgotten_after() else {
-            return Ok(false);
+    async fn give_expiry(&self, item: &Item) -> StoreResult<Expiry> {
+        let (case, pk) = match (from_item::<TestCase>(item.clone()), item.get(PK)) {
+            (Ok(case), Some(pk)) => (case, pk.clone()),
+            (Err(e), _) => {
+                tracing::warn!(error = %e, "a test case this version cannot read: left as it is");
+                return Ok(Expiry::Skipped);
+            }
+            (_, None) => return Ok(Expiry::Skipped),
         };
-        let Some(pk) = item.get(PK).cloned() else {
-            return Ok(false);
+        let Some(at) = case.forgotten_after() else {
+            return Ok(Expiry::Kept);
         };
         let update = self
             .client()
@@ -79,8 +95,8 @@ impl DynamoStore {
             .send()
             .await;
         match update.map_err(map_sdk_error) {
-            Ok(_) => Ok(true),
-            Err(StoreError::Conflict) => Ok(false),
+            Ok(_) => Ok(Expiry::Given),
+            Err(StoreError::Conflict) => Ok(Expiry::Skipped),
             Err(e) => Err(e),
         }
     }

@@ -28,7 +28,7 @@ use mq_core::ids::QueueId;
 use mq_core::run::{RunStatus, TestRun};
 use mq_core::snapshot::{Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
-use mq_githost::GitHost;
+use mq_githost::{GitHost, HostResult};
 use std::hash::{Hash, Hasher};
 use std::time::{Duration, Instant};
 
@@ -413,20 +413,13 @@ async fn branch_of(
     until: tokio::time::Instant,
 ) -> Vec<Event> {
     let read = host.branch_head(&queue.repo, &run.branch);
-    match within(until, read).await {
-        Some(Ok(sha)) if sha != run.sha => vec![Event::BranchObserved {
+    let what = format!("the test branch of run {}", run.id);
+    match answer(until, &what, read).await {
+        Some(sha) if sha != run.sha => vec![Event::BranchObserved {
             run_id: run.id.clone(),
             sha,
         }],
-        Some(Ok(_)) => Vec::new(),
-        Some(Err(e)) => {
-            tracing::warn!(run = %run.id, error = %e, "test branch not readable");
-            Vec::new()
-        }
-        None => {
-            tracing::warn!(run = %run.id, "test branch not read in the tick's time");
-            Vec::new()
-        }
+        _ => Vec::new(),
     }
 }
 
@@ -437,20 +430,14 @@ async fn landed_of(
     pending: &PendingEffect,
     until: tokio::time::Instant,
 ) -> Vec<Event> {
-    match within(until, effects::landed(host, queue, &pending.effect)).await {
-        Some(Ok(Some(outcome))) => vec![Event::EffectSucceeded {
+    let read = effects::landed(host, queue, &pending.effect);
+    let what = format!("whether effect {} landed", pending.id);
+    match answer(until, &what, read).await.flatten() {
+        Some(outcome) => vec![Event::EffectSucceeded {
             effect_id: pending.id.clone(),
             outcome,
         }],
-        Some(Ok(None)) => Vec::new(),
-        Some(Err(e)) => {
-            tracing::warn!(effect = %pending.id, error = %e, "merge not checkable");
-            Vec::new()
-        }
-        None => {
-            tracing::warn!(effect = %pending.id, "merge not checked in the tick's time");
-            Vec::new()
-        }
+        None => Vec::new(),
     }
 }
 
@@ -464,16 +451,9 @@ async fn checks_of(
     let Some(sha) = &run.sha else {
         return Vec::new();
     };
-    let checks = match within(until, host.commit_checks(&queue.repo, sha)).await {
-        Some(Ok(checks)) => checks,
-        Some(Err(e)) => {
-            tracing::warn!(run = %run.id, error = %e, "checks not readable");
-            return Vec::new();
-        }
-        None => {
-            tracing::warn!(run = %run.id, "checks not read in the tick's time");
-            return Vec::new();
-        }
+    let what = format!("the checks of run {}", run.id);
+    let Some(checks) = answer(until, &what, host.commit_checks(&queue.repo, sha)).await else {
+        return Vec::new();
     };
     let statuses = checks
         .statuses
@@ -492,9 +472,27 @@ async fn checks_of(
     statuses.chain(check_runs).collect()
 }
 
-/// The answer of `read`, `None` when it has none by `until` (the next tick reads again).
-async fn within<T>(until: tokio::time::Instant, read: impl Future<Output = T>) -> Option<T> {
-    tokio::time::timeout_at(until, read).await.ok()
+/// The Git host's answer to `read` (of `what`, for the log), `None` when it failed or did not
+/// come by `until`: the next tick reads again.
+async fn answer<T>(
+    until: tokio::time::Instant,
+    what: &str,
+    read: impl Future<Output = HostResult<T>>,
+) -> Option<T> {
+    match tokio::time::timeout_at(until, read).await {
+        Ok(Ok(answer)) => Some(answer),
+        Ok(Err(e)) => {
+            tracing::warn!(read = what, error = %e, "not readable now; the next tick reads again");
+            None
+        }
+        Err(_) => {
+            tracing::warn!(
+                read = what,
+                "not read in the tick's time; the next tick reads again"
+            );
+            None
+        }
+    }
 }
 
 #[cfg(test)]

@@ -768,6 +768,55 @@ fn a_failure_without_a_pull_request_left_behind_implies_nothing_once_it_merges()
     h.assert_clean();
 }
 
+/// The same with a direct merge: #1's (nothing tested) is under way while batch [2, 3, 4, 5]
+/// and its split [2, 3] fail without #1; once #1 lands, [2, 3]'s failure implies nothing.
+#[test]
+fn a_failure_before_a_direct_merge_landed_implies_nothing_once_it_did() {
+    let mut h = Harness::with(SettingsPatch {
+        batch: Some(true),
+        batching_min_size: Some(4),
+        bisection_concurrency: Some(1),
+        optimization_mode: Some(OptimizationMode::BisectionSkipRedundantTests),
+        direct_merge_mode: Some(mq_core::settings::DirectMergeMode::Always),
+        ..Default::default()
+    });
+    h.green_heads.insert(1);
+    h.auto_execute = false;
+    h.submit_up_to_date(1);
+    let direct = h
+        .pending
+        .iter()
+        .find(|x| matches!(x.effect, Effect::Merge { run_id: None, .. }))
+        .expect("a direct merge")
+        .clone();
+    h.pending.retain(|x| x.id != direct.id);
+    h.auto_execute = true;
+    for pr in 2..=5 {
+        h.submit(pr);
+    }
+    h.fail(&h.run_of(2));
+    let split = h.run_of(2);
+    let content = h.content_of(&split);
+    assert!(
+        content.ends_with(&[2, 3]) && !content.contains(&1),
+        "{content:?}"
+    );
+    h.fail(&split);
+    let outcome = h.execute(&direct.effect);
+    h.ok(Event::EffectSucceeded {
+        effect_id: direct.id,
+        outcome,
+    });
+    assert_eq!(h.state(1), Merged);
+    let needs_one = |content: &Vec<u32>| content.contains(&1) || !content.contains(&3);
+    for _ in 0..10 {
+        h.answer_all(needs_one);
+    }
+    let mut merged = h.merged_prs();
+    merged.sort_unstable();
+    assert_eq!(merged, vec![1, 2, 3, 4, 5]);
+}
+
 /// Batch [2, 3, 4, 5] fails on #1, which passed ahead of it, because #4 clashes with #1. Then
 /// #1 is closed before it merges: the splits are tested without it, and the failure of the
 /// batch on #1 implies nothing of them. Skipping redundant tests, [4, 5] is still tested

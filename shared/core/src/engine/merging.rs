@@ -233,6 +233,7 @@ impl Work {
     pub fn direct_merged(&mut self, pr: &BranchPr, target_sha: &Sha) {
         let in_its_lane = self.groups_in_the_lane_of(pr.pr);
         self.target_merged_to(target_sha);
+        self.bisection_target_grew(&BTreeSet::from([pr.pr]));
         self.conclude(pr.pr, EntryState::Merged, "merged", "merged");
         self.after_foreign_merge(std::slice::from_ref(pr), false);
         if !in_its_lane.is_empty() {

@@ -167,7 +167,9 @@ async fn fast_forward(
         .await?
     {
         Sent::Answered(reply) => reply,
-        Sent::Unknown(lost) => return landed_after_all(client, repo, target, tip, lost).await,
+        Sent::Unknown(lost) => {
+            return landed_after_all(client, repo, target, (actual, tip), lost).await;
+        }
     };
     if reply.is_success() {
         return Ok(merged_at(tip));
@@ -187,14 +189,14 @@ async fn fast_forward(
     }
 }
 
-/// After an update whose answer was lost: merged if the target holds `tip` now (at it, or
-/// under commits pushed since, whatever their shape), else `lost` (the merge is tried again
-/// later, and looks first).
+/// After an update from `actual` to `tip` whose answer was lost: merged if the target holds
+/// `tip` now (at it, or under commits pushed since, whatever their shape), else `lost` (the
+/// merge is tried again later, and looks first).
 async fn landed_after_all(
     client: &Client,
     repo: &RepoRef,
     target: &str,
-    tip: &Sha,
+    (actual, tip): (&Sha, &Sha),
     lost: HostError,
 ) -> HostResult<MergeOutcome> {
     let Ok(Some(now)) = branch_head(client, repo, target).await else {
@@ -202,6 +204,9 @@ async fn landed_after_all(
     };
     if now == *tip {
         return Ok(merged_at(tip));
+    }
+    if now == *actual {
+        return Err(lost);
     }
     match pulls::contains(client, repo, tip.as_str(), now.as_str()).await {
         Ok(true) => Ok(merged_at(tip)),

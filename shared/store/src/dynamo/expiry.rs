@@ -72,7 +72,8 @@ impl DynamoStore {
         let (case, pk) = match (from_item::<TestCase>(item.clone()), item.get(PK)) {
             (Ok(case), Some(pk)) => (case, pk.clone()),
             (Err(e), _) => {
-                tracing::warn!(error = %e, "a test case this version cannot read: left as it is");
+                let pk = item.get(PK).and_then(|v| v.as_s().ok());
+                tracing::warn!(?pk, error = %e, "a test case this version cannot read: left as it is");
                 return Ok(Expiry::Skipped);
             }
             (_, None) => return Ok(Expiry::Skipped),

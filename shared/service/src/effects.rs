@@ -289,30 +289,18 @@ fn tested_status(queue: &Queue, method: MergeMethod) -> Option<StatusUpdate> {
 }
 
 fn merge_outcome(outcome: MergeOutcome) -> EffectOutcome {
-    match outcome {
-        MergeOutcome::Merged { target_sha } => EffectOutcome::Merged {
-            target_sha,
-            tip: None,
-        },
-        MergeOutcome::TargetMoved { actual } => EffectOutcome::MergeRefused {
-            refusal: MergeRefusal::TargetMoved { actual },
-            tip: None,
-        },
-        MergeOutcome::PrChanged { pr } => EffectOutcome::MergeRefused {
-            refusal: MergeRefusal::PrChanged { pr },
-            tip: None,
-        },
-        MergeOutcome::PrClosed { pr } => EffectOutcome::MergeRefused {
-            refusal: MergeRefusal::PrClosed { pr },
-            tip: None,
-        },
-        MergeOutcome::PrMerged { pr } => EffectOutcome::MergeRefused {
-            refusal: MergeRefusal::PrMerged { pr },
-            tip: None,
-        },
-        MergeOutcome::Rejected { pr, detail } => EffectOutcome::MergeRefused {
-            refusal: MergeRefusal::Rejected { pr, detail },
-            tip: None,
-        },
-    }
+    let refusal = match outcome {
+        MergeOutcome::Merged { target_sha } => {
+            return EffectOutcome::Merged {
+                target_sha,
+                tip: None,
+            };
+        }
+        MergeOutcome::TargetMoved { actual } => MergeRefusal::TargetMoved { actual },
+        MergeOutcome::PrChanged { pr } => MergeRefusal::PrChanged { pr },
+        MergeOutcome::PrClosed { pr } => MergeRefusal::PrClosed { pr },
+        MergeOutcome::PrMerged { pr } => MergeRefusal::PrMerged { pr },
+        MergeOutcome::Rejected { pr, detail } => MergeRefusal::Rejected { pr, detail },
+    };
+    EffectOutcome::MergeRefused { refusal, tip: None }
 }

@@ -320,11 +320,7 @@ async fn advance(app: &App, id: &QueueId, until: Deadlines) -> Result<Ticked, Se
     }
     warn_stuck(&snapshot, app.now());
     let mut events = match app.githost.as_deref() {
-        Some(host) => {
-            let mut events = ci_reports(host, &snapshot, until.reads).await;
-            events.extend(reconcile(host, &snapshot, until.reads).await);
-            events
-        }
+        Some(host) => host_reads(host, &snapshot, until.reads).await,
         None => Vec::new(),
     };
     events.push(Event::Tick);
@@ -361,40 +357,32 @@ fn warn_stuck(snapshot: &QueueSnapshot, now: Timestamp) {
     }
 }
 
-/// The Git host's state where the queue may have missed it, as events: the branches of runs in
-/// progress, and merges already on the target. What cannot be read now, or by `until`, is
-/// read next tick.
-async fn reconcile(
+/// What the Git host says that the queue may have missed, as events: what CI reported on the
+/// test branches in flight (the engine ignores what it already knows), where those branches
+/// are, and the merges already on the target. A read not answered now, or by `until`, is the
+/// next tick's.
+async fn host_reads(
     host: &dyn GitHost,
     snapshot: &QueueSnapshot,
     until: tokio::time::Instant,
 ) -> Vec<Event> {
-    let testing = snapshot
+    let queue = &snapshot.queue;
+    let in_flight: Vec<&TestRun> = snapshot
         .runs
         .iter()
-        .filter(|r| r.status == RunStatus::InProgress && r.sha.is_some());
-    let branches = testing.map(|run| branch_of(host, &snapshot.queue, run, until));
-    let mut events = a_few_at_once(branches.collect()).await;
+        .filter(|r| r.status == RunStatus::InProgress)
+        .collect();
+    let checks = in_flight
+        .iter()
+        .map(|run| checks_of(host, queue, run, until));
+    let mut events = a_few_at_once(checks.collect()).await;
+    let built = in_flight.iter().filter(|r| r.sha.is_some());
+    let branches = built.map(|run| branch_of(host, queue, run, until));
+    events.extend(a_few_at_once(branches.collect()).await);
     let waiting = snapshot.outbox.iter().filter(|x| !x.held);
-    let landed = waiting.map(|pending| landed_of(host, &snapshot.queue, pending, until));
+    let landed = waiting.map(|pending| landed_of(host, queue, pending, until));
     events.extend(a_few_at_once(landed.collect()).await);
     events
-}
-
-/// What CI reported on the test branches in flight, as events (the engine ignores what it
-/// already knows). A run whose checks cannot be read now, or by `until`, is read again next
-/// tick.
-async fn ci_reports(
-    host: &dyn GitHost,
-    snapshot: &QueueSnapshot,
-    until: tokio::time::Instant,
-) -> Vec<Event> {
-    let in_flight = snapshot
-        .runs
-        .iter()
-        .filter(|r| r.status == RunStatus::InProgress);
-    let reads = in_flight.map(|run| checks_of(host, &snapshot.queue, run, until));
-    a_few_at_once(reads.collect()).await
 }
 
 /// The events of `reads`, [`READS_AT_ONCE`] at a time, in their order.

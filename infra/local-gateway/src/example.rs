@@ -46,10 +46,10 @@ pub async fn link_example_owner(
 }
 
 /// Creates the example repository under `root` unless it exists; returns its path. With
-/// `anew`, an existing one that `--example` made (marked so, or under `.local/repos`) is made again, its
-/// previous run's merges undone: with the embedded store the queue starts empty, and the
-/// example's pull requests must be open again to be submitted. A repository of that name that
-/// `--example` did not make is never touched.
+/// `anew`, an existing one that `--example` made (marked so, or under `.local/repos`) is made
+/// again, its previous run's merges undone: with the embedded store the queue starts empty,
+/// and the example's pull requests must be open again to be submitted. A repository of that
+/// name that `--example` did not make is never touched.
 pub fn create_example_repo(root: &Path, anew: bool) -> Result<PathBuf, String> {
     let root = std::path::absolute(root).map_err(|e| e.to_string())?;
     let bare = root.join("github.com/acme/rocket.git");

@@ -21,10 +21,9 @@ use super::owners;
 use crate::app::App;
 use crate::error::ServiceError;
 use futures_util::StreamExt;
-use mq_core::engine::{Event, view};
-
 use mq_core::effects::PendingEffect;
-use mq_core::ids::QueueId;
+use mq_core::engine::{Event, view};
+use mq_core::ids::{QueueId, Sha};
 use mq_core::run::{RunStatus, TestRun};
 use mq_core::snapshot::{Queue, QueueSnapshot};
 use mq_core::time::Timestamp;
@@ -367,17 +366,19 @@ async fn host_reads(
     until: tokio::time::Instant,
 ) -> Vec<Event> {
     let queue = &snapshot.queue;
-    let in_flight: Vec<&TestRun> = snapshot
+    let built: Vec<(&TestRun, &Sha)> = snapshot
         .runs
         .iter()
         .filter(|r| r.status == RunStatus::InProgress)
+        .filter_map(|r| Some((r, r.sha.as_ref()?)))
         .collect();
-    let checks = in_flight
+    let checks = built
         .iter()
-        .map(|run| checks_of(host, queue, run, until));
+        .map(|&(run, sha)| checks_of(host, queue, run, sha, until));
     let mut events = a_few_at_once(checks.collect()).await;
-    let built = in_flight.iter().filter(|r| r.sha.is_some());
-    let branches = built.map(|run| branch_of(host, queue, run, until));
+    let branches = built
+        .iter()
+        .map(|&(run, _)| branch_of(host, queue, run, until));
     events.extend(a_few_at_once(branches.collect()).await);
     let waiting = snapshot.outbox.iter().filter(|x| !x.held);
     let landed = waiting.map(|pending| landed_of(host, queue, pending, until));
@@ -429,16 +430,14 @@ async fn landed_of(
     }
 }
 
-/// What CI reported on the commit of `run`, as events.
+/// What CI reported on `sha`, the commit of `run`, as events.
 async fn checks_of(
     host: &dyn GitHost,
     queue: &Queue,
     run: &TestRun,
+    sha: &Sha,
     until: tokio::time::Instant,
 ) -> Vec<Event> {
-    let Some(sha) = &run.sha else {
-        return Vec::new();
-    };
     let what = format!("the checks of run {}", run.id);
     let Some(checks) = answer(until, &what, host.commit_checks(&queue.repo, sha)).await else {
         return Vec::new();

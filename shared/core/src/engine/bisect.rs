@@ -474,7 +474,7 @@ fn holds_a_culprit(reason: &str) -> bool {
     matches!(reason, TESTS_FAILED | MERGE_CONFLICT)
 }
 
-/// Whether `split` and its sibling make up a set known to have failed in bisection `b`: one
+/// Whether `split` and its sibling make up a set known to have failed in `bisection`: one
 /// passing then implies the other fails.
 fn parent_failed(bisection: &Bisection, split: &Split) -> bool {
     let parent = sorted(&[split.prs.as_slice(), split.sibling.as_slice()].concat());

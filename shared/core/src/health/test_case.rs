@@ -184,8 +184,8 @@ impl TestCase {
     /// When it is forgotten: [`FORGOTTEN_AFTER_DAYS`] after its last result, never while a
     /// quarantine override (always or never) is set, which only a user takes back.
     pub fn forgotten_after(&self) -> Option<Timestamp> {
-        let kept = self.quarantine != QuarantineOverride::Auto;
-        (!kept).then(|| self.last_seen.plus_millis(FORGOTTEN_AFTER_DAYS * DAY_MS))
+        let forgettable = self.quarantine == QuarantineOverride::Auto;
+        forgettable.then(|| self.last_seen.plus_millis(FORGOTTEN_AFTER_DAYS * DAY_MS))
     }
 
     pub fn pull_requests_impacted_last_7d(&self, now: Timestamp) -> u32 {

@@ -3,13 +3,12 @@
 
 use super::DynamoStore;
 use super::codec::{Item, from_item, n, s};
-use super::health::CASE_SK;
+use super::health::{CASE_SK, case_expires_at};
 use super::keys::{EXPIRES_AT, PK, SK, VERSION};
 use super::requests::map_sdk_error;
 use crate::error::StoreError;
 use crate::port::StoreResult;
 use mq_core::health::TestCase;
-use mq_core::time::Timestamp;
 
 /// What [`DynamoStore::expire_forgotten_tests`] did with the test cases it found without an
 /// expiry.
@@ -73,12 +72,12 @@ impl DynamoStore {
             (Ok(case), Some(pk)) => (case, pk.clone()),
             (Err(e), _) => {
                 let pk = item.get(PK).and_then(|v| v.as_s().ok());
-                tracing::warn!(?pk, error = %e, "a test case this version cannot read: left as it is");
+                tracing::warn!(?pk, error = %e, "a test case not readable: left as it is");
                 return Ok(Expiry::Skipped);
             }
             (_, None) => return Ok(Expiry::Skipped),
         };
-        let Some(at) = case.forgotten_after() else {
+        let Some(expires) = case_expires_at(&case) else {
             return Ok(Expiry::Kept);
         };
         let update = self
@@ -91,7 +90,7 @@ impl DynamoStore {
             .condition_expression("#v = :v")
             .expression_attribute_names("#e", EXPIRES_AT)
             .expression_attribute_names("#v", VERSION)
-            .expression_attribute_values(":e", n(epoch_seconds(at)))
+            .expression_attribute_values(":e", n(expires))
             .expression_attribute_values(":v", n(case.version))
             .send()
             .await;
@@ -101,8 +100,4 @@ impl DynamoStore {
             Err(e) => Err(e),
         }
     }
-}
-
-fn epoch_seconds(at: Timestamp) -> i64 {
-    at.millis() / 1000
 }

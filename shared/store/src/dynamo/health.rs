@@ -3,8 +3,9 @@
 //! Items:
 //! - `CASE#<org>#<test case id>` / `CASE`: one compact summary per test case (identity, status,
 //!   quarantine, the last 40 results). It expires (`expires_at`) once forgotten
-//!   ([`mq_core::health::TestCase::forgotten_after`]). Its key spreads writes over partitions; the lists are
-//!   sparse indexes whose attributes are set only on items that belong to them:
+//!   ([`mq_core::health::TestCase::forgotten_after`]). Its key spreads writes over
+//!   partitions; the lists are sparse indexes whose attributes are set only on items that
+//!   belong to them:
 //!   - `unhealthy-index`: `unhealthy_key` = `<org>#<repo>#FLAKY|BROKEN`, sorted by `case_id`;
 //!   - `quarantine-index`: `quarantine_key` = `<org>#<repo>` on quarantine candidates, sorted
 //!     by `case_id` (`quarantine_auto` tells those that need auto-quarantine);
@@ -79,6 +80,11 @@ fn expires_at(at: Timestamp) -> i64 {
     at.millis() / 1000 + RAW_RESULT_RETENTION_DAYS * 86_400
 }
 
+/// The `expires_at` of a test case's item (epoch seconds): when it is forgotten, if ever.
+pub(super) fn case_expires_at(case: &TestCase) -> Option<i64> {
+    case.forgotten_after().map(|at| at.millis() / 1000)
+}
+
 /// A test case as an item, with the attributes of the lists it belongs to.
 fn case_item(case: &TestCase) -> StoreResult<Item> {
     let scope = HealthScope {
@@ -112,8 +118,8 @@ fn case_item(case: &TestCase) -> StoreResult<Item> {
         keys.push((RECOVERY_SHARD, s(RECOVERY_SHARD_VALUE)));
         keys.push((FLAKY_UNTIL_MS, n(until.millis())));
     }
-    if let Some(forgotten) = case.forgotten_after() {
-        keys.push((EXPIRES_AT, n(forgotten.millis() / 1000)));
+    if let Some(expires) = case_expires_at(case) {
+        keys.push((EXPIRES_AT, n(expires)));
     }
     to_item(case, &keys)
 }

@@ -634,6 +634,52 @@ async fn a_primary_rate_limit_far_from_reset_fails_at_once_with_the_wait() {
     assert!(error.is_retryable());
 }
 
+/// GitHub asks clients to stop calling while rate-limited: after a refusal, the token's next
+/// calls to the REST API are not sent before the reset, and fail at once with what is left of
+/// the wait.
+#[tokio::test]
+async fn calls_after_a_rate_limit_refusal_are_not_sent_before_the_reset() {
+    let server = MockServer::start().await;
+    let reset = now() + 3600;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/git/ref/heads/main")))
+        .respond_with(
+            ResponseTemplate::new(403)
+                .insert_header("x-ratelimit-remaining", "0")
+                .insert_header("x-ratelimit-reset", reset.to_string().as_str())
+                .set_body_json(message("API rate limit exceeded for installation ID 42.")),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/pulls/7")))
+        .respond_with(ResponseTemplate::new(200).set_body_json(pull_json(
+            7,
+            HEAD1,
+            "open",
+            false,
+            json!(true),
+        )))
+        .expect(0)
+        .mount(&server)
+        .await;
+    let host = with_token(&server).await;
+    host.branch_head(&repo(), "main").await.unwrap_err();
+    for _ in 0..3 {
+        let error = host.pull_request(&repo(), 7, "main").await.unwrap_err();
+        let HostError::Transient {
+            retry_after: Some(wait),
+            message,
+        } = &error
+        else {
+            panic!("expected a transient error, got {error:?}");
+        };
+        assert!((3590..=3600).contains(&wait.as_secs()), "{wait:?}");
+        assert!(message.contains("rate limit"), "{message}");
+    }
+}
+
 /// GraphQL answers its rate limit 200, with an error and no data: the review read fails for
 /// now with the wait (a submission answers 503, to be retried), not as a refusal.
 #[tokio::test]
@@ -671,19 +717,32 @@ async fn a_graphql_rate_limit_answered_200_fails_for_now_with_the_wait() {
         .expect(1)
         .mount(&server)
         .await;
-    let error = with_token(&server)
-        .await
-        .pull_request(&repo(), 7, "main")
-        .await
-        .unwrap_err();
-    let HostError::Transient {
-        retry_after: Some(wait),
-        ..
-    } = &error
-    else {
-        panic!("expected a transient error, got {error:?}");
-    };
-    assert!((1790..=1800).contains(&wait.as_secs()), "{wait:?}");
+    let host = with_token(&server).await;
+    for _ in 0..2 {
+        // The second read is not sent to GraphQL (`expect(1)`) before the reset.
+        let error = host.pull_request(&repo(), 7, "main").await.unwrap_err();
+        let HostError::Transient {
+            retry_after: Some(wait),
+            ..
+        } = &error
+        else {
+            panic!("expected a transient error, got {error:?}");
+        };
+        assert!((1790..=1800).contains(&wait.as_secs()), "{wait:?}");
+    }
+    // GitHub counts the REST API's limit apart: its calls are still sent.
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/git/ref/heads/main"),
+        200,
+        ref_json("main", BASE),
+    )
+    .await;
+    assert_eq!(
+        host.branch_head(&repo(), "main").await.unwrap(),
+        Some(Sha::new(BASE))
+    );
 }
 
 #[tokio::test]

@@ -5,7 +5,8 @@
 //! [`RetryPolicy`], then reported as `HostError::Transient { retry_after }`. A write that must
 //! not happen twice (a comment) is not sent again after a server error or a lost answer: what
 //! is there is read back first. Reads are conditional (`conditional`): an unchanged answer
-//! costs nothing against the rate limit.
+//! costs nothing against the rate limit. After a refusal for a rate limit, no call is sent
+//! with the same token to the same API before the wait is over (`rate_limits`).
 
 mod auth;
 mod branches;
@@ -15,6 +16,7 @@ mod conditional;
 mod identity;
 mod merge;
 mod pulls;
+mod rate_limits;
 mod signing;
 mod transport;
 pub(crate) mod wire;

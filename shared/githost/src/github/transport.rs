@@ -2,6 +2,7 @@
 //! limits and server errors, typed errors, and the escaping of paths.
 
 use super::conditional::Answers;
+use super::rate_limits::{Api, RateLimits};
 use super::wire::Message;
 use crate::clock::unix_seconds;
 use crate::error::{HostError, HostResult};
@@ -18,6 +19,8 @@ pub(crate) const JSON: &str = "application/vnd.github+json";
 /// The media type that returns a file's bytes from the contents API.
 pub(crate) const RAW: &str = "application/vnd.github.raw+json";
 const API_VERSION: &str = "2022-11-28";
+/// Why a call was not sent.
+const HELD_BACK: &str = "rate limited: not sent, GitHub refused an earlier call for its rate limit";
 /// At most this many pages are followed for one listing.
 pub(crate) const MAX_PAGES: usize = 50;
 
@@ -177,6 +180,8 @@ pub(crate) struct Transport {
     user_agent: String,
     /// Answers to reads, for `304 Not Modified` (see `conditional`).
     answers: Answers,
+    /// The waits GitHub asked for (see `rate_limits`).
+    limits: RateLimits,
 }
 
 impl Transport {
@@ -196,6 +201,7 @@ impl Transport {
             retry,
             user_agent: user_agent.to_owned(),
             answers: Answers::default(),
+            limits: RateLimits::default(),
         })
     }
 
@@ -225,24 +231,35 @@ impl Transport {
     /// Sends `call`, waiting out rate limits (GitHub did not act on the call). A server error
     /// or a lost answer (the call may have taken effect) is sent again only when `repeat`,
     /// within the retry policy; otherwise, and once the policy is spent, it is
-    /// `Sent::Unknown`.
+    /// `Sent::Unknown`. While the token waits out a rate limit on the call's API, the call is
+    /// not sent (see `rate_limits`).
     pub async fn exchange(&self, call: &Call<'_>, bearer: &str, repeat: bool) -> HostResult<Sent> {
         let what = format!("{} {}", call.method, call.url.trim_start_matches(&self.api));
+        let api = if call.url == self.graphql_url() {
+            Api::GraphQl
+        } else {
+            Api::Rest
+        };
         let mut attempt = 1;
         loop {
-            let (wait, problem, unknown) = match self.send_once(call, bearer, &what).await {
-                Ok(reply) => match retry_hint(&reply) {
-                    None => return Ok(Sent::Answered(reply)),
-                    Some(Hint::RateLimited(wait)) => {
-                        (wait, format!("rate limited: {}", reply.message()), false)
-                    }
-                    Some(Hint::ServerError(wait)) => (
-                        wait.unwrap_or_else(|| self.backoff(attempt)),
-                        format!("{} {}", reply.status.as_u16(), reply.message()),
-                        true,
-                    ),
+            let held_back = self.limits.wait(bearer, api);
+            let (wait, problem, unknown) = match held_back {
+                Some(wait) => (wait, HELD_BACK.to_owned(), false),
+                None => match self.send_once(call, bearer, &what).await {
+                    Ok(reply) => match retry_hint(&reply) {
+                        None => return Ok(Sent::Answered(reply)),
+                        Some(Hint::RateLimited(wait)) => {
+                            self.limits.refused(bearer, api, wait);
+                            (wait, format!("rate limited: {}", reply.message()), false)
+                        }
+                        Some(Hint::ServerError(wait)) => (
+                            wait.unwrap_or_else(|| self.backoff(attempt)),
+                            format!("{} {}", reply.status.as_u16(), reply.message()),
+                            true,
+                        ),
+                    },
+                    Err(e) => (self.backoff(attempt), e, true),
                 },
-                Err(e) => (self.backoff(attempt), e, true),
             };
             let error = HostError::Transient {
                 message: format!("{what}: {problem}"),

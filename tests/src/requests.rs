@@ -492,6 +492,8 @@ pub async fn measure_other_paths() -> Vec<Measured> {
     let refused = b
         .call_answered("createQueue", "a queue that exists", again, 409)
         .await;
+    let mut out = vec![created, refused];
+    out.extend(pull_requests_no_longer_active(&b).await);
     let id = QueueId::new(
         &RepoRef::new("github.com", "acme", "rocket").unwrap(),
         "main",
@@ -521,7 +523,48 @@ pub async fn measure_other_paths() -> Vec<Measured> {
         .iter()
         .any(|s| s.operation == "TransactWriteItems" && s.tables == ["TestHealth"]);
     assert!(reclassified, "the tick reclassified: {:?}", recovered.sent);
-    vec![created, refused, read, listed, uploaded, recovered]
+    out.extend([read, listed, uploaded, recovered]);
+    out
+}
+
+/// On the paused queue: a switch to parallel mode with a pull request waiting (its stored
+/// targets are read), then calls on pull requests with no active entry, refused 409 or 404
+/// after a read of their history.
+async fn pull_requests_no_longer_active(b: &Bench) -> Vec<Measured> {
+    let submitted = b
+        .call(
+            "submitPullRequest",
+            "#1 into a paused queue",
+            post(&pr(1, json!({}))),
+        )
+        .await;
+    let switched = b
+        .call(
+            "updateQueue",
+            "to parallel mode, #1 waiting",
+            post(&queue("main", json!({"mode": "parallel"}))),
+        )
+        .await;
+    let cancelled = b
+        .call("cancelPullRequest", "#1", post(&pr(1, json!({}))))
+        .await;
+    let again = b
+        .call_answered(
+            "cancelPullRequest",
+            "#1 again (no longer active)",
+            post(&pr(1, json!({}))),
+            409,
+        )
+        .await;
+    let never = b
+        .call_answered(
+            "restartTestsOnPullRequest",
+            "#9, never submitted",
+            post(&pr(9, json!({}))),
+            404,
+        )
+        .await;
+    vec![submitted, switched, cancelled, again, never]
 }
 
 /// Gives queue `id` 40 entries of about 30 KB (300 impacted targets of 100 characters): more

@@ -1,7 +1,7 @@
 //! The functions' permissions in `template.yaml`: the idempotency table is open to exactly the
 //! endpoints that honour `Idempotency-Key` and the webhook (which follows a comment once), no statement grants every resource, the dashboard's
-//! operations only read, the function of the pages has no permission at all, and the tick is
-//! never run again by Lambda's retries.
+//! operations only read, the function of the pages has no permission at all, the tick is
+//! never run again by Lambda's retries, and Lambda keeps every log line `LogLevel` asks for.
 
 use mq_http::routes::ROUTES;
 use mq_tables::schema::TEMPLATE;
@@ -217,4 +217,34 @@ fn functions_that_need_the_git_host_get_the_github_app() {
         checked += 1;
     }
     assert!(checked >= 20, "{checked} functions");
+}
+
+/// Lambda drops a JSON log line whose `level` is below the functions' `ApplicationLogLevel`:
+/// it lets every level `LogLevel` offers through, so that `RUST_LOG` alone chooses.
+#[test]
+fn lambda_lets_through_every_log_level_the_stack_offers() {
+    const LEVELS: [&str; 6] = ["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL"];
+    let value = |text: &str, key: &str| -> String {
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix(key))
+            .unwrap_or_else(|| panic!("no {key} in the template"))
+            .trim()
+            .to_owned()
+    };
+    let rank = |level: &str| {
+        LEVELS
+            .iter()
+            .position(|l| l.eq_ignore_ascii_case(level))
+            .unwrap_or_else(|| panic!("unknown level {level}"))
+    };
+    let let_through = rank(&value(TEMPLATE, "ApplicationLogLevel:"));
+    let parameter = TEMPLATE.split("\n  LogLevel:\n").nth(1).expect("LogLevel");
+    let offered = value(parameter, "AllowedValues:");
+    for level in offered.trim_matches(|c| c == '[' || c == ']').split(',') {
+        let level = level.trim();
+        assert!(
+            rank(level) >= let_through,
+            "LogLevel {level} is dropped by Lambda"
+        );
+    }
 }

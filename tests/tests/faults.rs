@@ -584,6 +584,67 @@ async fn a_submission_racing_with_the_merge_of_its_pull_request_does_not_enqueue
     );
 }
 
+/// A delivery (a review dismissed) reads the pull request; meanwhile its author pushes, gets
+/// an approval again, and submits it again. The delivery's read, older than the new entry,
+/// does not cancel it for commits it has.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delivery_read_before_a_resubmission_does_not_cancel_it() {
+    let options = LiveEnv::options().webhook(SECRET);
+    let (env, repo, host) = faulty_queue(options, Backend::DynamoDb, json!({}), 1).await;
+    env.submit(&repo, 1).await;
+    env.wait_for_run(&repo, 1).await;
+    let held = host.hold_next_pull_request_answer();
+    repo.set_pr_review(1, "review_required");
+    let payload = pull_request_event(&repo, 1, "synchronize");
+    let delivery = deliver(&env, "pull_request", &payload, SECRET);
+    let resubmit_meanwhile = async {
+        let read = held.reached.notified();
+        tokio::time::timeout(std::time::Duration::from_secs(60), read)
+            .await
+            .expect("the delivery reads the pull request");
+        repo.push_to_pr(1, "more.txt");
+        repo.set_pr_review(1, "approved");
+        env.clock.advance_minutes(1);
+        env.submit(&repo, 1).await;
+        held.release.notify_one();
+    };
+    let (delivered, ()) = tokio::join!(delivery, resubmit_meanwhile);
+    assert_eq!(delivered.status, 200, "{}", delivered.body);
+    let pr = env.pull_request(&repo, 1).await;
+    assert_ne!(pr["state"], "cancelled", "{pr}");
+    assert_eq!(pr["isCurrentlySubmittedToQueue"], true, "{pr}");
+    env.wait_for_run(&repo, 1).await;
+    let run = env.current_run(&repo, 1).await.expect("a run");
+    assert!(
+        repo.files(&run.sha).contains(&"more.txt".to_owned()),
+        "the new entry tests the new head: {:?}",
+        repo.files(&run.sha)
+    );
+}
+
+/// A Git host that never answers a read: a webhook delivery and an upload of impacted targets
+/// answer 503 at the request's deadline (15 s), within the functions' 29 s, instead of
+/// running until Lambda stops them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_whose_git_host_read_never_answers_answer_503_in_time() {
+    let options = LiveEnv::options().webhook(SECRET);
+    let (env, repo, host) = faulty_queue(options, Backend::DynamoDb, json!({}), 2).await;
+    env.submit(&repo, 1).await;
+    let in_time = std::time::Duration::from_secs(25);
+
+    let _never = host.hold_next_pull_request_answer();
+    let payload = pull_request_event(&repo, 1, "synchronize");
+    let delivery = deliver(&env, "pull_request", &payload, SECRET);
+    let delivered = tokio::time::timeout(in_time, delivery).await;
+    assert_eq!(delivered.expect("answered in time").status, 503);
+
+    let _never = host.hold_next_pull_request_answer();
+    let targets = pr_body(&repo, 2, json!({"impactedTargets": ["api"]}));
+    let upload = env.post("setImpactedTargets", Some(ACME), &targets);
+    let uploaded = tokio::time::timeout(in_time, upload).await;
+    assert_eq!(uploaded.expect("answered in time").status, 503);
+}
+
 /// An upload of impacted targets for a pull request not in the queue yet reads the queue,
 /// then the pull request from the Git host; the pull request is submitted in between. The
 /// upload stores the targets after the submission committed without them, and gives them
@@ -620,6 +681,7 @@ async fn targets_uploaded_after_a_submission_read_them_reach_its_entry() {
     use mq_core::engine::Event;
     use mq_core::priority::Priority;
     use mq_service::pull_requests::{submit_with, uploaded_targets_events};
+    use mq_service::shell::contention_deadline;
     use std::sync::atomic::{AtomicBool, Ordering};
 
     let parallel = json!({"mode": "parallel", "requiredStatuses": [CI]});
@@ -655,7 +717,7 @@ async fn targets_uploaded_after_a_submission_read_them_reach_its_entry() {
             Ok(events)
         })
     };
-    submit_with(&env.app, &acme, &id, 1, events_for)
+    submit_with(&env.app, &acme, &id, 1, contention_deadline(), events_for)
         .await
         .unwrap();
     let pr = env.pull_request(&repo, 1).await;

@@ -2,7 +2,7 @@
 
 use super::drive::{self, Actor, Start, apply_in_order};
 use super::effects;
-use super::shell::contention_deadline;
+use super::shell::{contention_deadline, read_by};
 use crate::app::App;
 use crate::error::ServiceError;
 use mq_core::engine::{CancelReason, Event, checks_verdict};
@@ -26,7 +26,7 @@ pub async fn submit(app: &App, org: &OrgId, s: &Submission) -> Result<(), Servic
     let id = s.target.id();
     let events_for =
         move |queue: Queue| -> EventsFuture<'_> { Box::pin(submission_events(app, queue, s)) };
-    submit_with(app, org, &id, s.pr, events_for).await
+    submit_with(app, org, &id, s.pr, contention_deadline(), events_for).await
 }
 
 /// The events of a submission, built from the queue as it is.
@@ -44,18 +44,14 @@ pub async fn submit_with<'a>(
     org: &OrgId,
     id: &QueueId,
     pr: PrNumber,
+    deadline: Instant,
     events_for: impl Fn(Queue) -> EventsFuture<'a> + Send + Sync,
 ) -> Result<(), ServiceError> {
-    let deadline = contention_deadline();
     loop {
         let (queue, latest) = queue_and_entry(app, org, id, pr).await?;
         let seen = SubmissionBasis::of(&queue, latest.as_ref());
         // The Git host's answers count against the request's time, as its commits do.
-        let events = tokio::time::timeout_at(deadline, events_for(queue.clone()))
-            .await
-            .map_err(|_| ServiceError::Unavailable {
-                retry_after: Duration::from_secs(1),
-            })??;
+        let events = read_by(deadline, events_for(queue.clone())).await?;
         let stale = AtomicBool::new(false);
         let step = |now: &QueueSnapshot, at| {
             if !seen.holds_in(now, pr) {
@@ -370,7 +366,8 @@ pub async fn set_impacted_targets(
         (Some(given), Some(_)) => given.clone(),
         (None, Some(head)) => head,
         (given, None) => {
-            let facts = pr_facts(app.host()?, &snapshot.queue, upload.pr).await?;
+            let read = pr_facts(app.host()?, &snapshot.queue, upload.pr);
+            let facts = read_by(contention_deadline(), read).await?;
             match given {
                 Some(given) if !given.abbreviates(&facts.head_sha) => {
                     return Err(sha_mismatch(upload.pr, given, &facts).into());

@@ -22,6 +22,7 @@ use mq_core::ids::{OrgId, PrNumber, QueueId};
 use mq_core::snapshot::{Commit, QueueSnapshot};
 use mq_core::time::Timestamp;
 use mq_store::StoreError;
+use std::future::Future;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -303,6 +304,23 @@ fn visible_to(
 /// [`CONTENTION_BUDGET`] from now: until when a request starting now retries its commits.
 pub fn contention_deadline() -> Instant {
     Instant::now() + CONTENTION_BUDGET
+}
+
+/// `read` (of the Git host, for a request) cut at the request's `deadline`: then the request
+/// answers 503, to be retried, rather than outlive its function on a Git host that hangs.
+pub async fn read_by<T, E>(
+    deadline: Instant,
+    read: impl Future<Output = Result<T, E>>,
+) -> Result<T, ServiceError>
+where
+    ServiceError: From<E>,
+{
+    match tokio::time::timeout_at(deadline, read).await {
+        Ok(answer) => Ok(answer?),
+        Err(_) => Err(ServiceError::Unavailable {
+            retry_after: Duration::from_secs(1),
+        }),
+    }
 }
 
 /// The retries of a commit that lost to another writer: a jittered back-off before each,

@@ -13,16 +13,18 @@
 
 use super::drive::{self, Actor, Start};
 use super::pull_requests::{EventsFuture, pr_facts, submit_with};
+use super::shell::{contention_deadline, read_by};
 use crate::app::App;
 use crate::error::ServiceError;
-use mq_core::engine::{CancelReason, Event};
+use mq_core::engine::{CancelReason, Event, Transition};
 use mq_core::error::ErrorCode;
 use mq_core::ids::{OrgId, PrNumber, QueueId, RepoRef};
 use mq_core::priority::Priority;
-use mq_core::snapshot::Queue;
+use mq_core::snapshot::{Queue, QueueSnapshot};
 use mq_githost::webhook::{CommentCommand, HostFact, InvalidCommand};
 use mq_githost::{CommandComment, GitHost, HostError};
 use mq_store::{Claim, IdempotencyRecord, StoredResponse};
+use tokio::time::Instant;
 
 /// How long a comment's command is remembered, so that a delivery of it sent again (GitHub
 /// redelivers deliveries of the last 3 days, by hand or by a retrying integration) does
@@ -39,8 +41,11 @@ pub struct Delivered {
     pub queues: Vec<QueueId>,
 }
 
-/// Applies a verified delivery to the queues it concerns.
+/// Applies a verified delivery to the queues it concerns. Its reads of the Git host and its
+/// commits share one deadline, as a request's do, so that it answers within the function's
+/// time however slow the Git host and however many queues it reaches.
 pub async fn deliver(app: &App, fact: HostFact) -> Result<Delivered, ServiceError> {
+    let deadline = contention_deadline();
     let Some(repo) = fact.repo() else {
         return Ok(Delivered::default());
     };
@@ -54,16 +59,16 @@ pub async fn deliver(app: &App, fact: HostFact) -> Result<Delivered, ServiceErro
                 sha: sha.clone(),
                 status: status.clone(),
             };
-            to_owned_runs_of(app, to, sha, event).await
+            to_owned_runs_of(app, to, sha, event, deadline).await
         }
         HostFact::CheckRun { sha, check, .. } => {
             let event = Event::CheckRunReported {
                 sha: sha.clone(),
                 check: check.clone(),
             };
-            to_owned_runs_of(app, to, sha, event).await
+            to_owned_runs_of(app, to, sha, event, deadline).await
         }
-        HostFact::PullRequest { pr, .. } => pull_request(app, to, pr.clone()).await,
+        HostFact::PullRequest { pr, .. } => pull_request(app, to, pr.clone(), deadline).await,
         HostFact::Push {
             branch,
             after,
@@ -77,13 +82,13 @@ pub async fn deliver(app: &App, fact: HostFact) -> Result<Delivered, ServiceErro
             // A delivery may come late, out of order or again: the queues follow where the
             // branch is now, as the Git host says.
             let head = match app.githost.as_deref() {
-                Some(host) => host.branch_head(to.repo, branch).await?,
+                Some(host) => read_by(deadline, host.branch_head(to.repo, branch)).await?,
                 None => None,
             };
             let moved = Event::TargetMoved {
                 sha: head.unwrap_or_else(|| after.clone()),
             };
-            send(app, queues, moved).await
+            send(app, queues, moved, deadline).await
         }
         HostFact::Command {
             pr,
@@ -93,7 +98,8 @@ pub async fn deliver(app: &App, fact: HostFact) -> Result<Delivered, ServiceErro
             ..
         } => {
             let commenter = Commenter { login: author };
-            comment_command(app, to, *pr, commenter, *comment_id, command.clone()).await
+            let command = (*comment_id, command.clone());
+            comment_command(app, to, *pr, commenter, command, deadline).await
         }
         HostFact::Push { .. }
         | HostFact::Ping { .. }
@@ -117,7 +123,7 @@ pub async fn to_runs_of(
     event: Event,
 ) -> Result<Delivered, ServiceError> {
     let queues = queues_with_runs_on(app, sha).await?;
-    send(app, queues, event).await
+    send(app, queues, event, contention_deadline()).await
 }
 
 /// Sends a delivered CI result to the queues of the delivery's owner, on its repository,
@@ -127,6 +133,7 @@ async fn to_owned_runs_of(
     to: Owned<'_>,
     sha: &mq_core::ids::Sha,
     event: Event,
+    deadline: Instant,
 ) -> Result<Delivered, ServiceError> {
     let mut queues = queues_with_runs_on(app, sha).await?;
     let on_repo = format!("{}#", to.repo.key());
@@ -134,7 +141,8 @@ async fn to_owned_runs_of(
     let mut reached = Delivered::default();
     for id in queues {
         let fact = std::slice::from_ref(&event);
-        let applied = drive::apply(app, Actor::ServiceFor(to.org), &id, fact, Start::fresh());
+        let start = Start::fresh().until(deadline);
+        let applied = drive::apply(app, Actor::ServiceFor(to.org), &id, fact, start);
         match applied.await {
             Ok(_) => reached.queues.push(id),
             Err(e) if e.is(ErrorCode::QueueNotFound) => {}
@@ -169,6 +177,7 @@ async fn pull_request(
     app: &App,
     to: Owned<'_>,
     pr: mq_core::git::PrFacts,
+    deadline: Instant,
 ) -> Result<Delivered, ServiceError> {
     let number = pr.number;
     let mut reached = Delivered::default();
@@ -186,11 +195,14 @@ async fn pull_request(
         if snapshot.entry_for_pr(number).is_none() {
             continue;
         }
+        let read_at = app.now();
         let facts = match app.githost.as_deref() {
             None => pr.clone(),
             Some(host) => {
                 let (repo, branch) = (&snapshot.queue.repo, &snapshot.queue.branch);
-                match host.pull_request(repo, number, branch).await {
+                let read =
+                    async { Ok::<_, ServiceError>(host.pull_request(repo, number, branch).await) };
+                match read_by(deadline, read).await? {
                     Ok(facts) => facts,
                     Err(HostError::NotFound(_)) => pr.clone(),
                     Err(e) => return Err(e.into()),
@@ -198,7 +210,15 @@ async fn pull_request(
             }
         };
         let update = [Event::PrUpdated { pr: facts }];
-        drive::apply(app, Actor::Service, &queue, &update, Start::from(snapshot)).await?;
+        // An entry submitted after this read began came with its own read of the pull request,
+        // which may be the newer: it is not cancelled for commits it may already have (as
+        // for the tick's reads).
+        let step = |snapshot: &QueueSnapshot, now| match snapshot.entry_for_pr(number) {
+            Some(e) if e.submitted_at > read_at => Ok(Transition::unchanged(snapshot)),
+            _ => drive::apply_in_order(snapshot, &update, now, false),
+        };
+        let start = Start::from(snapshot).until(deadline);
+        drive::apply_step(app, Actor::Service, &queue, step, start).await?;
         reached.queues.push(queue);
     }
     Ok(reached)
@@ -228,12 +248,12 @@ async fn comment_command(
     to: Owned<'_>,
     pr: PrNumber,
     commenter: Commenter<'_>,
-    comment_id: u64,
-    command: Result<CommentCommand, InvalidCommand>,
+    (comment_id, command): (u64, Result<CommentCommand, InvalidCommand>),
+    deadline: Instant,
 ) -> Result<Delivered, ServiceError> {
     let host = app.host()?;
     let repo = to.repo;
-    let Some(queue) = queue_of_pull_request(app, to, pr).await? else {
+    let Some(queue) = read_by(deadline, queue_of_pull_request(app, to, pr)).await? else {
         return Ok(Delivered::default());
     };
     if !queue.config.commands_enabled {
@@ -248,7 +268,7 @@ async fn comment_command(
             tracing::warn!(error = %e, "command reply not posted");
         }
     };
-    if !commenter.may_write(host, repo).await? {
+    if !read_by(deadline, commenter.may_write(host, repo)).await? {
         reply(
             "Only people who can write to this repository may use `/service` commands.".to_owned(),
         )
@@ -283,7 +303,7 @@ async fn comment_command(
                     }])
                 })
             };
-            submit_with(app, &queue.org, &queue.id, pr, submission).await
+            submit_with(app, &queue.org, &queue.id, pr, deadline, submission).await
         }
         Ok(CommentCommand::Cancel) => {
             let cancel = Event::Cancel {
@@ -295,7 +315,7 @@ async fn comment_command(
                 Actor::Org(&queue.org),
                 &queue.id,
                 &[cancel],
-                Start::fresh(),
+                Start::fresh().until(deadline),
             )
             .await
             .map(|_| ())
@@ -402,10 +422,16 @@ async fn owned_queues(app: &App, to: Owned<'_>) -> Result<Vec<Queue>, ServiceErr
 }
 
 /// Applies a fact to each queue and executes what follows.
-async fn send(app: &App, queues: Vec<QueueId>, event: Event) -> Result<Delivered, ServiceError> {
+async fn send(
+    app: &App,
+    queues: Vec<QueueId>,
+    event: Event,
+    deadline: Instant,
+) -> Result<Delivered, ServiceError> {
     for id in &queues {
         let fact = std::slice::from_ref(&event);
-        drive::apply(app, Actor::Service, id, fact, Start::fresh()).await?;
+        let start = Start::fresh().until(deadline);
+        drive::apply(app, Actor::Service, id, fact, start).await?;
     }
     Ok(Delivered { queues })
 }

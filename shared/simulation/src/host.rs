@@ -76,4 +76,20 @@ impl Host {
             .and_then(|t| self.states.get(t))
             .is_some_and(|s| s.prs.ends_with(prs))
     }
+
+    /// Parallel mode, a merge with no tested commit (its branch's lanes merged out of its
+    /// order), which lands one pull request at a time: `pr` is in a branch that passed, and
+    /// every pull request before it there has landed.
+    pub fn lane_step_is_green(&self, tested: Option<&Sha>, pr: u32) -> bool {
+        let Some(state) = tested
+            .filter(|t| self.passed.contains(*t))
+            .and_then(|t| self.states.get(t))
+        else {
+            return false;
+        };
+        let Some(at) = state.prs.iter().position(|&p| p == pr) else {
+            return false;
+        };
+        state.prs[..at].iter().all(|p| self.target.contains(p))
+    }
 }

@@ -470,9 +470,16 @@ impl<'a> QueueSim<'a> {
                         .and_then(|id| self.snap.runs.iter().find(|r| &r.id == id))
                         .and_then(|r| r.sha.clone())
                 });
-                let green = match self.snap.queue.config.mode {
-                    QueueMode::Single => self.host.exact_move_is_green(tested.as_ref(), &numbers),
-                    QueueMode::Parallel => self.host.lane_move_is_green(tested.as_ref(), &numbers),
+                let green = match (self.snap.queue.config.mode, tested_sha, &numbers[..]) {
+                    (QueueMode::Single, ..) => {
+                        self.host.exact_move_is_green(tested.as_ref(), &numbers)
+                    }
+                    (QueueMode::Parallel, None, &[pr]) => {
+                        self.host.lane_step_is_green(tested.as_ref(), pr)
+                    }
+                    (QueueMode::Parallel, ..) => {
+                        self.host.lane_move_is_green(tested.as_ref(), &numbers)
+                    }
                 };
                 if !green || numbers.iter().any(|p| self.bad.contains(p)) {
                     self.tally.violations += 1;

@@ -189,10 +189,16 @@ impl Work {
     }
 
     /// Whether every entry of a group has passed (its own run, or cleared by a pass behind).
+    /// A group with no tested commit merges one pull request at a time (`emit_merge`): those
+    /// merged already have left the queue, and the rest still count.
     pub fn group_passed(&self, run: &TestRun) -> bool {
-        run.tested
+        let states: Vec<Option<EntryState>> = run
+            .tested
             .iter()
-            .all(|t| self.state_of(t.pr) == Some(EntryState::TestsPassed))
+            .map(|t| self.state_of(t.pr))
+            .filter(|state| !(run.diverged && state.is_none()))
+            .collect();
+        !states.is_empty() && states.iter().all(|&s| s == Some(EntryState::TestsPassed))
     }
 
     /// Restarts groups whose branch no longer predicts the target: the groups `restart`,

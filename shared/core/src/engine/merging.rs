@@ -59,10 +59,13 @@ impl Work {
 
     /// Emits the merge of `groups`, the last of which is `last`: each pull request as
     /// `last`'s branch holds it (the commits the target is fast-forwarded to under
-    /// `merge_commit`).
+    /// `merge_commit`). A merge with no tested commit (`last`'s lanes merged out of its order)
+    /// lands one pull request, the first: the Git host merges it onto the target as it is
+    /// then, and a merge of several could stop halfway, some of them landed; the next merge
+    /// takes the next.
     fn emit_merge(&mut self, last: &str, groups: &[String]) {
         let Some(run) = self.run(last) else { return };
-        let prs: Vec<BranchPr> = groups
+        let mut prs: Vec<BranchPr> = groups
             .iter()
             .filter_map(|id| self.run(id))
             .flat_map(|r| self.active_prs(r))
@@ -72,6 +75,9 @@ impl Work {
             })
             .collect();
         let tested_sha = if run.diverged { None } else { run.sha.clone() };
+        if tested_sha.is_none() {
+            prs.truncate(1);
+        }
         let effect = Effect::Merge {
             run_id: Some(last.to_owned()),
             prs,

@@ -288,3 +288,53 @@ fn a_group_of_the_lane_of_a_direct_merge_under_way_tests_again_once_it_lands() {
     assert_eq!(h.merged_prs(), vec![1, 2, 3]);
     h.assert_clean();
 }
+
+/// #2 passed and its merge was withdrawn (the queue paused before it was sent), after #3,
+/// which depends on #1 and #2, was built on top of #2's merge to come: #3's branch holds #2,
+/// #1, #3 in that order. Once the queue runs again, the three merge in that order, the one
+/// their tested commit holds (a squash or rebase writes each pull request's tree from it).
+#[test]
+fn a_withdrawn_merge_lands_in_the_order_the_tested_branch_holds() {
+    for method in [MergeMethod::Squash, MergeMethod::Rebase] {
+        let mut h = Harness::with(SettingsPatch {
+            mode: Some(QueueMode::Parallel),
+            concurrency: Some(3),
+            merge_method: Some(method),
+            ..Default::default()
+        });
+        for (pr, t) in [(1, &["x"][..]), (2, &["y"])] {
+            h.submit(pr);
+            h.set_targets(pr, t);
+        }
+        h.auto_execute = false;
+        h.pass_pr(2);
+        let merge = h
+            .pending
+            .iter()
+            .find(|x| matches!(x.effect, Effect::Merge { .. }))
+            .expect("#2's merge")
+            .clone();
+        h.pending.retain(|x| x.id != merge.id);
+        h.auto_execute = true;
+        h.execute_all();
+        h.submit(3);
+        h.set_targets(3, &["x", "y"]);
+        assert_eq!(h.content_of(&h.run_of(3)), vec![2, 1, 3], "{method:?}");
+        h.update(SettingsPatch {
+            state: Some(mq_core::settings::RequestedState::Paused),
+            ..Default::default()
+        });
+        h.ok(Event::MergeWithdrawn {
+            effect_id: merge.id.clone(),
+        });
+        h.pass_pr(1);
+        h.pass_pr(3);
+        h.update(SettingsPatch {
+            state: Some(mq_core::settings::RequestedState::Running),
+            ..Default::default()
+        });
+        assert_eq!(h.merged_prs().len(), 3, "{method:?}: {:?}", h.conclusion(1));
+        assert_eq!(h.host.target, vec![2, 1, 3], "{method:?}");
+        h.assert_clean();
+    }
+}

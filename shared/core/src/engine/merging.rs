@@ -59,10 +59,11 @@ impl Work {
 
     /// Emits the merge of `groups`, the last of which is `last`: each pull request as
     /// `last`'s branch holds it (the commits the target is fast-forwarded to under
-    /// `merge_commit`). A merge with no tested commit (`last`'s lanes merged out of its order)
-    /// lands one pull request, the first: the Git host merges it onto the target as it is
-    /// then, and a merge of several could stop halfway, some of them landed; the next merge
-    /// takes the next.
+    /// `merge_commit`), in the order it holds them (a group built on a merge that was then
+    /// withdrawn holds that group first, ahead of its place in line). A merge with no tested
+    /// commit (`last`'s lanes merged out of its order) lands one pull request, the first: the
+    /// Git host merges it onto the target as it is then, and a merge of several could stop
+    /// halfway, some of them landed; the next merge takes the next.
     fn emit_merge(&mut self, last: &str, groups: &[String]) {
         let Some(run) = self.run(last) else { return };
         let mut prs: Vec<BranchPr> = groups
@@ -74,6 +75,10 @@ impl Work {
                 built.cloned().or_else(|| self.branch_pr(pr))
             })
             .collect();
+        prs.sort_by_key(|p| {
+            let held_at = run.chain.iter().position(|link| link.pr == p.pr);
+            held_at.unwrap_or(usize::MAX)
+        });
         let tested_sha = if run.diverged { None } else { run.sha.clone() };
         if tested_sha.is_none() {
             prs.truncate(1);

@@ -1,6 +1,8 @@
 //! One upload of 20,000 test cases (about 5 MB of JUnit XML), ingested through the local
-//! gateway over HTTP with the in-memory store; then the same kind of upload against DynamoDB
-//! (moto on loopback), counting the requests it sends by operation.
+//! gateway over HTTP with the in-memory store; the same upload into a store whose every call
+//! takes 20 ms (a slow day's DynamoDB: a merge's time is its calls, one after another or a
+//! few at once); then the same kind of upload against DynamoDB (moto on loopback), counting
+//! the requests it sends by operation.
 //!
 //! moto slows down with every transactional write (2,000 test cases took 514 s on a 2-core
 //! machine), so the DynamoDB part uploads `--dynamodb-cases N` test cases (500 unless given;
@@ -21,7 +23,8 @@ use e2e::health::{Run, generated_mix, upload};
 use e2e::{Backend, TestEnv};
 use mq_core::health::UploadMetadata;
 use mq_core::ids::{OrgId, RepoRef};
-use mq_service::test_health::{IncomingUpload, ReportFile, ingest, ingest::Limits};
+use mq_service::test_health::ingest::{Limits, MERGE_FOR_A_REQUEST};
+use mq_service::test_health::{IncomingUpload, ReportFile, ingest};
 use mq_service::{App, SystemClock};
 use mq_store::{DynamoStore, TableNames};
 use std::collections::BTreeMap;
@@ -45,6 +48,7 @@ async fn main() {
         report.len() as f64 / 1e6
     );
     through_the_gateway(&report).await;
+    into_a_slow_store(&report).await;
     if !memory_only {
         dynamodb_requests(dynamodb_cases).await;
     }
@@ -111,6 +115,53 @@ impl Intercept for Counter {
     }
 }
 
+/// The report ingested into the in-memory store with 20 ms added to every call.
+async fn into_a_slow_store(report: &[u8]) {
+    let memory: Arc<dyn mq_store::Store> = Arc::new(mq_store::MemoryStore::new());
+    let slow = mq_store::faults::FaultyStore::new(memory, 1);
+    let latency = std::time::Duration::from_millis(20);
+    slow.set_latency(latency, latency);
+    let app = App::new(Arc::new(slow), Arc::new(SystemClock));
+    let started = Instant::now();
+    ingest(
+        &app,
+        &acme(),
+        incoming(report, "slow-1"),
+        &Limits::default(),
+        MERGE_FOR_A_REQUEST,
+    )
+    .await
+    .expect("ingested");
+    println!(
+        "into a store whose calls take 20 ms: {:.3} s for {CASES} new test cases",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// `report` as upload `id` of a run on `main`.
+fn incoming(report: &[u8], id: &str) -> IncomingUpload {
+    IncomingUpload {
+        metadata: UploadMetadata {
+            repo: RepoRef::new("github.com", "acme", "rocket").expect("repo"),
+            commit_sha: "d".repeat(40),
+            branch: "main".into(),
+            pr_number: None,
+            variant: String::new(),
+            job_url: None,
+            upload_id: id.into(),
+        },
+        codeowners: None,
+        files: vec![ReportFile {
+            name: "big.xml".into(),
+            bytes: report.to_vec(),
+        }],
+    }
+}
+
+fn acme() -> OrgId {
+    OrgId::parse("acme").expect("org")
+}
+
 /// An upload of `cases` test cases ingested into DynamoDB (moto on 127.0.0.1).
 async fn dynamodb_requests(cases: usize) {
     let report = generated_mix(cases);
@@ -131,27 +182,17 @@ async fn dynamodb_requests(cases: usize) {
         Arc::new(DynamoStore::new(client, tables)),
         Arc::new(SystemClock),
     );
-    let org = OrgId::parse("acme").expect("org");
-    let upload = IncomingUpload {
-        metadata: UploadMetadata {
-            repo: RepoRef::new("github.com", "acme", "rocket").expect("repo"),
-            commit_sha: "d".repeat(40),
-            branch: "main".into(),
-            pr_number: None,
-            variant: String::new(),
-            job_url: None,
-            upload_id: "dynamo-1".into(),
-        },
-        codeowners: None,
-        files: vec![ReportFile {
-            name: "big.xml".into(),
-            bytes: report.to_vec(),
-        }],
-    };
+    let upload = incoming(&report, "dynamo-1");
     let started = Instant::now();
-    ingest(&app, &org, upload, &Limits::default())
-        .await
-        .expect("ingested");
+    ingest(
+        &app,
+        &acme(),
+        upload,
+        &Limits::default(),
+        MERGE_FOR_A_REQUEST,
+    )
+    .await
+    .expect("ingested");
     let elapsed = started.elapsed().as_secs_f64();
     let counts = counter.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let writes: u32 = [

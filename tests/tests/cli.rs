@@ -1139,6 +1139,47 @@ async fn more_reports_than_one_request_takes_go_through_upload_urls() {
     );
 }
 
+/// A report of more test cases than one request ingests in its time goes through upload URLs,
+/// however small its gzip.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uploads_of_many_test_cases_go_through_upload_urls() {
+    let endpoint = mq_tables::moto::endpoint();
+    let name = format!("mq-cli-many-{}", std::process::id());
+    let bucket = UploadBucket::local(&mq_tables::local_config(&endpoint).await, &name);
+    bucket.create().await.expect("bucket created on moto");
+    let env = TestEnv::start_with(Backend::Memory, |app| {
+        app.with_uploads(std::sync::Arc::new(bucket))
+    })
+    .await;
+    let mq = Mq::new(&env.gateway.base_url(), ACME).var("MQ_REPO", "acme/rocket");
+    let scratch = tempfile::tempdir().unwrap();
+    let report = scratch.path().join("junit.xml");
+    std::fs::write(&report, e2e::health::generated_mix(50_001)).unwrap();
+    let args = [
+        "upload",
+        "--sha",
+        "a1a1a1a",
+        "--branch",
+        "main",
+        "--upload-id",
+        "many",
+        report.to_str().unwrap(),
+    ];
+    let sent = mq.run(&args).await.expect(0);
+    assert!(
+        sent.stderr.contains(
+            "50001 test cases, more than 50000 to ingest in one request: through upload URLs"
+        ),
+        "{}",
+        sent.stderr
+    );
+    assert!(
+        sent.stdout.contains("uploaded (upload id many"),
+        "{}",
+        sent.stdout
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn uploads_above_the_direct_limit_go_through_upload_urls() {
     let endpoint = mq_tables::moto::endpoint();

@@ -34,6 +34,7 @@ on_both_stores!(
     settings_are_validated_and_name_the_field,
     tickets_link_to_test_cases,
     large_reports_go_through_s3,
+    an_upload_out_of_time_is_finished_when_sent_again,
     flaky_tests_recover_after_seven_days,
     a_failure_checked_without_a_variant_matches_its_one_known_variant,
     a_variant_ci_no_longer_runs_is_not_matched,
@@ -1086,6 +1087,54 @@ async fn an_ingestion_stopped_half_way_is_sent_again(env: &TestEnv) {
     );
     let done = env.post("flaky-tests/upload-url", Some(ACME), &body).await;
     assert_eq!((done.status, done.code()), (409, "UPLOAD_ALREADY_RECEIVED"));
+}
+
+/// An upload whose merge runs out of its time answers 503, the upload left to finish; the
+/// same upload sent again merges its results, and once more is a duplicate.
+async fn an_upload_out_of_time_is_finished_when_sent_again(env: TestEnv) {
+    use mq_core::health::UploadMetadata;
+    use mq_core::ids::{OrgId, RepoRef};
+    use mq_service::ServiceError;
+    use mq_service::test_health::ingest::{Limits, MERGE_FOR_A_REQUEST};
+    use mq_service::test_health::{IncomingUpload, ReportFile, ingest};
+
+    let upload = || IncomingUpload {
+        metadata: UploadMetadata {
+            repo: RepoRef::new("github.com", "acme", "rocket").unwrap(),
+            commit_sha: sha("T"),
+            branch: "main".into(),
+            pr_number: None,
+            variant: String::new(),
+            job_url: None,
+            upload_id: "out-of-time".into(),
+        },
+        codeowners: None,
+        files: vec![ReportFile {
+            name: "big.xml".into(),
+            bytes: e2e::health::generated_mix(150),
+        }],
+    };
+    let (app, org) = (env.app(), OrgId::parse("acme").unwrap());
+    let limits = Limits::default();
+    let late = ingest(&app, &org, upload(), &limits, std::time::Duration::ZERO).await;
+    assert!(
+        matches!(late, Err(ServiceError::Unavailable { .. })),
+        "{late:?}"
+    );
+    assert_eq!(
+        unhealthy(&env, "FLAKY", 10, "").await["page"]["total_rows"],
+        0
+    );
+    let done = ingest(&app, &org, upload(), &limits, MERGE_FOR_A_REQUEST).await;
+    let done = done.expect("the rest merged");
+    assert_eq!((done.duplicate, done.summary.test_cases), (false, 150));
+    // One test in 50 passed on a rerun.
+    assert_eq!(
+        unhealthy(&env, "FLAKY", 10, "").await["page"]["total_rows"],
+        3
+    );
+    let again = ingest(&app, &org, upload(), &limits, MERGE_FOR_A_REQUEST).await;
+    assert!(again.unwrap().duplicate);
 }
 
 /// PUTs a Surefire report to the URL of an `upload-url` answer; the object's key.

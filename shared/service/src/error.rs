@@ -39,7 +39,7 @@ impl ServiceError {
 
     /// Unavailable for now: logged as `what` with `message`; the caller retries after
     /// `retry_after`, or `default_secs` when the cause did not say.
-    fn unavailable(
+    pub(crate) fn unavailable(
         what: &str,
         message: &str,
         retry_after: Option<Duration>,

@@ -16,6 +16,10 @@ use std::io::IsTerminal;
 
 /// The API's own limit on a request's body.
 const API_BODY_LIMIT: u64 = 20 * 1024 * 1024;
+/// Uploads of more test cases than this go through upload URLs whatever their size: the
+/// ingesting function has 300 seconds for them, the API's request 29 (its merge stops at 20
+/// and asks for the upload again).
+const DIRECT_MAX_CASES: usize = 50_000;
 /// Uploads at least this large show a progress bar (on a terminal).
 const PROGRESS_FROM: u64 = 1024 * 1024;
 /// Most failed tests one quarantine check takes.
@@ -36,16 +40,22 @@ pub fn upload(ctx: &Context, args: &UploadArgs) -> Result<Outcome> {
     let (content_type, body) = multipart(&fields, &files, &gzipped);
     let size = body.len() as u64;
     let fits = reports::fit_one_upload(&files);
-    if size > args.direct_limit || !fits {
-        note(if fits {
+    let cases: usize = files.iter().map(|f| f.report.cases.len()).sum();
+    if size > args.direct_limit || !fits || cases > DIRECT_MAX_CASES {
+        note(if !fits {
+            "more reports, test cases or XML than one request may carry: through upload URLs"
+                .to_owned()
+        } else if cases > DIRECT_MAX_CASES {
+            format!(
+                "{cases} test cases, more than {DIRECT_MAX_CASES} to ingest in one request: \
+                 through upload URLs"
+            )
+        } else {
             format!(
                 "{} to send, above the direct limit of {}: through upload URLs",
                 human(size),
                 human(args.direct_limit)
             )
-        } else {
-            "more reports, test cases or XML than one request may carry: through upload URLs"
-                .to_owned()
         });
         match via_urls(ctx, &fields, &files, gzipped) {
             Err(e)

@@ -39,7 +39,8 @@ pub async fn upload(app: &App, caller: Caller, req: Request) -> Answered {
     }
     let upload = upload_from_form(parts)?;
     check_repo(app, &caller.org, &upload.metadata.repo).await?;
-    let outcome = ingest(app, &caller.org, upload, &Limits::default()).await?;
+    let merge_for = ingest::MERGE_FOR_A_REQUEST;
+    let outcome = ingest(app, &caller.org, upload, &Limits::default(), merge_for).await?;
     Ok(http::ok(&outcome))
 }
 

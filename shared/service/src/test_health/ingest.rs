@@ -4,11 +4,15 @@
 //! Every report is parsed before anything is stored, so a bad file changes nothing. An upload
 //! id is ingested once: a finished upload sent again is answered from its record, and an
 //! upload interrupted half way is finished by the next attempt without counting any result
-//! twice (each test case remembers the uploads in its history).
+//! twice (each test case remembers the uploads in its history). So an upload whose merge
+//! runs out of its time ([`ingest`]'s `merge_for`) answers 503 with what it merged kept, and
+//! the same upload sent again goes on from there.
 
 use super::scope_of;
 use crate::app::App;
 use crate::error::ServiceError;
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
 use mq_core::health::codeowners::{CodeOwners, MAX_CODEOWNERS_BYTES, MAX_MATCHING_WORK};
 use mq_core::health::upload::is_infrastructure_failure;
 use mq_core::health::{
@@ -23,6 +27,8 @@ use mq_store::{HealthScope, RawResult, StoreError, UploadRecord, UploadState};
 use mq_wire::test_health::{UploadFields, UploadResponse};
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
 use uuid::Uuid;
 
 /// One report file of an upload.
@@ -328,7 +334,9 @@ pub async fn ingest(
     org: &OrgId,
     upload: IncomingUpload,
     limits: &Limits,
+    merge_for: Duration,
 ) -> Result<UploadResponse, ServiceError> {
+    let merge_until = Instant::now() + merge_for;
     let IncomingUpload {
         metadata,
         codeowners: sent,
@@ -372,7 +380,12 @@ pub async fn ingest(
     if !summary.infrastructure_failure {
         let results = new_results(&record, &cases, &settings, now, owners);
         drop(cases);
-        merge(app, &scope, org, &metadata, results, &settings).await?;
+        let context = MergeContext {
+            results,
+            new_case: (org.clone(), metadata.repo.clone()),
+            thresholds: settings.thresholds.clone(),
+        };
+        merge(app, &scope, context, merge_until).await?;
         remember_variant(app, &scope, settings, &metadata.variant, now).await?;
     }
     record.state = UploadState::Done;
@@ -543,31 +556,54 @@ fn new_results(
         .collect()
 }
 
-/// Test cases merged at once: what a merge holds in memory besides the upload's results.
+/// Test cases in one batch of a merge: with [`MERGES_AT_ONCE`], what a merge holds in memory
+/// besides the upload's results.
 const MERGE_BATCH: usize = 1000;
 
-/// Merges results into their test cases, [`MERGE_BATCH`] at a time, with version checks;
-/// cases another writer changed first are read again and merged again. Judging runs off the
-/// async runtime.
+/// Batches merged at once: each waits on DynamoDB most of its time (10 reads and 10
+/// transactions of 100 test cases), so the batches of a large upload go about this many
+/// times faster together.
+const MERGES_AT_ONCE: usize = 4;
+
+/// How long the upload endpoint's merge may run, from the start of its ingestion: within the
+/// function's 29 seconds, with the time the request took to arrive and the parse.
+pub const MERGE_FOR_A_REQUEST: Duration = Duration::from_secs(20);
+
+/// Merges results into their test cases, [`MERGE_BATCH`] at a time and [`MERGES_AT_ONCE`]
+/// batches at once, with version checks; cases another writer changed first are read again
+/// and merged again. Judging runs off the async runtime. No batch starts after `until`: then
+/// the merge is unavailable for now, what was merged kept (the same upload sent again merges
+/// the rest).
 async fn merge(
     app: &App,
     scope: &HealthScope,
-    org: &OrgId,
-    meta: &UploadMetadata,
-    results: HashMap<Uuid, Pending>,
-    settings: &RepoHealthSettings,
+    context: MergeContext,
+    until: Instant,
 ) -> Result<(), ServiceError> {
-    let mut ids: Vec<Uuid> = results.keys().copied().collect();
+    let mut ids: Vec<Uuid> = context.results.keys().copied().collect();
     ids.sort();
-    let context = Arc::new(MergeContext {
-        results,
-        new_case: (org.clone(), meta.repo.clone()),
-        thresholds: settings.thresholds.clone(),
-    });
-    for batch in ids.chunks(MERGE_BATCH) {
-        merge_batch(app, scope, batch.to_vec(), &context).await?;
+    let context = Arc::new(context);
+    let mut batches = ids.chunks(MERGE_BATCH).peekable();
+    let mut running = FuturesUnordered::new();
+    loop {
+        while running.len() < MERGES_AT_ONCE && Instant::now() < until {
+            let Some(batch) = batches.next() else { break };
+            running.push(merge_batch(app, scope, batch.to_vec(), &context));
+        }
+        match running.next().await {
+            Some(merged) => merged?,
+            None => break,
+        }
     }
-    Ok(())
+    match batches.peek() {
+        None => Ok(()),
+        Some(_) => Err(ServiceError::unavailable(
+            "upload merged in part",
+            "the upload's merge ran out of time; the same upload sent again merges the rest",
+            Some(Duration::from_secs(1)),
+            1,
+        )),
+    }
 }
 
 /// What every batch of a merge judges with.

@@ -11,10 +11,15 @@ use mq_core::ids::OrgId;
 use mq_junit::Limits;
 use mq_store::{UploadRecord, UploadState};
 use mq_wire::test_health::{UploadFields, UploadUrlResponse};
+use std::time::Duration;
 
 /// Largest object ingested (gzip or plain), and largest XML it may inflate to.
 pub const MAX_OBJECT_BYTES: usize = 100 * 1024 * 1024;
 pub const MAX_OBJECT_XML_BYTES: usize = 256 * 1024 * 1024;
+/// How long the merge of an uploaded object may run, from the start of its ingestion: within
+/// the ingesting function's 300 seconds. One that runs out is an error, and Lambda's retry of
+/// the invocation merges the rest.
+pub const MERGE_FOR_AN_OBJECT: Duration = Duration::from_secs(240);
 
 /// Registers an upload and returns where to PUT its report. Asking again for an upload not yet
 /// ingested gives a fresh URL: its object has not arrived, or its ingestion stopped half way
@@ -141,7 +146,7 @@ pub async fn ingest_object(app: &App, key: &str) -> Result<ObjectOutcome, Servic
         max_xml_bytes: MAX_OBJECT_XML_BYTES,
         ..Limits::default()
     };
-    match ingest(app, &org, incoming, &limits).await {
+    match ingest(app, &org, incoming, &limits, MERGE_FOR_AN_OBJECT).await {
         Ok(r) => Ok(ObjectOutcome::Ingested {
             test_cases: r.summary.test_cases,
         }),

@@ -13,7 +13,8 @@ live_on_both_stores!(
     targets_of_a_pull_request_submitted_while_its_queue_turns_parallel_apply,
     targets_uploaded_to_a_deleted_queue_do_not_count,
     the_largest_target_lists_fit_their_entries_and_runs,
-    an_abbreviated_head_sha_names_the_head
+    an_abbreviated_head_sha_names_the_head,
+    targets_for_a_head_pushed_since_the_submission_wait_for_it
 );
 
 /// #3 shares targets with #1 and #2, so its branch is the target with #1, #2 and #3 merged in
@@ -299,6 +300,38 @@ async fn the_largest_target_lists_fit_their_entries_and_runs(backend: Backend) {
 
 /// `pr.sha` may be abbreviated, as git takes it (7 hex digits or more, any case): before
 /// submission it is checked with the Git host's head, after it with the entry's.
+/// #1 is queued at its first head; its author pushes, and CI uploads the targets of the new
+/// head before the queue hears of the push. The upload is for the pull request's head: its
+/// entry is cancelled for the new commits, and the targets wait for that head's submission.
+async fn targets_for_a_head_pushed_since_the_submission_wait_for_it(backend: Backend) {
+    let env = LiveEnv::start(backend).await;
+    let repo = env.repo("rocket");
+    repo.add_prs(1, &[]);
+    let settings = json!({"mode": "parallel", "requiredStatuses": [CI]});
+    env.create_queue(&repo, settings).await;
+    env.update_queue(&repo, json!({"state": "paused"})).await;
+    env.submit(&repo, 1).await;
+    let pushed = repo.push_to_pr(1, "more.txt");
+    let uploaded = env
+        .set_impacted_targets(&repo, 1, &pushed, json!(["api"]))
+        .await;
+    assert_eq!(uploaded.status, 200, "{:?}", uploaded.body);
+    let cancelled = env.pull_request(&repo, 1).await;
+    assert_eq!(cancelled["state"], "cancelled", "{cancelled}");
+    env.submit(&repo, 1).await;
+    let queued = env.pull_request(&repo, 1).await;
+    assert_eq!(queued["prSha"], pushed.as_str(), "{queued}");
+    assert_eq!(queued["readiness"]["hasImpactedTargets"], true, "{queued}");
+    let neither = env
+        .set_impacted_targets(&repo, 1, "0000000", json!(["web"]))
+        .await;
+    assert_eq!(
+        neither.body["error"]["code"], "SHA_MISMATCH",
+        "{:?}",
+        neither.body
+    );
+}
+
 async fn an_abbreviated_head_sha_names_the_head(backend: Backend) {
     let env = LiveEnv::start(backend).await;
     let repo = env.repo("rocket");

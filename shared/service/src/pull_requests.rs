@@ -348,9 +348,10 @@ pub async fn submitted(
     Ok(SubmittedPullRequest::of(&queue, &entry))
 }
 
-/// Records impacted targets for a pull request's head. An active entry takes them at once
-/// (409 when `sha` is not the head it is queued with); otherwise `sha` must be the head the
-/// Git host reports, and the targets wait for the submission.
+/// Records impacted targets for a pull request's head. An active entry takes them at once when
+/// `sha` is the head it is queued with; otherwise `sha` must be the head the Git host reports
+/// (else 409), and the targets wait for that head's submission (an entry queued with an
+/// older head is cancelled for its new commits).
 pub async fn set_impacted_targets(
     app: &App,
     org: &OrgId,
@@ -361,30 +362,44 @@ pub async fn set_impacted_targets(
     let active_head = snapshot
         .entry_for_pr(upload.pr)
         .map(|e| e.pr_facts.head_sha.clone());
-    let head_sha = match (&upload.head_sha, active_head) {
-        (Some(given), Some(head)) if given.abbreviates(&head) => head,
-        (Some(given), Some(_)) => given.clone(),
-        (None, Some(head)) => head,
-        (given, None) => {
+    let mut moved_on = None;
+    let head_sha = match (&upload.head_sha, &active_head) {
+        (Some(given), Some(head)) if given.abbreviates(head) => head.clone(),
+        (None, Some(head)) => head.clone(),
+        (given, _) => {
+            // No entry, or not the head its entry holds: the Git host says which head the
+            // pull request has.
             let read = pr_facts(app.host()?, &snapshot.queue, upload.pr);
             let facts = read_by(contention_deadline(), read).await?;
-            match given {
-                Some(given) if !given.abbreviates(&facts.head_sha) => {
-                    return Err(sha_mismatch(upload.pr, given, &facts).into());
-                }
-                _ => facts.head_sha,
+            if let Some(given) = given.as_ref().filter(|g| !g.abbreviates(&facts.head_sha)) {
+                return Err(sha_mismatch(upload.pr, given, &facts).into());
             }
+            let head = facts.head_sha.clone();
+            if active_head.is_some() {
+                moved_on = Some(facts);
+            }
+            head
         }
     };
+    let uploaded = UploadedTargets {
+        head_sha: head_sha.clone(),
+        targets: upload.targets.clone(),
+        uploaded_at: app.now(),
+    };
+    if let Some(facts) = moved_on {
+        // CI computed these targets for a head pushed after the one queued, whose push the
+        // queue has not heard of (a delivery late or lost): the entry is cancelled for its
+        // new commits, as that delivery would have, and the targets wait for the head's
+        // submission.
+        let start = Start::from(snapshot).recording(vec![(upload.pr, uploaded)]);
+        let update = [Event::PrUpdated { pr: facts }];
+        drive::apply(app, Actor::ServiceFor(org), &id, &update, start).await?;
+        return Ok(());
+    }
     let event = Event::SetImpactedTargets {
         pr: upload.pr,
         head_sha: head_sha.clone(),
         targets: upload.targets.clone(),
-    };
-    let uploaded = UploadedTargets {
-        head_sha,
-        targets: upload.targets.clone(),
-        uploaded_at: app.now(),
     };
     if snapshot.entry_for_pr(upload.pr).is_some() {
         // The entry and the record change together, or neither does.

@@ -5,8 +5,8 @@ use crate::error::{Error, Result};
 use crate::output::note;
 use flate2::Compression;
 use flate2::write::GzEncoder;
-use mq_junit::{Attempt, CaseRun, Limits, Report};
-use std::collections::{BTreeMap, BTreeSet};
+use mq_junit::{Limits, Report};
+use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -111,41 +111,20 @@ pub struct FailedTest {
 
 /// The tests that may have failed the run, over every report, each once: their final attempt
 /// failed, or an occurrence not written as retried did (two jest tests of one title, one
-/// failing, are one case whose last occurrence may have passed). The reports are attempts in
-/// their order, as the upload counts them (a retry wrapper writes one per attempt): a test's
-/// final attempt is in the last report that has it; within one report, a test written in two
-/// suites failed if either did.
+/// failing, are one case whose last occurrence may have passed).
 pub fn failed_tests(files: &[ReportFile]) -> Vec<FailedTest> {
-    // (failed in the last report that has it, an occurrence failed not written as retried)
-    let mut verdicts: BTreeMap<FailedTest, (bool, bool)> = BTreeMap::new();
-    for file in files {
-        let mut in_report: BTreeMap<FailedTest, (bool, bool)> = BTreeMap::new();
-        for case in &file.report.cases {
-            let verdict = in_report.entry(FailedTest::of(case)).or_default();
-            verdict.0 |= case.outcome() == Attempt::Failed;
-            verdict.1 |= case.failed_occurrence;
-        }
-        for (test, (failed, occurrence)) in in_report {
-            let verdict = verdicts.entry(test).or_default();
-            *verdict = (failed, verdict.1 || occurrence);
-        }
-    }
-    verdicts
-        .into_iter()
-        .filter(|(_, (failed, occurrence))| *failed || *occurrence)
-        .map(|(test, _)| test)
-        .collect()
-}
-
-impl FailedTest {
-    fn of(case: &CaseRun) -> Self {
-        FailedTest {
+    let failed: BTreeSet<FailedTest> = files
+        .iter()
+        .flat_map(|f| &f.report.cases)
+        .filter(|case| case.may_have_failed_the_run())
+        .map(|case| FailedTest {
             name: case.name.clone(),
             classname: case.classname.clone(),
             file: case.file.clone().unwrap_or_default(),
             parent: case.parent.clone(),
-        }
-    }
+        })
+        .collect();
+    failed.into_iter().collect()
 }
 
 #[cfg(test)]
@@ -170,35 +149,6 @@ mod tests {
         assert_eq!(names, ["errors", "fails"]);
         assert_eq!(failed[1].file, "t.py");
         assert_eq!(failed[1].parent, "s");
-    }
-
-    /// A retry wrapper's reports, one per attempt: `flaky` failed, then passed on its retry;
-    /// `broken` failed both times. Only `broken` failed the run, as the upload counts them.
-    #[test]
-    fn a_test_that_passed_in_a_later_report_did_not_fail_the_run() {
-        let read = |xml: &[u8]| ReportFile {
-            path: "r.xml".into(),
-            bytes: xml.to_vec(),
-            report: mq_junit::read_report(xml, &Limits::default()).unwrap(),
-        };
-        let first = read(
-            br#"<testsuite name="s">
-            <testcase classname="c" name="flaky"><failure/></testcase>
-            <testcase classname="c" name="broken"><failure/></testcase>
-            <testcase classname="c" name="fine"/>
-        </testsuite>"#,
-        );
-        let second = read(
-            br#"<testsuite name="s">
-            <testcase classname="c" name="flaky"/>
-            <testcase classname="c" name="broken"><failure/></testcase>
-        </testsuite>"#,
-        );
-        let names: Vec<String> = failed_tests(&[first, second])
-            .into_iter()
-            .map(|t| t.name)
-            .collect();
-        assert_eq!(names, ["broken"]);
     }
 
     /// Two jest tests of one title (`test.each` without a placeholder), the first failing:

@@ -338,3 +338,45 @@ fn a_withdrawn_merge_lands_in_the_order_the_tested_branch_holds() {
         h.assert_clean();
     }
 }
+
+/// #3's run (built on #1 and #2) merges without its tested commit, one pull request at a
+/// time, once #2's lane merged first. While #1's merge is under way, #3 is being merged too:
+/// a cancel is refused, and nothing restarts.
+#[test]
+fn the_pull_requests_of_a_merge_one_at_a_time_are_all_being_merged() {
+    let mut h = Harness::with(SettingsPatch {
+        mode: Some(QueueMode::Parallel),
+        concurrency: Some(3),
+        merge_method: Some(MergeMethod::Squash),
+        ..Default::default()
+    });
+    for (pr, t) in [(1, &["x"][..]), (2, &["y"]), (3, &["x", "y"])] {
+        h.submit(pr);
+        h.set_targets(pr, t);
+    }
+    h.pass_pr(2);
+    h.pass_pr(3);
+    h.auto_execute = false;
+    h.pass_pr(1);
+    let merges = h.emitted_where(|e| {
+        matches!(
+            e,
+            Effect::Merge {
+                tested_sha: None,
+                ..
+            }
+        )
+    });
+    assert_eq!(merges.len(), 1, "{merges:?}");
+    let cancel = h.apply(Event::Cancel {
+        pr: 3,
+        reason: mq_core::engine::CancelReason::Api,
+    });
+    let refused = cancel.expect_err("#3 is being merged");
+    assert_eq!(Harness::code(&refused), ErrorCode::PullRequestMerging);
+    assert_eq!(h.state(3), TestsPassed);
+    h.auto_execute = true;
+    h.execute_all();
+    assert_eq!(h.merged_prs(), vec![2, 1, 3]);
+    h.assert_clean();
+}

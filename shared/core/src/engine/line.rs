@@ -26,16 +26,32 @@ pub(super) fn key_of(place: LinePlace) -> LineKey {
     (1, place)
 }
 
-/// PRs in the merge the shell is executing, if any.
+/// PRs in the merge the shell is executing, if any. A merge with no tested commit lands its
+/// run's pull requests one at a time (`emit_merge`): those of the run's branch still in the
+/// queue are being merged too.
 pub fn merging_prs_of(s: &QueueSnapshot) -> BTreeSet<PrNumber> {
-    s.outbox
-        .iter()
-        .filter_map(|x| match &x.effect {
-            Effect::Merge { prs, .. } => Some(prs.iter().map(|p| p.pr)),
-            _ => None,
-        })
-        .flatten()
-        .collect()
+    let mut merging = BTreeSet::new();
+    for x in &s.outbox {
+        let Effect::Merge {
+            prs,
+            run_id,
+            tested_sha,
+            ..
+        } = &x.effect
+        else {
+            continue;
+        };
+        merging.extend(prs.iter().map(|p| p.pr));
+        let one_by_one = run_id
+            .as_ref()
+            .filter(|_| tested_sha.is_none())
+            .and_then(|id| s.runs.iter().find(|r| &r.id == id));
+        if let Some(run) = one_by_one {
+            let queued = run.chain.iter().map(|l| l.pr);
+            merging.extend(queued.filter(|&pr| s.entry_for_pr(pr).is_some()));
+        }
+    }
+    merging
 }
 
 /// Positions in `s.runs` of the groups of a snapshot's line, front first.

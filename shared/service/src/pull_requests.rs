@@ -63,7 +63,9 @@ pub async fn submit_with<'a>(
         // Ownership was checked with the queue item just above.
         let owner = Actor::ServiceFor(org);
         match drive::apply_step(app, owner, id, step, Start::fresh().until(deadline)).await {
-            Ok(()) => return targets_uploaded_meanwhile(app, org, &queue, &events).await,
+            Ok(()) => {
+                return targets_uploaded_meanwhile(app, org, &queue, &events, deadline).await;
+            }
             Err(_) if stale.load(Ordering::Relaxed) && Instant::now() < deadline => {}
             Err(_) if stale.load(Ordering::Relaxed) => {
                 return Err(ServiceError::Unavailable {
@@ -87,6 +89,7 @@ async fn targets_uploaded_meanwhile(
     org: &OrgId,
     queue: &Queue,
     events: &[Event],
+    deadline: Instant,
 ) -> Result<(), ServiceError> {
     let Some(Event::Submit { pr, .. }) = events.first() else {
         return Ok(());
@@ -97,21 +100,24 @@ async fn targets_uploaded_meanwhile(
     if queue.config.mode != QueueMode::Parallel || found {
         return Ok(());
     }
-    apply_uploaded_targets(app, org, queue, std::slice::from_ref(pr)).await
+    apply_uploaded_targets(app, org, queue, std::slice::from_ref(pr), deadline).await
 }
 
 /// Gives the entries of `prs` the impacted targets stored for their heads, if any (facts: an
-/// entry gone, or at another head, meanwhile takes nothing).
+/// entry gone, or at another head, meanwhile takes nothing), committing until the request's
+/// `deadline`.
 pub async fn apply_uploaded_targets(
     app: &App,
     org: &OrgId,
     queue: &Queue,
     prs: &[PrFacts],
+    deadline: Instant,
 ) -> Result<(), ServiceError> {
     let late = uploaded_targets_events(app, queue, prs).await?;
     if !late.is_empty() {
         let owner = Actor::ServiceFor(org);
-        drive::apply(app, owner, &queue.id, &late, Start::fresh()).await?;
+        let start = Start::fresh().until(deadline);
+        drive::apply(app, owner, &queue.id, &late, start).await?;
     }
     Ok(())
 }
@@ -358,6 +364,7 @@ pub async fn set_impacted_targets(
     upload: &TargetsUpload,
 ) -> Result<(), ServiceError> {
     let id = upload.target.id();
+    let deadline = contention_deadline();
     let snapshot = drive::read(app, org, &id).await?;
     let active_head = snapshot
         .entry_for_pr(upload.pr)
@@ -370,7 +377,7 @@ pub async fn set_impacted_targets(
             // No entry, or not the head its entry holds: the Git host says which head the
             // pull request has.
             let read = pr_facts(app.host()?, &snapshot.queue, upload.pr);
-            let facts = read_by(contention_deadline(), read).await?;
+            let facts = read_by(deadline, read).await?;
             if let Some(given) = given.as_ref().filter(|g| !g.abbreviates(&facts.head_sha)) {
                 return Err(sha_mismatch(upload.pr, given, &facts).into());
             }
@@ -391,7 +398,9 @@ pub async fn set_impacted_targets(
         // queue has not heard of (a delivery late or lost): the entry is cancelled for its
         // new commits, as that delivery would have, and the targets wait for the head's
         // submission.
-        let start = Start::from(snapshot).recording(vec![(upload.pr, uploaded)]);
+        let start = Start::from(snapshot)
+            .recording(vec![(upload.pr, uploaded)])
+            .until(deadline);
         let update = [Event::PrUpdated { pr: facts }];
         drive::apply(app, Actor::ServiceFor(org), &id, &update, start).await?;
         return Ok(());
@@ -403,7 +412,9 @@ pub async fn set_impacted_targets(
     };
     if snapshot.entry_for_pr(upload.pr).is_some() {
         // The entry and the record change together, or neither does.
-        let start = Start::from(snapshot).recording(vec![(upload.pr, uploaded)]);
+        let start = Start::from(snapshot)
+            .recording(vec![(upload.pr, uploaded)])
+            .until(deadline);
         drive::apply(app, Actor::Org(org), &id, &[event], start).await?;
     } else {
         app.store
@@ -413,7 +424,8 @@ pub async fn set_impacted_targets(
         // there: look for its entry (see `targets_uploaded_meanwhile`).
         let submitted = app.store.load_entry(&id, upload.pr).await?;
         if submitted.is_some_and(|(_, entry)| entry.is_some_and(|e| e.state.is_active())) {
-            drive::apply(app, Actor::ServiceFor(org), &id, &[event], Start::fresh()).await?;
+            let start = Start::fresh().until(deadline);
+            drive::apply(app, Actor::ServiceFor(org), &id, &[event], start).await?;
         }
     }
     Ok(())

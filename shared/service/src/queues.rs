@@ -119,7 +119,8 @@ async fn targets_submitted_meanwhile(
     seen: &BTreeSet<PrNumber>,
 ) -> Result<(), ServiceError> {
     let now = drive::read(app, org, id).await?;
-    apply_uploaded_targets(app, org, &now.queue, &without_targets(&now, seen)).await
+    let prs = without_targets(&now, seen);
+    apply_uploaded_targets(app, org, &now.queue, &prs, contention_deadline()).await
 }
 
 /// Deletes a queue with no active entries; 409 while any is active. The effects still in its

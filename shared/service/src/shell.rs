@@ -317,9 +317,12 @@ where
 {
     match tokio::time::timeout_at(deadline, read).await {
         Ok(answer) => Ok(answer?),
-        Err(_) => Err(ServiceError::Unavailable {
-            retry_after: Duration::from_secs(1),
-        }),
+        Err(_) => Err(ServiceError::unavailable(
+            "Git host read cut at the request's deadline",
+            "the Git host did not answer in time",
+            Some(Duration::from_secs(1)),
+            1,
+        )),
     }
 }
 

@@ -259,13 +259,17 @@ async fn comment_command(
     if !queue.config.commands_enabled {
         return Ok(Delivered::default());
     }
+    // A reply is the delivery's last call, bounded as an effect is past a request's deadline.
     let reply = |text: String| async move {
-        if queue.config.comments_enabled
-            && let Err(e) = host
-                .reply(repo, CommandComment { pr, id: comment_id }, &text)
-                .await
-        {
-            tracing::warn!(error = %e, "command reply not posted");
+        if !queue.config.comments_enabled {
+            return;
+        }
+        let to = CommandComment { pr, id: comment_id };
+        let posted = host.reply(repo, to, &text);
+        match tokio::time::timeout_at(deadline + drive::EFFECT_OVERRUN, posted).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "command reply not posted"),
+            Err(_) => tracing::warn!("command reply not posted: the Git host took too long"),
         }
     };
     if !read_by(deadline, commenter.may_write(host, repo)).await? {

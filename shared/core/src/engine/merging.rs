@@ -6,9 +6,9 @@
 //! branch contains it: everything up to that group merges at once, each pull request as its
 //! own commit (by `mergeMethod`), and the target is expected to end at the tested tree of
 //! the last group; in parallel mode, a last group whose branch no longer predicts the target
-//! has no tested commit, and its pull requests merge one at a time. A group cleared by optimistic merge only ever merges as part of the group
-//! whose pass cleared it. Nothing merges while the queue is paused (also while a paused
-//! queue switches modes).
+//! has no tested commit, and its pull requests merge one at a time. A group cleared by
+//! optimistic merge only ever merges as part of the group whose pass cleared it. Nothing
+//! merges while the queue is paused (also while a paused queue switches modes).
 
 use super::failure::excerpt;
 use super::line::line_positions;

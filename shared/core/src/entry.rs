@@ -153,6 +153,11 @@ pub struct Entry {
     /// that requires it could not merge by hand).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub status_pending: bool,
+    /// The bisection run this entry passed in, until it is tested again: it is then tested
+    /// with only the entries that passed with it, so that entries which fail only together
+    /// are not batched together again (docs/queue-semantics.md §6).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passed_split: Option<String>,
 }
 
 /// The readiness object of `getSubmittedPullRequest` (`SubmittedPullRequest` in
@@ -193,6 +198,7 @@ impl Entry {
             cancel_after_merge: None,
             commented: false,
             status_pending: false,
+            passed_split: None,
         }
     }
 

@@ -112,6 +112,59 @@ fn a_failed_batch_is_bisected_and_only_the_culprit_fails() {
     h.assert_clean();
 }
 
+/// Two pull requests that each pass alone but fail together: bisection finds no culprit, and
+/// batched together again they would be bisected again, without end. Back from their
+/// splits, each is tested with its split only: #2 fails on top of #1.
+#[test]
+fn pull_requests_that_fail_only_together_are_not_batched_together_again() {
+    let mut h = batching(2, 1);
+    h.submit(1);
+    h.submit(2);
+    let mut answered = 0;
+    for _ in 0..20 {
+        answered += h.answer_at_most(10, |c| !(c.contains(&1) && c.contains(&2)));
+        h.advance_minutes(5);
+        h.tick();
+    }
+    assert_eq!(h.state(1), Merged);
+    assert_eq!(h.state(2), Failed);
+    assert_eq!(h.conclusion(2), "tests_failed");
+    assert_eq!(
+        answered, 5,
+        "the batch, its two splits, #1 alone, #2 on top of #1"
+    );
+    h.assert_clean();
+}
+
+/// With more than two pull requests, the ones back from a split that passed are tested
+/// together, and apart from the rest, once.
+#[test]
+fn pull_requests_back_from_a_split_are_tested_with_that_split_only() {
+    let mut h = batching(4, 1);
+    for pr in 1..=4 {
+        h.submit(pr);
+    }
+    let clash = |c: &Vec<u32>| c.contains(&1) && c.contains(&3);
+    for _ in 0..20 {
+        h.answer_at_most(10, |c| !clash(c));
+        h.advance_minutes(5);
+        h.tick();
+    }
+    assert_eq!(h.merged_prs(), vec![1, 2, 4]);
+    assert_eq!(h.state(3), Failed);
+    let mains: Vec<Vec<u32>> = h
+        .finished_runs
+        .iter()
+        .filter(|r| r.kind == RunKind::Main)
+        .map(|r| r.tested.iter().map(|t| t.pr).collect())
+        .collect();
+    assert_eq!(
+        mains,
+        vec![vec![1, 2, 3, 4], vec![1, 2], vec![3, 4], vec![4]]
+    );
+    h.assert_clean();
+}
+
 #[test]
 fn a_culprit_fails_for_the_reason_its_own_split_failed() {
     let mut h = batching(4, 1);
@@ -171,22 +224,15 @@ fn a_split_that_passes_goes_back_to_the_queue_in_its_place() {
     let left = h.run_of(1);
     assert_eq!(h.content_of(&left), vec![1, 2]);
     h.pass(&left);
-    assert_eq!((h.state(1), h.state(2)), (Pending, Pending));
-    let order: Vec<u32> = mq_core::engine::view::queue_order(&h.snap)
-        .iter()
-        .map(|e| e.pr)
-        .collect();
-    assert_eq!(
-        order,
-        vec![3, 4, 1, 2, 5],
-        "back ahead of the low-priority 5"
-    );
-    h.advance_minutes(5);
-    h.tick();
     assert_eq!(
         h.content_of(&h.run_of(1)),
-        vec![1, 2, 5],
-        "a batch of what waits"
+        vec![1, 2],
+        "tested again at once, with its split only"
+    );
+    assert_eq!(h.run(&h.run_of(1)).unwrap().kind, RunKind::Main);
+    assert_eq!(
+        (h.state(1), h.state(2), h.state(5)),
+        (Testing, Testing, Pending)
     );
 }
 
@@ -454,9 +500,10 @@ fn skipping_redundant_tests_implies_nothing_from_a_half_a_pull_request_left() {
     h.pass(&right);
     assert_eq!(
         (h.state(1), h.state(3)),
-        (Pending, Pending),
-        "back in the queue"
+        (Testing, Pending),
+        "back in the queue, each with its own split"
     );
+    assert_eq!(h.content_of(&h.run_of(1)), vec![1]);
     h.assert_clean();
 }
 
@@ -486,7 +533,8 @@ fn a_split_is_tested_on_what_had_passed_ahead_of_its_batch_not_on_a_group_that_c
     h.fail_pr(9);
     assert_eq!(h.state(9), Failed);
     h.pass(&split);
-    assert_eq!(h.state(2), Pending, "2 was never the culprit");
+    assert_eq!(h.state(2), Testing, "2 was never the culprit");
+    assert_eq!(h.content_of(&h.run_of(2)), vec![2]);
     h.assert_clean();
 }
 

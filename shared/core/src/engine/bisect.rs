@@ -224,6 +224,9 @@ impl Work {
         let split = self.s.queue.engine.bisections[b].splits.remove(i);
         self.close_run(run_id, "bisection");
         for &pr in &split.prs {
+            if let Some(e) = self.entry_mut(pr) {
+                e.passed_split = Some(run_id.to_owned());
+            }
             self.back_in_line(pr);
         }
         if self.skip_redundant() && parent_failed(&self.s.queue.engine.bisections[b], &split) {

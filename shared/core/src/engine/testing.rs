@@ -91,14 +91,15 @@ impl Work {
     }
 
     /// The next group to test. Without batching: the head. With batching: `noBatch` and
-    /// urgent entries alone; otherwise the batchable entries at the head, once
-    /// `batchingMinSize` of them wait or the oldest has waited `batchingMaxWaitTimeMinutes`
-    /// (at most `batchingMinSize` per batch). While a batch is still forming, a `noBatch`
-    /// entry behind it does not wait.
+    /// urgent entries alone; entries back from a bisection split that passed with only the
+    /// entries that passed with them, at once; otherwise the batchable entries at the head,
+    /// once `batchingMinSize` of them wait or the oldest has waited
+    /// `batchingMaxWaitTimeMinutes` (at most `batchingMinSize` per batch). While a batch is
+    /// still forming, an entry behind it that is not batchable does not wait.
     fn next_group(&self, waiting: &[PrNumber], head_urgent: bool) -> Option<Vec<PrNumber>> {
         let head = waiting[0];
         if !self.cfg().batch || head_urgent || !self.batchable(head) {
-            return Some(vec![head]);
+            return Some(self.alone_or_with_its_split(waiting, head));
         }
         let size = self.cfg().group_size() as usize;
         let batch: Vec<PrNumber> = waiting
@@ -114,12 +115,37 @@ impl Work {
             .iter()
             .copied()
             .find(|&pr| !self.batchable(pr))
-            .map(|pr| vec![pr])
+            .map(|pr| self.alone_or_with_its_split(waiting, pr))
     }
 
+    /// A batch takes entries that are neither `noBatch` nor urgent, and not back from a
+    /// bisection split that passed (those go with their split).
     fn batchable(&self, pr: PrNumber) -> bool {
         self.entry(pr)
-            .is_some_and(|e| !e.no_batch && !e.priority.is_urgent())
+            .is_some_and(|e| !e.no_batch && !e.priority.is_urgent() && e.passed_split.is_none())
+    }
+
+    /// `pr` with the waiting entries that passed the same bisection split, in waiting order,
+    /// when batching is on and it is back from one and neither `noBatch` nor urgent; else
+    /// `pr` alone. Each such group is smaller than the batch it was split from, so entries
+    /// that fail only together end up tested apart.
+    fn alone_or_with_its_split(&self, waiting: &[PrNumber], pr: PrNumber) -> Vec<PrNumber> {
+        let Some(e) = self.entry(pr) else {
+            return vec![pr];
+        };
+        let split = match &e.passed_split {
+            Some(split) if self.cfg().batch && !e.no_batch && !e.priority.is_urgent() => split,
+            _ => return vec![pr],
+        };
+        waiting
+            .iter()
+            .copied()
+            .filter(|&other| {
+                self.entry(other).is_some_and(|o| {
+                    o.passed_split.as_ref() == Some(split) && !o.no_batch && !o.priority.is_urgent()
+                })
+            })
+            .collect()
     }
 
     fn batch_wait_over(&self, batch: &[PrNumber]) -> bool {
@@ -197,6 +223,7 @@ impl Work {
                 e.first_tested_at.get_or_insert(now);
                 if kind == RunKind::Main {
                     e.dependent_prs = dependent_prs.clone();
+                    e.passed_split = None;
                 }
             }
             if kind == RunKind::Main {

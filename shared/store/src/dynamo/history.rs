@@ -20,7 +20,7 @@ use mq_core::run::TestRun;
 use serde::de::DeserializeOwned;
 
 /// The attributes of an [`Entry::summary`]: every field of an entry but `impacted`.
-pub const ENTRY_SUMMARY: [&str; 22] = [
+pub const ENTRY_SUMMARY: [&str; 23] = [
     "id",
     "pr",
     "seq",
@@ -43,6 +43,7 @@ pub const ENTRY_SUMMARY: [&str; 22] = [
     "cancel_after_merge",
     "commented",
     "status_pending",
+    "passed_split",
 ];
 
 /// The attributes of a [`TestRun::summary`]: every field of a run but those it leaves out.
@@ -173,6 +174,7 @@ mod tests {
             cancel_after_merge: Some("pr_closed".to_owned()),
             commented: true,
             status_pending: true,
+            passed_split: Some("r2".to_owned()),
             ..Entry::submitted("e1".to_owned(), 1, PrFacts::sample(1), Timestamp(0))
         };
         assert_eq!(names(&entry), with(ENTRY_SUMMARY, &["impacted"]));

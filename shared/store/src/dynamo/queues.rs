@@ -628,13 +628,23 @@ impl DynamoStore {
     fn history_items(&self, commit: &Commit) -> StoreResult<Vec<TableItem>> {
         let id = commit.queue.id.as_str();
         let (pull_requests, test_runs) = (&self.tables.pull_requests, &self.tables.test_runs);
-        let mut history = Vec::new();
+        let mut latest_of_prs: Vec<(PrNumber, Item)> = Vec::new();
         let mut logs = Vec::new();
         for e in &commit.concluded {
             let [latest, log] = concluded_items(id, e, commit.queue.updated_at)?;
-            history.push((pull_requests.clone(), latest));
+            // A pull request concluded twice by one commit (its entry cancelled for new
+            // commits, its resubmission failed at once) has one latest item, the later: a
+            // transaction may not write one item twice.
+            match latest_of_prs.iter_mut().find(|(pr, _)| *pr == e.pr) {
+                Some(kept) => kept.1 = latest,
+                None => latest_of_prs.push((e.pr, latest)),
+            }
             logs.push((pull_requests.clone(), log));
         }
+        let mut history: Vec<TableItem> = latest_of_prs
+            .into_iter()
+            .map(|(_, latest)| (pull_requests.clone(), latest))
+            .collect();
         for r in &commit.finished_runs {
             let item = finished_run_item(id, r, commit.queue.updated_at)?;
             history.push((test_runs.clone(), item));

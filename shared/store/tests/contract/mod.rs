@@ -49,6 +49,7 @@ macro_rules! all_contract_tests {
             commit_to_deleted_queue_fails,
             concluded_entries_become_history,
             latest_entry_prefers_the_active_one,
+            a_pull_request_concluded_twice_in_one_commit_keeps_the_later,
             history_of_a_deleted_queue_is_not_inherited,
             runs_are_found_active_and_finished,
             finished_runs_are_read_by_time_and_queue,
@@ -329,6 +330,44 @@ pub async fn latest_entry_prefers_the_active_one(store: Arc<dyn Store>) {
         Some(again)
     );
     assert_eq!(store.load_entry(&id, 8).await.unwrap().unwrap().1, None);
+}
+
+/// A resubmission with a new head cancels the old entry (`new_commits`) and, its head
+/// conflicting with the target, fails the new one in the same step: one commit concludes two
+/// entries of one pull request. DynamoDB refuses two writes of one item in a transaction;
+/// the later conclusion is the pull request's latest, and both are in its history.
+pub async fn a_pull_request_concluded_twice_in_one_commit_keeps_the_later(store: Arc<dyn Store>) {
+    let before = create(&*store, "rocket").await;
+    let id = before.queue.id.clone();
+    let mut with_old = before.clone();
+    with_old.entries = vec![Arc::new(entry(7, EntryState::Pending, T0))];
+    store
+        .commit(&commit(&before, with_old, vec![], vec![], T0))
+        .await
+        .unwrap();
+    let snap = store.load(&id).await.unwrap().unwrap();
+
+    let t1 = T0.plus_millis(1_000);
+    let cancelled = concluded(entry(7, EntryState::Pending, T0), EntryState::Cancelled, t1);
+    let failed = concluded(entry(7, EntryState::NotReady, t1), EntryState::Failed, t1);
+    let mut after = snap.clone();
+    after.entries.clear();
+    store
+        .commit(&commit(
+            &snap,
+            after,
+            vec![cancelled.clone(), failed.clone()],
+            vec![],
+            t1,
+        ))
+        .await
+        .expect("the commit lands");
+    let (_, latest) = store.load_entry(&id, 7).await.unwrap().unwrap();
+    assert_eq!(latest, Some(failed.clone()));
+    let window = Window::between(t1, t1.plus_millis(1));
+    let mut history = store.conclusions_between(&id, window, 10).await.unwrap();
+    history.sort_by(|a, b| a.id.cmp(&b.id));
+    assert_eq!(history, vec![cancelled, failed]);
 }
 
 pub async fn history_of_a_deleted_queue_is_not_inherited(store: Arc<dyn Store>) {

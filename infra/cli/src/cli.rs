@@ -130,7 +130,8 @@ pub enum Command {
     #[command(after_help = "Example:
   mq resume --repo acme/rocket --target main")]
     Resume,
-    /// Drain the queue: what is in line finishes, nothing new starts testing
+    /// Drain the queue: submissions are refused, running tests finish and what passes merges;
+    /// nothing new starts testing
     #[command(after_help = "Example:
   mq drain --repo acme/rocket --target main")]
     Drain,

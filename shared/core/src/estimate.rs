@@ -38,11 +38,11 @@ pub struct RecentTesting {
 
 impl RecentTesting {
     /// From the runs finished in the window; `None` when no main run passed or failed in it.
-    pub fn of(finished: &[TestRun]) -> Option<Self> {
+    pub fn of<'a>(finished: impl IntoIterator<Item = &'a TestRun>) -> Option<Self> {
         let mut runs = 0u32;
         let mut failed = 0u32;
         let mut total_seconds = 0.0;
-        for run in finished.iter().filter(|r| r.kind == RunKind::Main) {
+        for run in finished.into_iter().filter(|r| r.kind == RunKind::Main) {
             let Some(tested) = tested_seconds(run) else {
                 continue;
             };

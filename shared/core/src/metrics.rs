@@ -102,6 +102,26 @@ pub struct QueueFacts {
     pub history: History,
 }
 
+impl QueueFacts {
+    /// The runs that finished in `window`: those of the history, and those finished but still
+    /// in the line (a group that passed, waiting to merge; one that failed, waiting for its
+    /// decision), which reach the history only when they leave it. Each once: the snapshot and
+    /// the history are read apart, and a run that left the line in between is in both.
+    pub fn runs_finished_in(&self, window: Window) -> Vec<&TestRun> {
+        let history = &self.history.finished_runs;
+        let in_line = self
+            .snapshot
+            .runs
+            .iter()
+            .filter(|r| r.is_finished() && !history.iter().any(|h| h.id == r.id));
+        history
+            .iter()
+            .chain(in_line)
+            .filter(|r| r.finished_at.is_some_and(|t| window.contains(t)))
+            .collect()
+    }
+}
+
 /// The figures of one lane of a queue: its main runs, or its bisection runs.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct LaneFigures {
@@ -268,8 +288,7 @@ fn lanes(facts: &QueueFacts, window: Window) -> [LaneFigures; 2] {
         figures.runs_active += 1;
         figures.prs_testing += run.tested.len() as u64;
     }
-    let finished = facts.history.finished_runs.iter();
-    for run in finished.filter(|r| r.finished_at.is_some_and(|t| window.contains(t))) {
+    for run in facts.runs_finished_in(window) {
         let figures = &mut lanes[lane(run.kind)];
         if let Some(i) = finished_index(run.status) {
             figures.runs_finished[i] += 1;

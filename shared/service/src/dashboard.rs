@@ -102,7 +102,8 @@ fn activity(facts: &QueueFacts, conclusions: &[Entry], now: Timestamp) -> QueueA
     let snapshot = &*facts.snapshot;
     let queue = &snapshot.queue;
     let figures = figures(facts, now);
-    let recent = RecentTesting::of(&facts.history.finished_runs);
+    let window = Window::last_hour(queue, now);
+    let recent = RecentTesting::of(facts.runs_finished_in(window));
     let line = line(snapshot, now);
     let front_elapsed = line.first().map_or(0.0, |group| match group.status {
         RunStatus::InProgress => group.age_seconds as f64,

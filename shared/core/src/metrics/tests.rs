@@ -258,6 +258,27 @@ fn rolling_counts_cover_the_last_hour_only() {
     );
 }
 
+/// A run that finished but is still in the line (its group passed, waiting to merge behind a
+/// group still testing) counts as finished, and once only when the history already has it.
+#[test]
+fn a_finished_run_still_in_the_line_counts_once() {
+    let mut facts = afternoon();
+    let before = figures(&facts, NOW);
+    let passed = finished(run("r8", RunKind::Main, &[9], 8), RunStatus::Succeeded, 2);
+    let snapshot = Arc::make_mut(&mut facts.snapshot);
+    snapshot.runs.push(passed.clone());
+    let f = figures(&facts, NOW);
+    assert_eq!(f.main.runs_finished, statuses(3, 1, 1));
+    assert_eq!(
+        f.main.test_seconds.count(),
+        before.main.test_seconds.count() + 1
+    );
+    assert_eq!(f.main.runs_active, before.main.runs_active, "not in flight");
+
+    facts.history.finished_runs.push(passed);
+    assert_eq!(figures(&facts, NOW).main.runs_finished, statuses(3, 1, 1));
+}
+
 #[test]
 fn durations_are_observed_in_seconds() {
     let f = figures(&afternoon(), NOW);

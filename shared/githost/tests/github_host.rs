@@ -680,6 +680,39 @@ async fn calls_after_a_rate_limit_refusal_are_not_sent_before_the_reset() {
     }
 }
 
+/// The App's own calls are signed each with a fresh JWT: after GitHub refuses one for a rate
+/// limit, the App's next calls are held back all the same, not sent with a new JWT.
+#[tokio::test]
+async fn the_app_s_calls_after_a_rate_limit_refusal_are_not_sent_before_the_reset() {
+    let server = MockServer::start().await;
+    let reset = now() + 3600;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/installation")))
+        .respond_with(
+            ResponseTemplate::new(403)
+                .insert_header("x-ratelimit-remaining", "0")
+                .insert_header("x-ratelimit-reset", reset.to_string().as_str())
+                .set_body_json(message("API rate limit exceeded for app ID 123.")),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    let host = with_app(&server).await;
+    for _ in 0..3 {
+        let error = host.pull_request(&repo(), 7, "main").await.unwrap_err();
+        let HostError::Transient {
+            retry_after: Some(wait),
+            ..
+        } = &error
+        else {
+            panic!("expected a transient error, got {error:?}");
+        };
+        assert!((3590..=3600).contains(&wait.as_secs()), "{wait:?}");
+        // A JWT's time of issue is in seconds: the next calls are signed anew.
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+    }
+}
+
 /// GraphQL answers its rate limit 200, with an error and no data: the review read fails for
 /// now with the wait (a submission answers 503, to be retried), not as a refusal.
 #[tokio::test]

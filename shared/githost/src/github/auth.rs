@@ -170,11 +170,12 @@ impl AppAuth {
             body: None,
             accept: JSON,
         };
-        let reply = transport.send(&call, &self.jwt()?).await?;
+        let holder = format!("the GitHub App {}", self.app_id);
+        let reply = transport.send_as(&call, &self.jwt()?, &holder).await?;
         if reply.status != StatusCode::UNAUTHORIZED || !self.read_key_again().await {
             return Ok(reply);
         }
-        transport.send(&call, &self.jwt()?).await
+        transport.send_as(&call, &self.jwt()?, &holder).await
     }
 
     /// GitHub refused a JWT: the key is read again from its source (at most once a minute), and

@@ -2,7 +2,9 @@
 //! while they are rate-limited (continuing "may result in the banning of your integration"),
 //! so once a call is refused for a rate limit, no call with the same token to the same API
 //! (REST or GraphQL, whose primary limits are counted apart) is sent before the wait ends:
-//! it fails at once, as the refused call did, with the wait that remains.
+//! it fails at once, as the refused call did, with the wait that remains. The App's own
+//! calls (installation lookups, installation tokens) are signed each with a fresh JWT and
+//! held back together, as the App.
 //!
 //! The waits are kept for the life of the process, so a deployed function's next invocations
 //! keep them too.
@@ -18,26 +20,27 @@ pub(crate) enum Api {
     GraphQl,
 }
 
-/// Until when each token may not call each API.
+/// Until when each token (or the App) may not call each API.
 #[derive(Debug, Default)]
 pub(crate) struct RateLimits {
     until: Mutex<HashMap<(String, Api), Instant>>,
 }
 
 impl RateLimits {
-    /// How long `bearer` must still wait before calling `api`, if it must.
-    pub fn wait(&self, bearer: &str, api: Api) -> Option<Duration> {
-        let until = *self.lock().get(&(bearer.to_owned(), api))?;
+    /// How long `holder` (a token, or the App) must still wait before calling `api`, if it must.
+    pub fn wait(&self, holder: &str, api: Api) -> Option<Duration> {
+        let until = *self.lock().get(&(holder.to_owned(), api))?;
         let wait = until.saturating_duration_since(Instant::now());
         (!wait.is_zero()).then_some(wait)
     }
 
-    /// Records that `bearer` was refused `api` for `wait`. Waits already over are forgotten.
-    pub fn refused(&self, bearer: &str, api: Api, wait: Duration) {
+    /// Records that `holder` (a token, or the App) was refused `api` for `wait`. Waits already
+    /// over are forgotten.
+    pub fn refused(&self, holder: &str, api: Api, wait: Duration) {
         let now = Instant::now();
         let mut until = self.lock();
         until.retain(|_, until| *until > now);
-        let entry = until.entry((bearer.to_owned(), api)).or_insert(now);
+        let entry = until.entry((holder.to_owned(), api)).or_insert(now);
         *entry = (*entry).max(now + wait);
     }
 

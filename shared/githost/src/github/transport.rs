@@ -228,12 +228,29 @@ impl Transport {
         self.exchange(call, bearer, true).await?.reply()
     }
 
+    /// [`Self::send`], the rate limits held under `holder` rather than the bearer: the App's
+    /// calls, each signed with a fresh JWT, are all limited as the App.
+    pub async fn send_as(&self, call: &Call<'_>, bearer: &str, holder: &str) -> HostResult<Reply> {
+        self.exchange_as(call, bearer, holder, true).await?.reply()
+    }
+
     /// Sends `call`, waiting out rate limits (GitHub did not act on the call). A server error
     /// or a lost answer (the call may have taken effect) is sent again only when `repeat`,
     /// within the retry policy; otherwise, and once the policy is spent, it is
     /// `Sent::Unknown`. While the token waits out a rate limit on the call's API, the call is
     /// not sent (see `rate_limits`).
     pub async fn exchange(&self, call: &Call<'_>, bearer: &str, repeat: bool) -> HostResult<Sent> {
+        self.exchange_as(call, bearer, bearer, repeat).await
+    }
+
+    /// [`Self::exchange`], with the rate limits of `holder`.
+    async fn exchange_as(
+        &self,
+        call: &Call<'_>,
+        bearer: &str,
+        holder: &str,
+        repeat: bool,
+    ) -> HostResult<Sent> {
         let what = format!("{} {}", call.method, call.url.trim_start_matches(&self.api));
         let api = if call.url == self.graphql_url() {
             Api::GraphQl
@@ -242,14 +259,14 @@ impl Transport {
         };
         let mut attempt = 1;
         loop {
-            let held_back = self.limits.wait(bearer, api);
+            let held_back = self.limits.wait(holder, api);
             let (wait, problem, unknown) = match held_back {
                 Some(wait) => (wait, HELD_BACK.to_owned(), false),
                 None => match self.send_once(call, bearer, &what).await {
                     Ok(reply) => match retry_hint(&reply) {
                         None => return Ok(Sent::Answered(reply)),
                         Some(Hint::RateLimited(wait)) => {
-                            self.limits.refused(bearer, api, wait);
+                            self.limits.refused(holder, api, wait);
                             (wait, format!("rate limited: {}", reply.message()), false)
                         }
                         Some(Hint::ServerError(wait)) => (

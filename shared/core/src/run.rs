@@ -199,6 +199,11 @@ pub struct Split {
     /// for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_failed_for: Option<String>,
+    /// Its run was testing when the base changed: it tests the old base, so its failure
+    /// implies nothing (it is not a known failed set, and its halves imply nothing of each
+    /// other).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub on_old_base: bool,
 }
 
 impl TestRun {

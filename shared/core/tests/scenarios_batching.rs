@@ -1014,3 +1014,82 @@ fn skipping_redundant_tests_tests_the_halves_one_after_the_other() {
     testing.sort();
     assert_eq!(testing, vec![vec![1], vec![3, 4]]);
 }
+
+fn skipping_redundant_tests(min_size: u32, concurrency: u32) -> Harness {
+    Harness::with(SettingsPatch {
+        batch: Some(true),
+        batching_min_size: Some(min_size),
+        concurrency: Some(concurrency),
+        bisection_concurrency: Some(1),
+        optimization_mode: Some(OptimizationMode::BisectionSkipRedundantTests),
+        ..Default::default()
+    })
+}
+
+/// [1,2,3,4] fails and [1,2] is tested; the target moves, then [1,2] fails: a result on the
+/// old target. On the new one, [1] passing implies nothing of [2]: 2 is tested, not blamed.
+#[test]
+fn a_split_that_fails_on_the_target_before_it_moved_implies_nothing_after() {
+    let mut h = skipping_redundant_tests(4, 1);
+    for pr in 1..=4 {
+        h.submit(pr);
+    }
+    h.fail_pr(1);
+    let left = h.run_of(1);
+    assert_eq!(h.content_of(&left), vec![1, 2]);
+    h.push_outside();
+    h.fail(&left);
+    h.pass_pr(3);
+    assert_eq!(tested(&h, 1), vec![1]);
+    h.pass_pr(1);
+    assert_ne!(h.state(2), Failed, "2 was never tested on the new target");
+    assert_eq!(tested(&h, 2), vec![2], "2 is tested alone");
+    h.pass_pr(2);
+    assert_ne!(h.state(2), Failed);
+    h.assert_clean();
+}
+
+/// The pull requests the run testing `pr` tests.
+fn tested(h: &Harness, pr: u32) -> Vec<u32> {
+    let run = h.run(&h.run_of(pr)).expect("a run tests it");
+    run.tested.iter().map(|t| t.pr).collect()
+}
+
+/// [2,3,4,5] fails on top of #1, which passed; #1 gets new commits and leaves the queue
+/// before the splits test, so they test without it, and [2,3] fails. #1, submitted again, is
+/// a new entry, not the base [2,3] failed on: the next split is tested without it, at once,
+/// not on it once it passes (its result would imply a culprit from results on two bases).
+#[test]
+fn a_pull_request_that_left_a_bisection_s_base_and_came_back_is_not_its_base() {
+    use mq_core::settings::RequestedState;
+    let mut h = skipping_redundant_tests(4, 2);
+    h.submit_with(1, Priority::default_priority(), true);
+    for pr in 2..=5 {
+        h.submit(pr);
+    }
+    assert_eq!(tested(&h, 2), vec![2, 3, 4, 5]);
+    let state = |state| SettingsPatch {
+        state: Some(state),
+        ..Default::default()
+    };
+    h.update(state(RequestedState::Paused));
+    h.pass_pr(1);
+    h.fail_pr(2);
+    h.push_to_pr(1);
+    assert_eq!(h.state(1), Cancelled);
+    h.update(state(RequestedState::Running));
+    let split = h.run_of(2);
+    assert_eq!(tested(&h, 2), vec![2, 3]);
+    h.submit_with(1, Priority::default_priority(), true);
+    assert_eq!(h.state(1), Testing);
+    h.fail(&split);
+    let next = h.run(&h.run_of(4)).expect("[4,5] is tested at once");
+    assert_eq!(next.kind, RunKind::Bisection);
+    assert!(next.dependent_prs.is_empty(), "{:?}", next.dependent_prs);
+    for _ in 0..10 {
+        h.answer_at_most(20, |c| c.contains(&1) || !c.contains(&3));
+        h.tick();
+    }
+    assert_eq!(h.state(1), Merged);
+    h.assert_clean();
+}

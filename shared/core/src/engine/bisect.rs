@@ -45,12 +45,14 @@ impl Work {
                     sibling: right.clone(),
                     run: None,
                     parent_failed_for: None,
+                    on_old_base: false,
                 },
                 Split {
                     prs: right,
                     sibling: left,
                     run: None,
                     parent_failed_for: None,
+                    on_old_base: false,
                 },
             ],
             failed_sets: if holds_a_culprit(why) {
@@ -129,7 +131,9 @@ impl Work {
                 dependent_prs,
                 Some(failed_run),
             );
-            self.s.queue.engine.bisections[b].splits[i].run = Some(id);
+            let split = &mut self.s.queue.engine.bisections[b].splits[i];
+            split.run = Some(id);
+            split.on_old_base = false;
             changed = true;
             i += 1;
         }
@@ -279,11 +283,14 @@ impl Work {
     }
 
     /// A split failed (`failure`: how its own run failed, when it ran; `None` when implied).
+    /// One that failed on the base before it changed is halved, its halves implying nothing
+    /// of each other.
     fn split_settled_failed(&mut self, b: usize, split: Split, failure: Option<Failure>) {
         let known = sorted(&split.prs);
         let culprit_in_it = failure.as_ref().is_none_or(|f| holds_a_culprit(&f.reason));
         let bisection = &mut self.s.queue.engine.bisections[b];
-        if culprit_in_it && !bisection.failed_sets.contains(&known) {
+        let implies = culprit_in_it && !split.on_old_base;
+        if implies && !bisection.failed_sets.contains(&known) {
             bisection.failed_sets.push(known);
         }
         // Why this set failed: its own run's reason, or, implied, its parent's.
@@ -298,18 +305,21 @@ impl Work {
             return;
         }
         let (left, right) = halves(&split.prs);
+        let sibling = |half: &Vec<PrNumber>| if implies { half.clone() } else { Vec::new() };
         let bisection = &mut self.s.queue.engine.bisections[b];
         bisection.splits.push(Split {
             prs: left.clone(),
-            sibling: right.clone(),
+            sibling: sibling(&right),
             run: None,
             parent_failed_for: failed_for.clone(),
+            on_old_base: false,
         });
         bisection.splits.push(Split {
             prs: right,
-            sibling: left,
+            sibling: sibling(&left),
             run: None,
             parent_failed_for: failed_for,
+            on_old_base: false,
         });
     }
 
@@ -371,12 +381,18 @@ impl Work {
     /// What the splits of a bisection are tested on changed: `left` (a pull request it was
     /// tested on) left the queue without merging, or the target moved (`None`). A set that
     /// failed on the old base may pass on the new one: no failure is reused, and no split
-    /// implies its sibling's result.
+    /// implies its sibling's result. `left` is out of the base for good: submitted again, it
+    /// is a new entry, which the splits do not wait for, and whose merge changes their base.
     pub fn bisection_base_changed(&mut self, left: Option<PrNumber>) {
         for b in 0..self.s.queue.engine.bisections.len() {
             let tested_on = |pr| self.dependents_of(b).contains(&pr);
             if left.is_none_or(tested_on) {
                 self.forget_implications(b);
+            }
+            if let (Some(pr), Some(base)) =
+                (left, &mut self.s.queue.engine.bisections[b].dependent_prs)
+            {
+                base.retain(|&p| p != pr);
             }
         }
     }
@@ -446,12 +462,14 @@ impl Work {
         bisection.dependent_prs.as_deref().unwrap_or_default()
     }
 
-    /// No failure of bisection `b` is reused, and no split implies its sibling's result.
+    /// No failure of bisection `b` is reused, and no split implies its sibling's result, nor
+    /// will the failure of a split testing now, on the old base.
     fn forget_implications(&mut self, b: usize) {
         let bisection = &mut self.s.queue.engine.bisections[b];
         bisection.failed_sets.clear();
         for split in &mut bisection.splits {
             split.sibling.clear();
+            split.on_old_base |= split.run.is_some();
         }
     }
 

@@ -1093,3 +1093,26 @@ fn a_pull_request_that_left_a_bisection_s_base_and_came_back_is_not_its_base() {
     assert_eq!(h.state(1), Merged);
     h.assert_clean();
 }
+
+/// A restart of a pull request whose split is testing tests the split again, and counts as a
+/// restart of each of its pull requests.
+#[test]
+fn a_restart_of_a_split_counts_for_its_pull_requests() {
+    let mut h = skipping_redundant_tests(4, 1);
+    for pr in 1..=4 {
+        h.submit(pr);
+    }
+    h.fail_pr(1);
+    let split = h.run_of(1);
+    assert_eq!(tested(&h, 1), vec![1, 2]);
+    h.ok(Event::Restart { pr: 2 });
+    let again = h.run_of(1);
+    assert_ne!(again, split, "tested again");
+    assert_eq!(tested(&h, 1), vec![1, 2]);
+    let restarts = |h: &Harness, pr| h.entry(pr).unwrap().restarts;
+    assert_eq!(
+        (restarts(&h, 1), restarts(&h, 2), restarts(&h, 3)),
+        (1, 1, 0)
+    );
+    h.assert_clean();
+}

@@ -368,13 +368,22 @@ impl Work {
         }
     }
 
-    /// Re-runs the split a pull request is in, when it is testing.
+    /// Re-runs the split a pull request is in, when it is testing (each of its pull requests
+    /// counts a restart, as in a group's restart); a split still waiting to test is left to.
     pub fn restart_split(&mut self, pr: PrNumber) {
         let Some((b, i)) = self.split_of(pr) else {
             return;
         };
-        if let Some(run) = self.s.queue.engine.bisections[b].splits[i].run.take() {
-            self.close_run(&run, "restart");
+        let split = &mut self.s.queue.engine.bisections[b].splits[i];
+        let Some(run) = split.run.take() else {
+            return;
+        };
+        let prs = split.prs.clone();
+        self.close_run(&run, "restart");
+        for pr in prs {
+            if let Some(e) = self.entry_mut(pr) {
+                e.restarts += 1;
+            }
         }
     }
 

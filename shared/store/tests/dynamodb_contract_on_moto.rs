@@ -942,3 +942,87 @@ async fn metrics_facts_name_a_queue_they_cannot_read_and_read_the_others() {
     assert_eq!(unreadable.id, rocket.id);
     assert!(matches!(error, StoreError::Internal(_)), "{error:?}");
 }
+
+/// Answers `BatchWriteItem`s as a partition written faster than it takes does: all but the
+/// first of each call's items come back unprocessed (DynamoDB wrote them all here; writing
+/// them again changes nothing).
+#[derive(Debug, Default, Clone)]
+struct Throttle {
+    request: Arc<std::sync::Mutex<Option<serde_json::Value>>>,
+}
+
+impl aws_sdk_dynamodb::config::Intercept for Throttle {
+    fn name(&self) -> &'static str {
+        "Throttle"
+    }
+
+    fn read_before_transmit(
+        &self,
+        context: &aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef<'_>,
+        _components: &aws_sdk_dynamodb::config::RuntimeComponents,
+        _cfg: &mut aws_sdk_dynamodb::config::ConfigBag,
+    ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
+        let request = context.request();
+        let target = request.headers().get("x-amz-target");
+        if target.is_some_and(|t| t.ends_with(".BatchWriteItem")) {
+            let body = request.body().bytes().unwrap_or_default();
+            *self.request.lock().unwrap() = serde_json::from_slice(body).ok();
+        }
+        Ok(())
+    }
+
+    fn modify_before_deserialization(
+        &self,
+        context: &mut aws_sdk_dynamodb::config::interceptors::BeforeDeserializationInterceptorContextMut<'_>,
+        _components: &aws_sdk_dynamodb::config::RuntimeComponents,
+        _cfg: &mut aws_sdk_dynamodb::config::ConfigBag,
+    ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
+        let Some(request) = self.request.lock().unwrap().take() else {
+            return Ok(());
+        };
+        let mut unprocessed = serde_json::Map::new();
+        let tables = request["RequestItems"].as_object().into_iter().flatten();
+        for (table, writes) in tables {
+            let writes = writes.as_array().cloned().unwrap_or_default();
+            if writes.len() > 1 {
+                unprocessed.insert(table.clone(), writes[1..].to_vec().into());
+            }
+        }
+        let answer = serde_json::json!({ "UnprocessedItems": unprocessed }).to_string();
+        *context.response_mut().body_mut() = aws_smithy_types::body::SdkBody::from(answer);
+        Ok(())
+    }
+}
+
+/// An upload's raw results written to a partition that takes one item per call: each call
+/// writes some, so the writes go on until all are written, however many calls that takes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_left_unprocessed_go_on_while_each_call_writes_some() {
+    use mq_core::health::Outcome;
+    use mq_store::{RawResult, TestHealthStore};
+
+    let plain = fresh_dynamo().await;
+    let config = plain
+        .client()
+        .config()
+        .to_builder()
+        .interceptor(Throttle::default())
+        .build();
+    let client = aws_sdk_dynamodb::Client::from_conf(config);
+    let store = DynamoStore::new(client, plain.tables().clone());
+    let upload = contract::health::upload("build-1");
+    store.claim_upload(&upload).await.unwrap();
+    let results: Vec<RawResult> = (0..12_000u128)
+        .map(|i| RawResult {
+            id: uuid::Uuid::from_u128(i),
+            outcome: Outcome::Passed,
+            attempts: 1,
+        })
+        .collect();
+    store
+        .put_raw_results(&upload, &results)
+        .await
+        .expect("every call wrote some: the writes went on");
+    let read = plain.raw_results(&upload.org, upload.key).await.unwrap();
+    assert_eq!(read, results);
+}

@@ -278,7 +278,9 @@ impl DynamoStore {
     }
 
     /// Puts `items` (table, item) outside a transaction, 25 per `BatchWriteItem`, retrying
-    /// unprocessed ones.
+    /// unprocessed ones. It gives up only after [`MAX_RETRIES`] calls in a row that wrote
+    /// none of their items: a partition written faster than it takes writes part of each
+    /// call, and a large write goes on while it progresses.
     pub(crate) async fn batch_put(&self, items: Vec<(String, Item)>) -> StoreResult<()> {
         let mut pending = items
             .into_iter()
@@ -288,11 +290,12 @@ impl DynamoStore {
             })
             .collect::<Result<Vec<_>, aws_sdk_dynamodb::error::BuildError>>()
             .map_err(StoreError::internal)?;
-        let mut retry = 0;
+        let mut stalled = 0;
         while !pending.is_empty() {
             let chunk: Vec<_> = pending
                 .drain(..pending.len().min(MAX_BATCH_WRITE))
                 .collect();
+            let sent = chunk.len();
             let out = self
                 .client
                 .batch_write_item()
@@ -305,9 +308,10 @@ impl DynamoStore {
             for (table, requests) in unprocessed {
                 pending.extend(requests.into_iter().map(|r| (table.clone(), r)));
             }
-            if pending.len() > before {
-                backoff(retry, UNPROCESSED).await?;
-                retry += 1;
+            let left = pending.len() - before;
+            if left > 0 {
+                stalled = if left < sent { 0 } else { stalled + 1 };
+                backoff(stalled, UNPROCESSED).await?;
             }
         }
         Ok(())

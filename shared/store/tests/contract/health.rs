@@ -322,7 +322,7 @@ pub async fn quarantine_list_can_hold_overrides_only(store: Arc<dyn Store>) {
     assert_eq!(store.count_test_cases(&s, only).await.unwrap(), 1);
 }
 
-fn upload(upload_id: &str) -> UploadRecord {
+pub fn upload(upload_id: &str) -> UploadRecord {
     let metadata = UploadMetadata {
         repo: repo(),
         commit_sha: "a".repeat(40),

@@ -75,6 +75,107 @@ async fn a_half_written_large_commit_is_finished_by_the_next_writer() {
     assert_eq!((last.entries.len(), last.queue.version), (121, 2));
 }
 
+/// A query that reads `#VERSION` while a large commit's steps are being written, and the queue
+/// item once they are and its redo was removed, reads items of the old version between them,
+/// both copies of the version agreeing. `#VERSION` names the redo too: the reader applies it,
+/// and sees the commit whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_query_that_reads_the_queue_item_after_its_redo_was_removed_sees_the_commit_whole() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use contract::fixtures::*;
+    use mq_core::entry::EntryState;
+    use mq_core::snapshot::LiveChanges;
+    use mq_store::QueueStore;
+    use mq_store::dynamo::keys::VERSION_SK;
+    use mq_store::dynamo::large_commit::REDO;
+
+    let store = fresh_dynamo().await;
+    let q = queue("acme", "rocket", "main");
+    store.create_queue(&q).await.unwrap();
+    let changes = LiveChanges {
+        put_entries: (1..=120)
+            .map(|pr| entry(pr, EntryState::Pending, T0))
+            .collect(),
+        ..LiveChanges::default()
+    };
+    attach_redo(&store, &q.id, 1, 120, &changes).await;
+    // What the query reads: `#VERSION` naming the redo, the queue item without it.
+    let item_key = |sk: &str| {
+        std::collections::HashMap::from([
+            ("pk".to_owned(), AttributeValue::S(q.id.as_str().to_owned())),
+            ("sk".to_owned(), AttributeValue::S(sk.to_owned())),
+        ])
+    };
+    let removed = store
+        .client()
+        .update_item()
+        .table_name(&store.tables().queues)
+        .set_key(Some(item_key("QUEUE")))
+        .update_expression("REMOVE #redo")
+        .expression_attribute_names("#redo", REDO)
+        .return_values(aws_sdk_dynamodb::types::ReturnValue::UpdatedOld)
+        .send()
+        .await
+        .unwrap();
+    let redo = removed.attributes.unwrap()[REDO].clone();
+    store
+        .client()
+        .update_item()
+        .table_name(&store.tables().queues)
+        .set_key(Some(item_key(VERSION_SK)))
+        .update_expression("SET #redo = :redo")
+        .expression_attribute_names("#redo", REDO)
+        .expression_attribute_values(":redo", redo)
+        .send()
+        .await
+        .unwrap();
+
+    let seen = store.load(&q.id).await.unwrap().unwrap();
+    assert_eq!(seen.queue.version, 1);
+    assert_eq!(seen.entries.len(), 120, "the reader sees the commit whole");
+}
+
+/// After a large commit, neither the queue item nor `#VERSION` names its redo.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_commit_removes_its_redo_from_both_copies_of_the_version() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use contract::fixtures::*;
+    use mq_core::entry::EntryState;
+    use mq_store::QueueStore;
+    use mq_store::dynamo::large_commit::REDO;
+
+    let store = fresh_dynamo().await;
+    let q = queue("acme", "rocket", "main");
+    store.create_queue(&q).await.unwrap();
+    let empty = store.load(&q.id).await.unwrap().unwrap();
+    let mut line = empty.clone();
+    line.entries = (1..=150)
+        .map(|pr| Arc::new(entry(pr, EntryState::Pending, T0)))
+        .collect();
+    store
+        .commit(&commit(&empty, line, vec![], vec![], T0))
+        .await
+        .unwrap();
+    let items = store
+        .client()
+        .query()
+        .table_name(&store.tables().queues)
+        .key_condition_expression("pk = :pk")
+        .expression_attribute_values(":pk", AttributeValue::S(q.id.as_str().to_owned()))
+        .send()
+        .await
+        .unwrap()
+        .items
+        .unwrap();
+    assert_eq!(
+        items.len(),
+        150 + 2,
+        "the entries, the queue item and `#VERSION`"
+    );
+    assert!(items.iter().all(|item| !item.contains_key(REDO)));
+    assert_eq!(store.load(&q.id).await.unwrap().unwrap().entries.len(), 150);
+}
+
 /// Attaches `changes` to the queue item as a large commit's redo at `version`, with
 /// `active` entries, as a writer that stopped right after the second step leaves it: the
 /// redo in parts beside the queue's partition, the queue item naming them.

@@ -11,16 +11,20 @@
 //!    `REDO#<version, 20 digits>#<token>#<part, 5 digits>`), where
 //!    every function that reads or commits the queue may read and write: an item holds at
 //!    most 400 KB, and a redo can hold megabytes.
-//! 2. One transaction puts the queue item (and `#VERSION`) at the new version, conditional on
-//!    the expected version, with the attribute `redo` naming the parts (`<key prefix>/<number of parts>`).
-//!    From this moment the commit has happened.
+//! 2. One transaction puts the queue item and `#VERSION` at the new version, conditional on
+//!    the expected version, both with the attribute `redo` naming the parts (`<key
+//!    prefix>/<number of parts>`). From this moment the commit has happened.
 //! 3. The changes are applied in transactions of at most 99 item writes and 3 MB, each
 //!    conditional on the queue item still being at that version with that redo attached.
-//! 4. The redo is removed, conditional on the same.
+//! 4. The redo is removed from `#VERSION`, then from the queue item, conditional on the same
+//!    version.
 //!
 //! A reader that finds a redo reads its parts and applies it to what it read
 //! ([`LiveChanges::apply_to`](mq_core::snapshot::LiveChanges::apply_to)), so it sees the
-//! commit whole. A writer's commit is conditional on no redo being attached; when it finds
+//! commit whole. A query reads `#VERSION` first and the queue item last, each as it is then:
+//! it may read the queue item after step 4 and the items between before step 3 wrote them.
+//! `#VERSION` read before step 4 names the redo, and the reader applies it; read after, every
+//! item read after it is as step 3 left it. A writer's commit is conditional on no redo being attached; when it finds
 //! one it finishes applying it (the writer that attached it may have stopped) and reports a
 //! conflict, so the shell retries on the completed state. Applying a redo twice is harmless:
 //! every write puts or deletes an item to the value the commit gave it, and the condition

@@ -441,28 +441,39 @@ impl DynamoStore {
                 other => other?,
             }
         }
-        let cleared = self
-            .client
-            .update_item()
-            .table_name(&self.tables.queues)
-            .set_key(Some(key(id, QUEUE_SK)))
-            .update_expression("REMOVE #redo")
-            .condition_expression("#v = :v AND #created = :created")
-            .expression_attribute_names("#redo", REDO)
-            .expression_attribute_names("#v", VERSION)
-            .expression_attribute_names("#created", CREATED_AT)
-            .expression_attribute_values(":v", n(queue.version))
-            .expression_attribute_values(":created", n(queue.created_at.millis()))
-            .send()
-            .await;
-        match cleared.map_err(map_sdk_error) {
-            Ok(_) | Err(StoreError::Conflict) => {}
-            Err(e) => return Err(e),
-        }
+        self.remove_redo(queue, VERSION_SK).await?;
+        self.remove_redo(queue, QUEUE_SK).await?;
         if let Some(parts) = parts {
             self.expire_redo_parts(id, parts).await;
         }
         Ok(())
+    }
+
+    /// Removes the redo from the item `sk` of `queue`'s partition (the queue item or
+    /// `#VERSION`) while it is at `queue`'s version (a newer commit replaced it otherwise; the
+    /// queue item also keeps its creation time: not a queue created again since).
+    async fn remove_redo(&self, queue: &Queue, sk: &str) -> StoreResult<()> {
+        let update = self
+            .client
+            .update_item()
+            .table_name(&self.tables.queues)
+            .set_key(Some(key(queue.id.as_str(), sk)))
+            .update_expression("REMOVE #redo")
+            .expression_attribute_names("#redo", REDO)
+            .expression_attribute_names("#v", VERSION)
+            .expression_attribute_values(":v", n(queue.version));
+        let update = if sk == QUEUE_SK {
+            update
+                .condition_expression("#v = :v AND #created = :created")
+                .expression_attribute_names("#created", CREATED_AT)
+                .expression_attribute_values(":created", n(queue.created_at.millis()))
+        } else {
+            update.condition_expression("#v = :v")
+        };
+        match update.send().await.map_err(map_sdk_error) {
+            Ok(_) | Err(StoreError::Conflict) => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 
     /// Lets the parts of a redo no longer attached (or never attached) expire a day from now:
@@ -541,8 +552,8 @@ impl DynamoStore {
         id: &QueueId,
         items: Vec<Item>,
     ) -> StoreResult<Option<QueueSnapshot>> {
-        let redo = match items.iter().find(|item| get_s(item, SK) == Some(QUEUE_SK)) {
-            Some(queue_item) => self.redo_of(id, queue_item).await?,
+        let redo = match redo_named_in(&items) {
+            Some(naming) => self.redo_of(id, naming).await?,
             None => None,
         };
         snapshot_from_items(items, redo)
@@ -607,11 +618,14 @@ impl DynamoStore {
     fn first_writes(&self, commit: &Commit, redo: Option<&RedoParts>) -> StoreResult<Vec<Write>> {
         let id = commit.queue.id.as_str();
         let mut writes = vec![self.guarded_queue_put(commit, redo)?];
-        let version = Item::from([
+        let mut version = Item::from([
             (PK.to_owned(), s(id)),
             (SK.to_owned(), s(VERSION_SK)),
             (VERSION.to_owned(), n(commit.queue.version)),
         ]);
+        if let Some(redo) = redo {
+            version.insert(REDO.to_owned(), s(redo.attribute()));
+        }
         writes.push(Write::put(&self.tables.queues, version)?);
         for (pr, targets) in &commit.uploaded_targets {
             let item = uploaded_targets_item(id, *pr, targets)?;
@@ -921,6 +935,23 @@ pub(crate) fn read_at_one_version(items: &[Item]) -> bool {
         (Some(first), Some(queue)) => first == queue,
         _ => true,
     }
+}
+
+/// The item that names the redo of a large commit among a queue's items read by one query:
+/// the queue item, or else `#VERSION` at the same version (read first, it may name the redo
+/// that the queue item read last no longer does: see [`super::large_commit`]).
+fn redo_named_in(items: &[Item]) -> Option<&Item> {
+    let queue = items
+        .iter()
+        .find(|item| get_s(item, SK) == Some(QUEUE_SK))?;
+    if get_s(queue, REDO).is_some() {
+        return Some(queue);
+    }
+    let copy = items
+        .iter()
+        .find(|item| get_s(item, SK) == Some(VERSION_SK))?;
+    let same_version = version_of(copy).is_some() && version_of(copy) == version_of(queue);
+    (same_version && get_s(copy, REDO).is_some()).then_some(copy)
 }
 
 /// The version in the item with sort key `sk` among `items`, if there is one.

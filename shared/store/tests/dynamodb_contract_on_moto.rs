@@ -1127,3 +1127,71 @@ async fn writes_left_unprocessed_go_on_while_each_call_writes_some() {
     let read = plain.raw_results(&upload.org, upload.key).await.unwrap();
     assert_eq!(read, results);
 }
+
+/// A queue item this version cannot read whole (a newer version wrote a state it does not
+/// know, then was rolled back): the organisation's listing still names it, its figures are
+/// unreadable, and the other queue's figures are read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_item_this_version_cannot_read_hides_no_other_queue() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use contract::fixtures::*;
+    use mq_store::QueueStore;
+
+    let store = fresh_dynamo().await;
+    let rocket = queue("acme", "rocket", "main");
+    let probe = queue("acme", "probe", "main");
+    store.create_queue(&rocket).await.unwrap();
+    store.create_queue(&probe).await.unwrap();
+    store
+        .client()
+        .update_item()
+        .table_name(&store.tables().queues)
+        .set_key(Some(std::collections::HashMap::from([
+            (
+                "pk".to_owned(),
+                AttributeValue::S(rocket.id.as_str().to_owned()),
+            ),
+            ("sk".to_owned(), AttributeValue::S("QUEUE".to_owned())),
+        ])))
+        .update_expression("SET #state = :frozen")
+        .expression_attribute_names("#state", "state")
+        .expression_attribute_values(":frozen", AttributeValue::S("frozen".to_owned()))
+        .send()
+        .await
+        .unwrap();
+
+    let mut listed: Vec<_> = store
+        .queues_of_org(&rocket.org)
+        .await
+        .expect("the listing is read")
+        .into_iter()
+        .map(|q| (q.id, q.repo.full_name(), q.branch))
+        .collect();
+    listed.sort();
+    let mut expected = vec![
+        (
+            rocket.id.clone(),
+            rocket.repo.full_name(),
+            rocket.branch.clone(),
+        ),
+        (
+            probe.id.clone(),
+            probe.repo.full_name(),
+            probe.branch.clone(),
+        ),
+    ];
+    expected.sort();
+    assert_eq!(listed, expected);
+    let facts = store
+        .metrics_facts(&rocket.org, None, T0.plus_millis(60_000))
+        .await
+        .expect("the figures are read");
+    let read: Vec<_> = facts
+        .read
+        .iter()
+        .map(|f| f.snapshot.queue.id.clone())
+        .collect();
+    assert_eq!(read, vec![probe.id.clone()]);
+    let unreadable: Vec<_> = facts.unreadable.iter().map(|(q, _)| q.id.clone()).collect();
+    assert_eq!(unreadable, vec![rocket.id.clone()]);
+}

@@ -1,7 +1,7 @@
 //! Queues, their live snapshot and their history on DynamoDB.
 
 use super::DynamoStore;
-use super::codec::{Item, from_item, from_items, from_optional_item, get_s, key, n, s, to_item};
+use super::codec::{Item, from_item, from_optional_item, get_s, key, n, s, to_item};
 use super::keys::*;
 use super::large_commit::{
     ATTACHED_PARTS_SECONDS, FINISHED_PARTS_SECONDS, REDO, REDO_PART, RedoParts, STEP_ITEMS, cut,
@@ -179,12 +179,12 @@ impl QueueStore for DynamoStore {
 
     async fn queues_of_org(&self, org: &OrgId) -> StoreResult<Vec<Queue>> {
         let query = self.index_query(&self.tables.queues, ORG_INDEX, ORG_KEY, org.as_str());
-        from_items(query_all(query).await?)
+        Ok(listed_queues(query_all(query).await?))
     }
 
     async fn queues_of_repo(&self, repo_key: &str) -> StoreResult<Vec<Queue>> {
         let query = self.index_query(&self.tables.queues, REPO_INDEX, REPO_KEY, repo_key);
-        from_items(query_all(query).await?)
+        Ok(listed_queues(query_all(query).await?))
     }
 
     async fn put_uploaded_targets(
@@ -934,6 +934,61 @@ pub(crate) fn read_at_one_version(items: &[Item]) -> bool {
     match (version_in(items, VERSION_SK), version_in(items, QUEUE_SK)) {
         (Some(first), Some(queue)) => first == queue,
         _ => true,
+    }
+}
+
+/// Queue items as a listing gives them: each read whole, or, when this version cannot read
+/// it whole (an item written by a newer version, as after a rollback), by what names it (its
+/// id, organisation, repository, branch and creation time) with the rest as a new queue has
+/// it. The listing still names that queue, and reading it whole (`load`) fails for it alone:
+/// one queue's item does not hide the others (docs/queue-semantics.md §12). An item that does
+/// not even name a queue is left out, and logged.
+fn listed_queues(items: Vec<Item>) -> Vec<Queue> {
+    items.into_iter().filter_map(listed_queue).collect()
+}
+
+fn listed_queue(item: Item) -> Option<Queue> {
+    let error = match from_item::<Queue>(item.clone()) {
+        Ok(queue) => return Some(queue),
+        Err(e) => e,
+    };
+    match from_item::<QueueNamed>(item) {
+        Ok(named) => {
+            let queue = named.id.clone();
+            tracing::error!(%queue, %error, "a queue item read in part is listed by its name");
+            Some(named.into_queue())
+        }
+        Err(e) => {
+            tracing::error!(%error, name_error = %e, "a queue item naming no queue is not listed");
+            None
+        }
+    }
+}
+
+/// What names a queue in its item.
+#[derive(serde::Deserialize)]
+struct QueueNamed {
+    id: QueueId,
+    org: OrgId,
+    repo: mq_core::ids::RepoRef,
+    branch: String,
+    created_at: Timestamp,
+}
+
+impl QueueNamed {
+    fn into_queue(self) -> Queue {
+        let config = mq_core::settings::QueueConfig::default();
+        let state = mq_core::settings::QueueState::Running;
+        let mut queue = Queue::new(
+            self.org,
+            self.repo,
+            self.branch,
+            config,
+            state,
+            self.created_at,
+        );
+        queue.id = self.id;
+        queue
     }
 }
 

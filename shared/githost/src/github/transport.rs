@@ -223,13 +223,9 @@ impl Transport {
         url.starts_with(&format!("{}/", self.api))
     }
 
-    /// Sends `call`, waiting out rate limits and server errors within the retry policy.
-    pub async fn send(&self, call: &Call<'_>, bearer: &str) -> HostResult<Reply> {
-        self.exchange(call, bearer, true).await?.reply()
-    }
-
-    /// [`Self::send`], the rate limits held under `holder` rather than the bearer: the App's
-    /// calls, each signed with a fresh JWT, are all limited as the App.
+    /// Sends `call`, waiting out rate limits and server errors within the retry policy, the
+    /// rate limits held under `holder` rather than the bearer: the App's calls, each signed
+    /// with a fresh JWT, are all limited as the App.
     pub async fn send_as(&self, call: &Call<'_>, bearer: &str, holder: &str) -> HostResult<Reply> {
         self.exchange_as(call, bearer, holder, true).await?.reply()
     }

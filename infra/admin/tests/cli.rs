@@ -303,6 +303,53 @@ async fn linking_checks_the_github_apps_installation() {
     );
 }
 
+/// The App's private key in MQ_GITHUB_PRIVATE_KEY, given as the PEM itself (as the local
+/// gateway takes it) or as anything else, is printed neither in an error nor in the help.
+#[test]
+fn the_github_apps_private_key_is_never_printed() {
+    let with_key = |key: &str, args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_mq-admin"))
+            .args(["--dynamodb-endpoint", "http://127.0.0.1:9"])
+            .args(args)
+            .env("MQ_GITHUB_APP_ID", "1")
+            .env("MQ_GITHUB_PRIVATE_KEY", key)
+            .env_remove("MQ_DYNAMODB_ENDPOINT")
+            .env_remove("MQ_GITHUB_PRIVATE_KEY_SECRET_ARN")
+            .env_remove("MQ_GITHUB_API_URL")
+            .output()
+            .expect("mq-admin runs");
+        let printed = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.code(), printed)
+    };
+    let link = [
+        "owners",
+        "link",
+        "--org",
+        "acme",
+        "--owner",
+        "github.com/acme",
+    ];
+    let (code, printed) = with_key("-----BEGIN X SECRETMARK", &link);
+    assert_eq!(code, Some(1), "{printed}");
+    assert!(
+        printed.contains("not an RSA PEM key"),
+        "read as the PEM itself: {printed}"
+    );
+    assert!(!printed.contains("SECRETMARK"), "{printed}");
+    let (code, printed) = with_key("MIIEpAIBAAKCAQEA SECRETMARK", &link);
+    assert_eq!(code, Some(1), "{printed}");
+    assert!(printed.contains("neither a PEM nor a file"), "{printed}");
+    assert!(!printed.contains("SECRETMARK"), "{printed}");
+    let (code, help) = with_key("-----BEGIN X SECRETMARK", &["owners", "link", "--help"]);
+    assert_eq!(code, Some(0), "{help}");
+    assert!(help.contains("MQ_GITHUB_PRIVATE_KEY"), "{help}");
+    assert!(!help.contains("SECRETMARK"), "{help}");
+}
+
 /// A test case written before test cases expired is given its expiry, once.
 #[tokio::test]
 async fn test_cases_written_before_they_expired_are_given_their_expiry() {

@@ -30,9 +30,13 @@ pub struct Environment {
 }
 
 impl Environment {
+    /// The process's variables (those that are Unicode) and working directory.
     pub fn from_process() -> Self {
+        let vars = std::env::vars_os()
+            .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
+            .collect();
         Self {
-            vars: std::env::vars().collect(),
+            vars,
             dir: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
         }
     }
@@ -55,6 +59,11 @@ impl Environment {
             .map(|v| v.trim())
             .filter(|v| !v.is_empty())
             .map(|v| Found::new(v.to_owned(), name))
+    }
+
+    /// Whether a variable is set but empty (or blank): it counts as unset.
+    pub fn is_empty(&self, name: &str) -> bool {
+        self.vars.get(name).is_some_and(|v| v.trim().is_empty())
     }
 
     /// The GitHub Actions event (`GITHUB_EVENT_PATH`), when there is one and it is JSON.

@@ -10,7 +10,8 @@ The merge queue's command-line client, for CI pipelines and operators. It talks 
 HTTP API only.
 
 Configuration comes from flags, then the environment (MQ_API_URL, MQ_API_TOKEN, MQ_REPO, \
-MQ_TARGET_BRANCH, MQ_PR, MQ_SHA, MQ_ORG), then CI conventions: the repository from \
+MQ_TARGET_BRANCH, MQ_PR, MQ_SHA, MQ_ORG; one set but empty counts as unset), then CI \
+conventions: the repository from \
 GITHUB_REPOSITORY or the `origin` remote, the pull request and its head from GITHUB_REF, \
 GITHUB_EVENT_PATH or the checkout, the target branch from GITHUB_BASE_REF. `-v` shows what \
 was inferred and from where. The token is read from MQ_API_TOKEN or --token-file, sent in the \
@@ -240,7 +241,8 @@ pub struct TargetsArgs {
 
 #[derive(Debug, Args)]
 pub struct QueueArgs {
-    /// Redraw the table in place until interrupted
+    /// Redraw the table in place until interrupted (without a terminal: print it again when
+    /// it changes); once standard output is closed (`| head`), stop at the next redraw, exit 0
     #[arg(long)]
     pub watch: bool,
     /// With --watch: time between two redraws

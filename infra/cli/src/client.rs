@@ -25,13 +25,19 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often and how long to retry.
 #[derive(Debug, Clone, Copy)]
 pub struct RetryPolicy {
-    /// Attempts in all, the first included.
+    /// Attempts in all, the first included, counting no retry of a key still in use.
     pub attempts: u32,
     /// The wait before the first retry; each later one waits twice as long, up to `max_delay`.
     pub first_delay: Duration,
     pub max_delay: Duration,
     /// The longest `Retry-After` honoured.
     pub max_retry_after: Duration,
+    /// How long after its first `409 IDEMPOTENCY_KEY_IN_USE` a key still in use is retried.
+    /// The API takes over a claim left unanswered for a minute (`STALE_AFTER_MS` in
+    /// `shared/http/src/idempotency.rs`: the function that made it was stopped), so a retry
+    /// after that acts; with waits of at most `max_delay` and its jitter, the last retry comes
+    /// more than a minute after the claim.
+    pub key_in_use_for: Duration,
 }
 
 impl Default for RetryPolicy {
@@ -41,6 +47,7 @@ impl Default for RetryPolicy {
             first_delay: Duration::from_millis(500),
             max_delay: Duration::from_secs(8),
             max_retry_after: Duration::from_secs(30),
+            key_in_use_for: Duration::from_secs(75),
         }
     }
 }
@@ -77,9 +84,15 @@ impl Answer {
     fn is_transient(&self, has_key: bool) -> bool {
         match self.status {
             429 | 503 | 504 => true,
-            409 => has_key && self.error_code().as_deref() == Some("IDEMPOTENCY_KEY_IN_USE"),
+            409 => has_key && self.is_key_in_use(),
             _ => false,
         }
+    }
+
+    /// `409 IDEMPOTENCY_KEY_IN_USE`: a request with the same key is still being answered, or
+    /// was stopped before it answered.
+    fn is_key_in_use(&self) -> bool {
+        self.status == 409 && self.error_code().as_deref() == Some("IDEMPOTENCY_KEY_IN_USE")
     }
 }
 
@@ -113,6 +126,13 @@ impl Api {
             verbose,
             policy: RetryPolicy::default(),
         })
+    }
+
+    /// The same API, retried as `policy` says.
+    #[cfg(test)]
+    fn with_policy(mut self, policy: RetryPolicy) -> Self {
+        self.policy = policy;
+        self
     }
 
     /// The base URL, ending with `/v1/`.
@@ -198,9 +218,13 @@ impl Api {
         request.header(TOKEN_HEADER, &self.token)
     }
 
-    /// Sends until the answer is not transient or the attempts run out.
+    /// Sends until the answer is not transient or its retries run out: a key still in use is
+    /// retried until [`RetryPolicy::key_in_use_for`] has passed since it was first answered so,
+    /// any other transient answer or error up to `attempts - 1` times.
     fn send(&self, operation: &str, key: Option<&str>, build: Build) -> Result<Answer> {
         let mut retry = 0;
+        let mut counted = 0;
+        let mut in_use_since = None;
         loop {
             let mut request = build(&self.http);
             if let Some(key) = key {
@@ -209,31 +233,45 @@ impl Api {
             let started = Instant::now();
             let outcome = request.send().and_then(read_answer);
             self.log(operation, key, &outcome, started.elapsed());
-            let last = retry + 1 >= self.policy.attempts;
-            let (why, retry_after) = match &outcome {
-                Ok(answer) if !last && answer.is_transient(key.is_some()) => {
-                    (describe_status(answer), answer.retry_after)
-                }
-                Err(e) if !last && is_transient(e) => (describe_transport(e), None),
-                _ => {
-                    return outcome.map_err(|e| Error::Network {
-                        operation: operation.to_owned(),
-                        detail: describe_transport(&e),
-                    });
-                }
+            let (why, retry_after, in_use) = match &outcome {
+                Ok(answer) if answer.is_transient(key.is_some()) => (
+                    describe_status(answer),
+                    answer.retry_after,
+                    answer.is_key_in_use(),
+                ),
+                Err(e) if is_transient(e) => (describe_transport(e), None, false),
+                _ => return finish(operation, outcome),
             };
+            let wait = self.policy.delay(retry + 1, retry_after);
+            let allowed = if in_use {
+                let since = *in_use_since.get_or_insert_with(Instant::now);
+                since.elapsed() + wait <= self.policy.key_in_use_for
+            } else {
+                counted + 1 < self.policy.attempts
+            };
+            if !allowed {
+                return finish(operation, outcome);
+            }
             retry += 1;
-            let wait = self.policy.delay(retry, retry_after);
             let same_key = if key.is_some() {
                 ", same Idempotency-Key"
             } else {
                 ""
             };
-            note(format!(
-                "{operation}: {why}; retry {retry} of {} in {:.1} s{same_key}",
-                self.policy.attempts - 1,
-                wait.as_secs_f64()
-            ));
+            if in_use {
+                note(format!(
+                    "{operation}: {why}; retry in {:.1} s{same_key} (the API frees a key left \
+                     in use after a minute)",
+                    wait.as_secs_f64()
+                ));
+            } else {
+                counted += 1;
+                note(format!(
+                    "{operation}: {why}; retry {counted} of {} in {:.1} s{same_key}",
+                    self.policy.attempts - 1,
+                    wait.as_secs_f64()
+                ));
+            }
             std::thread::sleep(wait);
         }
     }
@@ -263,6 +301,14 @@ impl Api {
         };
         note(format!("{operation}{key}: {result}{took}"));
     }
+}
+
+/// The answer as it came, or the request's error as a network error.
+fn finish(operation: &str, outcome: reqwest::Result<Answer>) -> Result<Answer> {
+    outcome.map_err(|e| Error::Network {
+        operation: operation.to_owned(),
+        detail: describe_transport(&e),
+    })
 }
 
 fn read_answer(response: reqwest::blocking::Response) -> reqwest::Result<Answer> {
@@ -427,6 +473,9 @@ pub fn normalise_base_url(text: &str) -> Result<Url> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::{Arc, Mutex};
 
     #[test]
     fn secrets_in_a_bad_api_url_are_never_shown() {
@@ -479,6 +528,117 @@ mod tests {
             p.delay(1, Some(Duration::from_secs(300))),
             Duration::from_secs(30)
         );
+    }
+
+    /// The default policy, a hundred times faster.
+    fn hundredfold_faster() -> RetryPolicy {
+        let policy = RetryPolicy::default();
+        RetryPolicy {
+            attempts: policy.attempts,
+            first_delay: policy.first_delay / 100,
+            max_delay: policy.max_delay / 100,
+            max_retry_after: policy.max_retry_after / 100,
+            key_in_use_for: policy.key_in_use_for / 100,
+        }
+    }
+
+    /// An API on loopback: it answers each request with `answer(time since its first
+    /// request)` and keeps the `Idempotency-Key` of each.
+    struct FakeApi {
+        url: String,
+        keys: Arc<Mutex<Vec<Option<String>>>>,
+    }
+
+    impl FakeApi {
+        fn start(answer: impl Fn(Duration) -> (u16, &'static str) + Send + 'static) -> Self {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let url = format!("http://{}/v1", listener.local_addr().unwrap());
+            let keys = Arc::new(Mutex::new(Vec::new()));
+            let seen = Arc::clone(&keys);
+            std::thread::spawn(move || {
+                let mut first = None;
+                for stream in listener.incoming().flatten() {
+                    let mut reader = BufReader::new(stream);
+                    let key = read_request(&mut reader);
+                    let since = *first.get_or_insert_with(Instant::now);
+                    seen.lock().unwrap().push(key);
+                    let (status, body) = answer(since.elapsed());
+                    let _ = write!(
+                        reader.get_mut(),
+                        "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n\
+                         content-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                }
+            });
+            Self { url, keys }
+        }
+
+        fn keys(&self) -> Vec<Option<String>> {
+            self.keys.lock().unwrap().clone()
+        }
+    }
+
+    /// Reads a request whole; its `Idempotency-Key`.
+    fn read_request(reader: &mut BufReader<TcpStream>) -> Option<String> {
+        let (mut key, mut length) = (None, 0);
+        let mut line = String::new();
+        while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line != "\r\n" {
+            if let Some((name, value)) = line.split_once(':') {
+                let value = value.trim().to_owned();
+                match name.to_ascii_lowercase().as_str() {
+                    "idempotency-key" => key = Some(value),
+                    "content-length" => length = value.parse().unwrap_or(0),
+                    _ => {}
+                }
+            }
+            line.clear();
+        }
+        let _ = reader.read_exact(&mut vec![0; length]);
+        key
+    }
+
+    const KEY_IN_USE: &str = r#"{"error":{"code":"IDEMPOTENCY_KEY_IN_USE","message":"m"}}"#;
+
+    /// An attempt acted but its answer was lost, and its function was stopped: the API
+    /// answers the key in use until it takes the claim over after a minute (here a hundred
+    /// times faster), and the retry after that acts.
+    #[test]
+    fn a_key_in_use_is_retried_until_the_api_takes_it_over() {
+        let takeover = Duration::from_millis(600);
+        let api = FakeApi::start(move |since_first| {
+            if since_first < takeover {
+                (409, KEY_IN_USE)
+            } else {
+                (200, r#"{"acted":true}"#)
+            }
+        });
+        let client = Api::new(&api.url, "token".to_owned(), 0)
+            .unwrap()
+            .with_policy(hundredfold_faster());
+        let answer = client.mutate("submitPullRequest", &serde_json::json!({}));
+        assert_eq!(answer.unwrap(), serde_json::json!({"acted": true}));
+        let keys = api.keys();
+        assert!(
+            keys.len() > 6,
+            "more attempts than other answers get: {keys:?}"
+        );
+        assert!(
+            keys[0].is_some() && keys.iter().all(|k| *k == keys[0]),
+            "{keys:?}"
+        );
+    }
+
+    /// Other transient answers keep their budget: the first attempt and 5 retries.
+    #[test]
+    fn other_transient_answers_are_retried_five_times() {
+        let api = FakeApi::start(|_| (503, r#"{"error":{"code":"UNAVAILABLE","message":"m"}}"#));
+        let client = Api::new(&api.url, "token".to_owned(), 0)
+            .unwrap()
+            .with_policy(hundredfold_faster());
+        let error = client.mutate("submitPullRequest", &serde_json::json!({}));
+        assert_eq!(error.unwrap_err().code(), Some("UNAVAILABLE"));
+        assert_eq!(api.keys().len(), 6);
     }
 
     #[test]

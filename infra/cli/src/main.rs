@@ -12,6 +12,7 @@ mod output;
 mod reports;
 mod size;
 
+use ci::Environment;
 use clap::{CommandFactory, FromArgMatches};
 use cli::{Cli, Command};
 use commands::{advice, health, pull_request, queue};
@@ -21,7 +22,8 @@ use exit::Outcome;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let matches = match Cli::command().try_get_matches() {
+    let env = Environment::from_process();
+    let matches = match without_empty_variables(Cli::command(), &env).try_get_matches() {
         Ok(matches) => matches,
         Err(e) => return usage_error(&e),
     };
@@ -29,7 +31,7 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
     };
-    let ctx = Context::new(cli.global, &matches, ci::Environment::from_process());
+    let ctx = Context::new(cli.global, &matches, env);
     match run(&ctx, &cli.command) {
         Ok(outcome) => outcome.into(),
         Err(e) => {
@@ -37,6 +39,21 @@ fn main() -> ExitCode {
             ExitCode::from(exit::ERROR)
         }
     }
+}
+
+/// The command line without the variables that are set but empty (or blank): such a variable
+/// counts as unset, as MQ_API_TOKEN does, so its flag falls back to the CI conventions (a
+/// workflow's `MQ_PR: ${{ github.event.pull_request.number }}` is empty on a push).
+fn without_empty_variables(command: clap::Command, env: &Environment) -> clap::Command {
+    command
+        .mut_args(|arg| {
+            let empty = arg
+                .get_env()
+                .and_then(|name| name.to_str())
+                .is_some_and(|name| env.is_empty(name));
+            if empty { arg.env(None) } else { arg }
+        })
+        .mut_subcommands(|sub| without_empty_variables(sub, env))
 }
 
 /// Help and version exit 0; a bad command line exits with the error code.

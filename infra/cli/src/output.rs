@@ -6,7 +6,12 @@ use std::io::Write;
 /// Writes a line to standard output; a reader that went away (`mq queue | head`) is not an
 /// error worth a panic.
 pub fn line(text: impl std::fmt::Display) {
-    let _ = writeln!(std::io::stdout().lock(), "{text}");
+    let _ = try_line(text);
+}
+
+/// Writes a line to standard output, or says why it could not: the reader went away.
+pub fn try_line(text: impl std::fmt::Display) -> std::io::Result<()> {
+    writeln!(std::io::stdout().lock(), "{text}")
 }
 
 /// Writes a JSON document on one line.

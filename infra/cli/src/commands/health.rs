@@ -250,19 +250,19 @@ fn via_urls(
     for (i, (file, bytes)) in files.iter().zip(gzipped).enumerate() {
         let mut request = base.clone();
         request["upload_id"] = json!(ci::printable_id(&format!("{id}-{}", i + 1)));
-        let granted = match ctx.api()?.read("flaky-tests/upload-url", &request) {
+        let mut granted = match ctx.api()?.read("flaky-tests/upload-url", &request) {
             Err(e) if e.code() == Some("UPLOAD_ALREADY_RECEIVED") => {
-                line(format!(
-                    "{}: received before, not sent again",
-                    file.path.display()
-                ));
+                let summary = format!("{}: received before, not sent again", file.path.display());
+                ctx.print(&received_before(&request), summary);
                 continue;
             }
             other => other?,
         };
-        let url = granted["upload_url"].as_str().unwrap_or_default();
+        let url = take_upload_url(&mut granted);
         let progress = progress_bar(bytes.len() as u64);
-        let sent = ctx.api()?.put_presigned(url, Bytes::from(bytes), &progress);
+        let sent = ctx
+            .api()?
+            .put_presigned(&url, Bytes::from(bytes), &progress);
         progress.finish_and_clear();
         sent?;
         let summary = format!(
@@ -273,6 +273,20 @@ fn via_urls(
         ctx.print(&granted, summary);
     }
     Ok(Outcome::Done)
+}
+
+/// A report's upload that was received before, as `flaky-tests/upload` says so:
+/// `{upload_id, duplicate: true}`.
+fn received_before(request: &Value) -> Value {
+    json!({"upload_id": request["upload_id"], "duplicate": true})
+}
+
+/// Takes the presigned URL out of an upload URL's answer, which is then printed without it:
+/// its signature lets anyone upload until it expires.
+fn take_upload_url(granted: &mut Value) -> String {
+    let url = granted.as_object_mut().and_then(|g| g.remove("upload_url"));
+    url.and_then(|u| u.as_str().map(str::to_owned))
+        .unwrap_or_default()
 }
 
 /// The JSON body of `flaky-tests/upload-url`, from the form fields.
@@ -305,9 +319,8 @@ pub fn check_quarantined(ctx: &Context, args: &CheckArgs) -> Result<Outcome> {
     let files = reports::load(&args.reports.patterns)?;
     let failed = reports::failed_tests(&files);
     if failed.is_empty() {
-        if !ctx.args.json {
-            line(format!("no failed test in {} report(s)", files.len()));
-        }
+        let summary = format!("no failed test in {} report(s)", files.len());
+        ctx.print(&nothing_checked(), summary);
         return Ok(Outcome::Done);
     }
     let mut checked = Vec::new();
@@ -330,6 +343,12 @@ pub fn check_quarantined(ctx: &Context, args: &CheckArgs) -> Result<Outcome> {
     } else {
         Outcome::Negative
     })
+}
+
+/// What `flaky-tests/check-quarantined` answers for no failed test, printed with `--json`
+/// when the reports have none (the API is not asked).
+fn nothing_checked() -> Value {
+    json!({"all_quarantined": false, "quarantined_count": 0, "unquarantined_count": 0, "tests": []})
 }
 
 fn check_chunk(ctx: &Context, variant: &str, chunk: &[FailedTest]) -> Result<Value> {

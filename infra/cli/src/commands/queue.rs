@@ -7,7 +7,7 @@ use crate::config::Context;
 use crate::duration::short;
 use crate::error::Result;
 use crate::exit::Outcome;
-use crate::output::{self, line, table, text};
+use crate::output::{self, line, table, text, try_line};
 use serde_json::{Value, json};
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
@@ -17,18 +17,29 @@ pub fn queue(ctx: &Context, args: &QueueArgs) -> Result<Outcome> {
         line(render(ctx)?.text.trim_end());
         return Ok(Outcome::Done);
     }
+    watch(ctx, args.interval)
+}
+
+/// Draws the queue every `interval` (without a terminal, again only when something else than
+/// the ages changed) until interrupted, or until standard output cannot be written to, as
+/// when its reader went away (`mq queue --watch | head`): then it is done (exit 0).
+fn watch(ctx: &Context, interval: Duration) -> Result<Outcome> {
     let terminal = std::io::stdout().is_terminal();
     let mut shown = Drawn::default();
     loop {
         let now = render(ctx)?;
-        if terminal {
-            redraw(&shown.text, &now.text);
-            shown = now;
-        } else if now.without_ages != shown.without_ages {
-            line(&now.text);
+        if terminal || now.without_ages != shown.without_ages {
+            let written = if terminal {
+                redraw(&shown.text, &now.text)
+            } else {
+                print_again(ctx, &now.text)
+            };
+            if written.is_err() {
+                return Ok(Outcome::Done);
+            }
             shown = now;
         }
-        std::thread::sleep(args.interval);
+        std::thread::sleep(interval);
     }
 }
 
@@ -41,14 +52,24 @@ struct Drawn {
 }
 
 /// Replaces what was drawn last with `now`: up to its first line, clear below, draw.
-fn redraw(before: &str, now: &str) {
+fn redraw(before: &str, now: &str) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     let lines = before.lines().count();
     if lines > 0 {
-        let _ = write!(out, "\x1b[{lines}F\x1b[J");
+        write!(out, "\x1b[{lines}F\x1b[J")?;
     }
-    let _ = write!(out, "{now}");
-    let _ = out.flush();
+    write!(out, "{now}")?;
+    out.flush()
+}
+
+/// Prints the queue below what was printed before: a table and a blank line, with `--json`
+/// one document per line.
+fn print_again(ctx: &Context, text: &str) -> std::io::Result<()> {
+    if ctx.args.json {
+        try_line(text.trim_end())
+    } else {
+        try_line(text)
+    }
 }
 
 /// The queue as text (with `--json`, `getQueue`'s JSON on one line). The table comes from

@@ -713,6 +713,24 @@ async fn the_app_s_calls_after_a_rate_limit_refusal_are_not_sent_before_the_rese
     }
 }
 
+/// Requests on a repository the App is not installed on ask GitHub once a minute, not each
+/// time: those calls are the App's own, which every installation's tokens depend on.
+#[tokio::test]
+async fn a_repository_the_app_is_not_installed_on_is_remembered_for_a_while() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(format!("{REPO}/installation")))
+        .respond_with(ResponseTemplate::new(404).set_body_json(message("Not Found")))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let host = with_app(&server).await;
+    for _ in 0..3 {
+        let error = host.pull_request(&repo(), 7, "main").await.unwrap_err();
+        assert!(matches!(error, HostError::NotFound(_)), "{error:?}");
+    }
+}
+
 /// GraphQL answers its rate limit 200, with an error and no data: the review read fails for
 /// now with the wait (a submission answers 503, to be retried), not as a refusal.
 #[tokio::test]

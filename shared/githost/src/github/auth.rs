@@ -26,6 +26,10 @@ const RENEW_BEFORE_SECS: u64 = 300;
 const JWT_BACKDATE_SECS: u64 = 60;
 /// How long an App JWT lives (GitHub allows at most 10 minutes).
 const JWT_LIFETIME_SECS: u64 = 540;
+/// How long the App's absence from a repository is remembered (seconds): every request on
+/// such a repository would otherwise ask GitHub again, as the App, whose calls every
+/// installation's tokens depend on. An App installed meanwhile is found this much later.
+const NOT_INSTALLED_SECS: u64 = 60;
 
 /// How the adapter authenticates.
 #[derive(Clone)]
@@ -125,6 +129,9 @@ pub(crate) struct AppAuth {
     key: RwLock<EncodingKey>,
     key_again: Option<ReadAgain>,
     installations: Mutex<HashMap<String, u64>>,
+    /// Repositories the App is not installed on, each with when that was found (Unix
+    /// seconds), for [`NOT_INSTALLED_SECS`].
+    not_installed: Mutex<HashMap<String, u64>>,
     tokens: Mutex<HashMap<u64, CachedToken>>,
 }
 
@@ -139,6 +146,7 @@ impl AppAuth {
             key: RwLock::new(rsa_key(private_key_pem)?),
             key_again: key_source.map(ReadAgain::new),
             installations: Mutex::new(HashMap::new()),
+            not_installed: Mutex::new(HashMap::new()),
             tokens: Mutex::new(HashMap::new()),
         })
     }
@@ -263,20 +271,33 @@ impl AppAuth {
         (token.expires_at > unix_seconds() + RENEW_BEFORE_SECS).then(|| token.token.clone())
     }
 
-    /// The App's installation on `repo`, looked up once.
+    /// The App's installation on `repo`, looked up once; its absence is remembered for
+    /// [`NOT_INSTALLED_SECS`].
     async fn installation(&self, transport: &Transport, repo: &RepoRef) -> HostResult<u64> {
         let key = repo.key();
         if let Some(id) = lock(&self.installations).get(&key) {
             return Ok(*id);
         }
-        let path = format!("{}/installation", repo_path(repo));
-        let reply = self.send_as_app(transport, Method::GET, &path).await?;
-        if reply.status == StatusCode::NOT_FOUND {
-            return Err(HostError::NotFound(format!(
+        let now = unix_seconds();
+        let not_installed = || {
+            HostError::NotFound(format!(
                 "the GitHub App {} is not installed on {}",
                 self.app_id,
                 repo.full_name()
-            )));
+            ))
+        };
+        {
+            let mut absent = lock(&self.not_installed);
+            absent.retain(|_, since| now < *since + NOT_INSTALLED_SECS);
+            if absent.contains_key(&key) {
+                return Err(not_installed());
+            }
+        }
+        let path = format!("{}/installation", repo_path(repo));
+        let reply = self.send_as_app(transport, Method::GET, &path).await?;
+        if reply.status == StatusCode::NOT_FOUND {
+            lock(&self.not_installed).insert(key, now);
+            return Err(not_installed());
         }
         let installation: Id = reply.json()?;
         lock(&self.installations).insert(key, installation.id);

@@ -303,6 +303,54 @@ async fn deliveries_reach_only_the_queues_of_the_repositorys_owner(backend: Back
     env.wait_for_state(&repo, 1, "merged").await;
 }
 
+/// The repository's `beta` queue (listed before `main`'s) has an item this version cannot
+/// read (a newer version wrote a state it does not know, then was rolled back): a pull
+/// request's change still reaches `main`'s queue, and the delivery fails for `beta` alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_this_version_cannot_read_keeps_no_other_from_a_delivery() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use e2e::live::{body, repo_ref};
+    use mq_core::ids::QueueId;
+    use mq_store::Store;
+    use std::sync::Arc;
+
+    let store = e2e::new_dynamo_store().await;
+    let own = store.clone();
+    let env = LiveEnv::options()
+        .webhook(SECRET)
+        .wrap_store(move |_| own.clone() as Arc<dyn Store>)
+        .start(Backend::DynamoDb)
+        .await;
+    let repo = queue_requiring_build_and_lint(&env).await;
+    let mut beta = body(&repo, json!({}));
+    beta["targetBranch"] = json!("beta");
+    env.ok("createQueue", &beta).await;
+    let beta = QueueId::new(&repo_ref(&repo), "beta");
+    let key = std::collections::HashMap::from([
+        ("pk".to_owned(), AttributeValue::S(beta.as_str().to_owned())),
+        ("sk".to_owned(), AttributeValue::S("QUEUE".to_owned())),
+    ]);
+    store
+        .client()
+        .update_item()
+        .table_name(&store.tables().queues)
+        .set_key(Some(key))
+        .update_expression("SET #state = :frozen")
+        .expression_attribute_names("#state", "state")
+        .expression_attribute_values(":frozen", AttributeValue::S("frozen".to_owned()))
+        .send()
+        .await
+        .unwrap();
+    env.submit(&repo, 1).await;
+    env.wait_for_run(&repo, 1).await;
+
+    repo.set_pr_state(1, "closed");
+    let closed = pull_request_event(&repo, 1, "closed");
+    let answer = deliver(&env, "pull_request", &closed, SECRET).await;
+    assert_eq!(answer.status, 500, "`beta` could not hear of it");
+    env.wait_for_state(&repo, 1, "cancelled").await;
+}
+
 async fn queue_requiring_build_and_lint(env: &LiveEnv) -> GitRepo {
     let repo = env.repo("rocket");
     repo.add_prs(2, &[]);

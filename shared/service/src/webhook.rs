@@ -173,55 +173,78 @@ async fn queues_with_runs_on(
 /// again). Only a pull request the Git host no longer has is taken as the delivery says.
 /// Most deliveries (every push to every pull request) concern no queue: each queue's entry
 /// for the pull request is read first, and only a queue where it is active is read whole.
+/// A queue that fails (its item unreadable, the store unavailable) is logged and the others
+/// still hear of the change; the delivery then fails with the first such error.
 async fn pull_request(
     app: &App,
     to: Owned<'_>,
     pr: mq_core::git::PrFacts,
     deadline: Instant,
 ) -> Result<Delivered, ServiceError> {
-    let number = pr.number;
     let mut reached = Delivered::default();
+    let mut failed = None;
     for queue in queues_on(app, to, |_| true).await? {
-        let latest = app.store.load_entry(&queue, number).await?;
-        let active = latest
-            .and_then(|(_, e)| e)
-            .filter(|e| !e.state.is_terminal());
-        if active.is_none() {
-            continue;
-        }
-        let Some(snapshot) = app.store.load(&queue).await? else {
-            continue;
-        };
-        if snapshot.entry_for_pr(number).is_none() {
-            continue;
-        }
-        let read_at = app.now();
-        let facts = match app.githost.as_deref() {
-            None => pr.clone(),
-            Some(host) => {
-                let (repo, branch) = (&snapshot.queue.repo, &snapshot.queue.branch);
-                let read =
-                    async { Ok::<_, ServiceError>(host.pull_request(repo, number, branch).await) };
-                match read_by(deadline, read).await? {
-                    Ok(facts) => facts,
-                    Err(HostError::NotFound(_)) => pr.clone(),
-                    Err(e) => return Err(e.into()),
-                }
+        match pull_request_on(app, &queue, &pr, deadline).await {
+            Ok(true) => reached.queues.push(queue),
+            Ok(false) => {}
+            Err(error) => {
+                tracing::error!(%queue, %error, "a queue did not hear of a pull request's change");
+                failed.get_or_insert(error);
             }
-        };
-        let update = [Event::PrUpdated { pr: facts }];
-        // An entry submitted after this read began came with its own read of the pull request,
-        // which may be the newer: it is not cancelled for commits it may already have (as
-        // for the tick's reads).
-        let step = |snapshot: &QueueSnapshot, now| match snapshot.entry_for_pr(number) {
-            Some(e) if e.submitted_at > read_at => Ok(Transition::unchanged(snapshot)),
-            _ => drive::apply_in_order(snapshot, &update, now, false),
-        };
-        let start = Start::from(snapshot).until(deadline);
-        drive::apply_step(app, Actor::Service, &queue, step, start).await?;
-        reached.queues.push(queue);
+        }
     }
-    Ok(reached)
+    match failed {
+        Some(error) => Err(error),
+        None => Ok(reached),
+    }
+}
+
+/// Applies the change of `pr` to `queue` when it has an active entry for it; whether it had.
+async fn pull_request_on(
+    app: &App,
+    queue: &QueueId,
+    pr: &mq_core::git::PrFacts,
+    deadline: Instant,
+) -> Result<bool, ServiceError> {
+    let number = pr.number;
+    let latest = app.store.load_entry(queue, number).await?;
+    let active = latest
+        .and_then(|(_, e)| e)
+        .filter(|e| !e.state.is_terminal());
+    if active.is_none() {
+        return Ok(false);
+    }
+    let Some(snapshot) = app.store.load(queue).await? else {
+        return Ok(false);
+    };
+    if snapshot.entry_for_pr(number).is_none() {
+        return Ok(false);
+    }
+    let read_at = app.now();
+    let facts = match app.githost.as_deref() {
+        None => pr.clone(),
+        Some(host) => {
+            let (repo, branch) = (&snapshot.queue.repo, &snapshot.queue.branch);
+            let read =
+                async { Ok::<_, ServiceError>(host.pull_request(repo, number, branch).await) };
+            match read_by(deadline, read).await? {
+                Ok(facts) => facts,
+                Err(HostError::NotFound(_)) => pr.clone(),
+                Err(e) => return Err(e.into()),
+            }
+        }
+    };
+    let update = [Event::PrUpdated { pr: facts }];
+    // An entry submitted after this read began came with its own read of the pull request,
+    // which may be the newer: it is not cancelled for commits it may already have (as
+    // for the tick's reads).
+    let step = |snapshot: &QueueSnapshot, now| match snapshot.entry_for_pr(number) {
+        Some(e) if e.submitted_at > read_at => Ok(Transition::unchanged(snapshot)),
+        _ => drive::apply_in_order(snapshot, &update, now, false),
+    };
+    let start = Start::from(snapshot).until(deadline);
+    drive::apply_step(app, Actor::Service, queue, step, start).await?;
+    Ok(true)
 }
 
 /// Who wrote a `/service` comment.

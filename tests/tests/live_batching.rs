@@ -29,22 +29,21 @@ async fn a_failing_batch_is_bisected_to_its_culprit(backend: Backend) {
         env.wait_for_state(&repo, pr, "merged").await;
     }
     env.wait_for_state(&repo, CULPRIT, "failed").await;
-    // The halves that passed bisection wait in line again, three of them: fewer than a batch,
-    // so they start once the oldest has waited `batchingMaxWaitTimeMinutes`.
-    for pr in [5, 7, 8] {
-        env.wait_for_state(&repo, pr, "pending").await;
-    }
-    env.clock.advance_minutes(5);
+    // The splits that passed bisection go back in line and are tested again at once, each
+    // with its own split ([5], and [7, 8]), in the order they passed.
     let merged: Vec<u32> = (1..=8).filter(|&pr| pr != CULPRIT).collect();
     for &pr in &merged {
         env.wait_for_state(&repo, pr, "merged").await;
     }
 
-    let subjects: Vec<String> = merged
-        .iter()
-        .map(|pr| format!("Change {pr} (#{pr})"))
-        .collect();
-    assert_eq!(repo.history_subjects("main"), subjects);
+    let subject = |pr: &u32| format!("Change {pr} (#{pr})");
+    let mut subjects = repo.history_subjects("main");
+    let first: Vec<String> = merged[..4].iter().map(subject).collect();
+    assert_eq!(subjects[..4], first[..], "the first batch, in order");
+    subjects.sort();
+    let mut all: Vec<String> = merged.iter().map(subject).collect();
+    all.sort();
+    assert_eq!(subjects, all);
     assert!(!repo.files("main").contains(&FAIL_FILE.to_owned()));
     assert_main_moved_only_to_passed_trees(&repo);
 
@@ -65,6 +64,10 @@ async fn a_failing_batch_is_bisected_to_its_culprit(backend: Backend) {
     assert!(
         batches.contains(&vec![1, 2, 3, 4]) && batches.contains(&vec![5, 6, 7, 8]),
         "batches of four: {batches:?}"
+    );
+    assert!(
+        batches.contains(&vec![5]) && batches.contains(&vec![7, 8]),
+        "the splits that passed, tested again as they passed: {batches:?}"
     );
     let bisections: Vec<(Vec<u64>, &str)> = runs
         .iter()

@@ -153,9 +153,9 @@ pub struct Entry {
     /// that requires it could not merge by hand).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub status_pending: bool,
-    /// The bisection run this entry passed in, until it is tested again: it is then tested
-    /// with only the entries that passed with it, so that entries which fail only together
-    /// are not batched together again (docs/queue-semantics.md §6).
+    /// The bisection run this entry passed in, until a main run tests it to a result: until
+    /// then it is tested with only the entries that passed with it, so that entries which
+    /// fail only together are not batched together again (docs/queue-semantics.md §6).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub passed_split: Option<String>,
 }

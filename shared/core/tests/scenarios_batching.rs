@@ -1116,3 +1116,47 @@ fn a_restart_of_a_split_counts_for_its_pull_requests() {
     );
     h.assert_clean();
 }
+
+/// Groups back from the splits of a failed batch go back to wait before their result (the
+/// queue is paused and the target moves): they keep to their splits when tested again, not
+/// batched together into the set that failed.
+#[test]
+fn pull_requests_back_from_a_split_stay_with_it_when_their_group_goes_back_to_wait() {
+    use mq_core::settings::RequestedState;
+    let mut h = batching(4, 2);
+    for pr in 1..=4 {
+        h.submit(pr);
+    }
+    h.fail_pr(1);
+    h.pass(&h.run_of(1));
+    h.pass(&h.run_of(3));
+    assert_eq!((tested(&h, 1), tested(&h, 3)), (vec![1, 2], vec![3, 4]));
+    let state = |state| SettingsPatch {
+        state: Some(state),
+        ..Default::default()
+    };
+    h.update(state(RequestedState::Paused));
+    h.push_outside();
+    assert_eq!((h.state(1), h.state(3)), (Pending, Pending));
+    h.update(state(RequestedState::Running));
+    assert_eq!((tested(&h, 1), tested(&h, 3)), (vec![1, 2], vec![3, 4]));
+    h.assert_clean();
+}
+
+/// `batchingMinSize` lowered while a batch is bisected: a split back from it is tested in
+/// groups of at most the new size.
+#[test]
+fn a_split_back_in_line_is_tested_in_groups_of_at_most_the_batch_size() {
+    let mut h = batching(4, 1);
+    for pr in 1..=4 {
+        h.submit(pr);
+    }
+    h.fail_pr(1);
+    h.update(SettingsPatch {
+        batching_min_size: Some(1),
+        ..Default::default()
+    });
+    h.pass(&h.run_of(1));
+    assert_eq!(tested(&h, 1), vec![1]);
+    h.assert_clean();
+}

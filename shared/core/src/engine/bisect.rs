@@ -369,7 +369,8 @@ impl Work {
     }
 
     /// Re-runs the split a pull request is in, when it is testing (each of its pull requests
-    /// counts a restart, as in a group's restart); a split still waiting to test is left to.
+    /// counts a restart, as in a group's restart); a split still waiting to test is left as
+    /// it is: it has no run to restart.
     pub fn restart_split(&mut self, pr: PrNumber) {
         let Some((b, i)) = self.split_of(pr) else {
             return;

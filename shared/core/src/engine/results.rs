@@ -292,7 +292,16 @@ impl Work {
         if let Some(why) = why {
             run.reason = Some(why.to_owned());
         }
-        let finished = (run.kind, run.tested.iter().map(|t| t.pr).collect());
+        let finished: (RunKind, Vec<PrNumber>) =
+            (run.kind, run.tested.iter().map(|t| t.pr).collect());
+        if finished.0 == RunKind::Main {
+            // Tested again to a result: no longer only with the split they passed in.
+            for &pr in &finished.1 {
+                if let Some(e) = self.entry_mut(pr) {
+                    e.passed_split = None;
+                }
+            }
+        }
         self.close_test_pull_request(run_id);
         Some(finished)
     }

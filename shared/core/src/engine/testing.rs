@@ -125,10 +125,12 @@ impl Work {
             .is_some_and(|e| !e.no_batch && !e.priority.is_urgent() && e.passed_split.is_none())
     }
 
-    /// `pr` with the waiting entries that passed the same bisection split, in waiting order,
-    /// when batching is on and it is back from one and neither `noBatch` nor urgent; else
-    /// `pr` alone. Each such group is smaller than the batch it was split from, so entries
-    /// that fail only together end up tested apart.
+    /// `pr` with the waiting entries that passed the same bisection split, in waiting order
+    /// and at most `batchingMinSize` of them, when batching is on and it is back from one and
+    /// neither `noBatch` nor urgent; else `pr` alone. Each such group is smaller than the
+    /// batch it was split from, so entries that fail only together end up tested apart. They
+    /// stay with their split until tested to a result (a group restarted before that, its
+    /// entries back in line, keeps them together).
     fn alone_or_with_its_split(&self, waiting: &[PrNumber], pr: PrNumber) -> Vec<PrNumber> {
         let Some(e) = self.entry(pr) else {
             return vec![pr];
@@ -145,6 +147,7 @@ impl Work {
                     o.passed_split.as_ref() == Some(split) && !o.no_batch && !o.priority.is_urgent()
                 })
             })
+            .take(self.cfg().group_size() as usize)
             .collect()
     }
 
@@ -223,7 +226,6 @@ impl Work {
                 e.first_tested_at.get_or_insert(now);
                 if kind == RunKind::Main {
                     e.dependent_prs = dependent_prs.clone();
-                    e.passed_split = None;
                 }
             }
             if kind == RunKind::Main {

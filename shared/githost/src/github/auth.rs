@@ -28,7 +28,8 @@ const JWT_BACKDATE_SECS: u64 = 60;
 const JWT_LIFETIME_SECS: u64 = 540;
 /// How long the App's absence from a repository is remembered (seconds): every request on
 /// such a repository would otherwise ask GitHub again, as the App, whose calls every
-/// installation's tokens depend on. An App installed meanwhile is found this much later.
+/// installation's tokens depend on. Meanwhile a call on it fails for now (to be retried,
+/// as GitHub is asked again once this is over): the App may have been installed since.
 const NOT_INSTALLED_SECS: u64 = 60;
 
 /// How the adapter authenticates.
@@ -272,32 +273,37 @@ impl AppAuth {
     }
 
     /// The App's installation on `repo`, looked up once; its absence is remembered for
-    /// [`NOT_INSTALLED_SECS`].
+    /// [`NOT_INSTALLED_SECS`] (a `NotFound` when GitHub says so, a `Transient` error with
+    /// the rest of that wait while remembered).
     async fn installation(&self, transport: &Transport, repo: &RepoRef) -> HostResult<u64> {
         let key = repo.key();
         if let Some(id) = lock(&self.installations).get(&key) {
             return Ok(*id);
         }
         let now = unix_seconds();
-        let not_installed = || {
-            HostError::NotFound(format!(
+        let absence = || {
+            format!(
                 "the GitHub App {} is not installed on {}",
                 self.app_id,
                 repo.full_name()
-            ))
+            )
         };
         {
             let mut absent = lock(&self.not_installed);
             absent.retain(|_, since| now < *since + NOT_INSTALLED_SECS);
-            if absent.contains_key(&key) {
-                return Err(not_installed());
+            if let Some(since) = absent.get(&key) {
+                let wait = since + NOT_INSTALLED_SECS - now;
+                return Err(HostError::Transient {
+                    message: format!("{} (GitHub is asked again in {wait} s)", absence()),
+                    retry_after: Some(std::time::Duration::from_secs(wait)),
+                });
             }
         }
         let path = format!("{}/installation", repo_path(repo));
         let reply = self.send_as_app(transport, Method::GET, &path).await?;
         if reply.status == StatusCode::NOT_FOUND {
             lock(&self.not_installed).insert(key, now);
-            return Err(not_installed());
+            return Err(HostError::NotFound(absence()));
         }
         let installation: Id = reply.json()?;
         lock(&self.installations).insert(key, installation.id);

@@ -1044,6 +1044,9 @@ async fn metrics_facts_name_a_queue_they_cannot_read_and_read_the_others() {
     assert!(matches!(error, StoreError::Internal(_)), "{error:?}");
 }
 
+type BeforeDeserialization<'a> =
+    aws_sdk_dynamodb::config::interceptors::BeforeDeserializationInterceptorContextMut<'a>;
+
 /// Answers `BatchWriteItem`s as a partition written faster than it takes does: all but the
 /// first of each call's items come back unprocessed (DynamoDB wrote them all here; writing
 /// them again changes nothing).
@@ -1074,7 +1077,7 @@ impl aws_sdk_dynamodb::config::Intercept for Throttle {
 
     fn modify_before_deserialization(
         &self,
-        context: &mut aws_sdk_dynamodb::config::interceptors::BeforeDeserializationInterceptorContextMut<'_>,
+        context: &mut BeforeDeserialization<'_>,
         _components: &aws_sdk_dynamodb::config::RuntimeComponents,
         _cfg: &mut aws_sdk_dynamodb::config::ConfigBag,
     ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {

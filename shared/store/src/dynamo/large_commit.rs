@@ -21,12 +21,13 @@
 //!
 //! A reader that finds a redo reads its parts and applies it to what it read
 //! ([`LiveChanges::apply_to`](mq_core::snapshot::LiveChanges::apply_to)), so it sees the
-//! commit whole. A query reads `#VERSION` first and the queue item last, each as it is then:
-//! it may read the queue item after step 4 and the items between before step 3 wrote them.
-//! `#VERSION` read before step 4 names the redo, and the reader applies it; read after, every
-//! item read after it is as step 3 left it. A writer's commit is conditional on no redo being attached; when it finds
-//! one it finishes applying it (the writer that attached it may have stopped) and reports a
-//! conflict, so the shell retries on the completed state. Applying a redo twice is harmless:
+//! commit whole. A query reads the partition in key order, each item as it is then: `#VERSION`
+//! first, then the effects and entries, then the queue item, then the runs. It may read the
+//! queue item after step 4 and the items before it as they were before step 3. `#VERSION` read
+//! before step 4 names the redo, and the reader applies it; read after, every item read after
+//! it is as step 3 left it. A writer's commit is conditional on no redo being attached; when
+//! it finds one it finishes applying it (the writer that attached it may have stopped) and
+//! reports a conflict, so the shell retries on the completed state. Applying a redo twice is harmless:
 //! every write puts or deletes an item to the value the commit gave it, and the condition
 //! stops a late writer once a newer commit exists.
 //!

@@ -278,9 +278,10 @@ impl DynamoStore {
     }
 
     /// Puts `items` (table, item) outside a transaction, 25 per `BatchWriteItem`, retrying
-    /// unprocessed ones. It gives up only after [`MAX_RETRIES`] calls in a row that wrote
-    /// none of their items: a partition written faster than it takes writes part of each
-    /// call, and a large write goes on while it progresses.
+    /// unprocessed ones, each retry waiting longer (up to 1.6 s). It gives up only after
+    /// [`MAX_RETRIES`] calls in a row that wrote none of their items: a partition written
+    /// faster than it takes writes part of each call, and a large write goes on while it
+    /// progresses.
     pub(crate) async fn batch_put(&self, items: Vec<(String, Item)>) -> StoreResult<()> {
         let mut pending = items
             .into_iter()
@@ -290,7 +291,7 @@ impl DynamoStore {
             })
             .collect::<Result<Vec<_>, aws_sdk_dynamodb::error::BuildError>>()
             .map_err(StoreError::internal)?;
-        let mut stalled = 0;
+        let (mut retries, mut stalled) = (0u32, 0u32);
         while !pending.is_empty() {
             let chunk: Vec<_> = pending
                 .drain(..pending.len().min(MAX_BATCH_WRITE))
@@ -311,7 +312,11 @@ impl DynamoStore {
             let left = pending.len() - before;
             if left > 0 {
                 stalled = if left < sent { 0 } else { stalled + 1 };
-                backoff(stalled, UNPROCESSED).await?;
+                if stalled >= MAX_RETRIES {
+                    return Err(unavailable(UNPROCESSED));
+                }
+                tokio::time::sleep(Duration::from_millis(25 << retries.min(6))).await;
+                retries += 1;
             }
         }
         Ok(())

@@ -132,7 +132,7 @@ pub enum Command {
   mq resume --repo acme/rocket --target main")]
     Resume,
     /// Drain the queue: submissions are refused, running tests finish and what passes merges;
-    /// nothing new starts testing
+    /// pull requests still waiting do not start testing
     #[command(after_help = "Example:
   mq drain --repo acme/rocket --target main")]
     Drain,
@@ -242,7 +242,8 @@ pub struct TargetsArgs {
 #[derive(Debug, Args)]
 pub struct QueueArgs {
     /// Redraw the table in place until interrupted (without a terminal: print it again when
-    /// it changes); once standard output is closed (`| head`), stop at the next redraw, exit 0
+    /// it changes); once standard output is closed (`| head`), stop at the next redraw (the
+    /// next change, without a terminal), exit 0
     #[arg(long)]
     pub watch: bool,
     /// With --watch: time between two redraws

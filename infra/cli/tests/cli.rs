@@ -328,9 +328,9 @@ fn json_lines(stdout: &str) -> Vec<Value> {
         .collect()
 }
 
-/// `mq queue --watch | head -2`: once its reader is gone, `mq` stops at its next redraw,
-/// with exit 0, instead of asking the API forever. With `--json`, each line it printed is a
-/// JSON document.
+/// `mq queue --watch | head -2`: once its reader is gone, `mq` stops at its next redraw
+/// (here the fake API's queue changes at every read), with exit 0, instead of asking the API
+/// forever. With `--json`, each line it printed is a JSON document.
 #[test]
 fn queue_watch_stops_when_its_reader_is_gone() {
     let polls = Mutex::new(0);

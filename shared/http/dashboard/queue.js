@@ -18,7 +18,7 @@ const ACTIONS = [
   { id: 'resume', label: 'Resume', state: 'running', when: ['paused', 'draining'],
     text: 'The queue starts testing and merging again.' },
   { id: 'drain', label: 'Drain', state: 'draining', when: ['running', 'paused'],
-    text: 'New submissions are refused; tests already running finish and what passes merges. Nothing new starts: pull requests still waiting stay until the queue is resumed or they are cancelled.' },
+    text: 'New submissions are refused; tests already running finish and what passes merges. Groups in line that must test again, and bisections, still run; pull requests still waiting do not start: they stay until the queue is resumed or they are cancelled.' },
 ];
 
 export function mount(main, params, app) {

@@ -275,8 +275,8 @@ fn via_urls(
     Ok(Outcome::Done)
 }
 
-/// A report's upload that was received before, as `flaky-tests/upload` says so:
-/// `{upload_id, duplicate: true}`.
+/// A report's upload that was received before: its id and `duplicate: true`, the two fields
+/// by which `flaky-tests/upload` says so (its answer also carries the counts).
 fn received_before(request: &Value) -> Value {
     json!({"upload_id": request["upload_id"], "duplicate": true})
 }

@@ -2,7 +2,7 @@
 
 use clap::Args;
 use mq_core::ids::{OrgId, OwnerRef};
-use mq_githost::github::{GitHubAuth, GitHubConfig, GitHubHost};
+use mq_githost::github::{GitHubAuth, GitHubConfig, GitHubHost, private_key_pem};
 use mq_store::{OwnerLink, OwnerStore, QueueStore, StoreError, TokenStore};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -157,7 +157,7 @@ async fn github_app(args: &AppArgs) -> Result<Option<GitHubHost>, String> {
         &args.github_private_key,
         &args.github_private_key_secret_arn,
     ) {
-        (Some(key), _) => read_private_key(key)?,
+        (Some(key), _) => private_key_pem(key)?,
         (None, Some(arn)) => {
             let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
             mq_lambda::secrets::Secrets::new(&config).read(arn).await?
@@ -177,19 +177,4 @@ async fn github_app(args: &AppArgs) -> Result<Option<GitHubHost>, String> {
         config = config.with_api(url.clone(), mq_lambda::secrets::api_host(url));
     }
     GitHubHost::new(config).map(Some).map_err(|e| e.to_string())
-}
-
-/// The private key `--github-private-key` gives: the value itself when it is a PEM, else the
-/// contents of the file it names (the local gateway's rule, `read_key` in
-/// `infra/local-gateway/src/host.rs`). An error never shows the value: it may be the key.
-fn read_private_key(value: &str) -> Result<String, String> {
-    if value.trim_start().starts_with("-----BEGIN") {
-        return Ok(value.to_owned());
-    }
-    std::fs::read_to_string(value).map_err(|e| {
-        format!(
-            "--github-private-key (MQ_GITHUB_PRIVATE_KEY) is neither a PEM nor a file that can \
-             be read: {e}"
-        )
-    })
 }

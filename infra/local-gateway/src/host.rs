@@ -2,7 +2,7 @@
 
 use clap::Args;
 use mq_githost::GitHost;
-use mq_githost::github::{GitHubAuth, GitHubConfig, GitHubHost};
+use mq_githost::github::{GitHubAuth, GitHubConfig, GitHubHost, private_key_pem};
 use mq_githost::local::{CiConfig, LocalGitHost, StatusRecorded};
 use mq_githost::webhook::WebhookReceiver;
 use std::path::PathBuf;
@@ -114,18 +114,10 @@ fn github_auth(args: &HostArgs) -> Result<Option<GitHubAuth>, String> {
     ) {
         (Some(app_id), Some(key), _) => Ok(Some(GitHubAuth::App {
             app_id: *app_id,
-            private_key_pem: read_key(key)?,
+            private_key_pem: private_key_pem(key)?,
         })),
         (Some(_), None, _) => Err("--github-app-id needs --github-private-key".to_owned()),
         (None, _, Some(token)) => Ok(Some(GitHubAuth::Token(token.clone()))),
         (None, _, None) => Ok(None),
     }
-}
-
-/// The PEM itself, or the contents of the file it names.
-fn read_key(value: &str) -> Result<String, String> {
-    if value.trim_start().starts_with("-----BEGIN") {
-        return Ok(value.to_owned());
-    }
-    std::fs::read_to_string(value).map_err(|e| format!("cannot read the private key {value}: {e}"))
 }

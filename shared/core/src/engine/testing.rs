@@ -5,7 +5,7 @@
 use super::line::key_of;
 use super::work::Work;
 use super::{BranchPr, Effect};
-use crate::entry::{EntryState, ImpactedTargets};
+use crate::entry::{Entry, EntryState, ImpactedTargets};
 use crate::ids::PrNumber;
 use crate::run::{
     LinePlace, MAX_RUN_TARGETS_BYTES, MergeStamp, RunKind, RunStatus, TestRun, TestedPr,
@@ -122,7 +122,7 @@ impl Work {
     /// bisection split that passed (those go with their split).
     fn batchable(&self, pr: PrNumber) -> bool {
         self.entry(pr)
-            .is_some_and(|e| !e.no_batch && !e.priority.is_urgent() && e.passed_split.is_none())
+            .is_some_and(|e| !tested_alone(e) && e.passed_split.is_none())
     }
 
     /// `pr` with the waiting entries that passed the same bisection split, in waiting order
@@ -132,21 +132,14 @@ impl Work {
     /// stay with their split until tested to a result (a group restarted before that, its
     /// entries back in line, keeps them together).
     fn alone_or_with_its_split(&self, waiting: &[PrNumber], pr: PrNumber) -> Vec<PrNumber> {
-        let Some(e) = self.entry(pr) else {
+        let split = self.entry(pr).and_then(split_tested_with);
+        let Some(split) = split.filter(|_| self.cfg().batch) else {
             return vec![pr];
-        };
-        let split = match &e.passed_split {
-            Some(split) if self.cfg().batch && !e.no_batch && !e.priority.is_urgent() => split,
-            _ => return vec![pr],
         };
         waiting
             .iter()
             .copied()
-            .filter(|&other| {
-                self.entry(other).is_some_and(|o| {
-                    o.passed_split.as_ref() == Some(split) && !o.no_batch && !o.priority.is_urgent()
-                })
-            })
+            .filter(|&other| self.entry(other).and_then(split_tested_with) == Some(split))
             .take(self.cfg().group_size() as usize)
             .collect()
     }
@@ -362,4 +355,14 @@ fn stamp_of(run: &TestRun) -> MergeStamp {
         run_id: run.id.clone(),
         at: run.stamped_at.unwrap_or(run.created_at),
     }
+}
+
+/// Tested alone, whatever batching says: `noBatch`, or urgent.
+fn tested_alone(e: &Entry) -> bool {
+    e.no_batch || e.priority.is_urgent()
+}
+
+/// The bisection split that passed which `e` is tested with, unless it is tested alone.
+fn split_tested_with(e: &Entry) -> Option<&str> {
+    e.passed_split.as_deref().filter(|_| !tested_alone(e))
 }

@@ -32,6 +32,21 @@ const JWT_LIFETIME_SECS: u64 = 540;
 /// as GitHub is asked again once this is over): the App may have been installed since.
 const NOT_INSTALLED_SECS: u64 = 60;
 
+/// The App's private key given by `--github-private-key` (`MQ_GITHUB_PRIVATE_KEY`): the value
+/// itself when it is a PEM, else the contents of the file it names. An error never shows the
+/// value: it may be the key.
+pub fn private_key_pem(value: &str) -> Result<String, String> {
+    if value.trim_start().starts_with("-----BEGIN") {
+        return Ok(value.to_owned());
+    }
+    std::fs::read_to_string(value).map_err(|e| {
+        format!(
+            "--github-private-key (MQ_GITHUB_PRIVATE_KEY) is neither a PEM nor a file that can \
+             be read: {e}"
+        )
+    })
+}
+
 /// How the adapter authenticates.
 #[derive(Clone)]
 pub enum GitHubAuth {

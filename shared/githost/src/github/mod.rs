@@ -21,7 +21,7 @@ mod signing;
 mod transport;
 pub(crate) mod wire;
 
-pub use auth::GitHubAuth;
+pub use auth::{GitHubAuth, private_key_pem};
 pub use transport::RetryPolicy;
 
 use crate::comment::{COMMENT_MARKER, reply_marker};

@@ -948,13 +948,17 @@ fn listed_queues(items: Vec<Item>) -> Vec<Queue> {
 }
 
 fn listed_queue(item: Item) -> Option<Queue> {
-    let error = match from_item::<Queue>(item.clone()) {
+    let naming: Item = QUEUE_NAMED
+        .iter()
+        .filter_map(|&name| Some((name.to_owned(), item.get(name)?.clone())))
+        .collect();
+    let error = match from_item::<Queue>(item) {
         Ok(queue) => return Some(queue),
         Err(e) => e,
     };
-    match from_item::<QueueNamed>(item) {
+    match from_item::<QueueNamed>(naming) {
         Ok(named) => {
-            let queue = named.id.clone();
+            let queue = &named.id;
             tracing::error!(%queue, %error, "a queue item read in part is listed by its name");
             Some(named.into_queue())
         }
@@ -964,6 +968,9 @@ fn listed_queue(item: Item) -> Option<Queue> {
         }
     }
 }
+
+/// The attributes of a queue item that name its queue ([`QueueNamed`]'s fields).
+const QUEUE_NAMED: [&str; 5] = ["id", "org", "repo", "branch", "created_at"];
 
 /// What names a queue in its item.
 #[derive(serde::Deserialize)]

@@ -105,8 +105,13 @@ pub(crate) async fn backoff(retry: u32, gave_up: &str) -> StoreResult<()> {
     if retry >= MAX_RETRIES {
         return Err(unavailable(gave_up));
     }
-    tokio::time::sleep(Duration::from_millis(25 << retry.min(6))).await;
+    tokio::time::sleep(retry_delay(retry)).await;
     Ok(())
+}
+
+/// The wait before retry number `retry` (0 first): 25 ms, doubling up to 1.6 s.
+fn retry_delay(retry: u32) -> Duration {
+    Duration::from_millis(25 << retry.min(6))
 }
 
 /// A failed transaction.
@@ -315,7 +320,7 @@ impl DynamoStore {
                 if stalled >= MAX_RETRIES {
                     return Err(unavailable(UNPROCESSED));
                 }
-                tokio::time::sleep(Duration::from_millis(25 << retries.min(6))).await;
+                tokio::time::sleep(retry_delay(retries)).await;
                 retries += 1;
             }
         }

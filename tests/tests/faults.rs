@@ -943,6 +943,46 @@ async fn a_pause_answered_before_a_merge_is_sent_stops_it() {
     env.wait_for_state(&repo, 2, "merged").await;
 }
 
+/// A merge that did not reach the Git host before the queue was paused (here its attempt
+/// failed; a request that ran out of time leaves one unsent alike) is not sent while the queue
+/// is paused, and does not hold the line for the whole pause: once nothing can be sending it,
+/// the tick asks the host, finds it is not on the target, and withdraws it. The pull request
+/// can then be cancelled (while its merge was under way, that answered 409), and a pull
+/// request that stays is merged when the queue runs again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_merge_not_sent_before_a_pause_is_withdrawn_by_the_tick() {
+    let (env, repo, host) = with_faulty_host(json!({"concurrency": 2}), 2).await;
+    let main_before = repo.head("main").unwrap();
+    host.fail_merges(1, MergeFault::Before);
+    env.submit(&repo, 1).await;
+    env.submit(&repo, 2).await;
+    env.pass(&repo, 1).await;
+    env.wait_for_state(&repo, 1, "tests_passed").await;
+    assert_eq!(pending_merges(&env, &repo).await, [1], "its attempt failed");
+    env.update_queue(&repo, json!({"state": "paused"})).await;
+    let cancel = env.pr_call("cancelPullRequest", &repo, 1).await;
+    assert_eq!(
+        cancel.status, 409,
+        "its merge is under way: {}",
+        cancel.body
+    );
+
+    tick_later(&env).await;
+    assert!(pending_merges(&env, &repo).await.is_empty(), "withdrawn");
+    assert!(repo.moves("main").is_empty(), "not sent while paused");
+    assert_eq!(env.pull_request(&repo, 1).await["state"], "tests_passed");
+    let cancel = env.pr_call("cancelPullRequest", &repo, 1).await;
+    assert_eq!(cancel.status, 200, "{}", cancel.body);
+    env.wait_for_state(&repo, 1, "cancelled").await;
+
+    env.update_queue(&repo, json!({"state": "running"})).await;
+    env.pass(&repo, 2).await;
+    tick_later(&env).await;
+    env.wait_for_state(&repo, 2, "merged").await;
+    assert_ne!(repo.head("main").unwrap(), main_before);
+    assert_eq!(repo.history_subjects("main"), ["Change 2 (#2)"]);
+}
+
 /// Deleting a queue carries out the effects left in its outbox first: a pull request cancelled
 /// while the Git host failed left its run's branch (and CI) to delete, and the delete deletes
 /// it instead of leaving it behind. While the host still fails, the queue is not deleted (503,

@@ -131,8 +131,8 @@ pub enum Command {
     #[command(after_help = "Example:
   mq resume --repo acme/rocket --target main")]
     Resume,
-    /// Drain the queue: submissions are refused, running tests finish and what passes merges;
-    /// pull requests still waiting do not start testing
+    /// Drain the queue: submissions are refused, running tests finish and what passes merges
+    /// (groups in line that must test again still do); pull requests never tested do not start
     #[command(after_help = "Example:
   mq drain --repo acme/rocket --target main")]
     Drain,

@@ -553,10 +553,13 @@ fn batch_of_four_failing() -> Harness {
 }
 
 /// A batch that fails while its queue drains is still bisected: its pull requests are in
-/// line, and the innocent ones go back to the queue instead of waiting in pending_failure.
+/// line, and the innocent ones are tested again with their split and merge, as they would on
+/// a running queue: the drain finishes the line. Pull requests submitted after the batch
+/// started do not start.
 #[test]
 fn a_batch_failing_while_the_queue_drains_is_bisected() {
     let mut h = batch_of_four_failing();
+    h.submit(5);
     h.update(SettingsPatch {
         state: Some(mq_core::settings::RequestedState::Draining),
         ..Default::default()
@@ -566,19 +569,32 @@ fn a_batch_failing_while_the_queue_drains_is_bisected() {
     assert_eq!(h.content_of(&h.run_of(3)), vec![3, 4]);
     h.fail_pr(1);
     h.pass_pr(3);
-    assert_eq!((h.state(3), h.state(4)), (Pending, Pending));
+    assert_eq!(
+        (h.state(3), h.state(4)),
+        (Testing, Testing),
+        "with their split"
+    );
+    assert_eq!(h.content_of(&h.run_of(3)), vec![3, 4]);
     h.fail_pr(1);
     h.pass_pr(2);
     assert_eq!(h.state(1), Failed);
-    assert_eq!(h.state(2), Pending);
-    assert_eq!(h.testing_runs().len(), 0, "nothing new starts");
+    assert_eq!(h.state(2), Pending, "waits for a testing slot");
+    h.pass_pr(3);
+    assert_eq!(h.merged_prs(), vec![3, 4]);
+    assert_eq!(h.state(2), Testing);
+    h.pass_pr(2);
+    assert_eq!(h.merged_prs(), vec![3, 4, 2]);
+    assert_eq!(h.state(5), Pending, "nothing new starts");
+    assert_eq!(h.testing_runs().len(), 0);
     h.assert_clean();
 }
 
 /// Group [1, 2] passed ahead of batch [3, 4], which fails while the queue is paused (so [1, 2]
-/// waits to merge); a push to the target then sends [1, 2] back to be tested again. Draining,
-/// or switching modes, the queue starts no new group: the bisection of [3, 4] does not wait
-/// for [1, 2] to pass again, and the queue's failure is decided (a switch then ends).
+/// waits to merge); a push to the target then sends [1, 2] back to be tested again. Switching
+/// modes, the queue starts no new group: the bisection of [3, 4] does not wait for [1, 2] to
+/// pass again, and the queue's failure is decided (the switch then ends). Draining, [1, 2] was
+/// in line and tests again, and the bisection goes on once it merged. A draft #1 is not
+/// waited for either way.
 #[test]
 fn a_bisection_goes_on_when_the_groups_it_was_tested_on_cannot_test_again() {
     use mq_core::settings::{QueueMode, QueueState, RequestedState};
@@ -901,9 +917,9 @@ fn skipping_redundant_tests_implies_nothing_once_the_base_of_the_bisection_chang
 
 /// Batch [4, 5] fails on group [2, 3] ahead of it (#5 clashes with #2). [2, 3] is then sent back
 /// to wait while the queue starts nothing new (a switch to `merge_commit` restarts it, #1 having
-/// landed as a squash, on a paused queue), and the queue drains: the splits are tested without
-/// [2, 3], so the batch's failure implies nothing of them. Skipping redundant tests, [5] is still
-/// tested after [4] passes, and does not fail.
+/// landed as a squash, on a paused queue), and the queue switches modes: the splits are tested
+/// without [2, 3], so the batch's failure implies nothing of them. Skipping redundant tests, [5]
+/// is still tested after [4] passes, and does not fail.
 #[test]
 fn a_bisection_tested_without_groups_left_waiting_implies_nothing() {
     use mq_core::settings::{MergeMethod, RequestedState};
@@ -936,7 +952,11 @@ fn a_bisection_tested_without_groups_left_waiting_implies_nothing() {
     });
     assert_eq!((h.state(2), h.state(3)), (Pending, Pending));
     h.update(SettingsPatch {
-        state: Some(RequestedState::Draining),
+        mode: Some(mq_core::settings::QueueMode::Parallel),
+        ..Default::default()
+    });
+    h.update(SettingsPatch {
+        state: Some(RequestedState::Running),
         ..Default::default()
     });
     for _ in 0..10 {

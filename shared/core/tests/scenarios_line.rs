@@ -1603,6 +1603,31 @@ fn a_run_whose_branch_someone_keeps_pushing_to_fails_saying_why() {
     h.assert_clean();
 }
 
+/// A restart is a new run on a new branch: pushes found on the branch of the run it replaces
+/// do not count towards its own three.
+#[test]
+fn a_restarted_run_counts_pushes_to_its_own_branch_only() {
+    let mut h = queue(1);
+    h.submit(1);
+    let push = |h: &mut Harness, id: &str, n: u32| {
+        h.ok(Event::BranchObserved {
+            run_id: id.to_owned(),
+            sha: Some(mq_core::ids::Sha::new(format!("{n:x}").repeat(40))),
+        });
+    };
+    let first = h.run_of(1);
+    push(&mut h, &first, 1);
+    push(&mut h, &first, 2);
+    h.ok(Event::Restart { pr: 1 });
+    let second = h.run_of(1);
+    assert_ne!(second, first);
+    push(&mut h, &second, 3);
+    assert_eq!(h.state(1), Testing, "one push on its own branch");
+    h.pass_pr(1);
+    assert_eq!(h.state(1), Merged);
+    h.assert_clean();
+}
+
 /// A run whose branch is gone has it built again, with the same stamps.
 #[test]
 fn a_run_whose_branch_is_gone_has_it_built_again() {

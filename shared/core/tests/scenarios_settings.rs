@@ -107,6 +107,78 @@ fn a_merge_withdrawn_on_a_paused_queue_is_emitted_again_when_it_runs() {
     );
 }
 
+/// A merge whose step came before a pause, and that was never sent (the request that emitted
+/// it ran out of time), is not sent by the tick while the queue is paused. Once its lease is
+/// over and the tick finds it is not on the target, it is withdrawn: the pull request can be
+/// cancelled meanwhile, and the merge is emitted again when the queue runs. A read made while
+/// the lease still ran proves nothing: the request may be sending it.
+#[test]
+fn a_merge_never_sent_is_withdrawn_once_the_tick_finds_it_not_landed_on_a_paused_queue() {
+    use mq_core::engine::EFFECT_LEASE_MS;
+    let mut h = queue(2);
+    h.auto_execute = false;
+    h.submit(1);
+    h.submit(2);
+    h.execute_all();
+    h.pass_pr(1);
+    let merge = |h: &Harness| {
+        let mut merges = h.snap.outbox.iter();
+        merges
+            .find(|x| matches!(x.effect, Effect::Merge { .. }))
+            .cloned()
+    };
+    let never_sent = merge(&h).expect("the merge emitted");
+    h.pending.clear();
+    set_state(&mut h, RequestedState::Paused);
+    h.ok(Event::MergeNotLanded {
+        effect_id: never_sent.id.clone(),
+        read_at: never_sent.created_at.plus_millis(EFFECT_LEASE_MS - 1),
+    });
+    assert_eq!(
+        merge(&h),
+        Some(never_sent.clone()),
+        "in its lease: may be sent"
+    );
+    h.advance_minutes(1);
+    h.tick();
+    assert!(
+        h.pending.iter().all(|x| x.id != never_sent.id),
+        "not sent while paused"
+    );
+    h.ok(Event::MergeNotLanded {
+        effect_id: never_sent.id.clone(),
+        read_at: h.now,
+    });
+    assert!(merge(&h).is_none(), "withdrawn");
+    assert_eq!(h.state(1), TestsPassed);
+    set_state(&mut h, RequestedState::Running);
+    let again = merge(&h).expect("emitted again when the queue runs");
+    assert_ne!(again.id, never_sent.id);
+    h.execute_all();
+    assert_eq!(h.merged_prs(), vec![1]);
+
+    h.pass_pr(2);
+    let never_sent = merge(&h).expect("#2's merge emitted");
+    h.pending.clear();
+    set_state(&mut h, RequestedState::Paused);
+    let cancel = Event::Cancel {
+        pr: 2,
+        reason: mq_core::engine::CancelReason::Api,
+    };
+    assert!(h.apply(cancel.clone()).is_err(), "its merge is under way");
+    h.advance_minutes(1);
+    h.ok(Event::MergeNotLanded {
+        effect_id: never_sent.id.clone(),
+        read_at: h.now,
+    });
+    h.ok(cancel);
+    assert_eq!(h.state(2), Cancelled, "no merge under way once withdrawn");
+    set_state(&mut h, RequestedState::Running);
+    assert!(merge(&h).is_none());
+    assert_eq!(h.merged_prs(), vec![1]);
+    h.assert_clean();
+}
+
 /// With optimistic merge, a group that fails while the queue is paused waits for the groups
 /// that start behind it once it is resumed: a pause does not turn a flake that a pass behind
 /// would clear into a failure.
@@ -218,6 +290,73 @@ fn groups_a_push_restarts_while_draining_test_again_and_merge() {
     h.pass_pr(2);
     assert_eq!(h.merged_prs(), vec![1, 2]);
     assert_eq!(h.state(3), Pending, "nothing new starts");
+    h.assert_clean();
+}
+
+/// A group in line that must test again while the queue drains, and finds no testing slot
+/// free, waits in `pending` and tests when a slot frees: it was in line, and the drain
+/// finishes the line; a pull request never tested does not start. Here #2 passed behind #1,
+/// which let #3 start; a push restarts all three.
+#[test]
+fn a_group_restarted_without_a_free_slot_while_draining_tests_when_one_frees() {
+    let mut h = queue(2);
+    h.submit(1);
+    h.submit(2);
+    h.pass_pr(2);
+    h.submit(3);
+    h.submit(4);
+    assert_eq!(
+        (h.state(1), h.state(2), h.state(3), h.state(4)),
+        (Testing, TestsPassed, Testing, Pending)
+    );
+    set_state(&mut h, RequestedState::Draining);
+    h.push_outside();
+    assert_eq!(h.state(3), Pending, "no testing slot");
+    h.pass_pr(1);
+    h.pass_pr(2);
+    assert_eq!(h.merged_prs(), vec![1, 2]);
+    assert_eq!(h.state(3), Testing, "a slot freed");
+    h.pass_pr(3);
+    assert_eq!(h.merged_prs(), vec![1, 2, 3]);
+    assert_eq!(h.state(4), Pending, "nothing new starts");
+    h.assert_clean();
+}
+
+/// A pull request sent back to wait while the queue was paused (a push restarted its group),
+/// and then drained, tests again: it was in line.
+#[test]
+fn a_group_sent_back_while_paused_tests_again_once_the_queue_drains() {
+    let mut h = queue(1);
+    h.submit(1);
+    h.submit(2);
+    set_state(&mut h, RequestedState::Paused);
+    h.push_outside();
+    assert_eq!((h.state(1), h.state(2)), (Pending, Pending));
+    set_state(&mut h, RequestedState::Draining);
+    assert_eq!((h.state(1), h.state(2)), (Testing, Pending));
+    h.pass_pr(1);
+    assert_eq!(h.merged_prs(), vec![1]);
+    assert_eq!(h.state(2), Pending, "never tested: nothing new starts");
+    h.assert_clean();
+}
+
+/// A lower `concurrency` while the queue drains sends the groups testing beyond it back to
+/// wait, and they test again when a slot frees.
+#[test]
+fn a_lower_concurrency_while_draining_tests_the_groups_beyond_it_later() {
+    let mut h = queue(2);
+    h.submit(1);
+    h.submit(2);
+    set_state(&mut h, RequestedState::Draining);
+    h.update(SettingsPatch {
+        concurrency: Some(1),
+        ..Default::default()
+    });
+    assert_eq!(h.state(2), Pending);
+    h.pass_pr(1);
+    assert_eq!(h.state(2), Testing);
+    h.pass_pr(2);
+    assert_eq!(h.merged_prs(), vec![1, 2]);
     h.assert_clean();
 }
 

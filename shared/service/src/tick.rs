@@ -21,7 +21,7 @@ use super::owners;
 use crate::app::App;
 use crate::error::ServiceError;
 use futures_util::StreamExt;
-use mq_core::effects::PendingEffect;
+use mq_core::effects::{Effect, PendingEffect};
 use mq_core::engine::{Event, view};
 use mq_core::ids::{QueueId, Sha};
 use mq_core::run::{RunStatus, TestRun};
@@ -319,7 +319,7 @@ async fn advance(app: &App, id: &QueueId, until: Deadlines) -> Result<Ticked, Se
     }
     warn_stuck(&snapshot, app.now());
     let mut events = match app.githost.as_deref() {
-        Some(host) => host_reads(host, &snapshot, until.reads).await,
+        Some(host) => host_reads(host, &snapshot, app.now(), until.reads).await,
         None => Vec::new(),
     };
     events.push(Event::Tick);
@@ -358,11 +358,13 @@ fn warn_stuck(snapshot: &QueueSnapshot, now: Timestamp) {
 
 /// What the Git host says that the queue may have missed, as events: what CI reported on the
 /// test branches in flight (the engine ignores what it already knows), where those branches
-/// are, and the merges already on the target. A read not answered now, or by `until`, is the
-/// next tick's.
+/// are, and the merges already on the target (on a paused queue, also those not: see
+/// [`landed_of`]). A read not answered now, or by `until`, is the next tick's. The reads start
+/// at `read_at` or later.
 async fn host_reads(
     host: &dyn GitHost,
     snapshot: &QueueSnapshot,
+    read_at: Timestamp,
     until: tokio::time::Instant,
 ) -> Vec<Event> {
     let queue = &snapshot.queue;
@@ -381,7 +383,7 @@ async fn host_reads(
         .map(|&(run, _)| branch_of(host, queue, run, until));
     events.extend(a_few_at_once(branches.collect()).await);
     let waiting = snapshot.outbox.iter().filter(|x| !x.held);
-    let landed = waiting.map(|pending| landed_of(host, queue, pending, until));
+    let landed = waiting.map(|pending| landed_of(host, queue, pending, read_at, until));
     events.extend(a_few_at_once(landed.collect()).await);
     events
 }
@@ -412,22 +414,30 @@ async fn branch_of(
     }
 }
 
-/// `pending` as done, if it is a merge already on the target.
+/// `pending` as done, if it is a merge already on the target. On a paused queue, a merge the
+/// Git host answers is not on the target is said so (`Event::MergeNotLanded`, read at
+/// `read_at` or later): the engine withdraws it if nothing could have been sending it then.
 async fn landed_of(
     host: &dyn GitHost,
     queue: &Queue,
     pending: &PendingEffect,
+    read_at: Timestamp,
     until: tokio::time::Instant,
 ) -> Vec<Event> {
     let read = effects::landed(host, queue, &pending.effect);
     let what = format!("whether effect {} landed", pending.id);
-    match answer(until, &what, read).await.flatten() {
-        Some(outcome) => vec![Event::EffectSucceeded {
-            effect_id: pending.id.clone(),
-            outcome,
-        }],
-        None => Vec::new(),
+    let effect_id = pending.id.clone();
+    match answer(until, &what, read).await {
+        Some(Some(outcome)) => vec![Event::EffectSucceeded { effect_id, outcome }],
+        Some(None) if is_merge(pending) && queue.mode_and_state().is_paused() => {
+            vec![Event::MergeNotLanded { effect_id, read_at }]
+        }
+        _ => Vec::new(),
     }
+}
+
+fn is_merge(pending: &PendingEffect) -> bool {
+    matches!(pending.effect, Effect::Merge { .. })
 }
 
 /// What CI reported on `sha`, the commit of `run`, as events.

@@ -107,6 +107,15 @@ pub enum Event {
     MergeWithdrawn {
         effect_id: String,
     },
+    /// The tick asked the Git host whether a merge in the outbox landed, at `read_at`, and
+    /// it had not. On a paused queue, a merge that nothing could have been sending then (its
+    /// lease, or its wait before a retry, was over) is withdrawn as if found paused before
+    /// it was sent: the tick does not send merges while the queue is paused, so it would
+    /// otherwise stay in flight for the whole pause (see `Work::merge_not_landed`).
+    MergeNotLanded {
+        effect_id: String,
+        read_at: Timestamp,
+    },
     /// What the test branch of run `run_id` points at on the Git host now (`None`: it does
     /// not exist), as the tick reads it for runs in progress. A branch gone, or at another
     /// commit than the one the run recorded, is built again.

@@ -180,6 +180,7 @@ impl Work {
         run.reason = None;
         run.host_error = None;
         run.stamped_at = None;
+        run.pushes_discarded = 0;
         run.held = !(slot_after && self.can_rerun());
         let prs = self.active_prs(&old);
         for &pr in &prs {

@@ -218,6 +218,10 @@ impl Work {
                 self.merge_withdrawn(effect_id);
                 Ok(())
             }
+            Event::MergeNotLanded { effect_id, read_at } => {
+                self.merge_not_landed(effect_id, *read_at);
+                Ok(())
+            }
             Event::BranchObserved { run_id, sha } => {
                 self.branch_observed(run_id, sha.as_ref());
                 Ok(())

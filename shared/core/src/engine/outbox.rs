@@ -173,13 +173,37 @@ impl Work {
         let first_lease = |x: &PendingEffect| {
             x.attempts == 0 && x.next_attempt_at == x.created_at.plus_millis(EFFECT_LEASE_MS)
         };
-        let withdrawn = self
+        let in_first_lease = self.s.outbox.iter().any(|x| x.id == id && first_lease(x));
+        if in_first_lease {
+            self.withdraw_merge(id);
+        }
+    }
+
+    /// The Git host said, at `read_at`, that the merge `id` had not landed
+    /// ([`super::Event::MergeNotLanded`]). While the queue is paused the tick does not send
+    /// merges, and one whose step came before the pause but that was never sent (the request
+    /// ran out of time, or died) would otherwise hold the line for the whole pause: its pull
+    /// requests could not be cancelled, pushes to the target would wait for it. Withdrawn when
+    /// nothing could have been sending it at `read_at` (its lease, or its wait before a
+    /// retry, was over: an execution stops before its lease ends), so it is not on the target
+    /// and will not be.
+    pub fn merge_not_landed(&mut self, id: &str, read_at: Timestamp) {
+        let idle = self
             .s
             .outbox
             .iter()
-            .find(|x| x.id == id)
-            .filter(|x| first_lease(x));
-        let Some(Effect::Merge { run_id, prs, .. }) = withdrawn.map(|x| x.effect.clone()) else {
+            .any(|x| x.id == id && x.next_attempt_at <= read_at);
+        if idle {
+            self.withdraw_merge(id);
+        }
+    }
+
+    /// Takes the merge `id` out of the outbox while the queue is paused: a group's merge is
+    /// emitted again when the queue runs; a direct merge's pull request goes back to
+    /// `pending`.
+    fn withdraw_merge(&mut self, id: &str) {
+        let merge = self.s.outbox.iter().find(|x| x.id == id);
+        let Some(Effect::Merge { run_id, prs, .. }) = merge.map(|x| x.effect.clone()) else {
             return;
         };
         if self.can_merge() {

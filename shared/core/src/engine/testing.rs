@@ -12,14 +12,14 @@ use crate::run::{
 };
 
 impl Work {
-    /// Ready entries waiting for a test, in the order they will be taken: by priority value,
-    /// then submission.
+    /// Ready entries waiting for a test that may start now ([`Self::may_start`]), in the
+    /// order they will be taken: by priority value, then submission.
     pub fn waiting(&self) -> Vec<PrNumber> {
         let mut waiting: Vec<_> = self
             .s
             .entries
             .iter()
-            .filter(|e| e.state == EntryState::Pending && e.current_run.is_none())
+            .filter(|e| self.may_start(e))
             .map(|e| (e.priority.value, e.seq, e.pr))
             .collect();
         waiting.sort_unstable();
@@ -31,25 +31,32 @@ impl Work {
         self.s
             .entries
             .iter()
-            .filter(|e| e.state == EntryState::Pending && e.current_run.is_none())
+            .filter(|e| self.may_start(e))
             .min_by_key(|e| (e.priority.value, e.seq))
             .map(|e| e.pr)
     }
 
-    /// Starts groups while the queue runs and slots are free (a group whose branch conflicted
-    /// keeps its slot until its failure is decided). An urgent entry at the front starts
-    /// even when every slot is busy: groups behind it restart on top of it, and those beyond
-    /// the concurrency limit drop back to `pending`.
+    /// Whether `e` waits for a test and may start one: any such entry while the queue runs;
+    /// while it drains, one tested before (nothing new starts, but a pull request that was
+    /// in line and went back to wait, its group restarted without a free slot or back from
+    /// a bisection split that passed, is tested again: the drain finishes the line).
+    pub fn may_start(&self, e: &Entry) -> bool {
+        let waits = e.state == EntryState::Pending && e.current_run.is_none();
+        waits && (self.can_start() || (self.draining() && e.first_tested_at.is_some()))
+    }
+
+    /// Starts groups of the entries that may start ([`Self::may_start`]) while slots are
+    /// free (a group whose branch conflicted keeps its slot until its failure is decided).
+    /// While the queue runs, an urgent entry at the front starts even when every slot is
+    /// busy: groups behind it restart on top of it, and those beyond the concurrency limit
+    /// drop back to `pending`.
     pub fn fill(&mut self) -> bool {
         let mut started = false;
-        while self.can_start() {
-            let Some(head) = self.first_waiting() else {
-                break;
-            };
+        while let Some(head) = self.first_waiting() {
             let urgent = self.entry(head).is_some_and(|e| e.priority.is_urgent());
             let busy = self.main_in_flight() + self.conflicted_waiting();
             let slot = busy < self.cfg().concurrency as usize;
-            let preempts = urgent && self.can_preempt();
+            let preempts = urgent && self.can_start() && self.can_preempt();
             if !slot && !preempts {
                 break;
             }
@@ -108,7 +115,8 @@ impl Work {
             .take_while(|&pr| self.batchable(pr))
             .take(size)
             .collect();
-        if batch.len() >= size || self.batch_wait_over(&batch) {
+        // A draining queue takes no new pull request: a batch would wait for nothing.
+        if batch.len() >= size || self.batch_wait_over(&batch) || self.draining() {
             return Some(batch);
         }
         waiting

@@ -75,6 +75,14 @@ impl Work {
         self.s.queue.state == QueueState::Running
     }
 
+    /// The queue drains: nothing new starts, and what is in line finishes, pull requests that
+    /// went back to wait after being tested included ([`Self::may_start`]). (A mode switch ends
+    /// once the line is empty, and the queue then runs: what waits in `pending` starts then,
+    /// in the new mode.)
+    pub fn draining(&self) -> bool {
+        self.s.queue.state == QueueState::Draining
+    }
+
     /// Merges happen in every state but `paused` (also while a paused queue switches
     /// modes: it merges only once resumed).
     pub fn can_merge(&self) -> bool {

@@ -13,6 +13,7 @@ use e2e::requests::{get, post};
 use e2e::timeline::{Event::*, Timeline};
 use e2e::{TestClock, register_organisations};
 use lambda_http::{Body, Request, Response};
+use mq_core::engine::BranchPr;
 use mq_core::git::{PrFacts, RequiredStatuses};
 use mq_core::ids::{PrNumber, Sha};
 use mq_core::ids::{QueueId, RepoRef};
@@ -367,6 +368,10 @@ impl GitHost for Replayed {
         request: &MergeRequest,
     ) -> HostResult<Option<Sha>> {
         self.inner.merge_landed(repo, request).await
+    }
+
+    async fn close_landed_pull_request(&self, repo: &RepoRef, pr: &BranchPr) -> HostResult<()> {
+        self.inner.close_landed_pull_request(repo, pr).await
     }
 
     async fn delete_branch(&self, _: &RepoRef, _: &str) -> HostResult<()> {

@@ -39,6 +39,14 @@ pub enum Effect {
         expected_target_sha: Option<Sha>,
         tested_sha: Option<Sha>,
     },
+    /// Close a pull request whose changes a merge landed as commits of its own (`squash`,
+    /// `rebase` with a tested commit): GitHub marks a pull request merged only when its own
+    /// head lands. Left as it is when no longer open, or pushed to since `pr.head_sha`. Its
+    /// own effect, so that a close that keeps failing neither holds up nor fails the merge,
+    /// which landed.
+    CloseLandedPullRequest {
+        pr: BranchPr,
+    },
     /// Post, or update in place, the queue's comment on a pull request.
     PostComment {
         pr: PrNumber,

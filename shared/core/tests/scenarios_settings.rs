@@ -179,6 +179,73 @@ fn a_merge_never_sent_is_withdrawn_once_the_tick_finds_it_not_landed_on_a_paused
     h.assert_clean();
 }
 
+/// Under `squash` and `rebase` the pull requests of a merge that landed are closed by an effect
+/// of their own, emitted once the merge is recorded: one the Git host keeps failing is given up
+/// without failing the pull request, which stays merged, and without holding up the next
+/// merge. Under `merge_commit` (GitHub marks them merged) and for a direct merge nothing is
+/// closed.
+#[test]
+fn pull_requests_whose_changes_landed_rewritten_are_closed_by_an_effect_of_their_own() {
+    for method in [
+        MergeMethod::Squash,
+        MergeMethod::Rebase,
+        MergeMethod::MergeCommit,
+    ] {
+        let mut h = Harness::with(SettingsPatch {
+            concurrency: Some(2),
+            merge_method: Some(method),
+            ..Default::default()
+        });
+        h.submit(1);
+        h.submit(2);
+        h.auto_execute = false;
+        h.pass_pr(1);
+        let merge = h
+            .pending
+            .iter()
+            .find(|x| matches!(x.effect, Effect::Merge { .. }))
+            .cloned()
+            .expect("#1's merge");
+        let merged = h.execute(&merge.effect);
+        h.ok(Event::EffectSucceeded {
+            effect_id: merge.id,
+            outcome: merged,
+        });
+        assert_eq!(h.state(1), Merged, "{method:?}");
+        let closes: Vec<_> = h
+            .snap
+            .outbox
+            .iter()
+            .filter(|x| matches!(x.effect, Effect::CloseLandedPullRequest { .. }))
+            .cloned()
+            .collect();
+        if method == MergeMethod::MergeCommit {
+            assert!(closes.is_empty());
+            continue;
+        }
+        assert_eq!(closes.len(), 1, "{method:?}");
+        for _ in 0..MAX_ATTEMPTS {
+            h.ok(Event::EffectFailed {
+                effect_id: closes[0].id.clone(),
+                error: "502 Server Error".into(),
+                permanent: false,
+                retry_after_ms: None,
+            });
+        }
+        assert!(
+            h.snap.outbox.iter().all(|x| x.id != closes[0].id),
+            "given up"
+        );
+        assert_eq!(h.state(1), Merged, "{method:?}: still merged");
+        h.auto_execute = true;
+        h.execute_all();
+        h.pass_pr(2);
+        assert_eq!(h.merged_prs(), vec![1, 2], "{method:?}");
+        assert_eq!(h.host.closed_after_landing, vec![2], "{method:?}");
+        h.assert_clean();
+    }
+}
+
 /// With optimistic merge, a group that fails while the queue is paused waits for the groups
 /// that start behind it once it is resumed: a pause does not turn a flake that a pass behind
 /// would clear into a failure.

@@ -10,6 +10,7 @@ use crate::port::{
 };
 use crate::sync::lock;
 use async_trait::async_trait;
+use mq_core::engine::BranchPr;
 use mq_core::git::{PrFacts, RequiredStatuses};
 use mq_core::ids::{PrNumber, RepoRef, Sha};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -258,6 +259,11 @@ impl GitHost for FaultyGitHost {
     ) -> HostResult<Option<Sha>> {
         self.inject().await?;
         self.inner.merge_landed(repo, request).await
+    }
+
+    async fn close_landed_pull_request(&self, repo: &RepoRef, pr: &BranchPr) -> HostResult<()> {
+        self.inject().await?;
+        self.inner.close_landed_pull_request(repo, pr).await
     }
 
     async fn delete_branch(&self, repo: &RepoRef, branch: &str) -> HostResult<()> {

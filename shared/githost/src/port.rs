@@ -194,6 +194,13 @@ pub trait GitHost: Send + Sync {
     async fn merge_landed(&self, repo: &RepoRef, request: &MergeRequest)
     -> HostResult<Option<Sha>>;
 
+    /// Closes a pull request whose changes the queue's merge landed as commits of its own
+    /// (`squash`, `rebase`): GitHub marks a pull request merged only when its own head lands.
+    /// One no longer open is left as it is, and so is one pushed to since `pr.head_sha`, the
+    /// head that landed: closing it would drop commits that did not. Repeating it changes
+    /// nothing.
+    async fn close_landed_pull_request(&self, repo: &RepoRef, pr: &BranchPr) -> HostResult<()>;
+
     /// Deletes a branch; deleting a missing branch succeeds.
     async fn delete_branch(&self, repo: &RepoRef, branch: &str) -> HostResult<()>;
 

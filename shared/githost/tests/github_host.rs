@@ -1509,10 +1509,10 @@ async fn a_repeated_merge_that_already_happened_is_reported_merged() {
     );
 }
 
-/// The tick asks whether a merge it did not hear back from landed: it did, and its pull
-/// requests, still open, are closed.
+/// The tick asks whether a merge it did not hear back from landed: it did. Its pull requests,
+/// still open, are not closed by the question: their close is an effect of its own.
 #[tokio::test]
-async fn a_landed_squash_merge_found_by_the_tick_closes_its_pull_requests() {
+async fn a_landed_squash_merge_is_found_by_the_tick() {
     let server = MockServer::start().await;
     let merged = squash_merged_with_its_answer_lost(&server).await;
     let landed = with_token(&server)
@@ -1555,8 +1555,9 @@ async fn a_landed_squash_merge_under_a_later_push_is_found() {
 
 /// A server where the squash merge of #1 and #2 on `BASE` (tested as `c2c2`) landed, and
 /// its answer was lost before the pull requests were closed: `main` is at a commit with the
-/// tested tree, ahead of `BASE`. The target must not move again, and each pull request must
-/// be closed once. Returns the merged commit.
+/// tested tree, ahead of `BASE`. The target must not move again, and no pull request is
+/// closed (that is `close_landed_pull_request`'s, once the merge is recorded). Returns the
+/// merged commit.
 async fn squash_merged_with_its_answer_lost(server: &MockServer) -> &'static str {
     squash_landed(server, None).await
 }
@@ -1611,74 +1612,69 @@ async fn squash_landed(server: &MockServer, pushed: Option<&'static str>) -> &'s
     for pr in [1, 2] {
         Mock::given(method("PATCH"))
             .and(path(format!("{REPO}/pulls/{pr}")))
-            .and(wiremock::matchers::body_json(json!({"state": "closed"})))
             .respond_with(ResponseTemplate::new(200).set_body_json(json!({})))
-            .expect(1)
+            .expect(0)
             .mount(server)
             .await;
     }
     merged
 }
 
-/// A squash merge landed, but closing its pull requests failed, and #2's author pushed
-/// before the retry: #1 is closed, #2 is left open, its new commits not merged.
+/// Closing the pull requests of a squash merge that landed: #1, open at the head that landed,
+/// is closed; #2's author pushed since, so it is left open, its new commits not merged; #3 is
+/// closed already, and nothing is sent for it. A close the host fails for now is an error
+/// (the effect is retried), not a success.
 #[tokio::test]
-async fn a_pull_request_pushed_to_after_its_squash_merge_is_left_open() {
+async fn closing_a_landed_pull_request_closes_it_only_open_at_the_head_that_landed() {
     let server = MockServer::start().await;
-    let merged = "8888888888888888888888888888888888888888";
-    mock(
-        &server,
-        "GET",
-        &format!("{REPO}/git/ref/heads/main"),
-        200,
-        ref_json("main", merged),
-    )
-    .await;
-    for (sha, tree) in [("c2c2", "tested-tree"), (merged, "tested-tree")] {
-        let commit = commit_json(sha, tree, &[BASE], "Two (#2)");
-        mock(
-            &server,
-            "GET",
-            &format!("{REPO}/git/commits/{sha}"),
-            200,
-            commit,
-        )
-        .await;
-    }
-    let compare = json!({"status": "ahead", "ahead_by": 2, "behind_by": 0, "total_commits": 2});
-    mock(
-        &server,
-        "GET",
-        &format!("{REPO}/compare/{BASE}...{merged}"),
-        200,
-        compare,
-    )
-    .await;
     let pushed = "cccc333333333333333333333333333333333333";
-    for (n, head) in [(1, HEAD1), (2, pushed)] {
+    let pulls = [
+        (1, HEAD1, "open"),
+        (2, pushed, "open"),
+        (3, HEAD1, "closed"),
+    ];
+    for (n, head, state) in pulls {
         mock(
             &server,
             "GET",
             &format!("{REPO}/pulls/{n}"),
             200,
-            pull_json(n, head, "open", false, json!(true)),
+            pull_json(n, head, state, false, json!(true)),
         )
         .await;
     }
-    for (pr, closes) in [(1, 1), (2, 0)] {
+    for (n, closes) in [(1, 1), (2, 0), (3, 0)] {
         Mock::given(method("PATCH"))
-            .and(path(format!("{REPO}/pulls/{pr}")))
+            .and(path(format!("{REPO}/pulls/{n}")))
+            .and(wiremock::matchers::body_json(json!({"state": "closed"})))
             .respond_with(ResponseTemplate::new(200).set_body_json(json!({})))
             .expect(closes)
             .mount(&server)
             .await;
     }
-    let landed = with_token(&server)
+    let host = with_token(&server).await;
+    for (n, _, _) in pulls {
+        let landed = pr(n, HEAD1, "One");
+        host.close_landed_pull_request(&repo(), &landed)
+            .await
+            .unwrap();
+    }
+
+    let failing = MockServer::start().await;
+    mock(
+        &failing,
+        "GET",
+        &format!("{REPO}/pulls/1"),
+        502,
+        message("Server Error"),
+    )
+    .await;
+    let error = with_token(&failing)
         .await
-        .merge_landed(&repo(), &merge_request(MergeMethod::Squash))
+        .close_landed_pull_request(&repo(), &pr(1, HEAD1, "One"))
         .await
-        .unwrap();
-    assert_eq!(landed, Some(Sha::new(merged)));
+        .unwrap_err();
+    assert!(error.is_retryable(), "{error}");
 }
 
 #[tokio::test]
@@ -2237,7 +2233,8 @@ async fn mount_pull_commits(server: &MockServer) {
 
 /// A squash or rebase merge of `tested_chain` onto the target at `BASE`: the two commits it
 /// must write with the tested trees (authored by `author`, committed by `committer`), the
-/// target's fast-forward to the second, and the pull requests closed.
+/// target's fast-forward to the second; the pull requests are not closed by the merge (the
+/// engine has them closed next, `close_landed_pull_request`).
 async fn mount_rewrite(
     server: &MockServer,
     messages: [&str; 2],
@@ -2285,15 +2282,8 @@ async fn mount_rewrite(
     for n in [1, 2] {
         Mock::given(method("PATCH"))
             .and(path(format!("{REPO}/pulls/{n}")))
-            .and(body_partial_json(json!({ "state": "closed" })))
-            .respond_with(ResponseTemplate::new(200).set_body_json(pull_json(
-                n,
-                HEAD1,
-                "closed",
-                false,
-                Value::Null,
-            )))
-            .expect(1)
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({})))
+            .expect(0)
             .mount(server)
             .await;
     }

@@ -611,6 +611,8 @@ async fn concurrent_merges_from_the_same_target_merge_exactly_once() {
     assert_eq!(count, "2", "one squash commit per pull request, once");
 }
 
+/// The first attempt landed the merge; its pull requests are then marked merged, also when
+/// that attempt stopped before marking them (here their state is set back to open).
 #[tokio::test]
 async fn a_repeated_merge_that_already_happened_is_reported_merged() {
     for method in [
@@ -626,8 +628,15 @@ async fn a_repeated_merge_that_already_happened_is_reported_merged() {
         let range = format!("{main}..main");
         let first = host.merge(&f.repo, &request).await.unwrap();
         let commits = f.bare_git(&["rev-list", &range]);
+        for pr in &prs {
+            f.config(&format!("pr.{}.state", pr.pr), "open");
+        }
         let again = host.merge(&f.repo, &request).await.unwrap();
         assert_eq!(again, first, "{method:?}");
+        for pr in &prs {
+            let now = host.pull_request(&f.repo, pr.pr, "main").await.unwrap();
+            assert_eq!(now.state, PrState::Merged, "{method:?}: #{}", pr.pr);
+        }
         assert_eq!(
             f.bare_git(&["rev-list", &range]),
             commits,

@@ -135,6 +135,10 @@ async fn outcome(host: &dyn GitHost, queue: &Queue, effect: &Effect) -> HostResu
             }
             None => Ok(EffectOutcome::Done),
         },
+        Effect::CloseLandedPullRequest { pr } => {
+            host.close_landed_pull_request(repo, pr).await?;
+            Ok(EffectOutcome::Done)
+        }
         Effect::PostComment { pr, body } => {
             host.upsert_comment(repo, *pr, body).await?;
             Ok(EffectOutcome::Done)

@@ -13,6 +13,7 @@ use super::{Effect, EffectOutcome, PendingEffect};
 use crate::entry::{Entry, EntryState};
 use crate::git::Mergeability;
 use crate::run::RunStatus;
+use crate::settings::MergeMethod;
 use crate::time::Timestamp;
 
 /// Failed executions after which an effect is given up.
@@ -62,7 +63,8 @@ impl Work {
                     run_id,
                     prs,
                     expected_target_sha,
-                    ..
+                    method,
+                    tested_sha,
                 },
                 EffectOutcome::Merged { target_sha, tip },
             ) => {
@@ -73,6 +75,10 @@ impl Work {
                             self.direct_merged(p, target_sha);
                         }
                     }
+                }
+                let rewritten = *method != MergeMethod::MergeCommit && tested_sha.is_some();
+                for pr in prs.iter().filter(|_| rewritten) {
+                    self.emit(Effect::CloseLandedPullRequest { pr: pr.clone() });
                 }
                 // Pushed on top of the merge while it was in flight: as any push. A tip read
                 // before the merge showed (the target as it was) is not one.
@@ -135,7 +141,8 @@ impl Work {
         x.last_error = Some(error.chars().take(500).collect());
         if !permanent && x.attempts < MAX_ATTEMPTS {
             let asked = retry_after_ms.unwrap_or(0).clamp(0, MAX_RETRY_AFTER_MS);
-            x.next_attempt_at = self.now.plus_millis(backoff_ms(x.attempts).max(asked));
+            let backoff = backoff_ms(x.attempts) - RETRY_EARLY_MS;
+            x.next_attempt_at = self.now.plus_millis(backoff.max(asked));
             return;
         }
         let Some(given_up) = self.take_effect(id) else {
@@ -378,6 +385,12 @@ fn due_for_reading(e: &Entry, now: Timestamp, on_itself: bool) -> bool {
     let its_minute = (minute + i64::from(e.pr)).rem_euclid(READ_EVERY_NTH_TICK) == 0;
     (on_itself && (fresh || computing)) || its_minute
 }
+
+/// How much before its back-off is over a failed effect is due again. The tick runs once a
+/// minute and retries what is due when it starts; an effect that failed some seconds into a
+/// tick (or a request) would otherwise miss the tick a minute later by those seconds, and wait
+/// a minute more than its back-off. The wait the Git host asked for is never shortened.
+const RETRY_EARLY_MS: i64 = 30_000;
 
 /// 1, 2, 4, ... minutes after the n-th failure, at most an hour.
 pub fn backoff_ms(attempts: u32) -> i64 {

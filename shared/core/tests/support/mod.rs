@@ -96,6 +96,9 @@ pub struct Host {
     pub pushes_outside: u32,
     /// Test branches with a draft pull request open.
     pub test_prs: BTreeSet<String>,
+    /// Pull requests closed after their changes landed as commits of the queue's own
+    /// (`squash`, `rebase`), in order.
+    pub closed_after_landing: Vec<PrNumber>,
 }
 
 impl Host {
@@ -120,6 +123,7 @@ impl Host {
             target_history: Vec::new(),
             pushes_outside: 0,
             test_prs: BTreeSet::new(),
+            closed_after_landing: Vec::new(),
         }
     }
 
@@ -635,6 +639,10 @@ impl Harness {
                 statuses: vec![],
                 check_runs: vec![],
             },
+            Effect::CloseLandedPullRequest { pr } => {
+                self.host.closed_after_landing.push(pr.pr);
+                EffectOutcome::Done
+            }
             Effect::PostComment { .. } | Effect::SetStatusCheck { .. } => EffectOutcome::Done,
         }
     }

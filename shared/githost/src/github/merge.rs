@@ -3,11 +3,11 @@
 //! `merge_commit` fast-forwards the target to the tested commit (`PATCH` the ref, `force:
 //! false`). `squash` and `rebase` write one commit per pull request with the git data API, each
 //! with the tree the tested commit had after that pull request, then fast-forward the target to
-//! the last one; the pull requests are then closed, since GitHub only marks a pull request
-//! merged when its own head lands (also when a repeated merge, or the tick, finds the merge
-//! already done: a close that failed is retried with the effect). A direct merge (nothing tested) uses the pull request merge
-//! API, guarded by the head sha. A refusal from a branch that requires signed commits says so
-//! (see `signing`).
+//! the last one; the engine then has each pull request closed (`close_landed`), an effect of
+//! its own, since GitHub only marks a pull request merged when its own head lands: a close
+//! that keeps failing does not hold up, or fail, a merge that landed. A direct merge (nothing
+//! tested) uses the pull request merge API, guarded by the head sha. A refusal from a branch
+//! that requires signed commits says so (see `signing`).
 
 use super::checks;
 use super::client::identity;
@@ -23,6 +23,7 @@ use crate::port::{MergeOutcome, MergeRequest, PrNow};
 use crate::squash::{self, Person, PrCommit, SquashStyle, Squashed};
 use crate::tested_chain::{CommitInfo, CommitSource, Step, read_chain_onto};
 use crate::validate;
+use mq_core::engine::BranchPr;
 use mq_core::git::{PrState, Review};
 use mq_core::ids::{PrNumber, RepoRef, Sha};
 use mq_core::settings::MergeMethod;
@@ -39,13 +40,8 @@ pub(crate) async fn merge(
     let actual = branch_head(client, repo, &request.target)
         .await?
         .ok_or_else(|| HostError::NotFound(format!("branch {}", request.target)))?;
-    match before_sending(&Commits { client, repo }, request, &actual).await? {
-        Some(merged @ MergeOutcome::Merged { .. }) => {
-            close_merged(client, repo, request).await?;
-            return Ok(merged);
-        }
-        Some(refused) => return Ok(refused),
-        None => {}
+    if let Some(outcome) = before_sending(&Commits { client, repo }, request, &actual).await? {
+        return Ok(outcome);
     }
     if let Some(refused) = check_heads(client, repo, request).await? {
         return Ok(refused);
@@ -68,49 +64,22 @@ pub(crate) async fn merge(
             }
         }
     };
-    let outcome = fast_forward(client, repo, &request.target, &actual, &new_tip).await?;
-    if matches!(outcome, MergeOutcome::Merged { .. }) {
-        close_merged(client, repo, request).await?;
-    }
-    Ok(outcome)
+    fast_forward(client, repo, &request.target, &actual, &new_tip).await
 }
 
-/// Closes the pull requests of a merge that wrote commits of its own (`squash`, `rebase`):
-/// GitHub marks a pull request merged only when its own head lands. Called on every path that
-/// finds the merge done, so that a transient error here (the merge landed, the pull requests
-/// are still open) fails the effect for now, and its retry finds the merge done and closes
-/// them again; closing a closed pull request changes nothing. A pull request pushed to since
-/// the head that merged is left open: closing it would drop commits that did not land. An
-/// error retrying cannot mend (no permission to close) is logged: the merge stands.
-async fn close_merged(client: &Client, repo: &RepoRef, request: &MergeRequest) -> HostResult<()> {
-    if request.method == MergeMethod::MergeCommit || request.tested_sha.is_none() {
+/// Closes `pr`, whose changes a `squash` or `rebase` merge landed (see
+/// `GitHost::close_landed_pull_request`). A pull request pushed to since the head that landed
+/// is left open, with a warning.
+pub(crate) async fn close_landed(client: &Client, repo: &RepoRef, pr: &BranchPr) -> HostResult<()> {
+    let now = pulls::pull(client, repo, pr.pr).await?;
+    if now.pr_state() != PrState::Open {
         return Ok(());
     }
-    for pr in &request.prs {
-        let now = match pulls::pull(client, repo, pr.pr).await {
-            Ok(now) => now,
-            Err(e) if e.is_retryable() => return Err(e),
-            Err(e) => {
-                tracing::warn!(pr = pr.pr, error = %e, "merged, but could not read the pull request");
-                continue;
-            }
-        };
-        if now.pr_state() != PrState::Open {
-            continue;
-        }
-        if now.head.sha != pr.head_sha.as_str() {
-            tracing::warn!(pr = pr.pr, "pushed to since its merge: left open");
-            continue;
-        }
-        match pulls::close(client, repo, pr.pr).await {
-            Err(e) if e.is_retryable() => return Err(e),
-            Err(e) => {
-                tracing::warn!(pr = pr.pr, error = %e, "merged, but could not close the pull request");
-            }
-            Ok(()) => {}
-        }
+    if now.head.sha != pr.head_sha.as_str() {
+        tracing::warn!(pr = pr.pr, "pushed to since its merge: left open");
+        return Ok(());
     }
-    Ok(())
+    pulls::close(client, repo, pr.pr).await
 }
 
 async fn check_heads(
@@ -420,11 +389,7 @@ pub(crate) async fn landed(
     if *expected == actual {
         return Ok(None);
     }
-    let landed = landed_at(&Commits { client, repo }, request, expected, actual).await?;
-    if landed.is_some() {
-        close_merged(client, repo, request).await?;
-    }
-    Ok(landed)
+    landed_at(&Commits { client, repo }, request, expected, actual).await
 }
 
 /// Creates a commit (git data API) from `payload`: message, tree, parents, and optionally

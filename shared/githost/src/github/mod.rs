@@ -34,6 +34,7 @@ use crate::secret::SecretSource;
 use crate::validate;
 use async_trait::async_trait;
 use client::{Client, Transport};
+use mq_core::engine::BranchPr;
 use mq_core::git::{PrFacts, RequiredStatuses};
 use mq_core::ids::{OwnerRef, PrNumber, RepoRef, Sha};
 use std::sync::Arc;
@@ -181,6 +182,11 @@ impl GitHost for GitHubHost {
     ) -> HostResult<Option<Sha>> {
         self.check_repo(repo)?;
         merge::landed(&self.client, repo, request).await
+    }
+
+    async fn close_landed_pull_request(&self, repo: &RepoRef, pr: &BranchPr) -> HostResult<()> {
+        self.check_repo(repo)?;
+        merge::close_landed(&self.client, repo, pr).await
     }
 
     /// Deletes the branch, then its building branch, which a build cut short (the function

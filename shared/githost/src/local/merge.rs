@@ -33,6 +33,11 @@ pub(crate) async fn merge(
     validate::branch("target", &request.target)?;
     let actual = branches::head(git, &request.target).await?;
     if let Some(outcome) = before_sending(git, request, &actual).await? {
+        if matches!(outcome, MergeOutcome::Merged { .. }) {
+            for pr in &request.prs {
+                mark_landed(git, pr).await?;
+            }
+        }
         return Ok(outcome);
     }
     let tip = match new_target(git, &actual, request).await? {
@@ -47,6 +52,20 @@ pub(crate) async fn merge(
         recorder.record(git, repo, &tip, status).await?;
     }
     publish(git, request, &actual, tip).await
+}
+
+/// Marks `pr` merged, whose changes landed, unless it is no longer open or was pushed to since
+/// the head that landed: the local host's pull requests end merged whatever the merge method
+/// (see `GitHost::close_landed_pull_request`). A merge found already done on a retry marks
+/// them too: the attempt that landed it may have stopped before it did.
+pub(crate) async fn mark_landed(git: &Git, pr: &BranchPr) -> HostResult<()> {
+    if pulls::state_of(git, pr.pr).await? != PrState::Open {
+        return Ok(());
+    }
+    if pulls::head_of(git, pr.pr).await? != pr.head_sha {
+        return Ok(());
+    }
+    pulls::mark_merged(git, pr.pr).await
 }
 
 /// The target's commit if this merge already happened (see `GitHost::merge_landed`).

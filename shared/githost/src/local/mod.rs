@@ -32,6 +32,7 @@ use crate::validate;
 use async_trait::async_trait;
 use ci::CiRunner;
 use git::Git;
+use mq_core::engine::BranchPr;
 use mq_core::git::{PrFacts, RequiredStatuses};
 use mq_core::ids::{PrNumber, RepoRef, Sha};
 use records::StatusRecorder;
@@ -165,6 +166,10 @@ impl GitHost for LocalGitHost {
         request: &MergeRequest,
     ) -> HostResult<Option<Sha>> {
         merge::landed(&self.git(repo)?, request).await
+    }
+
+    async fn close_landed_pull_request(&self, repo: &RepoRef, pr: &BranchPr) -> HostResult<()> {
+        merge::mark_landed(&self.git(repo)?, pr).await
     }
 
     async fn delete_branch(&self, repo: &RepoRef, branch: &str) -> HostResult<()> {

@@ -19,9 +19,11 @@ async fn the_tick_emits_the_gauges_the_alarm_reads(backend: Backend) {
         env.submit(&repo, pr).await;
     }
 
+    let started = env.app.now();
     let report = tick::run(&env.app, "emf").await.expect("the tick runs");
     assert_eq!(report.worked_queues.len(), 1, "{report:?}");
-    let lines: Vec<Value> = ::tick::emf_lines_of(&env.app, &report.worked_queues)
+    env.clock.advance_minutes(1);
+    let lines: Vec<Value> = ::tick::emf_lines_of(&env.app, &report.worked_queues, started)
         .await
         .iter()
         .map(|l| serde_json::from_str(l).expect("each line is one JSON object"))
@@ -33,6 +35,10 @@ async fn the_tick_emits_the_gauges_the_alarm_reads(backend: Backend) {
         .unwrap_or_else(|| panic!("no line has {alarm:?}: {lines:#?}"));
 
     assert_eq!(line[&alarm.metric], 3, "three pull requests wait");
+    assert_eq!(
+        line["_aws"]["Timestamp"], started.0,
+        "stamped with the tick's start, not when printed"
+    );
     assert_eq!(line["branch"], "main");
     assert!(
         line["repo"].as_str().unwrap().ends_with("/rocket"),

@@ -3,6 +3,7 @@
 //! on standard output), for CloudWatch alarms and dashboards.
 
 use lambda_runtime::{Error, LambdaEvent, service_fn};
+use mq_core::time::Timestamp;
 use mq_service::App;
 use mq_service::tick::{TickReport, run as run_tick};
 use serde_json::{Value, json};
@@ -13,6 +14,7 @@ async fn main() -> Result<(), Error> {
     let app: &'static App = mq_lambda::lambda::deployed_app(mq_lambda::lambda::github).await;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
         let owner = format!("tick-{}", event.context.request_id);
+        let started = app.now();
         let report = run_tick(app, &owner).await?;
         tracing::info!(
             queues = report.queues,
@@ -23,7 +25,7 @@ async fn main() -> Result<(), Error> {
             tuned = report.tuned.as_ref().map(|id| id.as_str()),
             "tick finished"
         );
-        emit_metrics(app, &report).await;
+        emit_metrics(app, &report, started).await;
         Ok::<_, Error>(json!({
             "queues": report.queues,
             "worked": report.worked,
@@ -35,9 +37,10 @@ async fn main() -> Result<(), Error> {
 }
 
 /// Prints the gauges of every queue the tick worked on, as EMF lines on standard output (not
-/// through the JSON logger, which would hide them from CloudWatch).
-async fn emit_metrics(app: &App, report: &TickReport) {
-    for line in tick::emf_lines_of(app, &report.worked_queues).await {
+/// through the JSON logger, which would hide them from CloudWatch), stamped with the tick's
+/// start.
+async fn emit_metrics(app: &App, report: &TickReport, started: Timestamp) {
+    for line in tick::emf_lines_of(app, &report.worked_queues, started).await {
         println!("{line}");
     }
 }

@@ -1755,3 +1755,33 @@ fn a_held_restart_builds_the_commits_the_groups_behind_it_hold() {
     assert_eq!(three.restarts, restarts, "#3 was not tested again");
     h.assert_clean();
 }
+
+/// An effect that failed some seconds into a tick is retried by the tick a minute later, not
+/// two: the tick runs once a minute and retries what is due when it starts. A wait the Git
+/// host asked for is not shortened.
+#[test]
+fn an_effect_that_failed_during_a_tick_is_retried_by_the_next_one() {
+    for (asked, retried) in [(None, true), (Some(61_000), false)] {
+        let mut h = queue(1);
+        h.auto_execute = false;
+        h.submit(1);
+        let build = h
+            .pending
+            .iter()
+            .find(|x| matches!(x.effect, Effect::CreateTestBranch { .. }))
+            .cloned()
+            .expect("the branch is asked for");
+        let tick = h.now;
+        h.now = tick.plus_millis(12_000);
+        h.ok(Event::EffectFailed {
+            effect_id: build.id.clone(),
+            error: "502 Server Error".into(),
+            permanent: false,
+            retry_after_ms: asked,
+        });
+        h.now = tick.plus_millis(60_000);
+        let next = h.tick();
+        let handed_out = next.effects.iter().any(|x| x.id == build.id);
+        assert_eq!(handed_out, retried, "asked to wait {asked:?}");
+    }
+}

@@ -14,7 +14,8 @@ live_on_both_stores!(
     targets_uploaded_to_a_deleted_queue_do_not_count,
     the_largest_target_lists_fit_their_entries_and_runs,
     an_abbreviated_head_sha_names_the_head,
-    targets_for_a_head_pushed_since_the_submission_wait_for_it
+    targets_for_a_head_pushed_since_the_submission_wait_for_it,
+    targets_uploaded_while_their_entry_ends_are_kept_for_its_head
 );
 
 /// #3 shares targets with #1 and #2, so its branch is the target with #1, #2 and #3 merged in
@@ -216,6 +217,42 @@ async fn targets_of_a_pull_request_submitted_while_its_queue_turns_parallel_appl
     assert_eq!(with["state"], "pending", "{with}");
     assert_eq!(with["readiness"]["hasImpactedTargets"], true, "{with}");
     env.update_queue(&repo, json!({"state": "running"})).await;
+    let api = env.wait_for_run(&repo, 1).await;
+    assert_eq!(api.details["impactedTargets"], json!(["api"]));
+}
+
+/// Targets uploaded while the pull request's entry ends (here it is cancelled between the
+/// upload's read of the queue and its commit) are kept for their head, as for a pull request
+/// not in the queue: submitted again at that head, it does not wait for them. Before, the
+/// upload answered 409 and the targets were lost.
+async fn targets_uploaded_while_their_entry_ends_are_kept_for_its_head(backend: Backend) {
+    let options = LiveEnv::options().without_tick();
+    let (env, store) = options.start_with_faulty_store(backend, 1).await;
+    let repo = env.repo("rocket");
+    let heads = repo.add_prs(1, &[]);
+    let settings = json!({"mode": "parallel", "requiredStatuses": [CI]});
+    env.create_queue(&repo, settings).await;
+    env.submit(&repo, 1).await;
+    let waiting = env.pull_request(&repo, 1).await;
+    assert_eq!(
+        waiting["readiness"]["hasImpactedTargets"], false,
+        "{waiting}"
+    );
+
+    let held = store.hold_next_load_answer();
+    let upload = env.set_impacted_targets(&repo, 1, &heads[0], json!(["api"]));
+    let cancel_meanwhile = async {
+        held.reached.notified().await;
+        let cancelled = env.pr_call("cancelPullRequest", &repo, 1).await;
+        assert_eq!(cancelled.status, 200, "{:?}", cancelled.body);
+        held.release.notify_one();
+    };
+    let (uploaded, ()) = tokio::join!(upload, cancel_meanwhile);
+    assert_eq!(uploaded.status, 200, "{:?}", uploaded.body);
+
+    env.submit(&repo, 1).await;
+    let again = env.pull_request(&repo, 1).await;
+    assert_eq!(again["readiness"]["hasImpactedTargets"], true, "{again}");
     let api = env.wait_for_run(&repo, 1).await;
     assert_eq!(api.details["impactedTargets"], json!(["api"]));
 }

@@ -413,20 +413,37 @@ pub async fn set_impacted_targets(
     if snapshot.entry_for_pr(upload.pr).is_some() {
         // The entry and the record change together, or neither does.
         let start = Start::from(snapshot)
-            .recording(vec![(upload.pr, uploaded)])
+            .recording(vec![(upload.pr, uploaded.clone())])
             .until(deadline);
-        drive::apply(app, Actor::Org(org), &id, &[event], start).await?;
-    } else {
-        app.store
-            .put_uploaded_targets(&id, upload.pr, &uploaded)
-            .await?;
-        // A submission committed meanwhile may have read the store before these targets were
-        // there: look for its entry (see `targets_uploaded_meanwhile`).
-        let submitted = app.store.load_entry(&id, upload.pr).await?;
-        if submitted.is_some_and(|(_, entry)| entry.is_some_and(|e| e.state.is_active())) {
-            let start = Start::fresh().until(deadline);
-            drive::apply(app, Actor::ServiceFor(org), &id, &[event], start).await?;
+        let events = [event.clone()];
+        match drive::apply(app, Actor::Org(org), &id, &events, start).await {
+            // The entry ended meanwhile (cancelled, merged, failed): the targets are kept for
+            // their head all the same, as for a pull request not in the queue.
+            Err(e) if e.is(ErrorCode::PullRequestNotActive) => {}
+            done => return done.map(|_| ()),
         }
+    }
+    keep_for_its_head(app, org, &id, upload.pr, &uploaded, event, deadline).await
+}
+
+/// Records targets uploaded for a pull request without an active entry, for its head's
+/// submission. A submission committed meanwhile may have read the store before these targets
+/// were there: its entry, if there is one now, is given them (see
+/// `targets_uploaded_meanwhile`).
+async fn keep_for_its_head(
+    app: &App,
+    org: &OrgId,
+    id: &QueueId,
+    pr: PrNumber,
+    uploaded: &UploadedTargets,
+    event: Event,
+    deadline: Instant,
+) -> Result<(), ServiceError> {
+    app.store.put_uploaded_targets(id, pr, uploaded).await?;
+    let submitted = app.store.load_entry(id, pr).await?;
+    if submitted.is_some_and(|(_, entry)| entry.is_some_and(|e| e.state.is_active())) {
+        let start = Start::fresh().until(deadline);
+        drive::apply(app, Actor::ServiceFor(org), id, &[event], start).await?;
     }
     Ok(())
 }

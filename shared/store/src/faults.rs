@@ -125,6 +125,7 @@ pub struct FaultyStore {
     latency: Latency,
     counts: Mutex<FaultCounts>,
     held_uploaded_targets: Mutex<Option<Arc<HeldAnswer>>>,
+    held_load: Mutex<Option<Arc<HeldAnswer>>>,
 }
 
 /// An answer held back: `reached` is notified once the wrapped store has answered, and the
@@ -147,6 +148,7 @@ impl FaultyStore {
             latency: Latency::default(),
             counts: Mutex::new(FaultCounts::default()),
             held_uploaded_targets: Mutex::new(None),
+            held_load: Mutex::new(None),
         }
     }
 
@@ -154,6 +156,14 @@ impl FaultyStore {
     pub fn hold_next_uploaded_targets_answer(&self) -> Arc<HeldAnswer> {
         let held = Arc::new(HeldAnswer::default());
         *lock(&self.held_uploaded_targets) = Some(held.clone());
+        held
+    }
+
+    /// Holds back the answer of the next read of a whole queue (`load`) until released: what
+    /// the request that made it does next is then based on a snapshot others may change.
+    pub fn hold_next_load_answer(&self) -> Arc<HeldAnswer> {
+        let held = Arc::new(HeldAnswer::default());
+        *lock(&self.held_load) = Some(held.clone());
         held
     }
 
@@ -311,7 +321,6 @@ pass_on! {
 
 pass_on! {
     QueueStore {
-        Read fn load(id: &QueueId) -> Option<QueueSnapshot>;
         Read fn load_shared(id: &QueueId) -> Option<Arc<QueueSnapshot>>;
         Read fn load_queue(id: &QueueId) -> Option<Queue>;
         Read fn load_entry(id: &QueueId, pr: PrNumber) -> Option<(Queue, Option<Entry>)>;
@@ -340,6 +349,13 @@ pass_on! {
         self.answer(self.inner.delete_queue(snapshot).await)
     }
 
+    async fn load(&self, id: &QueueId) -> StoreResult<Option<QueueSnapshot>> {
+        self.inject(Call::Read).await?;
+        let answer = self.inner.load(id).await;
+        wait_if_held(&self.held_load).await;
+        answer
+    }
+
     async fn uploaded_targets(
         &self,
         id: &QueueId,
@@ -347,12 +363,18 @@ pass_on! {
     ) -> StoreResult<Option<UploadedTargets>> {
         self.inject(Call::Read).await?;
         let answer = self.inner.uploaded_targets(id, pr).await;
-        let held = lock(&self.held_uploaded_targets).take();
-        if let Some(held) = held {
-            held.reached.notify_one();
-            held.release.notified().await;
-        }
+        wait_if_held(&self.held_uploaded_targets).await;
         answer
+    }
+}
+
+/// Waits for the release of the answer `slot` holds, if it holds one (taken: it holds only
+/// one answer).
+async fn wait_if_held(slot: &Mutex<Option<Arc<HeldAnswer>>>) {
+    let held = lock(slot).take();
+    if let Some(held) = held {
+        held.reached.notify_one();
+        held.release.notified().await;
     }
 }
 

@@ -97,6 +97,19 @@ async fn auto_tuning_gives_a_queue_that_falls_behind_more_concurrency_once(backe
     let queue = live.queue(&repo).await;
     assert!(queue["tuning"]["checkedAt"].is_null(), "{queue}");
 
+    // A check begun but not done in the tick's time is stopped, unrecorded: the function is
+    // not killed with it.
+    let short = mq_service::tick::Pace {
+        tune_until: std::time::Duration::ZERO,
+        ..mq_service::tick::Pace::STANDARD
+    };
+    let report = mq_service::tick::run_at_pace(&live.app, "short", short)
+        .await
+        .unwrap();
+    assert_eq!(report.tuned, None, "{report:?}");
+    let queue = live.queue(&repo).await;
+    assert!(queue["tuning"]["checkedAt"].is_null(), "{queue}");
+
     // The first check proposes; nothing changes yet.
     live.tick().await;
     let queue = live.queue(&repo).await;

@@ -71,6 +71,12 @@ pub const RECOVER_FOR: Duration = Duration::from_secs(50);
 /// function does, at 60 s, to be recorded. A check not begun in time is the next tick's.
 pub const TUNE_BY: Duration = Duration::from_secs(40);
 
+/// Until when, from its start, a tick's auto-tuning check may run: one still under way then
+/// (a window of many runs read from a slow DynamoDB) is stopped, unrecorded, and the queue
+/// stays due for a later tick, so that the function is not killed with it at 60 s (the tick's
+/// metrics unprinted, and the same check begun again every minute it is in turn).
+pub const TUNE_UNTIL: Duration = Duration::from_secs(55);
+
 /// How many queues a tick works at once. A queue's tick mostly waits on the Git host (a
 /// listing of each run's checks, its branch) and the store; one queue at a time, a deployment
 /// with hundreds of queues would reach each only every half hour or so, its batching waits and
@@ -116,6 +122,8 @@ pub struct Pace {
     pub recover_for: Duration,
     /// How long from the tick's start an auto-tuning check may begin.
     pub tune_by: Duration,
+    /// How long from the tick's start an auto-tuning check may run.
+    pub tune_until: Duration,
 }
 
 impl Pace {
@@ -127,6 +135,7 @@ impl Pace {
         effects_for: EFFECTS_FOR,
         recover_for: RECOVER_FOR,
         tune_by: TUNE_BY,
+        tune_until: TUNE_UNTIL,
     };
 }
 
@@ -140,7 +149,8 @@ pub async fn run_at_pace(app: &App, owner: &str, pace: Pace) -> Result<TickRepor
     let queues = async {
         let (mut report, due_for_tuning) = work_queues(app, owner, ids, started, pace).await;
         if started.elapsed() < pace.tune_by {
-            report.tuned = tune_one(app, &due_for_tuning).await;
+            let until = tokio::time::Instant::from_std(started + pace.tune_until);
+            report.tuned = tune_one(app, &due_for_tuning, until).await;
         } else if !due_for_tuning.is_empty() {
             tracing::info!("no time left for auto-tuning; the next tick checks");
         }
@@ -233,14 +243,19 @@ impl Deadlines {
 
 /// Checks one of the queues due for auto-tuning (docs/queue-semantics.md §13): the advisor
 /// spends its whole budget of simulated work, so one tick checks one queue ([`turn`]); a
-/// check records its time, so the queue is no longer due.
-async fn tune_one(app: &App, due: &[QueueId]) -> Option<QueueId> {
+/// check records its time, so the queue is no longer due. A check not done by `until` is
+/// stopped, unrecorded.
+async fn tune_one(app: &App, due: &[QueueId], until: tokio::time::Instant) -> Option<QueueId> {
     let id = turn(due, app.now())?;
-    match super::advice::auto_tune(app, id).await {
-        Ok(true) => Some(id.clone()),
-        Ok(false) => None,
-        Err(e) => {
+    match tokio::time::timeout_at(until, super::advice::auto_tune(app, id)).await {
+        Ok(Ok(true)) => Some(id.clone()),
+        Ok(Ok(false)) => None,
+        Ok(Err(e)) => {
             tracing::warn!(queue = %id, error = %e, "auto-tuning failed; the next tick retries");
+            None
+        }
+        Err(_) => {
+            tracing::warn!(queue = %id, "auto-tuning not done in the tick's time; a later tick retries");
             None
         }
     }

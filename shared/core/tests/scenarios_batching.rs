@@ -1115,7 +1115,8 @@ fn a_pull_request_that_left_a_bisection_s_base_and_came_back_is_not_its_base() {
 }
 
 /// A restart of a pull request whose split is testing tests the split again, and counts as a
-/// restart of each of its pull requests.
+/// restart of each of its pull requests. One whose split waits to test has nothing to re-run:
+/// refused, and nothing changes.
 #[test]
 fn a_restart_of_a_split_counts_for_its_pull_requests() {
     let mut h = skipping_redundant_tests(4, 1);
@@ -1134,6 +1135,15 @@ fn a_restart_of_a_split_counts_for_its_pull_requests() {
         (restarts(&h, 1), restarts(&h, 2), restarts(&h, 3)),
         (1, 1, 0)
     );
+    assert_eq!(h.state(3), PendingFailure);
+    let before = h.snap.clone();
+    let waiting = h.apply(Event::Restart { pr: 3 }).unwrap_err();
+    assert_eq!(waiting.code, mq_core::ErrorCode::PullRequestNotTesting);
+    assert!(
+        waiting.message.contains("not started testing"),
+        "{waiting:?}"
+    );
+    assert_eq!(h.snap, before, "nothing changed");
     h.assert_clean();
 }
 

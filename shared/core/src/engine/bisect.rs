@@ -22,6 +22,7 @@
 use super::reason::{MERGE_CONFLICT, TESTS_FAILED};
 use super::work::Work;
 use crate::entry::EntryState;
+use crate::error::{DomainError, ErrorCode};
 use crate::ids::PrNumber;
 use crate::run::{Bisection, RunKind, RunStatus, Split, TestRun};
 use crate::settings::OptimizationMode;
@@ -369,15 +370,21 @@ impl Work {
     }
 
     /// Re-runs the split a pull request is in, when it is testing (each of its pull requests
-    /// counts a restart, as in a group's restart); a split still waiting to test is left as
-    /// it is: it has no run to restart.
-    pub fn restart_split(&mut self, pr: PrNumber) {
+    /// counts a restart, as in a group's restart). A split still waiting to test has no run to
+    /// restart: refused (`PULL_REQUEST_NOT_TESTING`), rather than answered as if it re-ran.
+    pub fn restart_split(&mut self, pr: PrNumber) -> Result<(), DomainError> {
         let Some((b, i)) = self.split_of(pr) else {
-            return;
+            return Ok(());
         };
         let split = &mut self.s.queue.engine.bisections[b].splits[i];
         let Some(run) = split.run.take() else {
-            return;
+            return Err(DomainError::conflict(
+                ErrorCode::PullRequestNotTesting,
+                format!(
+                    "pull request {pr} waits in a bisection split that has not started testing: \
+                     there is no test to restart yet"
+                ),
+            ));
         };
         let prs = split.prs.clone();
         self.close_run(&run, "restart");
@@ -386,6 +393,7 @@ impl Work {
                 e.restarts += 1;
             }
         }
+        Ok(())
     }
 
     /// What the splits of a bisection are tested on changed: `left` (a pull request it was

@@ -143,8 +143,7 @@ impl Work {
             ));
         }
         if self.in_bisection(pr) {
-            self.restart_split(pr);
-            return Ok(());
+            return self.restart_split(pr);
         }
         let run_id = self.entry(pr).and_then(|e| e.current_run.clone());
         if let Some(id) = run_id {

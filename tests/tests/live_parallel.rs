@@ -15,7 +15,8 @@ live_on_both_stores!(
     the_largest_target_lists_fit_their_entries_and_runs,
     an_abbreviated_head_sha_names_the_head,
     targets_for_a_head_pushed_since_the_submission_wait_for_it,
-    targets_uploaded_while_their_entry_ends_are_kept_for_its_head
+    targets_uploaded_while_their_entry_ends_are_kept_for_its_head,
+    targets_for_an_old_head_uploaded_while_a_push_ends_the_entry_replace_nothing
 );
 
 /// #3 shares targets with #1 and #2, so its branch is the target with #1, #2 and #3 merged in
@@ -255,6 +256,43 @@ async fn targets_uploaded_while_their_entry_ends_are_kept_for_its_head(backend: 
     assert_eq!(again["readiness"]["hasImpactedTargets"], true, "{again}");
     let api = env.wait_for_run(&repo, 1).await;
     assert_eq!(api.details["impactedTargets"], json!(["api"]));
+}
+
+/// The same race with a push: CI's targets for the queued head are being uploaded when the
+/// author pushes, and CI's targets for the new head end the entry and are recorded. The first
+/// upload then finds the entry gone and the pull request at another head: refused (409
+/// `SHA_MISMATCH`), and the new head keeps its own targets.
+async fn targets_for_an_old_head_uploaded_while_a_push_ends_the_entry_replace_nothing(
+    backend: Backend,
+) {
+    let options = LiveEnv::options().without_tick();
+    let (env, store) = options.start_with_faulty_store(backend, 1).await;
+    let repo = env.repo("rocket");
+    let heads = repo.add_prs(1, &[]);
+    let settings = json!({"mode": "parallel", "requiredStatuses": [CI]});
+    env.create_queue(&repo, settings).await;
+    env.submit(&repo, 1).await;
+
+    let held = store.hold_next_load_answer();
+    let old = env.set_impacted_targets(&repo, 1, &heads[0], json!(["api"]));
+    let push_meanwhile = async {
+        held.reached.notified().await;
+        let pushed = repo.push_to_pr(1, "late.txt");
+        let new = env
+            .set_impacted_targets(&repo, 1, &pushed, json!(["web"]))
+            .await;
+        assert_eq!(new.status, 200, "{:?}", new.body);
+        held.release.notify_one();
+    };
+    let (refused, ()) = tokio::join!(old, push_meanwhile);
+    assert_eq!(refused.status, 409, "{:?}", refused.body);
+    assert_eq!(refused.body["error"]["code"], "SHA_MISMATCH");
+
+    env.submit(&repo, 1).await;
+    let again = env.pull_request(&repo, 1).await;
+    assert_eq!(again["readiness"]["hasImpactedTargets"], true, "{again}");
+    let web = env.wait_for_run(&repo, 1).await;
+    assert_eq!(web.details["impactedTargets"], json!(["web"]));
 }
 
 /// Targets uploaded for a pull request to a queue that was deleted since are not the new

@@ -1690,6 +1690,13 @@ fn entries_that_do_not_move_while_nothing_is_in_flight_are_stuck() {
         vec![1],
         "#2 waits for the queue to run"
     );
+    let tested_before = lost.entries.iter_mut().find(|e| e.pr == 2).unwrap();
+    std::sync::Arc::make_mut(tested_before).first_tested_at = Some(h.now);
+    assert_eq!(
+        stuck_entries(&lost, h.now),
+        vec![1, 2],
+        "a draining queue tests #2 again: it was tested before"
+    );
 }
 
 /// A run in progress with no branch and nothing building it (its creation's intent was lost)

@@ -182,8 +182,9 @@ fn a_merge_never_sent_is_withdrawn_once_the_tick_finds_it_not_landed_on_a_paused
 /// Under `squash` and `rebase` the pull requests of a merge that landed are closed by an effect
 /// of their own, emitted once the merge is recorded: one the Git host keeps failing is given up
 /// without failing the pull request, which stays merged, and without holding up the next
-/// merge. Under `merge_commit` (GitHub marks them merged) and for a direct merge nothing is
-/// closed.
+/// merge. While the close waits, the pull request (still open on the Git host) cannot be
+/// submitted again at the head that landed. Under `merge_commit` (GitHub marks them merged)
+/// nothing is closed.
 #[test]
 fn pull_requests_whose_changes_landed_rewritten_are_closed_by_an_effect_of_their_own() {
     for method in [
@@ -224,6 +225,8 @@ fn pull_requests_whose_changes_landed_rewritten_are_closed_by_an_effect_of_their
             continue;
         }
         assert_eq!(closes.len(), 1, "{method:?}");
+        let again = h.submit_facts(h.facts(1)).unwrap_err();
+        assert_eq!(again.code, ErrorCode::PullRequestNotOpen, "{again:?}");
         for _ in 0..MAX_ATTEMPTS {
             h.ok(Event::EffectFailed {
                 effect_id: closes[0].id.clone(),

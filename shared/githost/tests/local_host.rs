@@ -646,7 +646,8 @@ async fn a_repeated_merge_that_already_happened_is_reported_merged() {
 }
 
 /// A merge whose answer was lost, with someone's push on top of it before the merge is repeated
-/// or the tick asks after it: the merge is found at the commit it wrote, and not made again.
+/// or the tick asks after it: the merge is found at the commit it wrote, and not made again;
+/// the tick's finding marks its pull requests merged (the attempt may have stopped before).
 #[tokio::test]
 async fn a_merge_found_under_a_later_push_is_reported_merged_at_its_commit() {
     for method in [
@@ -668,9 +669,16 @@ async fn a_merge_found_under_a_later_push_is_reported_merged_at_its_commit() {
         f.push(pushed.as_str(), "refs/heads/main");
         let range = format!("{main}..main");
         let commits = f.bare_git(&["rev-list", &range]);
+        for pr in &prs {
+            f.config(&format!("pr.{}.state", pr.pr), "open");
+        }
 
         let landed = host.merge_landed(&f.repo, &request).await.unwrap();
         assert_eq!(landed.as_ref(), Some(merged), "{method:?}");
+        for pr in &prs {
+            let now = host.pull_request(&f.repo, pr.pr, "main").await.unwrap();
+            assert_eq!(now.state, PrState::Merged, "{method:?}: #{}", pr.pr);
+        }
         let again = host.merge(&f.repo, &request).await.unwrap();
         assert_eq!(again, first, "{method:?}");
         assert_eq!(

@@ -410,7 +410,10 @@ pub async fn set_impacted_targets(
         head_sha: head_sha.clone(),
         targets: upload.targets.clone(),
     };
-    if snapshot.entry_for_pr(upload.pr).is_some() {
+    if let Some(queue) = snapshot
+        .entry_for_pr(upload.pr)
+        .map(|_| snapshot.queue.clone())
+    {
         // The entry and the record change together, or neither does.
         let start = Start::from(snapshot)
             .recording(vec![(upload.pr, uploaded.clone())])
@@ -418,8 +421,15 @@ pub async fn set_impacted_targets(
         let events = [event.clone()];
         match drive::apply(app, Actor::Org(org), &id, &events, start).await {
             // The entry ended meanwhile (cancelled, merged, failed): the targets are kept for
-            // their head all the same, as for a pull request not in the queue.
-            Err(e) if e.is(ErrorCode::PullRequestNotActive) => {}
+            // their head all the same, as for a pull request not in the queue, if it is still
+            // the pull request's (a push may have ended the entry, its new head's targets
+            // recorded since, which these must not replace).
+            Err(e) if e.is(ErrorCode::PullRequestNotActive) => {
+                let facts = read_by(deadline, pr_facts(app.host()?, &queue, upload.pr)).await?;
+                if facts.head_sha != head_sha {
+                    return Err(sha_mismatch(upload.pr, &head_sha, &facts).into());
+                }
+            }
             done => return done.map(|_| ()),
         }
     }

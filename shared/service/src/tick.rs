@@ -72,10 +72,12 @@ pub const RECOVER_FOR: Duration = Duration::from_secs(50);
 pub const TUNE_BY: Duration = Duration::from_secs(40);
 
 /// Until when, from its start, a tick's auto-tuning check may run: one still under way then
-/// (a window of many runs read from a slow DynamoDB) is stopped, unrecorded, and the queue
-/// stays due for a later tick, so that the function is not killed with it at 60 s (the tick's
-/// metrics unprinted, and the same check begun again every minute it is in turn).
-pub const TUNE_UNTIL: Duration = Duration::from_secs(55);
+/// (a window of many runs read from a slow DynamoDB) is stopped, and the queue stays due for a
+/// later tick unless its commit had gone through, so that the function is not killed with it
+/// at 60 s (the tick's metrics unprinted, and the same check begun again every minute it is in
+/// turn). It leaves the metrics their reads. An advisor already simulating finishes on its own
+/// thread, for seconds, its answer unused.
+pub const TUNE_UNTIL: Duration = Duration::from_secs(50);
 
 /// How many queues a tick works at once. A queue's tick mostly waits on the Git host (a
 /// listing of each run's checks, its branch) and the store; one queue at a time, a deployment
@@ -255,7 +257,7 @@ async fn tune_one(app: &App, due: &[QueueId], until: tokio::time::Instant) -> Op
             None
         }
         Err(_) => {
-            tracing::warn!(queue = %id, "auto-tuning not done in the tick's time; a later tick retries");
+            tracing::warn!(queue = %id, "auto-tuning stopped at the end of the tick's time; a later tick checks again unless it was recorded");
             None
         }
     }
@@ -432,6 +434,8 @@ async fn branch_of(
 /// `pending` as done, if it is a merge already on the target. On a paused queue, a merge the
 /// Git host answers is not on the target is said so (`Event::MergeNotLanded`, read at
 /// `read_at` or later): the engine withdraws it if nothing could have been sending it then.
+/// Only a merge that names where it expects the target can be told not landed: without that
+/// (a direct merge before the queue knew its target), the read answers `None` either way.
 async fn landed_of(
     host: &dyn GitHost,
     queue: &Queue,
@@ -444,15 +448,23 @@ async fn landed_of(
     let effect_id = pending.id.clone();
     match answer(until, &what, read).await {
         Some(Some(outcome)) => vec![Event::EffectSucceeded { effect_id, outcome }],
-        Some(None) if is_merge(pending) && queue.mode_and_state().is_paused() => {
+        Some(None) if can_be_told_not_landed(pending) && queue.mode_and_state().is_paused() => {
             vec![Event::MergeNotLanded { effect_id, read_at }]
         }
         _ => Vec::new(),
     }
 }
 
-fn is_merge(pending: &PendingEffect) -> bool {
-    matches!(pending.effect, Effect::Merge { .. })
+/// A merge that names where it expects the target: `GitHost::merge_landed` then tells whether
+/// it landed; without it, `None` means "cannot tell" as well as "not landed".
+fn can_be_told_not_landed(pending: &PendingEffect) -> bool {
+    matches!(
+        pending.effect,
+        Effect::Merge {
+            expected_target_sha: Some(_),
+            ..
+        }
+    )
 }
 
 /// What CI reported on `sha`, the commit of `run`, as events.
@@ -510,6 +522,38 @@ async fn answer<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_merge_expecting_a_target_can_be_told_not_landed() {
+        let merge = |expected: Option<&str>| PendingEffect {
+            id: "fx1".into(),
+            effect: Effect::Merge {
+                run_id: None,
+                prs: Vec::new(),
+                method: mq_core::settings::MergeMethod::Squash,
+                expected_target_sha: expected.map(Sha::new),
+                tested_sha: None,
+            },
+            created_at: Timestamp(0),
+            attempts: 0,
+            next_attempt_at: Timestamp(0),
+            last_error: None,
+            held: false,
+        };
+        assert!(can_be_told_not_landed(&merge(Some("abc1234"))));
+        assert!(
+            !can_be_told_not_landed(&merge(None)),
+            "a direct merge before the target was known"
+        );
+        let comment = PendingEffect {
+            effect: Effect::PostComment {
+                pr: 1,
+                body: String::new(),
+            },
+            ..merge(Some("abc1234"))
+        };
+        assert!(!can_be_told_not_landed(&comment));
+    }
 
     #[test]
     fn due_queues_take_turns_by_the_minute() {

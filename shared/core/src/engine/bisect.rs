@@ -461,9 +461,9 @@ impl Work {
     /// Whether `pr` went back to wait and cannot pass again soon: `not_ready` for what only
     /// its author or reviewers change (a draft, a review not approving: it may stay so for
     /// good), or `pending` while the queue starts no new group and is not paused (draining,
-    /// switching modes), unless it is back from a split that passed, which starts then. One
-    /// waiting for the Git host (mergeability being computed) or for its impacted targets is
-    /// ready again soon, and a paused queue runs again.
+    /// switching modes), unless it may start all the same (draining, one tested before:
+    /// [`Work::may_start`]). One waiting for the Git host (mergeability being computed) or for
+    /// its impacted targets is ready again soon, and a paused queue runs again.
     fn left_waiting(&self, pr: PrNumber) -> bool {
         let Some(entry) = self.entry(pr) else {
             return false;

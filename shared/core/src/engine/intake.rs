@@ -39,6 +39,16 @@ impl Work {
                 format!("pull request {} is not open", sub.pr.number),
             ));
         }
+        if self.landed_closing(sub.pr.number, &sub.pr.head_sha) {
+            return Err(DomainError::conflict(
+                ErrorCode::PullRequestNotOpen,
+                format!(
+                    "pull request {} was merged by the queue at this head; the Git host has not \
+                     closed it yet",
+                    sub.pr.number
+                ),
+            ));
+        }
         let mut priority = sub.priority;
         let mut no_batch = sub.no_batch.unwrap_or(false);
         if let Some(e) = self.entry(sub.pr.number) {
@@ -116,6 +126,16 @@ impl Work {
         self.refuse_while_merging(pr)?;
         self.remove_entries(&[pr], EntryState::Cancelled, cancel_reason(why));
         Ok(())
+    }
+
+    /// Whether the queue merged `pr` at `head` as commits of its own (`squash`, `rebase`) and
+    /// its close on the Git host is still to be done: the pull request shows open until then,
+    /// and a submission of it would merge its changes again.
+    fn landed_closing(&self, pr: PrNumber, head: &Sha) -> bool {
+        self.s.outbox.iter().any(|x| {
+            matches!(&x.effect, Effect::CloseLandedPullRequest { pr: p }
+                if p.pr == pr && p.head_sha == *head)
+        })
     }
 
     /// A pull request whose merge is under way can no longer be taken out of the queue.

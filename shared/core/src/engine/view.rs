@@ -59,8 +59,9 @@ pub fn queue_order(snapshot: &QueueSnapshot) -> Vec<&Entry> {
 /// its pull request) for longer than `testingTimeoutMinutes` (or the batching wait, if longer)
 /// in the same state, while nothing that could move them is in flight: no run in progress
 /// with a branch or one being built, no effect waiting to be carried out. A paused queue moves
-/// nothing by design, and pending entries of a queue that is not running wait for it: neither
-/// is stuck. The tick warns about each; the metrics count them; `getQueue` marks them.
+/// nothing by design, and pending entries of a queue that is not running wait for it (but for
+/// those a draining queue tests again, tested before: `Work::may_start`): neither is stuck.
+/// The tick warns about each; the metrics count them; `getQueue` marks them.
 pub fn stuck_entries(snapshot: &QueueSnapshot, now: Timestamp) -> Vec<PrNumber> {
     let queue = &snapshot.queue;
     if queue.mode_and_state().is_paused() || in_flight(snapshot) {
@@ -72,11 +73,15 @@ pub fn stuck_entries(snapshot: &QueueSnapshot, now: Timestamp) -> Vec<PrNumber> 
         limit = limit.max(config.batching_max_wait_time_minutes);
     }
     let running = queue.state == QueueState::Running;
+    let draining = queue.state == QueueState::Draining;
+    let may_move = |e: &Entry| {
+        e.state != EntryState::Pending || running || (draining && e.first_tested_at.is_some())
+    };
     snapshot
         .entries
         .iter()
         .filter(|e| e.state != EntryState::NotReady)
-        .filter(|e| running || e.state != EntryState::Pending)
+        .filter(|e| may_move(e))
         .filter(|e| now >= e.state_changed_at.plus_minutes(limit))
         .map(|e| e.pr)
         .collect()

@@ -56,8 +56,8 @@ pub(crate) async fn merge(
 
 /// Marks `pr` merged, whose changes landed, unless it is no longer open or was pushed to since
 /// the head that landed: the local host's pull requests end merged whatever the merge method
-/// (see `GitHost::close_landed_pull_request`). A merge found already done on a retry marks
-/// them too: the attempt that landed it may have stopped before it did.
+/// (see `GitHost::close_landed_pull_request`). A merge found already done, on a retry or by
+/// the tick, marks them too: the attempt that landed it may have stopped before it did.
 pub(crate) async fn mark_landed(git: &Git, pr: &BranchPr) -> HostResult<()> {
     if pulls::state_of(git, pr.pr).await? != PrState::Open {
         return Ok(());
@@ -79,7 +79,13 @@ pub(crate) async fn landed(git: &Git, request: &MergeRequest) -> HostResult<Opti
     if *expected == actual {
         return Ok(None);
     }
-    landed_at(git, request, expected, actual).await
+    let landed = landed_at(git, request, expected, actual).await?;
+    if landed.is_some() {
+        for pr in &request.prs {
+            mark_landed(git, pr).await?;
+        }
+    }
+    Ok(landed)
 }
 
 /// The commit the target should point at once the pull requests are in.

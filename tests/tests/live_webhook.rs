@@ -10,6 +10,7 @@ use e2e::deliveries::{
 use e2e::git_repo::GitRepo;
 use e2e::live::{LiveEnv, Run, wait_for, wait_until};
 use e2e::{Backend, live_on_both_stores};
+use mq_core::git::StatusState;
 use mq_githost::webhook::sign;
 use serde_json::{Value, json};
 
@@ -23,6 +24,8 @@ live_on_both_stores!(
     a_push_to_main_restarts_testing_on_the_new_head,
     a_push_delivered_late_restarts_nothing,
     deliveries_reach_only_the_queues_of_the_repositorys_owner,
+    a_merge_command_merges_directly_when_a_submission_would,
+    comment_commands_follow_the_pull_request_where_it_is,
 );
 
 const SECRET: &str = "webhook-secret";
@@ -144,6 +147,11 @@ async fn comment_commands_submit_and_cancel_for_writers_only(backend: Backend) {
         .await;
     let never = env.pr_call("getSubmittedPullRequest", &repo, 1).await;
     assert_eq!(never.status, 404, "a stranger's command submits nothing");
+    // Answered once per pull request and person: more comments do not make the App write more.
+    let again = comment_event(&repo, 1, "/service merge --priority urgent", "NONE");
+    let status = deliver(&env, "issue_comment", &again, SECRET).await.status;
+    assert_eq!(status, 200);
+    assert_eq!(env.reply(&repo, 1, &again).await, "", "no second reply");
 
     // A member of the organisation whose role on the repository is read (or triage) may not.
     repo.set_role("reader", "triage");
@@ -217,6 +225,67 @@ async fn a_reply_to_a_command_leaves_the_status_comment_alone(backend: Backend) 
     env.wait_for_reply(&repo, 1, &writer, "takes no arguments, got `--now`")
         .await;
     assert_eq!(env.comment(&repo, 1).await, status);
+}
+
+/// `/service merge` is a submission as through the API: with `directMergeMode: always`, a
+/// pull request up to date with the target whose head passed the required checks merges at
+/// once, without a test run. A command shown in a code block is not given.
+async fn a_merge_command_merges_directly_when_a_submission_would(backend: Backend) {
+    let env = LiveEnv::options().webhook(SECRET).start(backend).await;
+    let repo = env.repo("rocket");
+    repo.add_prs(1, &[]);
+    let settings = json!({"requiredStatuses": ["build"], "directMergeMode": "always"});
+    env.create_queue(&repo, settings).await;
+    env.set_status(&repo, &repo.pr_head(1), "build", StatusState::Success)
+        .await;
+
+    let shown = comment_event(&repo, 1, "Once green:\n```\n/service merge\n```", "OWNER");
+    assert_eq!(
+        deliver(&env, "issue_comment", &shown, SECRET).await.status,
+        200
+    );
+    let never = env.pr_call("getSubmittedPullRequest", &repo, 1).await;
+    assert_eq!(never.status, 404, "a command in a code block is not given");
+
+    let merge = comment_event(&repo, 1, "/Service Merge", "OWNER");
+    assert_eq!(
+        deliver(&env, "issue_comment", &merge, SECRET).await.status,
+        200
+    );
+    let merged = env.pull_request(&repo, 1).await;
+    assert_eq!(merged["state"], "merged", "merged directly: {merged}");
+    assert!(repo.test_branches().is_empty(), "no test branch was made");
+    assert_eq!(repo.tree("main"), repo.tree(&repo.pr_head(1)));
+}
+
+/// A pull request submitted through the API to the queue of `main` while it targets another
+/// branch (a stack: it waits `not_ready` until retargeted) is cancelled by `/service cancel`
+/// in that queue. `/service merge` on a pull request whose base branch has no queue is
+/// answered, not ignored.
+async fn comment_commands_follow_the_pull_request_where_it_is(backend: Backend) {
+    use e2e::git_repo::PrSpec;
+    let env = LiveEnv::options().webhook(SECRET).start(backend).await;
+    let repo = env.repo("rocket");
+    repo.add_branch("feature");
+    repo.add_pr(PrSpec::new(1).based_on("feature"));
+    env.create_queue(&repo, json!({})).await;
+    env.submit(&repo, 1).await;
+    assert_eq!(env.pull_request(&repo, 1).await["state"], "not_ready");
+
+    let merge = comment_event(&repo, 1, "/service merge", "OWNER");
+    assert_eq!(
+        deliver(&env, "issue_comment", &merge, SECRET).await.status,
+        200
+    );
+    env.wait_for_reply(&repo, 1, &merge, "no merge queue for `feature`")
+        .await;
+
+    let cancel = comment_event(&repo, 1, "/service cancel", "OWNER");
+    assert_eq!(
+        deliver(&env, "issue_comment", &cancel, SECRET).await.status,
+        200
+    );
+    env.wait_for_state(&repo, 1, "cancelled").await;
 }
 
 async fn a_push_to_main_restarts_testing_on_the_new_head(backend: Backend) {

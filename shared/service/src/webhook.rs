@@ -12,7 +12,7 @@
 //! reaches none.
 
 use super::drive::{self, Actor, Start};
-use super::pull_requests::{EventsFuture, pr_facts, submit_with};
+use super::pull_requests::{EventsFuture, head_checks_passed, pr_facts, submit_with};
 use super::shell::{contention_deadline, read_by};
 use crate::app::App;
 use crate::error::ServiceError;
@@ -264,8 +264,13 @@ impl Commenter<'_> {
 }
 
 /// The `/service` comment `comment_id`: followed when the commenter may write to the
-/// repository and the queue of the pull request's base branch accepts commands, once per
-/// comment; otherwise answered in a comment.
+/// repository and a queue of the owner's on it accepts commands, once per comment; otherwise
+/// answered in a comment. Whether the commenter may write is asked first, before the pull
+/// request is read: a stranger's comment costs one call to the Git host, and is answered
+/// once per pull request. `/service cancel` goes to the queue holding the pull request (a
+/// pull request may have been submitted to a queue other than its base branch's);
+/// `/service merge` to the queue of its base branch, as a submission through the API,
+/// with a direct merge when the queue's settings and the head's checks allow it.
 async fn comment_command(
     app: &App,
     to: Owned<'_>,
@@ -276,32 +281,48 @@ async fn comment_command(
 ) -> Result<Delivered, ServiceError> {
     let host = app.host()?;
     let repo = to.repo;
-    let Some(queue) = read_by(deadline, queue_of_pull_request(app, to, pr)).await? else {
+    let mut queues = owned_queues(app, to).await?;
+    queues.retain(|q| q.config.commands_enabled);
+    let Some(any) = queues.first().cloned() else {
         return Ok(Delivered::default());
     };
-    if !queue.config.commands_enabled {
-        return Ok(Delivered::default());
-    }
-    // A reply is the delivery's last call, bounded as an effect is past a request's deadline.
-    let reply = |text: String| async move {
-        if !queue.config.comments_enabled {
-            return;
-        }
-        let to = CommandComment { pr, id: comment_id };
-        let posted = host.reply(repo, to, &text);
-        match tokio::time::timeout_at(deadline + drive::EFFECT_OVERRUN, posted).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::warn!(error = %e, "command reply not posted"),
-            Err(_) => tracing::warn!("command reply not posted: the Git host took too long"),
+    let reply = |queue: &Queue, text: String| {
+        let comments = queue.config.comments_enabled;
+        async move {
+            if comments {
+                post_reply(
+                    host,
+                    repo,
+                    CommandComment { pr, id: comment_id },
+                    &text,
+                    deadline,
+                )
+                .await;
+            }
         }
     };
     if !read_by(deadline, commenter.may_write(host, repo)).await? {
-        reply(
-            "Only people who can write to this repository may use `/service` commands.".to_owned(),
-        )
-        .await;
+        if first_refusal(app, &any, pr, commenter.login).await? {
+            let text = "Only people who can write to this repository may use `/service` commands.";
+            reply(&any, text.to_owned()).await;
+        }
         return Ok(Delivered::default());
     }
+    let queue = match &command {
+        Ok(CommentCommand::Cancel) => match queue_holding(app, &queues, pr).await? {
+            Some(queue) => Ok(queue),
+            None => read_by(deadline, queue_of_pull_request(app, &queues, pr)).await?,
+        },
+        _ => read_by(deadline, queue_of_pull_request(app, &queues, pr)).await?,
+    };
+    let queue = match queue {
+        Ok(queue) => queue,
+        Err(base) => {
+            let text = format!("There is no merge queue for `{base}` in this repository.");
+            reply(&any, text).await;
+            return Ok(Delivered::default());
+        }
+    };
     let Some(claim) = claim_comment(app, &queue, comment_id).await? else {
         tracing::info!(
             comment_id,
@@ -321,12 +342,13 @@ async fn comment_command(
         Ok(CommentCommand::Merge { priority, no_batch }) => {
             let submission = move |now: Queue| -> EventsFuture<'_> {
                 Box::pin(async move {
+                    let facts = pr_facts(host, &now, pr).await?;
                     Ok(vec![Event::Submit {
-                        pr: pr_facts(host, &now, pr).await?,
+                        head_checks_passed: head_checks_passed(host, &now, &facts).await?,
+                        pr: facts,
                         priority: priority.unwrap_or(Priority::default_priority()),
                         no_batch: no_batch.then_some(true),
                         force: false,
-                        head_checks_passed: false,
                     }])
                 })
             };
@@ -348,7 +370,7 @@ async fn comment_command(
             .map(|_| ())
         }
         Err(InvalidCommand(message)) => {
-            reply(message).await;
+            reply(&queue, message).await;
             settle_comment(app, &claim, true).await;
             return Ok(Delivered::default());
         }
@@ -361,11 +383,63 @@ async fn comment_command(
         }),
         Err(e) if e.refusal().is_some() => {
             let why = e.refusal().unwrap_or_default();
-            reply(format!("The merge queue could not do that: {why}")).await;
+            reply(&queue, format!("The merge queue could not do that: {why}")).await;
             Ok(Delivered::default())
         }
         Err(e) => Err(e),
     }
+}
+
+/// Posts the queue's answer to a command comment: the delivery's last call, bounded as an
+/// effect is past a request's deadline. One not posted is logged.
+async fn post_reply(
+    host: &dyn GitHost,
+    repo: &RepoRef,
+    to: CommandComment,
+    text: &str,
+    deadline: Instant,
+) {
+    let posted = host.reply(repo, to, text);
+    match tokio::time::timeout_at(deadline + drive::EFFECT_OVERRUN, posted).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!(error = %e, "command reply not posted"),
+        Err(_) => tracing::warn!("command reply not posted: the Git host took too long"),
+    }
+}
+
+/// Whether a commenter who may not write is refused on `pr` for the first time (within
+/// [`COMMENT_REMEMBERED_MS`]): each of their later commands there is ignored without a reply,
+/// so that comments cannot make the App write comment after comment.
+async fn first_refusal(
+    app: &App,
+    queue: &Queue,
+    pr: PrNumber,
+    login: &str,
+) -> Result<bool, ServiceError> {
+    let scope = format!(
+        "{}#webhooks/github#refusal/{}/{pr}/{login}",
+        queue.org,
+        queue.repo.key()
+    );
+    Ok(claim_once(app, scope).await?.is_some())
+}
+
+/// The queue of `queues` with an active entry for `pr`, if one has.
+async fn queue_holding(
+    app: &App,
+    queues: &[Queue],
+    pr: PrNumber,
+) -> Result<Option<Queue>, ServiceError> {
+    for queue in queues {
+        let latest = app.store.load_entry(&queue.id, pr).await?;
+        if latest
+            .and_then(|(_, e)| e)
+            .is_some_and(|e| !e.state.is_terminal())
+        {
+            return Ok(Some(queue.clone()));
+        }
+    }
+    Ok(None)
 }
 
 /// Claims the command of comment `id` on `queue`'s repository: `None` when a delivery of the
@@ -375,12 +449,18 @@ async fn claim_comment(
     queue: &Queue,
     id: u64,
 ) -> Result<Option<IdempotencyRecord>, ServiceError> {
-    let now = app.now();
     let scope = format!(
         "{}#webhooks/github#comment/{}/{id}",
         queue.org,
         queue.repo.key()
     );
+    claim_once(app, scope).await
+}
+
+/// Claims `scope` for [`COMMENT_REMEMBERED_MS`]: `None` when it is claimed already (a claim
+/// left unsettled for [`COMMENT_CLAIM_STALE_MS`] is taken over).
+async fn claim_once(app: &App, scope: String) -> Result<Option<IdempotencyRecord>, ServiceError> {
+    let now = app.now();
     let record = IdempotencyRecord::claim(scope, String::new(), now, COMMENT_REMEMBERED_MS);
     let stale_before = now.plus_millis(-COMMENT_CLAIM_STALE_MS);
     match app
@@ -416,19 +496,22 @@ async fn settle_comment(app: &App, claim: &IdempotencyRecord, followed: bool) {
     }
 }
 
-/// The owner's queue on the pull request's base branch, if there is one.
+/// The queue of `queues` on the pull request's base branch, or that base branch's name when
+/// none is.
 async fn queue_of_pull_request(
     app: &App,
-    to: Owned<'_>,
+    queues: &[Queue],
     pr: PrNumber,
-) -> Result<Option<Queue>, ServiceError> {
+) -> Result<Result<Queue, String>, ServiceError> {
     let host = app.host()?;
-    let queues = owned_queues(app, to).await?;
     let Some(any) = queues.first() else {
-        return Ok(None);
+        return Err(ServiceError::internal(
+            "no queue to read the pull request for",
+        ));
     };
     let facts = pr_facts(host, any, pr).await?;
-    Ok(queues.into_iter().find(|q| q.branch == facts.base_branch))
+    let on_base = queues.iter().find(|q| q.branch == facts.base_branch);
+    Ok(on_base.cloned().ok_or(facts.base_branch))
 }
 
 /// The owner's queues on the repository that `keep` selects.

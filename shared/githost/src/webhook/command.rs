@@ -1,5 +1,6 @@
 //! Comment commands: `/service merge [--priority P] [--no-batch]` and `/service cancel`, on a
-//! line of their own in a pull request comment.
+//! line of their own in a pull request comment, outside code and HTML comments (where a
+//! command is shown, not given). Words are read in any case.
 
 use mq_core::priority::Priority;
 
@@ -22,11 +23,14 @@ pub struct InvalidCommand(pub String);
 const PREFIX: &str = "/service";
 const USAGE: &str = "use `/service merge [--priority <0-255|urgent|high|medium|low>] [--no-batch]` or `/service cancel`";
 
-/// The command in a comment's body: `None` when no line starts with `/service`.
+/// The command in a comment's body: `None` when no line of its prose ([`prose_lines`]) starts
+/// with `/service`.
 pub fn parse_command(body: &str) -> Option<Result<CommentCommand, InvalidCommand>> {
-    let line = body.lines().map(str::trim).find(|line| {
-        line.strip_prefix(PREFIX)
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with(char::is_whitespace))
+    let line = prose_lines(body).find(|line| {
+        let prefixed = line.get(..PREFIX.len());
+        let rest = line.get(PREFIX.len()..).unwrap_or_default();
+        prefixed.is_some_and(|p| p.eq_ignore_ascii_case(PREFIX))
+            && (rest.is_empty() || rest.starts_with(char::is_whitespace))
     })?;
     let mut words = line.split_whitespace().skip(1);
     Some(match words.next() {
@@ -46,16 +50,50 @@ pub fn parse_command(body: &str) -> Option<Result<CommentCommand, InvalidCommand
     })
 }
 
+/// The lines of a comment's body a command may stand on, trimmed: not those of a fenced code
+/// block (```` ``` ```` or `~~~`), of indented code (four spaces or a tab), or of an HTML
+/// comment (`<!-- ... -->`, which GitHub does not show). Quoted lines start with `>` and are
+/// no commands either.
+fn prose_lines(body: &str) -> impl Iterator<Item = &str> {
+    let mut fence: Option<&'static str> = None;
+    let mut in_comment = false;
+    body.lines().filter_map(move |raw| {
+        let line = raw.trim();
+        if in_comment {
+            in_comment = !line.contains("-->");
+            return None;
+        }
+        if let Some(mark) = fence {
+            if line.starts_with(mark) {
+                fence = None;
+            }
+            return None;
+        }
+        if let Some(mark) = ["```", "~~~"].into_iter().find(|m| line.starts_with(m)) {
+            fence = Some(mark);
+            return None;
+        }
+        if let Some(opened) = line.rfind("<!--") {
+            in_comment = !line[opened..].contains("-->");
+        }
+        let code = raw.starts_with("    ") || raw.starts_with('\t');
+        (!code && !line.starts_with("<!--")).then_some(line)
+    })
+}
+
 fn parse_merge<'a>(
     mut words: impl Iterator<Item = &'a str>,
 ) -> Result<CommentCommand, InvalidCommand> {
     let mut priority = None;
     let mut no_batch = false;
     while let Some(word) = words.next() {
+        let option = |name: &str| word.eq_ignore_ascii_case(name);
         match word.split_once('=') {
-            _ if word == "--no-batch" => no_batch = true,
-            Some(("--priority", value)) => priority = Some(parse_priority(value)?),
-            None if word == "--priority" => {
+            _ if option("--no-batch") => no_batch = true,
+            Some((name, value)) if name.eq_ignore_ascii_case("--priority") => {
+                priority = Some(parse_priority(value)?);
+            }
+            None if option("--priority") => {
                 let value = words
                     .next()
                     .ok_or_else(|| invalid("`--priority` needs a value"))?;
@@ -155,6 +193,45 @@ mod tests {
         assert_eq!(parse_command("Looks good to me"), None);
         assert_eq!(parse_command("see /service merge in the docs"), None);
         assert_eq!(parse_command("/servicemerge"), None);
+        assert_eq!(parse_command("> /service merge\n\nquoted"), None);
+    }
+
+    /// A command shown in code or hidden in an HTML comment is not given: only a line of the
+    /// comment's prose is read, and one after such a block still is.
+    #[test]
+    fn commands_in_code_or_html_comments_are_not_given() {
+        for body in [
+            "When green, run:\n```\n/service merge --priority urgent\n```",
+            "~~~sh\n/service cancel\n~~~",
+            "Example:\n\n    /service merge",
+            "\t/service merge",
+            "<!--\n/service cancel\n-->",
+            "<!-- /service cancel -->",
+            "note <!-- hidden\n/service cancel\n-->",
+        ] {
+            assert_eq!(parse_command(body), None, "{body:?}");
+        }
+        assert_eq!(
+            parse_command("```\n/service cancel\n```\n/service merge --no-batch"),
+            merge(None, true),
+            "the example does not shadow the command after it"
+        );
+        assert_eq!(
+            parse_command("<!-- a note -->\n/service cancel"),
+            Some(Ok(CommentCommand::Cancel))
+        );
+    }
+
+    #[test]
+    fn words_are_read_in_any_case() {
+        assert_eq!(
+            parse_command("/SERVICE Merge --No-Batch --PRIORITY=high"),
+            merge(Some(10), true)
+        );
+        assert_eq!(
+            parse_command("/Service cancel"),
+            Some(Ok(CommentCommand::Cancel))
+        );
     }
 
     #[test]

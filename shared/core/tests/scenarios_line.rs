@@ -1603,6 +1603,30 @@ fn a_run_whose_branch_someone_keeps_pushing_to_fails_saying_why() {
     h.assert_clean();
 }
 
+/// A tool that deletes branches it takes for stale keeps deleting a run's branch: the branch
+/// is built again twice, and the third deletion found fails the run, saying why, instead of
+/// CI starting over every minute until the run times out.
+#[test]
+fn a_run_whose_branch_someone_keeps_deleting_fails_saying_why() {
+    let mut h = queue(1);
+    h.submit(1);
+    let id = h.run_of(1);
+    for deletion in 1..=3 {
+        h.ok(Event::BranchObserved {
+            run_id: id.clone(),
+            sha: None,
+        });
+        assert_eq!(h.state(1) == Failed, deletion == 3, "deletion {deletion}");
+    }
+    assert_eq!(h.conclusion(1), "test_branch_pushed");
+    assert!(
+        h.conclusion_detail(1).contains("deleting it"),
+        "{}",
+        h.conclusion_detail(1)
+    );
+    h.assert_clean();
+}
+
 /// A restart is a new run on a new branch: pushes found on the branch of the run it replaces
 /// do not count towards its own three.
 #[test]

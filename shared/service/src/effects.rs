@@ -49,14 +49,44 @@ pub async fn execute(
     match answer {
         Ok(outcome) => Event::EffectSucceeded { effect_id, outcome },
         Err(e) => {
-            tracing::warn!(effect = %effect_id, error = %e, "effect failed");
+            let permanent = is_permanent(&e);
+            tracing::warn!(
+                queue = %queue.id,
+                effect = %effect_id,
+                kind = kind_of(&pending.effect),
+                attempt = pending.attempts + 1,
+                error = %e,
+                "{}",
+                if permanent {
+                    "effect refused by the Git host: given up"
+                } else {
+                    "effect failed; retried later"
+                }
+            );
             Event::EffectFailed {
                 effect_id,
-                permanent: is_permanent(&e),
+                permanent,
                 retry_after_ms: asked_to_wait(&e),
                 error: e.to_string(),
             }
         }
+    }
+}
+
+/// What an effect does, for the logs.
+fn kind_of(effect: &Effect) -> &'static str {
+    match effect {
+        Effect::CreateTestBranch { .. } => "create_test_branch",
+        Effect::CancelRun { .. } => "cancel_run",
+        Effect::DeleteBranch { .. } => "delete_branch",
+        Effect::Merge { .. } => "merge",
+        Effect::CloseLandedPullRequest { .. } => "close_landed_pull_request",
+        Effect::PostComment { .. } => "post_comment",
+        Effect::SetStatusCheck { .. } => "set_status_check",
+        Effect::OpenTestPullRequest { .. } => "open_test_pull_request",
+        Effect::CloseTestPullRequest { .. } => "close_test_pull_request",
+        Effect::RefreshPullRequest { .. } => "refresh_pull_request",
+        Effect::FetchChecks { .. } => "fetch_checks",
     }
 }
 

@@ -298,8 +298,8 @@ pub fn failure_detail(reason: &str) -> String {
         }
         "test_branch_error" => "the test branch could not be made ready for CI".to_owned(),
         "test_branch_pushed" => {
-            "someone else kept pushing to the test branch (the queue builds its test branches \
-             itself; keep tools that push from them)"
+            "someone else kept pushing to the test branch, or deleting it (the queue builds \
+             its test branches itself; keep tools that push to or delete branches from them)"
                 .to_owned()
         }
         "merge_failed" => "the Git host refused to merge the pull request".to_owned(),

@@ -80,9 +80,9 @@ impl Work {
     /// other than the one the run recorded (someone, a bot or a person, pushed to it), has it
     /// built again: the same commits, since merge commits are stamped. A commit the queue did
     /// not build is not what the pull requests were reviewed as, and never lands. The
-    /// [`MAX_PUSHES_DISCARDED`]th push found fails the run (`test_branch_pushed`): a tool that
-    /// pushes to every branch would otherwise keep it building until it timed out, saying
-    /// nothing of why.
+    /// [`MAX_PUSHES_DISCARDED`]th push or deletion found fails the run (`test_branch_pushed`):
+    /// a tool that pushes to every branch, or deletes branches it takes for stale, would
+    /// otherwise keep it building until it timed out, saying nothing of why.
     pub fn branch_observed(&mut self, run_id: &str, sha: Option<&Sha>) {
         let Some(run) = self.run(run_id) else { return };
         if run.status != RunStatus::InProgress || run.held || run.sha.is_none() {
@@ -94,7 +94,7 @@ impl Work {
         if building || sha.is_some_and(|sha| run.sha.as_ref() == Some(sha)) {
             return;
         }
-        if sha.is_some() && self.push_discarded(run_id) >= MAX_PUSHES_DISCARDED {
+        if self.push_discarded(run_id) >= MAX_PUSHES_DISCARDED {
             self.run_failed(run_id, reason::BRANCH_PUSHED);
             return;
         }
@@ -106,7 +106,7 @@ impl Work {
         self.request_branch(run_id);
     }
 
-    /// Counts a push by someone else found on a run's branch; the pushes so far.
+    /// Counts a push by someone else, or a deletion, found on a run's branch; those so far.
     fn push_discarded(&mut self, run_id: &str) -> u32 {
         let Some(run) = self.run_mut(run_id) else {
             return 0;

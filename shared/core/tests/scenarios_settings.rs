@@ -58,23 +58,32 @@ fn paused_starts_nothing_keeps_results_and_merges_when_resumed() {
     h.assert_clean();
 }
 
-/// A merge emitted before a pause and found paused just before it was sent is withdrawn
-/// (nothing is being merged while the queue is paused), and emitted again when the queue
-/// runs. One tried before stays: it may have landed.
-#[test]
-fn a_merge_withdrawn_on_a_paused_queue_is_emitted_again_when_it_runs() {
+/// A queue of concurrency 2 where #1 passed (its merge in the outbox, not carried out: the
+/// harness executes nothing by itself) and #2 is testing behind it.
+fn one_passed_ahead_of_another() -> Harness {
     let mut h = queue(2);
     h.auto_execute = false;
     h.submit(1);
     h.submit(2);
     h.execute_all();
     h.pass_pr(1);
-    let merge = |h: &Harness| {
-        let mut merges = h.snap.outbox.iter();
-        merges
-            .find(|x| matches!(x.effect, Effect::Merge { .. }))
-            .cloned()
-    };
+    h
+}
+
+/// The merge waiting in the outbox, if one is.
+fn merge(h: &Harness) -> Option<mq_core::effects::PendingEffect> {
+    let mut merges = h.snap.outbox.iter();
+    merges
+        .find(|x| matches!(x.effect, Effect::Merge { .. }))
+        .cloned()
+}
+
+/// A merge emitted before a pause and found paused just before it was sent is withdrawn
+/// (nothing is being merged while the queue is paused), and emitted again when the queue
+/// runs. One tried before stays: it may have landed.
+#[test]
+fn a_merge_withdrawn_on_a_paused_queue_is_emitted_again_when_it_runs() {
+    let mut h = one_passed_ahead_of_another();
     let sent_later = merge(&h).expect("#1's merge emitted");
     set_state(&mut h, RequestedState::Paused);
     h.ok(Event::MergeWithdrawn {
@@ -115,18 +124,7 @@ fn a_merge_withdrawn_on_a_paused_queue_is_emitted_again_when_it_runs() {
 #[test]
 fn a_merge_never_sent_is_withdrawn_once_the_tick_finds_it_not_landed_on_a_paused_queue() {
     use mq_core::engine::EFFECT_LEASE_MS;
-    let mut h = queue(2);
-    h.auto_execute = false;
-    h.submit(1);
-    h.submit(2);
-    h.execute_all();
-    h.pass_pr(1);
-    let merge = |h: &Harness| {
-        let mut merges = h.snap.outbox.iter();
-        merges
-            .find(|x| matches!(x.effect, Effect::Merge { .. }))
-            .cloned()
-    };
+    let mut h = one_passed_ahead_of_another();
     let never_sent = merge(&h).expect("the merge emitted");
     h.pending.clear();
     set_state(&mut h, RequestedState::Paused);

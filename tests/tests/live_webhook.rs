@@ -152,6 +152,11 @@ async fn comment_commands_submit_and_cancel_for_writers_only(backend: Backend) {
     let status = deliver(&env, "issue_comment", &again, SECRET).await.status;
     assert_eq!(status, 200);
     assert_eq!(env.reply(&repo, 1, &again).await, "", "no second reply");
+    env.clock.advance_minutes(10);
+    let later = comment_event(&repo, 1, "/service merge", "NONE");
+    let status = deliver(&env, "issue_comment", &later, SECRET).await.status;
+    assert_eq!(status, 200);
+    assert_eq!(env.reply(&repo, 1, &later).await, "", "nor minutes later");
 
     // A member of the organisation whose role on the repository is read (or triage) may not.
     repo.set_role("reader", "triage");

@@ -6,7 +6,7 @@
 //! cut because its time ran out is such an effect: it fails as a transient error, and the
 //! tick executes it again.
 
-use mq_core::engine::{Effect, EffectOutcome, Event, MergeRefusal, PendingEffect};
+use mq_core::engine::{Effect, EffectOutcome, Event, MAX_ATTEMPTS, MergeRefusal, PendingEffect};
 use mq_core::git::{QUEUE_STATUS_CONTEXT, RequiredStatuses, RequiredStatusesSource, StatusState};
 use mq_core::ids::Sha;
 use mq_core::settings::MergeMethod;
@@ -50,15 +50,16 @@ pub async fn execute(
         Ok(outcome) => Event::EffectSucceeded { effect_id, outcome },
         Err(e) => {
             let permanent = is_permanent(&e);
+            let attempt = pending.attempts + 1;
             tracing::warn!(
                 queue = %queue.id,
                 effect = %effect_id,
                 kind = kind_of(&pending.effect),
-                attempt = pending.attempts + 1,
+                attempt,
                 error = %e,
                 "{}",
-                if permanent {
-                    "effect refused by the Git host: given up"
+                if permanent || attempt >= MAX_ATTEMPTS {
+                    "effect given up: refused by the Git host, or failed too often"
                 } else {
                     "effect failed; retried later"
                 }

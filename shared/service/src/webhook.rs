@@ -281,9 +281,9 @@ async fn comment_command(
 ) -> Result<Delivered, ServiceError> {
     let host = app.host()?;
     let repo = to.repo;
-    let mut queues = owned_queues(app, to).await?;
-    queues.retain(|q| q.config.commands_enabled);
-    let Some(any) = queues.first().cloned() else {
+    let queues = owned_queues(app, to).await?;
+    let commanded = queues.iter().find(|q| q.config.commands_enabled);
+    let Some(any) = commanded.cloned() else {
         return Ok(Delivered::default());
     };
     let reply = |queue: &Queue, text: String| {
@@ -308,27 +308,38 @@ async fn comment_command(
         }
         return Ok(Delivered::default());
     }
-    let queue = match &command {
-        Ok(CommentCommand::Cancel) => match queue_holding(app, &queues, pr).await? {
-            Some(queue) => Ok(queue),
-            None => read_by(deadline, queue_of_pull_request(app, &queues, pr)).await?,
-        },
-        _ => read_by(deadline, queue_of_pull_request(app, &queues, pr)).await?,
-    };
-    let queue = match queue {
-        Ok(queue) => queue,
-        Err(base) => {
-            let text = format!("There is no merge queue for `{base}` in this repository.");
-            reply(&any, text).await;
-            return Ok(Delivered::default());
-        }
-    };
-    let Some(claim) = claim_comment(app, &queue, comment_id).await? else {
+    // The claim's scope is the repository's: any of its queues names it.
+    let Some(claim) = claim_comment(app, &any, comment_id).await? else {
         tracing::info!(
             comment_id,
             "comment command followed before; delivery ignored"
         );
         return Ok(Delivered::default());
+    };
+    let found = match &command {
+        Ok(CommentCommand::Cancel) => match queue_holding(app, &queues, pr).await {
+            Ok(Some(queue)) => Ok(Ok(queue)),
+            Ok(None) => read_by(deadline, queue_of_pull_request(app, &queues, pr)).await,
+            Err(e) => Err(e),
+        },
+        _ => read_by(deadline, queue_of_pull_request(app, &queues, pr)).await,
+    };
+    let queue = match found {
+        Ok(Ok(queue)) if queue.config.commands_enabled => queue,
+        Ok(Ok(_)) => {
+            settle_comment(app, &claim, true).await;
+            return Ok(Delivered::default());
+        }
+        Ok(Err(base)) => {
+            let text = format!("There is no merge queue for `{base}` in this repository.");
+            reply(&any, text).await;
+            settle_comment(app, &claim, true).await;
+            return Ok(Delivered::default());
+        }
+        Err(e) => {
+            settle_comment(app, &claim, e.refusal().is_some()).await;
+            return Err(e);
+        }
     };
     tracing::info!(
         queue = %queue.id,
@@ -421,7 +432,12 @@ async fn first_refusal(
         queue.org,
         queue.repo.key()
     );
-    Ok(claim_once(app, scope).await?.is_some())
+    let Some(claim) = claim_once(app, scope).await? else {
+        return Ok(false);
+    };
+    // Settled at once: an unsettled claim is taken over after a few minutes.
+    settle_comment(app, &claim, true).await;
+    Ok(true)
 }
 
 /// The queue of `queues` with an active entry for `pr`, if one has.

@@ -55,30 +55,47 @@ pub fn parse_command(body: &str) -> Option<Result<CommentCommand, InvalidCommand
 /// comment (`<!-- ... -->`, which GitHub does not show). Quoted lines start with `>` and are
 /// no commands either.
 fn prose_lines(body: &str) -> impl Iterator<Item = &str> {
-    let mut fence: Option<&'static str> = None;
+    let mut fence: Option<(char, usize)> = None;
     let mut in_comment = false;
     body.lines().filter_map(move |raw| {
         let line = raw.trim();
-        if in_comment {
-            in_comment = !line.contains("-->");
+        let was_in_comment = in_comment;
+        in_comment = still_in_comment(line, in_comment);
+        if was_in_comment {
             return None;
         }
-        if let Some(mark) = fence {
-            if line.starts_with(mark) {
+        let code = raw.starts_with("    ") || raw.starts_with('\t');
+        if let Some((mark, length)) = fence {
+            let closing = fence_of(line).is_some_and(|(m, n)| m == mark && n >= length);
+            if closing && line.chars().all(|c| c == mark) {
                 fence = None;
             }
             return None;
         }
-        if let Some(mark) = ["```", "~~~"].into_iter().find(|m| line.starts_with(m)) {
-            fence = Some(mark);
+        if !code && let Some(opened) = fence_of(line) {
+            fence = Some(opened);
             return None;
         }
-        if let Some(opened) = line.rfind("<!--") {
-            in_comment = !line[opened..].contains("-->");
-        }
-        let code = raw.starts_with("    ") || raw.starts_with('\t');
         (!code && !line.starts_with("<!--")).then_some(line)
     })
+}
+
+/// The fence a line opens or closes: its character (`` ` `` or `~`) and length, at least 3.
+fn fence_of(line: &str) -> Option<(char, usize)> {
+    let mark = line.chars().next().filter(|c| matches!(c, '`' | '~'))?;
+    let length = line.chars().take_while(|&c| c == mark).count();
+    (length >= 3).then_some((mark, length))
+}
+
+/// Whether an HTML comment is still open after `line`, given whether it was before: the last
+/// `<!--` of the line comes after its last `-->`, or it was open and the line closes none.
+fn still_in_comment(line: &str, open: bool) -> bool {
+    match (line.rfind("<!--"), line.rfind("-->")) {
+        (Some(opened), Some(closed)) => opened > closed,
+        (Some(_), None) => true,
+        (None, Some(_)) => false,
+        (None, None) => open,
+    }
 }
 
 fn parse_merge<'a>(
@@ -208,6 +225,8 @@ mod tests {
             "<!--\n/service cancel\n-->",
             "<!-- /service cancel -->",
             "note <!-- hidden\n/service cancel\n-->",
+            "````md\n```\n/service merge\n```\n````",
+            "<!-- a\n--> <!-- b\n/service cancel\n-->",
         ] {
             assert_eq!(parse_command(body), None, "{body:?}");
         }

@@ -23,7 +23,7 @@ pub struct InvalidCommand(pub String);
 const PREFIX: &str = "/service";
 const USAGE: &str = "use `/service merge [--priority <0-255|urgent|high|medium|low>] [--no-batch]` or `/service cancel`";
 
-/// The command in a comment's body: `None` when no line of its prose ([`prose_lines`]) starts
+/// The command in a comment's body: `None` when no line of its prose (`prose_lines`) starts
 /// with `/service`.
 pub fn parse_command(body: &str) -> Option<Result<CommentCommand, InvalidCommand>> {
     let line = prose_lines(body).find(|line| {

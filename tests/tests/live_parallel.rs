@@ -3,9 +3,12 @@
 //! top of it and reports it in `dependentPrs`.
 
 use e2e::ACME;
+use e2e::git_repo::GitRepo;
 use e2e::live::{CI, LiveEnv, body};
 use e2e::{Backend, live_on_both_stores};
+use mq_store::FaultyStore;
 use serde_json::json;
+use std::sync::Arc;
 
 live_on_both_stores!(
     independent_lanes_merge_independently,
@@ -222,11 +225,11 @@ async fn targets_of_a_pull_request_submitted_while_its_queue_turns_parallel_appl
     assert_eq!(api.details["impactedTargets"], json!(["api"]));
 }
 
-/// Targets uploaded while the pull request's entry ends (here it is cancelled between the
-/// upload's read of the queue and its commit) are kept for their head, as for a pull request
-/// not in the queue: submitted again at that head, it does not wait for them. Before, the
-/// upload answered 409 and the targets were lost.
-async fn targets_uploaded_while_their_entry_ends_are_kept_for_its_head(backend: Backend) {
+/// A parallel queue, without a background tick, on a store whose reads a test can hold, with
+/// #1 submitted (waiting for its targets); the pull requests' heads.
+async fn one_submitted_to_a_parallel_queue(
+    backend: Backend,
+) -> (LiveEnv, Arc<FaultyStore>, GitRepo, Vec<String>) {
     let options = LiveEnv::options().without_tick();
     let (env, store) = options.start_with_faulty_store(backend, 1).await;
     let repo = env.repo("rocket");
@@ -234,6 +237,14 @@ async fn targets_uploaded_while_their_entry_ends_are_kept_for_its_head(backend: 
     let settings = json!({"mode": "parallel", "requiredStatuses": [CI]});
     env.create_queue(&repo, settings).await;
     env.submit(&repo, 1).await;
+    (env, store, repo, heads)
+}
+
+/// Targets uploaded while the pull request's entry ends (here it is cancelled between the
+/// upload's read of the queue and its commit) are kept for their head, as for a pull request
+/// not in the queue: submitted again at that head, it does not wait for them.
+async fn targets_uploaded_while_their_entry_ends_are_kept_for_its_head(backend: Backend) {
+    let (env, store, repo, heads) = one_submitted_to_a_parallel_queue(backend).await;
     let waiting = env.pull_request(&repo, 1).await;
     assert_eq!(
         waiting["readiness"]["hasImpactedTargets"], false,
@@ -265,13 +276,7 @@ async fn targets_uploaded_while_their_entry_ends_are_kept_for_its_head(backend: 
 async fn targets_for_an_old_head_uploaded_while_a_push_ends_the_entry_replace_nothing(
     backend: Backend,
 ) {
-    let options = LiveEnv::options().without_tick();
-    let (env, store) = options.start_with_faulty_store(backend, 1).await;
-    let repo = env.repo("rocket");
-    let heads = repo.add_prs(1, &[]);
-    let settings = json!({"mode": "parallel", "requiredStatuses": [CI]});
-    env.create_queue(&repo, settings).await;
-    env.submit(&repo, 1).await;
+    let (env, store, repo, heads) = one_submitted_to_a_parallel_queue(backend).await;
 
     let held = store.hold_next_load_answer();
     let old = env.set_impacted_targets(&repo, 1, &heads[0], json!(["api"]));

@@ -1278,15 +1278,17 @@ async fn a_head_already_in_the_base_is_named_as_merged_outside() {
     assert_eq!(github.branch("mq/main/run-5"), None);
 }
 
-/// A head already in the branch but not in its base (another pull request of the chain holds
-/// it) was not merged outside: the branch cannot be built, and the host says why.
+/// A head already in the branch but not in its base (a stacked pull request queued ahead of
+/// the one it is built on holds it) was not merged outside: it gets a merge commit of its own,
+/// changing nothing, so the chain still has one merge commit per pull request (as the local
+/// host builds it) and a squash or rebase can read it back.
 #[tokio::test]
-async fn a_head_held_by_another_pull_request_of_the_chain_is_refused_with_the_reason() {
+async fn a_head_another_pull_request_of_the_chain_holds_gets_an_empty_merge_commit() {
     let server = MockServer::start().await;
     let github = fake_repository();
     github.commit(HEAD_ON_ONE, "tree-on-one", &[HEAD1]);
     github.mount(&server).await;
-    let error = with_token(&server)
+    let outcome = with_token(&server)
         .await
         .create_test_branch(
             &repo(),
@@ -1296,12 +1298,19 @@ async fn a_head_held_by_another_pull_request_of_the_chain_is_refused_with_the_re
             ),
         )
         .await
-        .unwrap_err();
-    let HostError::Conflict(reason) = &error else {
-        panic!("expected a conflict, got {error:?}");
-    };
-    assert!(reason.contains("nothing to merge for #1"), "{reason}");
-    assert_eq!(github.branch("mq/main/run-6"), None);
+        .unwrap();
+
+    let tip = github.get_commit(&created_sha(outcome));
+    let child = github.get_commit(&tip.parents[0]);
+    assert_eq!(child.parents, vec![TARGET_TIP, HEAD_ON_ONE]);
+    assert_eq!(tip.parents, vec![child.sha.clone(), HEAD1.to_owned()]);
+    assert_eq!(tip.tree, child.tree);
+    assert_eq!(
+        tip.message,
+        "Merge pull request #1: One\n\nTest-Branch: mq/main/run-6"
+    );
+    assert_eq!(github.branch("mq/main/run-6"), Some(tip.sha));
+    assert_eq!(github.branch("mq-build/main/run-6"), None);
 }
 
 #[tokio::test]

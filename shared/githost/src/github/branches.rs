@@ -164,7 +164,7 @@ async fn merge_head<'a>(
         {
             Ok(Step::InTheBase)
         }
-        StatusCode::NO_CONTENT => merge_already_made(client, repo, &scratch, tip, pr)
+        StatusCode::NO_CONTENT => merge_already_made(client, repo, branch, tip, pr)
             .await
             .map(Step::Merged),
         StatusCode::CONFLICT => Ok(Step::Conflict),
@@ -172,9 +172,11 @@ async fn merge_head<'a>(
     }
 }
 
-/// The merges API answers 204 when the head is already in the branch, as it is when a retried
-/// call's first attempt merged it and that answer was lost. The branch's tip is then the merge
-/// of the head onto `tip`, or the branch cannot be built.
+/// The merges API answers 204 when the head is already in the building branch of test branch
+/// `branch`: a pull request ahead in the chain holds it (a stacked pull request queued ahead of
+/// the one it is built on), or a retried call's first attempt merged it and that answer was
+/// lost. The building branch's tip is then `tip` holding the head, or the merge of the head
+/// onto `tip`; otherwise the branch cannot be built.
 async fn merge_already_made<'a>(
     client: &Client,
     repo: &RepoRef,
@@ -182,9 +184,13 @@ async fn merge_already_made<'a>(
     tip: &Sha,
     pr: &'a BranchPr,
 ) -> HostResult<Merged<'a>> {
-    let now = branch_head(client, repo, branch)
+    let scratch = building_branch(branch);
+    let now = branch_head(client, repo, &scratch)
         .await?
-        .ok_or_else(|| HostError::NotFound(format!("branch {branch}")))?;
+        .ok_or_else(|| HostError::NotFound(format!("branch {scratch}")))?;
+    if now == *tip && contains(client, repo, pr.head_sha.as_str(), tip.as_str()).await? {
+        return merge_held_head(client, repo, branch, tip, pr).await;
+    }
     let commit = git_commit(client, repo, &now).await?;
     let parents: Vec<&str> = commit.parents.iter().map(|p| p.sha.as_str()).collect();
     if parents == [tip.as_str(), pr.head_sha.as_str()] {
@@ -195,13 +201,34 @@ async fn merge_already_made<'a>(
         });
     }
     Err(HostError::Conflict(format!(
-        "GitHub found nothing to merge for #{} at {} in {branch}, and the branch's tip {} is \
-         not its merge onto {}: the head is already in the base, or the branch was moved",
+        "GitHub found nothing to merge for #{} at {} in {scratch}, and the branch's tip {} is \
+         not its merge onto {}: the branch was moved while it was being built",
         pr.pr,
         pr.head_sha.short(),
         now.short(),
         tip.short()
     )))
+}
+
+/// The merge of a head `tip` already holds: a commit of `tip`'s tree on `[tip, head]`, as git
+/// merges with `--no-ff` (and as the local host builds it), so the chain keeps one merge commit
+/// per pull request; the building branch of `branch` is moved to it.
+async fn merge_held_head<'a>(
+    client: &Client,
+    repo: &RepoRef,
+    branch: &str,
+    tip: &Sha,
+    pr: &'a BranchPr,
+) -> HostResult<Merged<'a>> {
+    let tree = git_commit(client, repo, tip).await?.tree.sha;
+    let payload = json!({
+        "message": merge_message(pr, Some(branch)),
+        "tree": tree,
+        "parents": [tip.as_str(), pr.head_sha.as_str()],
+    });
+    let sha = create_commit(client, repo, &payload).await?;
+    force_branch(client, repo, &building_branch(branch), &sha).await?;
+    Ok(Merged { pr, sha, tree })
 }
 
 /// The branch's tip: GitHub's last merge when nothing is stamped, else the chain written again

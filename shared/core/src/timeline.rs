@@ -36,13 +36,22 @@ pub fn tested(run: &TestRun, entry: &Entry) -> bool {
     run.tested.iter().any(|t| t.entry_id == entry.id)
 }
 
+/// Whether `run` was cancelled because `entry` concluded (cancelled, closed, pushed to): the
+/// entry went from testing to its conclusion, not back to `pending`.
+fn ended_by_conclusion(run: &TestRun, entry: &Entry) -> bool {
+    entry.state.is_terminal()
+        && entry.concluded_at.is_some()
+        && run.finished_at == entry.concluded_at
+}
+
 /// The state history of `entry`, oldest first, from its timestamps, the main runs among
 /// `runs` that tested it (others are ignored) and its `restarts`:
 ///
 /// - submitted: `not_ready`; ready: `pending`;
 /// - each main run that tested it: `testing` when it started (or was created), then when it
 ///   finished `tests_passed` (passed), `pending_failure` (failed, with its reason) or
-///   `pending` (cancelled, with its reason, as a restart does);
+///   `pending` (cancelled, with its reason, as a restart does; nothing when it was cancelled
+///   because the entry concluded then);
 /// - each recorded restart: `pending` (reason `restart`);
 /// - the conclusion (`merged`, `failed` or `cancelled`, with its reason), or, for an active
 ///   entry, its current state since it last changed.
@@ -71,6 +80,7 @@ pub fn state_history(entry: &Entry, runs: &[TestRun], restarts: &[Restart]) -> V
             RunStatus::InProgress => None,
             RunStatus::Succeeded => Some(EntryState::TestsPassed),
             RunStatus::Failed => Some(EntryState::PendingFailure),
+            RunStatus::Cancelled if ended_by_conclusion(run, entry) => None,
             RunStatus::Cancelled => Some(EntryState::Pending),
         };
         if let (Some(state), Some(at)) = (after, run.finished_at) {
@@ -260,6 +270,33 @@ mod tests {
             ]
         );
         assert_eq!(history[4].run.as_deref(), Some("r2"));
+    }
+
+    #[test]
+    fn a_pull_request_cancelled_while_testing_goes_from_testing_to_cancelled() {
+        let mut entry = merged_after_one_run();
+        entry.state = EntryState::Cancelled;
+        entry.conclusion = Some(Conclusion {
+            reason: "cancelled_by_api".to_owned(),
+            detail: "cancelled".to_owned(),
+        });
+        let runs = [
+            run("r1", &entry, RunStatus::Cancelled, 200, Some(300)),
+            run("r2", &entry, RunStatus::Cancelled, 400, Some(900)),
+        ];
+        let history = state_history(&entry, &runs, &[]);
+        assert_eq!(
+            states(&history),
+            [
+                (100, EntryState::NotReady),
+                (150, EntryState::Pending),
+                (200, EntryState::Testing),
+                (300, EntryState::Pending),
+                (400, EntryState::Testing),
+                (900, EntryState::Cancelled),
+            ]
+        );
+        assert_eq!(history[5].reason.as_deref(), Some("cancelled_by_api"));
     }
 
     #[test]

@@ -15,6 +15,7 @@ live_on_both_stores!(
     impacted_targets_for_another_sha_conflict,
     unknown_pull_requests_and_other_organisations_get_not_found,
     cancel_and_restart_of_inactive_pull_requests_conflict,
+    a_resubmission_of_a_closed_pull_request_ends_its_entry,
     the_comment_and_status_check_say_where_each_pull_request_stands,
     a_branch_requiring_the_queues_own_status_merges_what_ci_passed,
     a_broken_configuration_file_is_named_and_the_queues_own_list_works_around_it,
@@ -419,6 +420,40 @@ async fn cancel_and_restart_of_inactive_pull_requests_conflict(backend: Backend)
             "{path} of a pull request never submitted"
         );
     }
+}
+
+/// A pull request closed on the Git host (its webhook lost, the tick not run yet) and submitted
+/// again is refused, and its entry ends there, as the tick would end it: it does not test on.
+/// Its history goes from `testing` to `cancelled`, with no `pending` in between.
+async fn a_resubmission_of_a_closed_pull_request_ends_its_entry(backend: Backend) {
+    let env = LiveEnv::options().without_tick().start(backend).await;
+    let repo = env.repo("rocket");
+    repo.add_prs(1, &[]);
+    env.create_queue(&repo, json!({"requiredStatuses": [CI]}))
+        .await;
+    env.submit(&repo, 1).await;
+    env.wait_for_testing_to_start(&repo, 1).await;
+    repo.set_pr_state(1, "closed");
+
+    let again = env.submit_with(&repo, 1, json!({})).await;
+    assert_eq!((again.status, again.code()), (409, "PULL_REQUEST_NOT_OPEN"));
+    let entry = env.pull_request(&repo, 1).await;
+    assert_eq!(entry["state"], "cancelled", "{entry}");
+    let history = env.pr_call("getPullRequestHistory", &repo, 1).await;
+    assert_eq!(history.status, 200);
+    let states: Vec<&str> = history.body["states"]
+        .as_array()
+        .expect("states")
+        .iter()
+        .map(|s| s["state"].as_str().expect("a state"))
+        .collect();
+    assert_eq!(
+        states,
+        ["not_ready", "pending", "testing", "cancelled"],
+        "{}",
+        history.body
+    );
+    assert_eq!(history.body["conclusion"]["reason"], "pr_closed");
 }
 
 /// Waits until the queue's status check on `sha` is `state` with a description holding `words`.

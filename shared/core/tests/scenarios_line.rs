@@ -78,6 +78,24 @@ fn resubmitting_without_a_priority_or_no_batch_keeps_what_the_entry_has() {
     );
 }
 
+/// A resubmission at the same head brings what the Git host says now: a draft marked ready
+/// since (its webhook lost) tests at once, not when the tick next reads the pull request.
+#[test]
+fn resubmitting_at_the_same_head_takes_the_pull_request_as_the_host_describes_it_now() {
+    let mut h = queue(1);
+    let mut draft = h.facts(1);
+    draft.draft = true;
+    draft.title = "WIP: Change 1".into();
+    h.submit_facts(draft).unwrap();
+    assert_eq!(h.entry(1).unwrap().state, NotReady);
+    let id = h.entry(1).unwrap().id.clone();
+
+    h.submit(1);
+    let e = h.entry(1).unwrap();
+    assert_eq!(e.id, id, "same entry");
+    assert_eq!((e.state, e.pr_facts.title.as_str()), (Testing, "Change 1"));
+}
+
 #[test]
 fn resubmitting_after_a_terminal_state_creates_a_new_entry() {
     let mut h = queue(1);

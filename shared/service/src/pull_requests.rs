@@ -8,7 +8,7 @@ use crate::error::ServiceError;
 use mq_core::engine::{CancelReason, Event, checks_verdict};
 use mq_core::entry::{Entry, UploadedTargets};
 use mq_core::error::{DomainError, ErrorCode};
-use mq_core::git::{PrFacts, Verdict};
+use mq_core::git::{PrFacts, PrState, Verdict};
 use mq_core::ids::{OrgId, PrNumber, QueueId, Sha};
 use mq_core::settings::{DirectMergeMode, QueueMode};
 use mq_core::snapshot::{Queue, QueueSnapshot};
@@ -52,6 +52,9 @@ pub async fn submit_with<'a>(
         let seen = SubmissionBasis::of(&queue, latest.as_ref());
         // The Git host's answers count against the request's time, as its commits do.
         let events = read_by(deadline, events_for(queue.clone())).await?;
+        if let Some(facts) = not_open(&events) {
+            return end_entry_not_open(app, org, id, facts, latest.as_ref(), deadline).await;
+        }
         let stale = AtomicBool::new(false);
         let step = |now: &QueueSnapshot, at| {
             if !seen.holds_in(now, pr) {
@@ -75,6 +78,37 @@ pub async fn submit_with<'a>(
             Err(e) => return Err(e),
         }
     }
+}
+
+/// The pull request of a submission's events, when the Git host says it is not open.
+fn not_open(events: &[Event]) -> Option<&PrFacts> {
+    match events.first() {
+        Some(Event::Submit { pr, .. }) if pr.state != PrState::Open => Some(pr),
+        _ => None,
+    }
+}
+
+/// A submission of a pull request the Git host says is closed or merged: 409, and its active
+/// entry, if any, ends as the tick would end it once it read the same (`pr_closed`,
+/// `pr_merged`), rather than testing on until then.
+async fn end_entry_not_open(
+    app: &App,
+    org: &OrgId,
+    id: &QueueId,
+    facts: &PrFacts,
+    latest: Option<&Entry>,
+    deadline: Instant,
+) -> Result<(), ServiceError> {
+    if latest.is_some_and(|e| e.state.is_active()) {
+        let event = Event::PrUpdated { pr: facts.clone() };
+        let start = Start::fresh().until(deadline);
+        drive::apply(app, Actor::ServiceFor(org), id, &[event], start).await?;
+    }
+    Err(DomainError::conflict(
+        ErrorCode::PullRequestNotOpen,
+        format!("pull request {} is not open", facts.number),
+    )
+    .into())
 }
 
 /// Impacted targets uploaded for a pull request while it was being submitted, which neither

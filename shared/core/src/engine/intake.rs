@@ -28,9 +28,10 @@ pub(super) struct Submission<'a> {
 }
 
 impl Work {
-    /// Submits a pull request, or updates an active entry's priority and `noBatch`. A
-    /// submission that gives no priority (or no `noBatch`) keeps what an active entry has
-    /// (also when a new head replaces the entry).
+    /// Submits a pull request, or updates an active entry's priority and `noBatch`, and what
+    /// the Git host says of it now (a draft marked ready, a review given: see
+    /// [`Work::pr_updated`]). A submission that gives no priority (or no `noBatch`) keeps
+    /// what an active entry has (also when a new head replaces the entry).
     pub fn submit(&mut self, sub: &Submission<'_>) -> Result<(), DomainError> {
         accepts_submissions(self.s.queue.state)?;
         if sub.pr.state != PrState::Open {
@@ -60,10 +61,14 @@ impl Work {
                 let e = self.entry_mut(sub.pr.number).expect("entry exists");
                 e.priority = priority;
                 e.no_batch = no_batch;
-                return Ok(());
+                self.pr_updated(sub.pr);
+                if self.entry(sub.pr.number).is_some() {
+                    return Ok(());
+                }
+            } else {
+                self.refuse_while_merging(sub.pr.number)?;
+                self.remove_entries(&[sub.pr.number], EntryState::Cancelled, "new_commits");
             }
-            self.refuse_while_merging(sub.pr.number)?;
-            self.remove_entries(&[sub.pr.number], EntryState::Cancelled, "new_commits");
         }
         let seq = self.s.queue.engine.next_seq;
         self.s.queue.engine.next_seq += 1;

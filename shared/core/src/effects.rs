@@ -114,6 +114,19 @@ impl Effect {
         }
     }
 
+    /// A merge that names where it expects the target: the Git host can then tell whether it
+    /// landed (`GitHost::merge_landed`), and whether it did not. Without it (a direct merge
+    /// before the queue knew its target), "not found" may also mean "cannot tell".
+    pub fn can_be_told_not_landed(&self) -> bool {
+        matches!(
+            self,
+            Effect::Merge {
+                expected_target_sha: Some(_),
+                ..
+            }
+        )
+    }
+
     /// The run this effect does the work of while it is in progress (its test branch built,
     /// its checks read): once that run is gone from the snapshot, or over (failed, waiting on
     /// the groups behind it), the effect is stale and comes to [`Self::once_its_run_is_gone`]

@@ -4,7 +4,7 @@
 mod support;
 
 use mq_core::ErrorCode;
-use mq_core::engine::{CancelReason, Effect, Event};
+use mq_core::engine::{CancelReason, Effect, EffectOutcome, Event, MAX_ATTEMPTS};
 use mq_core::entry::EntryState::*;
 use mq_core::git::{Mergeability, PrState};
 use mq_core::priority::Priority;
@@ -564,6 +564,55 @@ fn a_merge_given_up_on_tells_what_the_host_answered() {
         h.conclusion_detail(1),
         "the merge could not be carried out, the Git host answered: GitHub answered 502"
     );
+}
+
+/// A merge failing too often without being refused may have landed (an attempt's answer lost,
+/// or cut at its deadline): it is never sent again, and its pull requests fail only once the
+/// Git host says it did not land (the tick asks); found landed, they merge.
+#[test]
+fn a_merge_failing_too_often_fails_its_pull_requests_only_once_found_not_landed() {
+    for landed in [false, true] {
+        let mut h = queue(1);
+        let merge = passed_with_merge_waiting(&mut h);
+        for _ in 0..MAX_ATTEMPTS {
+            h.ok(Event::EffectFailed {
+                effect_id: merge.clone(),
+                error: "GitHub answered 502".into(),
+                permanent: false,
+                retry_after_ms: None,
+            });
+        }
+        assert_eq!(h.state(1), TestsPassed, "not failed yet");
+        h.advance_minutes(24 * 60);
+        let tick = h.tick();
+        assert!(
+            tick.effects.iter().all(|x| x.id != merge),
+            "a given-up merge is not sent again"
+        );
+        if landed {
+            let tip = h.run(&h.run_of(1)).and_then(|r| r.sha.clone()).unwrap();
+            h.ok(Event::EffectSucceeded {
+                effect_id: merge,
+                outcome: EffectOutcome::Merged {
+                    target_sha: tip,
+                    tip: None,
+                },
+            });
+            assert_eq!(h.state(1), Merged);
+        } else {
+            let read_at = h.now;
+            h.ok(Event::MergeNotLanded {
+                effect_id: merge.clone(),
+                read_at,
+            });
+            assert_eq!(h.state(1), Failed);
+            assert_eq!(
+                h.conclusion_detail(1),
+                "the merge could not be carried out, the Git host answered: GitHub answered 502"
+            );
+            assert!(h.snap.outbox.iter().all(|x| x.id != merge));
+        }
+    }
 }
 
 #[test]

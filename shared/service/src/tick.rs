@@ -21,8 +21,8 @@ use super::owners;
 use crate::app::App;
 use crate::error::ServiceError;
 use futures_util::StreamExt;
-use mq_core::effects::{Effect, PendingEffect};
-use mq_core::engine::{Event, view};
+use mq_core::effects::PendingEffect;
+use mq_core::engine::{Event, MAX_ATTEMPTS, view};
 use mq_core::ids::{QueueId, Sha};
 use mq_core::run::{RunStatus, TestRun};
 use mq_core::snapshot::{Queue, QueueSnapshot};
@@ -431,11 +431,12 @@ async fn branch_of(
     }
 }
 
-/// `pending` as done, if it is a merge already on the target. On a paused queue, a merge the
-/// Git host answers is not on the target is said so (`Event::MergeNotLanded`, read at
-/// `read_at` or later): the engine withdraws it if nothing could have been sending it then.
-/// Only a merge that names where it expects the target can be told not landed: without that
-/// (a direct merge before the queue knew its target), the read answers `None` either way.
+/// `pending` as done, if it is a merge already on the target. On a paused queue, or for a
+/// merge given up after [`MAX_ATTEMPTS`] failures, a merge the Git host answers is not on the
+/// target is said so (`Event::MergeNotLanded`, read at `read_at` or later): the engine
+/// withdraws it if nothing could have been sending it then, or fails a given-up one's pull
+/// requests. Only a merge that names where it expects the target can be told not landed
+/// ([`mq_core::effects::Effect::can_be_told_not_landed`]).
 async fn landed_of(
     host: &dyn GitHost,
     queue: &Queue,
@@ -448,23 +449,18 @@ async fn landed_of(
     let effect_id = pending.id.clone();
     match answer(until, &what, read).await {
         Some(Some(outcome)) => vec![Event::EffectSucceeded { effect_id, outcome }],
-        Some(None) if can_be_told_not_landed(pending) && queue.mode_and_state().is_paused() => {
+        Some(None) if may_be_told_not_landed(queue, pending) => {
             vec![Event::MergeNotLanded { effect_id, read_at }]
         }
         _ => Vec::new(),
     }
 }
 
-/// A merge that names where it expects the target: `GitHost::merge_landed` then tells whether
-/// it landed; without it, `None` means "cannot tell" as well as "not landed".
-fn can_be_told_not_landed(pending: &PendingEffect) -> bool {
-    matches!(
-        pending.effect,
-        Effect::Merge {
-            expected_target_sha: Some(_),
-            ..
-        }
-    )
+/// Whether the engine wants to hear that `pending` did not land: a merge on a paused queue,
+/// or one given up, that can be told so.
+fn may_be_told_not_landed(queue: &Queue, pending: &PendingEffect) -> bool {
+    let waits = queue.mode_and_state().is_paused() || pending.attempts >= MAX_ATTEMPTS;
+    waits && pending.effect.can_be_told_not_landed()
 }
 
 /// What CI reported on `sha`, the commit of `run`, as events.
@@ -522,12 +518,22 @@ async fn answer<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mq_core::settings::QueueState;
 
+    fn queue(state: QueueState) -> Queue {
+        let repo = mq_core::ids::RepoRef::new("github.com", "acme", "rocket").unwrap();
+        let org = mq_core::ids::OrgId::parse("acme").unwrap();
+        let config = mq_core::settings::QueueConfig::default();
+        Queue::new(org, repo, "main".into(), config, state, Timestamp(0))
+    }
+
+    /// A merge is told not landed on a paused queue, or once given up; a merge expecting no
+    /// target (a direct merge before the target was known) never is.
     #[test]
-    fn only_a_merge_expecting_a_target_can_be_told_not_landed() {
+    fn a_merge_expecting_a_target_is_told_not_landed_when_paused_or_given_up() {
         let merge = |expected: Option<&str>| PendingEffect {
             id: "fx1".into(),
-            effect: Effect::Merge {
+            effect: mq_core::effects::Effect::Merge {
                 run_id: None,
                 prs: Vec::new(),
                 method: mq_core::settings::MergeMethod::Squash,
@@ -540,19 +546,27 @@ mod tests {
             last_error: None,
             held: false,
         };
-        assert!(can_be_told_not_landed(&merge(Some("abc1234"))));
-        assert!(
-            !can_be_told_not_landed(&merge(None)),
-            "a direct merge before the target was known"
-        );
+        let (running, paused) = (queue(QueueState::Running), queue(QueueState::Paused));
+        let given_up = |x: PendingEffect| PendingEffect {
+            attempts: MAX_ATTEMPTS,
+            ..x
+        };
+        assert!(may_be_told_not_landed(&paused, &merge(Some("abc1234"))));
+        assert!(!may_be_told_not_landed(&running, &merge(Some("abc1234"))));
+        let failed_too_often = given_up(merge(Some("abc1234")));
+        assert!(may_be_told_not_landed(&running, &failed_too_often));
+        for cannot_tell in [merge(None), given_up(merge(None))] {
+            assert!(!may_be_told_not_landed(&paused, &cannot_tell));
+            assert!(!may_be_told_not_landed(&running, &cannot_tell));
+        }
         let comment = PendingEffect {
-            effect: Effect::PostComment {
+            effect: mq_core::effects::Effect::PostComment {
                 pr: 1,
                 body: String::new(),
             },
-            ..merge(Some("abc1234"))
+            ..given_up(merge(Some("abc1234")))
         };
-        assert!(!can_be_told_not_landed(&comment));
+        assert!(!may_be_told_not_landed(&paused, &comment));
     }
 
     #[test]

@@ -4,8 +4,11 @@
 //! is retried by the tick after a backoff (1, 2, 4, ... minutes, at most an hour); after
 //! [`MAX_ATTEMPTS`] failures, or a permanent one, the effect is dropped and its intent fails
 //! (a test branch that cannot be created fails its run; a merge that cannot be done fails
-//! its pull requests). The tick also emits again effects whose lease ran out without an
-//! answer, except merges while the queue is paused.
+//! its pull requests). A merge that failed too often, but not by a refusal, may still have
+//! landed (an attempt's answer lost, or cut at its deadline): it is not sent again, and its
+//! pull requests fail only once the tick hears from the Git host that it did not land
+//! ([`Work::merge_not_landed`]). The tick also emits again effects whose lease ran out
+//! without an answer, except merges while the queue is paused.
 
 use super::failure::excerpt;
 use super::work::{EFFECT_LEASE_MS, Work};
@@ -18,6 +21,12 @@ use crate::time::Timestamp;
 
 /// Failed executions after which an effect is given up.
 pub const MAX_ATTEMPTS: u32 = 8;
+
+/// A merge that failed [`MAX_ATTEMPTS`] times without being refused, kept in the outbox (never
+/// sent again) until the Git host says whether it landed.
+fn given_up(x: &PendingEffect) -> bool {
+    x.attempts >= MAX_ATTEMPTS
+}
 
 /// The longest wait asked by the Git host that is honoured: GitHub's rate limits reset
 /// within the hour.
@@ -145,6 +154,9 @@ impl Work {
             x.next_attempt_at = self.now.plus_millis(backoff.max(asked));
             return;
         }
+        if !permanent && x.effect.can_be_told_not_landed() {
+            return;
+        }
         let Some(given_up) = self.take_effect(id) else {
             return;
         };
@@ -194,7 +206,20 @@ impl Work {
     /// nothing could have been sending it at `read_at` (its lease, or its wait before a
     /// retry, was over: an execution stops before its lease ends), so it is not on the target
     /// and will not be.
+    ///
+    /// A merge given up after [`MAX_ATTEMPTS`] failures, never sent again, fails its pull
+    /// requests then, with the Git host's last answer.
     pub fn merge_not_landed(&mut self, id: &str, read_at: Timestamp) {
+        if let Some(x) = self.s.outbox.iter().find(|x| x.id == id && given_up(x))
+            && let Effect::Merge { prs, .. } = x.effect.clone()
+        {
+            let answer = x.last_error.clone().unwrap_or_default();
+            if let Some(given_up) = self.take_effect(id) {
+                self.release_held(&given_up.effect);
+            }
+            self.merge_failed(&prs, &excerpt(&answer, MAX_HOST_ANSWER_CHARS));
+            return;
+        }
         let idle = self
             .s
             .outbox
@@ -280,7 +305,8 @@ impl Work {
         let mut superseded = Vec::new();
         for i in 0..self.s.outbox.len() {
             let x = &self.s.outbox[i];
-            let waits = x.held || (paused && matches!(x.effect, Effect::Merge { .. }));
+            let waits =
+                x.held || given_up(x) || (paused && matches!(x.effect, Effect::Merge { .. }));
             if x.next_attempt_at > now || waits {
                 continue;
             }

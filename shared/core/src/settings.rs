@@ -282,7 +282,7 @@ fn check_required_statuses(list: &[String]) -> Result<(), DomainError> {
         ));
     }
     for (i, s) in list.iter().enumerate() {
-        if s.trim().is_empty() || s.len() > MAX_STATUS_NAME_LEN {
+        if s.trim().is_empty() || s.chars().count() > MAX_STATUS_NAME_LEN {
             return Err(DomainError::invalid(
                 &format!("requiredStatuses[{i}]"),
                 &format!("must be a non-empty name of at most {MAX_STATUS_NAME_LEN} characters"),
@@ -489,6 +489,21 @@ mod tests {
                 .unwrap_err()
                 .message
                 .starts_with("requiredStatuses[1]")
+        );
+    }
+
+    /// Lengths count characters, as the OpenAPI's `maxLength` does, not bytes.
+    #[test]
+    fn status_names_are_measured_in_characters() {
+        let named = |name: String| SettingsPatch {
+            required_statuses: Some(vec![name]),
+            ..Default::default()
+        };
+        assert!(named("é".repeat(MAX_STATUS_NAME_LEN)).validate().is_ok());
+        assert!(
+            named("é".repeat(MAX_STATUS_NAME_LEN + 1))
+                .validate()
+                .is_err()
         );
     }
 

@@ -209,7 +209,7 @@ fn targets(body: &TargetsBody) -> Result<ImpactedTargets, DomainError> {
         ));
     }
     for (i, t) in list.iter().enumerate() {
-        if t.is_empty() || t.len() > MAX_TARGET_LEN {
+        if t.is_empty() || t.chars().count() > MAX_TARGET_LEN {
             return Err(DomainError::invalid(
                 &format!("impactedTargets[{i}]"),
                 &format!("must be a non-empty name of at most {MAX_TARGET_LEN} characters"),
@@ -398,6 +398,15 @@ mod tests {
         b["impactedTargets"] = json!("SOME");
         assert!(upload(b.clone()).is_err());
         b["impactedTargets"] = json!([""]);
+        assert!(
+            upload(b.clone())
+                .unwrap_err()
+                .starts_with("impactedTargets[0]")
+        );
+        // Lengths count characters, as the OpenAPI's `maxLength` does, not bytes.
+        b["impactedTargets"] = json!(["é".repeat(MAX_TARGET_LEN)]);
+        assert!(upload(b.clone()).is_ok());
+        b["impactedTargets"] = json!(["é".repeat(MAX_TARGET_LEN + 1)]);
         assert!(
             upload(b.clone())
                 .unwrap_err()

@@ -24,7 +24,7 @@ impl TestingDetailsRequest {
     pub fn target(&self) -> Result<(QueueTarget, String), DomainError> {
         let target = QueueTarget::new(&self.repo, &self.target_branch)?;
         let id = self.test_run_id.trim();
-        if id.is_empty() || id.len() > MAX_RUN_ID_LEN {
+        if id.is_empty() || id.chars().count() > MAX_RUN_ID_LEN {
             return Err(DomainError::invalid(
                 "testRunId",
                 &format!("must be a run id of 1 to {MAX_RUN_ID_LEN} characters"),

@@ -12,14 +12,19 @@ use serde::{Deserialize, Serialize};
 /// The longest window a caller may ask for, in days.
 pub const MAX_WINDOW_DAYS: i128 = 30;
 
-/// The goals a caller may pick, by name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum GoalName {
-    #[default]
-    MostMerges,
-    FewestCiRuns,
-    FastestWithinBudget,
+mq_core::wire_enum! {
+    /// The goals a caller may pick, by name (in any case, as every enum is read).
+    pub enum GoalName {
+        MostMerges => "mostMerges",
+        FewestCiRuns => "fewestCiRuns",
+        FastestWithinBudget => "fastestWithinBudget",
+    }
+}
+
+impl Default for GoalName {
+    fn default() -> Self {
+        Self::MostMerges
+    }
 }
 
 /// The body of `getQueueAdvice`.
@@ -238,6 +243,16 @@ mod tests {
 
     fn base() -> serde_json::Value {
         serde_json::json!({"repo": {"host": "github.com", "owner": "o", "name": "r"}, "targetBranch": "main"})
+    }
+
+    #[test]
+    fn goals_are_read_in_any_case() {
+        let mut b = base();
+        b["goal"] = "FewestCIRuns".into();
+        assert_eq!(request(b.clone()).unwrap().goal, GoalName::FewestCiRuns);
+        b["goal"] = "soonest".into();
+        let refused = request(b).unwrap_err().to_string();
+        assert!(refused.contains("\"mostMerges\""), "{refused}");
     }
 
     #[test]

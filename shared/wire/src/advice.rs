@@ -14,16 +14,12 @@ pub const MAX_WINDOW_DAYS: i128 = 30;
 
 mq_core::wire_enum! {
     /// The goals a caller may pick, by name (in any case, as every enum is read).
+    #[derive(Default)]
     pub enum GoalName {
+        #[default]
         MostMerges => "mostMerges",
         FewestCiRuns => "fewestCiRuns",
         FastestWithinBudget => "fastestWithinBudget",
-    }
-}
-
-impl Default for GoalName {
-    fn default() -> Self {
-        Self::MostMerges
     }
 }
 

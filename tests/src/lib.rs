@@ -323,6 +323,7 @@ pub async fn register_organisations(store: &dyn Store) {
             owner: OwnerRef::parse("owner", owner).unwrap(),
             org,
             linked_at: now,
+            account_id: None,
         };
         store.link_owner(&link).await.unwrap();
     }

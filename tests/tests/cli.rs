@@ -538,6 +538,7 @@ async fn test_health_commands_name_the_tokens_organisation_not_the_repository_ow
         owner: mq_core::ids::OwnerRef::parse("owner", "github.com/acme-labs").unwrap(),
         org: mq_core::ids::OrgId::parse("acme").unwrap(),
         linked_at: mq_core::time::Timestamp(0),
+        account_id: None,
     };
     env.app.store.link_owner(&link).await.unwrap();
     let mq = mq(&env).var("MQ_REPO", "acme-labs/rocket");

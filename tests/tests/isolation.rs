@@ -457,6 +457,7 @@ async fn a_queue_whose_owner_moved_to_another_organisation_is_left_alone(backend
         owner: owner.clone(),
         org: org.clone(),
         linked_at: env.clock.now(),
+        account_id: None,
     };
     env.store.unlink_owner(&owner, &acme).await.unwrap();
     env.store.link_owner(&link(&umbrella)).await.unwrap();

@@ -24,6 +24,7 @@ live_on_both_stores!(
     a_push_to_main_restarts_testing_on_the_new_head,
     a_push_delivered_late_restarts_nothing,
     deliveries_reach_only_the_queues_of_the_repositorys_owner,
+    deliveries_from_another_account_under_a_linked_owners_name_reach_nothing,
     a_merge_command_merges_directly_when_a_submission_would,
     comment_commands_follow_the_pull_request_where_it_is,
 );
@@ -373,6 +374,52 @@ async fn deliveries_reach_only_the_queues_of_the_repositorys_owner(backend: Back
     let status = status_event(&repo, &run, "build", "success");
     assert_eq!(deliver(&env, "status", &status, SECRET).await.status, 200);
     let check = check_run_event(&repo, &run, "lint", "success");
+    assert_eq!(deliver(&env, "check_run", &check, SECRET).await.status, 200);
+    env.wait_for_state(&repo, 1, "merged").await;
+}
+
+/// The owner `github.com/acme` was linked as GitHub account 2; its login was then taken over
+/// by account 1, which created a repository of the same name and installed the App (GitHub
+/// signs those deliveries with the App's secret too): what account 1 delivers reaches
+/// nothing, what account 2 delivers reaches acme's queues.
+async fn deliveries_from_another_account_under_a_linked_owners_name_reach_nothing(
+    backend: Backend,
+) {
+    use mq_service::Clock;
+    use mq_store::OwnerLink;
+    let env = LiveEnv::options().webhook(SECRET).start(backend).await;
+    let owner = mq_core::ids::OwnerRef::parse("owner", e2e::ACME_OWNER).unwrap();
+    let org = mq_core::ids::OrgId::parse("acme").unwrap();
+    env.store.unlink_owner(&owner, &org).await.unwrap();
+    let link = OwnerLink {
+        owner,
+        org,
+        linked_at: env.clock.now(),
+        account_id: Some(2),
+    };
+    env.store.link_owner(&link).await.unwrap();
+    let repo = queue_requiring_build_and_lint(&env).await;
+    env.submit(&repo, 1).await;
+    let run = env.wait_for_run(&repo, 1).await;
+    let before = env.details(&repo, &run.id).await;
+    let from = |mut delivery: Value, account: u64| {
+        delivery["repository"]["owner"]["id"] = json!(account);
+        delivery
+    };
+
+    let failed = from(status_event(&repo, &run, "build", "failure"), 1);
+    assert_eq!(deliver(&env, "status", &failed, SECRET).await.status, 200);
+    let closed = from(pull_request_event(&repo, 1, "closed"), 1);
+    assert_eq!(
+        deliver(&env, "pull_request", &closed, SECRET).await.status,
+        200
+    );
+    assert_eq!(env.details(&repo, &run.id).await, before, "heard nothing");
+    assert_eq!(env.pull_request(&repo, 1).await["state"], "testing");
+
+    let passed = from(status_event(&repo, &run, "build", "success"), 2);
+    assert_eq!(deliver(&env, "status", &passed, SECRET).await.status, 200);
+    let check = from(check_run_event(&repo, &run, "lint", "success"), 2);
     assert_eq!(deliver(&env, "check_run", &check, SECRET).await.status, 200);
     env.wait_for_state(&repo, 1, "merged").await;
 }

@@ -35,21 +35,15 @@ pub async fn link(
     app: &AppArgs,
 ) -> Result<(), String> {
     let (org, owner) = parse(org, owner)?;
-    if let Some(host) = github_app(app).await? {
-        let installed = host
-            .app_installed_on(&owner)
-            .await
-            .map_err(|e| format!("cannot check the GitHub App's installation: {e}"))?;
-        if !installed {
-            return Err(format!(
-                "the GitHub App is not installed on {owner}: install it there, then link again"
-            ));
-        }
-    }
+    let account_id = match github_app(app).await? {
+        Some(host) => Some(installed_account(&host, &owner).await?),
+        None => None,
+    };
     let link = OwnerLink {
         owner: owner.clone(),
         org: org.clone(),
         linked_at: mq_service::Clock::now(&mq_service::SystemClock),
+        account_id,
     };
     match store.link_owner(&link).await {
         Ok(()) => {
@@ -71,6 +65,16 @@ pub async fn link(
     }
 }
 
+/// The GitHub id of the account `owner`, which the App must be installed on.
+async fn installed_account(host: &GitHubHost, owner: &OwnerRef) -> Result<u64, String> {
+    host.app_installed_account(owner)
+        .await
+        .map_err(|e| format!("cannot check the GitHub App's installation: {e}"))?
+        .ok_or_else(|| {
+            format!("the GitHub App is not installed on {owner}: install it there, then link again")
+        })
+}
+
 pub async fn unlink(store: &dyn OwnerStore, org: &str, owner: &str) -> Result<(), String> {
     let (org, owner) = parse(org, owner)?;
     match store.unlink_owner(&owner, &org).await {
@@ -84,10 +88,13 @@ pub async fn unlink(store: &dyn OwnerStore, org: &str, owner: &str) -> Result<()
 }
 
 pub async fn list(store: &dyn OwnerStore) -> Result<(), String> {
-    println!("{:<40} {:<20} linked", "owner", "org");
+    println!("{:<40} {:<20} {:<26} account", "owner", "org", "linked");
     for link in store.owner_links().await.map_err(|e| e.to_string())? {
+        let account = link
+            .account_id
+            .map_or("any".to_owned(), |id| id.to_string());
         println!(
-            "{:<40} {:<20} {}",
+            "{:<40} {:<20} {:<26} {account}",
             link.owner.key(),
             link.org,
             link.linked_at.to_rfc3339()

@@ -242,14 +242,18 @@ async fn owners_of_queues_made_before_links_are_listed_until_linked() {
 }
 
 /// With a GitHub App, `link` asks GitHub whether the App is installed on the owner and links
-/// only if it is.
+/// only if it is, recording the account's GitHub id (which no rename changes).
 #[tokio::test]
 async fn linking_checks_the_github_apps_installation() {
+    use mq_store::OwnerStore;
     use wiremock::matchers::{method, path};
     use wiremock::{Mock, MockServer, ResponseTemplate};
     let github = MockServer::start().await;
-    let answer =
-        |status: u16| ResponseTemplate::new(status).set_body_json(serde_json::json!({ "id": 7 }));
+    let answer = |status: u16| {
+        let installation =
+            serde_json::json!({ "id": 7, "account": { "id": 4242, "login": "acme" } });
+        ResponseTemplate::new(status).set_body_json(installation)
+    };
     Mock::given(method("GET"))
         .and(path("/orgs/acme/installation"))
         .respond_with(answer(200))
@@ -301,6 +305,14 @@ async fn linking_checks_the_github_apps_installation() {
         2,
         "only the installed owner is linked: {listed}"
     );
+    assert_eq!(
+        listed.lines().nth(1).unwrap().split_whitespace().last(),
+        Some("4242"),
+        "{listed}"
+    );
+    let store = store(&prefix).await;
+    let linked = store.owner_link("127.0.0.1/acme").await.unwrap().unwrap();
+    assert_eq!(linked.account_id, Some(4242));
 }
 
 /// The App's private key in MQ_GITHUB_PRIVATE_KEY, given as the PEM itself (as the local

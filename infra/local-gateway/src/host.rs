@@ -4,6 +4,7 @@ use clap::Args;
 use mq_githost::GitHost;
 use mq_githost::github::{GitHubAuth, GitHubConfig, GitHubHost, private_key_pem};
 use mq_githost::local::{CiConfig, LocalGitHost, StatusRecorded};
+use mq_githost::pins::AccountPins;
 use mq_githost::webhook::WebhookReceiver;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -53,7 +54,9 @@ pub struct OpenedHost {
     pub description: String,
 }
 
-pub fn open_host(args: &HostArgs) -> Result<OpenedHost, String> {
+/// A GitHub App acts only through installations of the accounts owners were linked as
+/// (`pins`).
+pub fn open_host(args: &HostArgs, pins: Arc<dyn AccountPins>) -> Result<OpenedHost, String> {
     if let Some(dir) = &args.repos_dir {
         return Ok(open_local(dir, args));
     }
@@ -65,7 +68,7 @@ pub fn open_host(args: &HostArgs) -> Result<OpenedHost, String> {
             description: "no Git host: queue administration only (see --repos-dir)".to_owned(),
         });
     };
-    let mut config = GitHubConfig::new(auth);
+    let mut config = GitHubConfig::new(auth).with_account_pins(pins);
     let api_host = args
         .github_api_url
         .as_deref()

@@ -107,7 +107,8 @@ async fn run(mut args: Args) -> Result<(), String> {
     if let Ownership::Everything(org) = &ownership {
         app = app.with_default_owner(org.clone());
     }
-    let opened = open_host(&args.host)?;
+    let pins = Arc::new(mq_service::owners::LinkedAccounts::new(store.clone()));
+    let opened = open_host(&args.host, pins)?;
     if let Some(host) = opened.host.clone() {
         app = app.with_githost(host);
     }

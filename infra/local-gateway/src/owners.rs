@@ -70,6 +70,7 @@ pub async fn link(
         owner: owner.clone(),
         org: org.clone(),
         linked_at: now,
+        account_id: None,
     };
     match store.link_owner(&link).await {
         Err(StoreError::AlreadyExists) => {

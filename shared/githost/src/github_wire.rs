@@ -13,6 +13,15 @@ pub(crate) struct Id {
     pub id: u64,
 }
 
+/// An installation of the GitHub App, with the account it is installed on.
+#[cfg(feature = "github")]
+#[derive(Debug, Deserialize)]
+pub(crate) struct Installation {
+    pub id: u64,
+    #[serde(default)]
+    pub account: Option<Id>,
+}
+
 #[derive(Debug, Deserialize)]
 pub(crate) struct User {
     pub login: String,

@@ -13,6 +13,7 @@ pub mod faults;
 #[cfg(feature = "github")]
 pub mod github;
 pub mod local;
+pub mod pins;
 pub mod port;
 pub mod repo_config;
 pub mod secret;

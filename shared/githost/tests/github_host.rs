@@ -13,11 +13,13 @@ use mq_core::ids::{RepoRef, Sha};
 use mq_core::run::MergeStamp;
 use mq_core::settings::MergeMethod;
 use mq_githost::github::{GitHubAuth, GitHubConfig, GitHubHost, RetryPolicy};
+use mq_githost::pins::AccountPins;
 use mq_githost::{
-    GitHost, HostError, MergeOutcome, MergeRequest, StatusUpdate, TestBranchOutcome,
+    GitHost, HostError, HostResult, MergeOutcome, MergeRequest, StatusUpdate, TestBranchOutcome,
     TestBranchRequest, TestPullRequest,
 };
 use serde_json::{Value, json};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use wiremock::matchers::{body_partial_json, header, method, path, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -439,7 +441,7 @@ async fn a_rotated_app_key_is_read_again_when_github_refuses_the_one_held() {
 #[tokio::test]
 async fn an_apps_installation_on_an_owner_is_found_on_an_organisation_or_a_user() {
     let server = MockServer::start().await;
-    let installation = json!({ "id": 7, "account": { "login": "acme" }, "app_id": 123 });
+    let installation = json!({ "id": 7, "account": { "login": "acme", "id": 99 }, "app_id": 123 });
     let not_found = json!({ "message": "Not Found" });
     mock(
         &server,
@@ -476,23 +478,11 @@ async fn an_apps_installation_on_an_owner_is_found_on_an_organisation_or_a_user(
     .with_api(server.uri(), "github.com");
     let host = GitHubHost::new(config).unwrap();
     let owner = |s: &str| mq_core::ids::OwnerRef::parse("owner", s).unwrap();
-    assert!(
-        host.app_installed_on(&owner("github.com/acme"))
-            .await
-            .unwrap()
-    );
-    assert!(
-        host.app_installed_on(&owner("github.com/octocat"))
-            .await
-            .unwrap()
-    );
-    assert!(
-        !host
-            .app_installed_on(&owner("github.com/nobody"))
-            .await
-            .unwrap()
-    );
-    let elsewhere = host.app_installed_on(&owner("git.example.com/acme")).await;
+    let installed = async |s: &str| host.app_installed_account(&owner(s)).await;
+    assert_eq!(installed("github.com/acme").await.unwrap(), Some(99));
+    assert_eq!(installed("github.com/octocat").await.unwrap(), Some(99));
+    assert_eq!(installed("github.com/nobody").await.unwrap(), None);
+    let elsewhere = installed("git.example.com/acme").await;
     assert!(matches!(elsewhere, Err(HostError::Invalid(m)) if m.contains("not on github.com")));
     let requests = server.received_requests().await.unwrap();
     assert!(
@@ -507,7 +497,7 @@ async fn an_apps_installation_on_an_owner_is_found_on_an_organisation_or_a_user(
     );
     let with_token = with_token(&server)
         .await
-        .app_installed_on(&owner("github.com/acme"))
+        .app_installed_account(&owner("github.com/acme"))
         .await;
     assert!(matches!(with_token, Err(HostError::Invalid(_))));
 }
@@ -522,6 +512,80 @@ async fn with_app(server: &MockServer) -> GitHubHost {
     .with_api(server.uri(), "github.com")
     .with_retry(quick_retries());
     GitHubHost::new(config).unwrap()
+}
+
+/// The accounts owners were linked as, for the adapter: `github.com/acme` as account 99.
+#[derive(Debug)]
+struct AcmeIs99;
+
+#[async_trait::async_trait]
+impl AccountPins for AcmeIs99 {
+    async fn linked_account(&self, owner_key: &str) -> HostResult<Option<u64>> {
+        Ok((owner_key == "github.com/acme").then_some(99))
+    }
+}
+
+/// A login is taken over (renamed or deleted, registered again, the App installed there):
+/// the App acts on a repository under a linked owner's name only through an installation of
+/// the account that owner was linked as, whatever its login; an owner linked without one is
+/// served on any.
+#[tokio::test]
+async fn an_installation_of_another_account_under_a_linked_owners_name_is_refused() {
+    for (account, pins, served) in [(99, true, true), (4_000, true, false), (4_000, false, true)] {
+        let server = MockServer::start().await;
+        let installation = json!({ "id": 42, "account": { "id": account, "login": "acme" } });
+        mock(
+            &server,
+            "GET",
+            &format!("{REPO}/installation"),
+            200,
+            installation,
+        )
+        .await;
+        mock(
+            &server,
+            "POST",
+            "/app/installations/42/access_tokens",
+            201,
+            json!({ "token": "ghs_x", "expires_at": rfc3339(now() + 3600) }),
+        )
+        .await;
+        mock(
+            &server,
+            "GET",
+            &format!("{REPO}/git/ref/heads/main"),
+            200,
+            ref_json("main", BASE),
+        )
+        .await;
+        let key = include_str!("fixtures/github-app-test-key.pem");
+        let mut config = GitHubConfig::new(GitHubAuth::App {
+            app_id: 123,
+            private_key_pem: key.into(),
+        })
+        .with_api(server.uri(), "github.com")
+        .with_retry(quick_retries());
+        if pins {
+            config = config.with_account_pins(Arc::new(AcmeIs99));
+        }
+        let host = GitHubHost::new(config).unwrap();
+        let read = host.branch_head(&repo(), "main").await;
+        if served {
+            assert_eq!(read.unwrap(), Some(Sha::new(BASE)), "account {account}");
+            continue;
+        }
+        let Err(HostError::NotFound(why)) = read else {
+            panic!("expected a refusal, got {read:?}");
+        };
+        assert!(why.contains("not to account 99"), "{why}");
+        let requests = server.received_requests().await.unwrap();
+        assert!(
+            requests
+                .iter()
+                .all(|r| !r.url.path().ends_with("/access_tokens")),
+            "no token is asked for another account's installation"
+        );
+    }
 }
 
 /// An installation token that is due for renewal at once, so every call asks for one.

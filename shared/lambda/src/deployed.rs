@@ -88,7 +88,8 @@ pub fn app_from_env(config: &aws_config::SdkConfig) -> Result<App, String> {
 /// GitHub it was configured for, and Lambda starts it afresh for the next invocation.
 pub async fn attach_github(mut app: App, config: &aws_config::SdkConfig) -> App {
     let secrets = crate::secrets::Secrets::new(config);
-    match crate::secrets::github_from_env(&secrets).await {
+    let pins = Arc::new(mq_service::owners::LinkedAccounts::new(app.store.clone()));
+    match crate::secrets::github_from_env(&secrets, pins).await {
         Ok(Some((host, webhook))) => {
             app = app.with_githost(host);
             if let Some(receiver) = webhook {

@@ -6,6 +6,7 @@
 //! deployment (SECURITY.md).
 
 use mq_githost::github::{GitHubAuth, GitHubConfig, GitHubHost};
+use mq_githost::pins::AccountPins;
 use mq_githost::webhook::WebhookReceiver;
 use mq_githost::{GitHost, SecretSource};
 use std::sync::Arc;
@@ -63,8 +64,10 @@ fn env(name: &str) -> Option<String> {
 /// The GitHub host (and webhook receiver) the environment configures, if any:
 /// `MQ_GITHUB_APP_ID`, `MQ_GITHUB_PRIVATE_KEY_SECRET_ARN`, `MQ_GITHUB_API_URL`,
 /// `MQ_WEBHOOK_SECRET_ARN`.
+/// The App acts only through installations of the accounts owners were linked as (`pins`).
 pub async fn github_from_env(
     secrets: &Secrets,
+    pins: Arc<dyn AccountPins>,
 ) -> Result<Option<(Arc<dyn GitHost>, Option<WebhookReceiver>)>, String> {
     let Some(names) = GitHubSettings::from(env)? else {
         return Ok(None);
@@ -83,7 +86,8 @@ pub async fn github_from_env(
     };
     let config = GitHubConfig::new(auth)
         .with_api(api_url, host_name.clone())
-        .with_key_source(kept(&names.key_arn));
+        .with_key_source(kept(&names.key_arn))
+        .with_account_pins(pins);
     let host = GitHubHost::new(config).map_err(|e| e.to_string())?;
     let webhook = match names.webhook_secret_arn {
         Some(arn) => {

@@ -139,6 +139,7 @@ mod tests {
             owner: mq_core::ids::OwnerRef::parse("owner", "github.com/acme").unwrap(),
             org: OrgId::parse("acme").unwrap(),
             linked_at: Timestamp(0),
+            account_id: None,
         };
         store.link_owner(&acme).await.unwrap();
         App::new(store, Arc::new(ManualClock::new(NOW)))

@@ -401,6 +401,7 @@ mod tests {
             owner: OwnerRef::new("owner", "github.com", "acme").unwrap(),
             org: OrgId::parse("umbrella").unwrap(),
             linked_at: app.now(),
+            account_id: None,
         };
         store.link_owner(&link).await.unwrap();
 

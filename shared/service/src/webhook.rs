@@ -41,15 +41,22 @@ pub struct Delivered {
     pub queues: Vec<QueueId>,
 }
 
-/// Applies a verified delivery to the queues it concerns. Its reads of the Git host and its
-/// commits share one deadline, as a request's do, so that it answers within the function's
-/// time however slow the Git host and however many queues it reaches.
-pub async fn deliver(app: &App, fact: HostFact) -> Result<Delivered, ServiceError> {
+/// Applies a verified delivery to the queues it concerns; `account` is the GitHub id of the
+/// account owning its repository, as the delivery says (`mq_githost::webhook::owner_account`).
+/// Its reads of the Git host and its commits share one deadline, as a request's do, so that
+/// it answers within the function's time however slow the Git host and however many queues
+/// it reaches.
+pub async fn deliver(
+    app: &App,
+    fact: HostFact,
+    account: Option<u64>,
+) -> Result<Delivered, ServiceError> {
     let deadline = contention_deadline();
     let Some(repo) = fact.repo() else {
         return Ok(Delivered::default());
     };
-    let Some(org) = super::owners::organisation_of(app, &repo.owner_ref().key()).await? else {
+    let owner = repo.owner_ref().key();
+    let Some(org) = super::owners::organisation_of_delivery(app, &owner, account).await? else {
         return Ok(Delivered::default());
     };
     let to = Owned { org: &org, repo };

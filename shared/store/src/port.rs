@@ -260,6 +260,12 @@ pub struct OwnerLink {
     pub owner: OwnerRef,
     pub org: OrgId,
     pub linked_at: Timestamp,
+    /// The GitHub id of the owner's account when it was linked (`mq-admin owners link` with
+    /// the GitHub App given): its repositories are then served only while they belong to
+    /// that account, whatever its login names later (see `mq_githost::pins`). `None` for a
+    /// link made without the App: any account of that login.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account_id: Option<u64>,
 }
 
 /// Which organisation owns which repository owners: each owner is linked to at most one.

@@ -7,9 +7,10 @@
 //! once more, signed with the key read.
 
 use super::transport::{Call, JSON, Reply, Transport, escape, repo_path};
-use super::wire::{AccessToken, AppWire, Id};
+use super::wire::{AccessToken, AppWire, Installation};
 use crate::clock::unix_seconds;
 use crate::error::{HostError, HostResult};
+use crate::pins::{AccountPins, account_matches};
 use crate::secret::{ReadAgain, SecretSource};
 use crate::sync::lock;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
@@ -98,18 +99,23 @@ impl std::fmt::Debug for Auth {
 }
 
 impl Auth {
-    /// `key_source`: where an App's key is read again (a token is never).
-    pub fn new(config: &GitHubAuth, key_source: Option<Arc<dyn SecretSource>>) -> HostResult<Self> {
+    /// `key_source`: where an App's key is read again (a token is never); `pins`: the
+    /// accounts owners were linked as, which an App's installations must belong to.
+    pub fn new(
+        config: &GitHubAuth,
+        key_source: Option<Arc<dyn SecretSource>>,
+        pins: Option<Arc<dyn AccountPins>>,
+    ) -> HostResult<Self> {
         Ok(match config {
             GitHubAuth::Token(token) => Auth::Token(token.clone()),
             GitHubAuth::App {
                 app_id,
                 private_key_pem,
-            } => Auth::App(Box::new(AppAuth::new(
-                *app_id,
-                private_key_pem,
-                key_source,
-            )?)),
+            } => {
+                let mut app = AppAuth::new(*app_id, private_key_pem, key_source)?;
+                app.pins = pins;
+                Auth::App(Box::new(app))
+            }
         })
     }
 
@@ -121,8 +127,13 @@ impl Auth {
         }
     }
 
-    /// Whether the GitHub App is installed on the account `owner`; `Invalid` with a token.
-    pub async fn installed_on(&self, transport: &Transport, owner: &str) -> HostResult<bool> {
+    /// The id of the account `owner` when the GitHub App is installed on it; `Invalid` with a
+    /// token.
+    pub async fn installed_on(
+        &self,
+        transport: &Transport,
+        owner: &str,
+    ) -> HostResult<Option<u64>> {
         match self {
             Auth::Token(_) => Err(HostError::Invalid(
                 "installations are a GitHub App's; this adapter uses a token".to_owned(),
@@ -149,6 +160,8 @@ pub(crate) struct AppAuth {
     /// seconds), for [`NOT_INSTALLED_SECS`].
     not_installed: Mutex<HashMap<String, u64>>,
     tokens: Mutex<HashMap<u64, CachedToken>>,
+    /// The accounts owners were linked as (see [`crate::pins`]); `None`: any account.
+    pins: Option<Arc<dyn AccountPins>>,
 }
 
 impl AppAuth {
@@ -164,6 +177,7 @@ impl AppAuth {
             installations: Mutex::new(HashMap::new()),
             not_installed: Mutex::new(HashMap::new()),
             tokens: Mutex::new(HashMap::new()),
+            pins: None,
         })
     }
 
@@ -320,9 +334,39 @@ impl AppAuth {
             lock(&self.not_installed).insert(key, now);
             return Err(HostError::NotFound(absence()));
         }
-        let installation: Id = reply.json()?;
+        let installation: Installation = reply.json()?;
+        self.check_account(repo, installation.account.map(|a| a.id))
+            .await?;
         lock(&self.installations).insert(key, installation.id);
         Ok(installation.id)
+    }
+
+    /// `NotFound` when `repo`'s owner was linked as another account than `account`, the one
+    /// the App's installation there belongs to: its login was taken over (see
+    /// [`crate::pins`]).
+    async fn check_account(&self, repo: &RepoRef, account: Option<u64>) -> HostResult<()> {
+        let Some(pins) = &self.pins else {
+            return Ok(());
+        };
+        let owner = repo.owner_ref();
+        let linked = pins.linked_account(&owner.key()).await?;
+        let found = account.unwrap_or_default();
+        if linked.is_none() || account.is_some_and(|seen| account_matches(linked, seen)) {
+            return Ok(());
+        }
+        tracing::error!(
+            %owner,
+            linked = linked.unwrap_or_default(),
+            found,
+            "a repository under a linked owner's name belongs to another GitHub account"
+        );
+        Err(HostError::NotFound(format!(
+            "{} belongs to GitHub account {found}, not to account {}, the one {owner} was \
+             linked as: the login was renamed or deleted, and taken since; link the owner's \
+             new name",
+            repo.full_name(),
+            linked.unwrap_or_default()
+        )))
     }
 
     /// The App's slug (`GET /app`, authenticated as the App).
@@ -334,18 +378,29 @@ impl AppAuth {
         Ok(app.slug)
     }
 
-    /// Whether the App is installed on the account `owner` (an organisation, else a user).
-    pub async fn installed_on(&self, transport: &Transport, owner: &str) -> HostResult<bool> {
+    /// The id of the account `owner` (an organisation, else a user) when the App is installed
+    /// on it.
+    pub async fn installed_on(
+        &self,
+        transport: &Transport,
+        owner: &str,
+    ) -> HostResult<Option<u64>> {
         let owner = escape(owner).replace('/', "%2F");
         for account in ["orgs", "users"] {
             let path = format!("/{account}/{owner}/installation");
             let reply = self.send_as_app(transport, Method::GET, &path).await?;
             match reply.status.as_u16() {
                 404 => continue,
-                _ => return reply.ok().map(|()| true),
+                _ => {
+                    let installation: Installation = reply.json()?;
+                    let account = installation.account.ok_or_else(|| {
+                        HostError::Other(format!("GitHub named no account for {path}"))
+                    })?;
+                    return Ok(Some(account.id));
+                }
             }
         }
-        Ok(false)
+        Ok(None)
     }
 
     fn forget(&self, repo: &RepoRef) -> bool {

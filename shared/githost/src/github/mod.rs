@@ -26,6 +26,7 @@ pub use transport::RetryPolicy;
 
 use crate::comment::{COMMENT_MARKER, reply_marker};
 use crate::error::{HostError, HostResult};
+use crate::pins::AccountPins;
 use crate::port::{
     CommandComment, CommitChecks, GitHost, MergeOutcome, MergeRequest, StatusUpdate,
     TestBranchOutcome, TestBranchRequest, TestPullRequest,
@@ -56,6 +57,10 @@ pub struct GitHubConfig {
     /// Where a GitHub App's private key is read again when GitHub refuses a JWT signed with
     /// the one held (the key was rotated); `None`: never.
     pub key_source: Option<Arc<dyn SecretSource>>,
+    /// The GitHub accounts owners were linked as: a GitHub App acts on a repository only
+    /// through an installation of its owner's linked account (see [`crate::pins`]); `None`:
+    /// any account.
+    pub account_pins: Option<Arc<dyn AccountPins>>,
     pub retry: RetryPolicy,
     pub user_agent: String,
 }
@@ -68,6 +73,7 @@ impl GitHubConfig {
             host: DEFAULT_HOST.to_owned(),
             auth,
             key_source: None,
+            account_pins: None,
             retry: RetryPolicy::default(),
             user_agent: "merge-queue".to_owned(),
         }
@@ -76,6 +82,13 @@ impl GitHubConfig {
     /// Reads the App's private key again from `source` when GitHub refuses it.
     pub fn with_key_source(mut self, source: Arc<dyn SecretSource>) -> Self {
         self.key_source = Some(source);
+        self
+    }
+
+    /// Acts on a repository only through an installation of the account its owner was linked
+    /// as, as `pins` keep them.
+    pub fn with_account_pins(mut self, pins: Arc<dyn AccountPins>) -> Self {
+        self.account_pins = Some(pins);
         self
     }
 
@@ -105,16 +118,16 @@ impl GitHubHost {
         Ok(Self {
             client: Client::new(
                 Transport::new(&config.api_url, config.retry, &config.user_agent)?,
-                auth::Auth::new(&config.auth, config.key_source)?,
+                auth::Auth::new(&config.auth, config.key_source, config.account_pins)?,
             ),
             host: config.host,
         })
     }
 
-    /// Whether the GitHub App is installed on `owner` (an organisation or a user) of this
-    /// adapter's host. `Invalid` when the owner is on another host or the adapter is not a
-    /// GitHub App.
-    pub async fn app_installed_on(&self, owner: &OwnerRef) -> HostResult<bool> {
+    /// The GitHub id of the account `owner` (an organisation or a user) of this adapter's host
+    /// when the GitHub App is installed on it; `None` when it is not. `Invalid` when the owner
+    /// is on another host or the adapter is not a GitHub App.
+    pub async fn app_installed_account(&self, owner: &OwnerRef) -> HostResult<Option<u64>> {
         if !owner.host.eq_ignore_ascii_case(&self.host) {
             return Err(HostError::Invalid(format!(
                 "{owner} is not on {}, the GitHub App's host",

@@ -149,6 +149,26 @@ impl WebhookReceiver {
     }
 }
 
+/// The GitHub id of the account owning the repository a delivery is about
+/// (`repository.owner.id`), if it names one: deliveries from another account than the one
+/// its owner was linked as reach nothing (see [`crate::pins`]).
+pub fn owner_account(body: &[u8]) -> Option<u64> {
+    #[derive(serde::Deserialize)]
+    struct Account {
+        id: u64,
+    }
+    #[derive(serde::Deserialize)]
+    struct Repository {
+        owner: Account,
+    }
+    #[derive(serde::Deserialize)]
+    struct Delivery {
+        repository: Option<Repository>,
+    }
+    let delivery: Delivery = serde_json::from_slice(body).ok()?;
+    delivery.repository.map(|r| r.owner.id)
+}
+
 /// The secrets a webhook secret's value holds: one per line (a `\r` before the `\n` is not
 /// part of it; empty lines are none), so that while it is changed, on GitHub and where it is
 /// kept, deliveries signed with the old and with the new one are both accepted.

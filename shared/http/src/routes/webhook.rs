@@ -24,7 +24,8 @@ pub async fn github(app: &App, req: Request) -> Answered {
         .receive_or_read_again(event, header(SIGNATURE_HEADER), body)
         .await
         .map_err(refusal)?;
-    let delivered = webhook::deliver(app, fact).await?;
+    let account = mq_githost::webhook::owner_account(body);
+    let delivered = webhook::deliver(app, fact, account).await?;
     tracing::info!(event, queues = delivered.queues.len(), "delivery applied");
     Ok(http::empty_ok())
 }

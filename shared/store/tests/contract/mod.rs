@@ -794,6 +794,7 @@ pub async fn owners_are_linked_to_one_organisation(store: Arc<dyn Store>) {
         owner: owner(o),
         org: org(org_id),
         linked_at: Timestamp(at),
+        account_id: None,
     };
     store.put_token(&token_of("acme", 1)).await.unwrap();
     assert_eq!(store.owner_link("github.com/acme").await.unwrap(), None);
@@ -805,10 +806,16 @@ pub async fn owners_are_linked_to_one_organisation(store: Arc<dyn Store>) {
         .link_owner(&link("GitHub.com/Acme-Labs", "acme", 2))
         .await
         .unwrap();
-    store
-        .link_owner(&link("github.com/umbrella", "umbrella", 3))
-        .await
-        .unwrap();
+    let pinned = OwnerLink {
+        account_id: Some(4242),
+        ..link("github.com/umbrella", "umbrella", 3)
+    };
+    store.link_owner(&pinned).await.unwrap();
+    assert_eq!(
+        store.owner_link("github.com/umbrella").await.unwrap(),
+        Some(pinned),
+        "the account it was linked as is kept"
+    );
     assert_eq!(
         store.link_owner(&link("github.com/acme", "acme", 9)).await,
         Ok(()),

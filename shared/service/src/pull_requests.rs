@@ -11,7 +11,7 @@ use mq_core::error::{DomainError, ErrorCode};
 use mq_core::git::{PrFacts, PrState, Verdict};
 use mq_core::ids::{OrgId, PrNumber, QueueId, Sha};
 use mq_core::settings::{DirectMergeMode, QueueMode};
-use mq_core::snapshot::{Queue, QueueSnapshot};
+use mq_core::snapshot::{Queue, QueueSnapshot, Transition};
 use mq_githost::{GitHost, HostError};
 use mq_wire::testing::TestingDetails;
 use mq_wire::{QueueTarget, Submission, SubmittedPullRequest, TargetsUpload};
@@ -90,7 +90,8 @@ fn not_open(events: &[Event]) -> Option<&PrFacts> {
 
 /// A submission of a pull request the Git host says is closed or merged: 409, and its active
 /// entry, if any, ends as the tick would end it once it read the same (`pr_closed`,
-/// `pr_merged`), rather than testing on until then.
+/// `pr_merged`), rather than testing on until then. Only the entry the read was made for: one
+/// submitted since (the pull request reopened) stays.
 async fn end_entry_not_open(
     app: &App,
     org: &OrgId,
@@ -99,10 +100,17 @@ async fn end_entry_not_open(
     latest: Option<&Entry>,
     deadline: Instant,
 ) -> Result<(), ServiceError> {
-    if latest.is_some_and(|e| e.state.is_active()) {
+    if let Some(read_for) = latest.filter(|e| e.state.is_active()) {
         let event = Event::PrUpdated { pr: facts.clone() };
+        let step = |now: &QueueSnapshot, at| {
+            if now.entry_for_pr(facts.number).map(|e| &e.id) == Some(&read_for.id) {
+                apply_in_order(now, std::slice::from_ref(&event), at, true)
+            } else {
+                Ok(Transition::unchanged(now))
+            }
+        };
         let start = Start::fresh().until(deadline);
-        drive::apply(app, Actor::ServiceFor(org), id, &[event], start).await?;
+        drive::apply_step(app, Actor::ServiceFor(org), id, step, start).await?;
     }
     Err(DomainError::conflict(
         ErrorCode::PullRequestNotOpen,
@@ -184,8 +192,10 @@ fn basis_changed() -> DomainError {
     )
 }
 
-/// What a submission's events were built on: the pull request's active entry, or (with none)
-/// the entries submitted since, and the settings that decide what is read from the Git host
+/// What a submission's events were built on: the pull request's active entry as it was (a
+/// resubmission gives it the facts read: facts a webhook recorded meanwhile are newer, and
+/// the pull request is read again), or (with none) the entries submitted since, and the
+/// settings that decide what is read from the Git host
 /// and the store. When they changed before the commit, the pull request may have been merged,
 /// closed or submitted meanwhile, and its facts are read again (a submission racing with the
 /// merge of the same pull request must not enqueue it again). Other pull requests submitted
@@ -201,7 +211,7 @@ struct SubmissionBasis {
 
 #[derive(Debug, PartialEq, Eq)]
 enum EntryBasis {
-    Active(String),
+    Active { id: String, facts: PrFacts },
     Inactive { next_seq: u64 },
 }
 
@@ -209,7 +219,10 @@ impl SubmissionBasis {
     /// The basis of events built from `queue` and the pull request's `latest` entry.
     fn of(queue: &Queue, latest: Option<&Entry>) -> Self {
         let entry = match latest {
-            Some(entry) if entry.state.is_active() => EntryBasis::Active(entry.id.clone()),
+            Some(entry) if entry.state.is_active() => EntryBasis::Active {
+                id: entry.id.clone(),
+                facts: entry.pr_facts.clone(),
+            },
             _ => EntryBasis::Inactive {
                 next_seq: queue.engine.next_seq,
             },
@@ -221,12 +234,14 @@ impl SubmissionBasis {
         }
     }
 
-    /// Whether the events built on this basis still hold in `now`: the same active entry; or
-    /// still none, and no entry of `pr` submitted since (by another request) concluded
-    /// meanwhile; and the same settings.
+    /// Whether the events built on this basis still hold in `now`: the same active entry, with
+    /// the same facts; or still none, and no entry of `pr` submitted since (by another
+    /// request) concluded meanwhile; and the same settings.
     fn holds_in(&self, now: &QueueSnapshot, pr: PrNumber) -> bool {
         let entry_holds = match (&self.entry, now.entry_for_pr(pr)) {
-            (EntryBasis::Active(id), Some(entry)) => &entry.id == id,
+            (EntryBasis::Active { id, facts }, Some(entry)) => {
+                &entry.id == id && &entry.pr_facts == facts
+            }
             (EntryBasis::Inactive { next_seq }, None) => none_concluded_since(now, *next_seq, pr),
             _ => false,
         };

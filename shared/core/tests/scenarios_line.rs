@@ -568,10 +568,11 @@ fn a_merge_given_up_on_tells_what_the_host_answered() {
 
 /// A merge failing too often without being refused may have landed (an attempt's answer lost,
 /// or cut at its deadline): it is never sent again, and its pull requests fail only once the
-/// Git host says it did not land (the tick asks); found landed, they merge.
+/// Git host says it did not land (the tick asks), or after a day without an answer; found
+/// landed, they merge.
 #[test]
 fn a_merge_failing_too_often_fails_its_pull_requests_only_once_found_not_landed() {
-    for landed in [false, true] {
+    for answer in [Some(false), Some(true), None] {
         let mut h = queue(1);
         let merge = passed_with_merge_waiting(&mut h);
         for _ in 0..MAX_ATTEMPTS {
@@ -583,12 +584,20 @@ fn a_merge_failing_too_often_fails_its_pull_requests_only_once_found_not_landed(
             });
         }
         assert_eq!(h.state(1), TestsPassed, "not failed yet");
-        h.advance_minutes(24 * 60);
+        h.advance_minutes(23 * 60);
         let tick = h.tick();
         assert!(
             tick.effects.iter().all(|x| x.id != merge),
             "a given-up merge is not sent again"
         );
+        assert_eq!(h.state(1), TestsPassed, "still waiting for an answer");
+        let Some(landed) = answer else {
+            h.advance_minutes(60);
+            h.tick();
+            assert_eq!(h.state(1), Failed, "no answer for a day");
+            assert!(h.snap.outbox.iter().all(|x| x.id != merge));
+            continue;
+        };
         if landed {
             let tip = h.run(&h.run_of(1)).and_then(|r| r.sha.clone()).unwrap();
             h.ok(Event::EffectSucceeded {

@@ -23,10 +23,16 @@ use crate::time::Timestamp;
 pub const MAX_ATTEMPTS: u32 = 8;
 
 /// A merge that failed [`MAX_ATTEMPTS`] times without being refused, kept in the outbox (never
-/// sent again) until the Git host says whether it landed.
+/// sent again) until the Git host says whether it landed; its `next_attempt_at` is when it was
+/// given up.
 fn given_up(x: &PendingEffect) -> bool {
     x.attempts >= MAX_ATTEMPTS
 }
+
+/// How long a given-up merge waits for the Git host to say whether it landed (the App
+/// uninstalled, the repository gone: the read keeps failing) before its pull requests fail:
+/// meanwhile it holds the line.
+pub const GIVEN_UP_MERGE_WAIT_MS: i64 = 24 * 60 * 60 * 1000;
 
 /// The longest wait asked by the Git host that is honoured: GitHub's rate limits reset
 /// within the hour.
@@ -155,6 +161,7 @@ impl Work {
             return;
         }
         if !permanent && x.effect.can_be_told_not_landed() {
+            x.next_attempt_at = self.now;
             return;
         }
         let Some(given_up) = self.take_effect(id) else {
@@ -267,10 +274,24 @@ impl Work {
     /// The schedule: effects due again, timeouts, refreshes of pull requests not ready yet.
     /// Batching waits end in the settling that follows.
     pub fn tick(&mut self) {
+        self.fail_merges_never_found();
         self.emit_due_effects();
         self.rebuild_lost_branches();
         self.expire_runs();
         self.refresh_waiting_pull_requests();
+    }
+
+    /// Given-up merges the Git host has not said anything about for
+    /// [`GIVEN_UP_MERGE_WAIT_MS`] fail their pull requests, with the host's last answer.
+    fn fail_merges_never_found(&mut self) {
+        let now = self.now;
+        let expired: Vec<String> = (self.s.outbox.iter())
+            .filter(|x| given_up(x) && x.next_attempt_at.plus_millis(GIVEN_UP_MERGE_WAIT_MS) <= now)
+            .map(|x| x.id.clone())
+            .collect();
+        for id in expired {
+            self.merge_not_landed(&id, now);
+        }
     }
 
     /// Runs in progress that have no branch and nothing building one (its creation's intent

@@ -160,6 +160,8 @@ pub enum Fault {
     Refuse,
     /// Passes it on, then answers 503 in place of the answer (the answer was lost).
     LoseAnswer,
+    /// Answers 502 without passing it on, as API Gateway does when a function crashed.
+    BadGateway,
 }
 
 /// A request the proxy saw, and what the client got.
@@ -236,6 +238,7 @@ async fn forward(State(state): State<Arc<ProxyState>>, request: Request) -> Resp
     let fault = (state.plan)(&path, nth);
     let (status, replayed, response) = match fault {
         Fault::Refuse => (503, false, unavailable()),
+        Fault::BadGateway => (502, false, bad_gateway()),
         Fault::None | Fault::LoseAnswer => {
             let (status, replayed, passed) = pass_on(&state, request).await;
             if fault == Fault::LoseAnswer {
@@ -295,6 +298,13 @@ fn unavailable() -> Response {
     let headers = response.headers_mut();
     headers.insert("content-type", HeaderValue::from_static("application/json"));
     headers.insert("retry-after", HeaderValue::from_static("1"));
+    response
+}
+
+/// API Gateway's 502 for a function that crashed.
+fn bad_gateway() -> Response {
+    let mut response = Response::new(Body::from(r#"{"message":"Internal Server Error"}"#));
+    *response.status_mut() = StatusCode::BAD_GATEWAY;
     response
 }
 

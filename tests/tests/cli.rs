@@ -99,6 +99,51 @@ async fn submit_wait_exits_0_on_a_merge_and_1_on_a_failure() {
     assert_eq!(env.pull_request(&repo, 2).await["state"], "failed");
 }
 
+/// A poll of `--wait` that fails (a function that crashed answers 502 through API Gateway;
+/// the API unavailable through every retry of one poll) is missed, not the end of the wait:
+/// the pull request merges, and `mq` says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn submit_wait_outlasts_polls_that_fail() {
+    let env = started_with_ci().await;
+    let repo = env.repo("rocket");
+    repo.require_statuses("main", &[e2e::live::CI]);
+    repo.add_pr(PrSpec::new(1));
+    env.create_queue(&repo, json!({})).await;
+    let proxy = Proxy::start(&env.gateway.base_url(), |path, nth| match (path, nth) {
+        ("getSubmittedPullRequest", 0) => Fault::BadGateway,
+        ("getSubmittedPullRequest", 1..=6) => Fault::Refuse,
+        _ => Fault::None,
+    })
+    .await;
+    let ran = Mq::new(&proxy.url, ACME)
+        .var("MQ_REPO", "acme/rocket")
+        .var("MQ_TARGET_BRANCH", "main")
+        .run(&[
+            "submit",
+            "--pr",
+            "1",
+            "--wait",
+            "--interval",
+            "100ms",
+            "--timeout",
+            "60s",
+        ])
+        .await
+        .expect(0);
+    assert_eq!(
+        printed_states(&ran.stdout).last().map(String::as_str),
+        Some("merged"),
+        "{}",
+        ran.stdout
+    );
+    assert_eq!(
+        ran.stderr.matches("asking again").count(),
+        2,
+        "{}",
+        ran.stderr
+    );
+}
+
 /// The states of the lines `--wait` prints (`<time> #<n> <state>...`).
 fn printed_states(stdout: &str) -> Vec<String> {
     stdout
@@ -913,6 +958,14 @@ async fn impacted_targets_are_set_from_arguments_a_file_or_all() {
         .await
         .expect(0);
     assert_eq!(ran.stdout.trim(), "#1: 2 impacted targets set");
+    let many: Vec<String> = (0..=4_096).map(|n| format!("//t{n}")).collect();
+    std::fs::write(&file, many.join("\n")).unwrap();
+    let ran = mq
+        .run(&["targets", "--file", file.to_str().unwrap()])
+        .await
+        .expect(0);
+    assert_eq!(ran.stdout.trim(), "#1: every target impacted");
+    assert!(ran.stderr.contains("sent as ALL"), "{}", ran.stderr);
     let stale = mq
         .run(&["targets", "--sha", "0000000", "--all"])
         .await

@@ -49,7 +49,9 @@ fn priority_value(text: &str) -> Result<Value> {
     )))
 }
 
-/// Follows the pull request until it ends or `timeout` runs out, printing each change.
+/// Follows the pull request until it ends or `timeout` runs out, printing each change. A
+/// poll the API or the network failed for now (after the client's own retries) is missed,
+/// not the end of the wait: the pull request stays in the queue and may still merge.
 fn follow(
     ctx: &Context,
     body: &Value,
@@ -59,16 +61,22 @@ fn follow(
     let started = Instant::now();
     let pr = ctx.pr()?;
     let mut last_seen = String::new();
+    let mut state = "unknown".to_owned();
     loop {
-        let seen = ctx.api()?.read("getSubmittedPullRequest", &pr_only(body))?;
-        let state = seen["state"].as_str().unwrap_or("unknown").to_owned();
-        let change = format!("{state}/{}", seen["id"]);
-        if change != last_seen {
-            print_change(ctx, pr, &seen);
-            last_seen = change;
-        }
-        if let Some(outcome) = outcome_of(&state) {
-            return Ok(outcome);
+        match ctx.api()?.read("getSubmittedPullRequest", &pr_only(body)) {
+            Ok(seen) => {
+                state = seen["state"].as_str().unwrap_or("unknown").to_owned();
+                let change = format!("{state}/{}", seen["id"]);
+                if change != last_seen {
+                    print_change(ctx, pr, &seen);
+                    last_seen = change;
+                }
+                if let Some(outcome) = outcome_of(&state) {
+                    return Ok(outcome);
+                }
+            }
+            Err(e) if is_missed_poll(&e) => note(format!("{e}; asking again")),
+            Err(e) => return Err(e),
         }
         if let Some(limit) = timeout {
             let left = limit.saturating_sub(started.elapsed());
@@ -83,6 +91,16 @@ fn follow(
         } else {
             std::thread::sleep(interval);
         }
+    }
+}
+
+/// Whether a failed read may be answered later: the network, a server error (a function that
+/// crashed answers 502 through API Gateway) or a rate limit.
+fn is_missed_poll(e: &Error) -> bool {
+    match e {
+        Error::Network { .. } => true,
+        Error::Api { status, .. } => *status >= 500 || *status == 429,
+        Error::Input(_) => false,
     }
 }
 
@@ -185,28 +203,45 @@ fn pr_action(ctx: &Context, operation: &str, done: &str) -> Result<Outcome> {
     Ok(Outcome::Done)
 }
 
+/// The most targets, and the most bytes of their names, one `setImpactedTargets` takes
+/// (`ImpactedTargetsRequest` in `openapi/openapi.json`): a longer list is sent as `ALL`.
+const MOST_TARGETS: usize = 4_096;
+const MOST_TARGET_BYTES: usize = 64 * 1024;
+
 pub fn targets(ctx: &Context, args: &TargetsArgs) -> Result<Outcome> {
-    let targets = if args.all {
-        json!("ALL")
-    } else if let Some(path) = &args.file {
-        json!(read_targets(path)?)
-    } else {
-        json!(args.targets)
+    let list = match &args.file {
+        _ if args.all => None,
+        Some(path) => Some(read_targets(path)?),
+        None => Some(args.targets.clone()),
     };
+    let list = list.filter(|l| !too_long(l));
     let mut body = ctx.pr_body()?;
     if let Some(sha) = ctx.sha()? {
         body["pr"]["sha"] = json!(sha);
     }
-    let count = targets.as_array().map_or(0, Vec::len);
-    body["impactedTargets"] = targets;
+    body["impactedTargets"] = list.as_ref().map_or(json!("ALL"), |l| json!(l));
     let answer = ctx.api()?.mutate("setImpactedTargets", &body)?;
-    let done = if args.all {
-        "every target impacted".to_owned()
-    } else {
-        format!("{count} impacted targets set")
+    let done = match &list {
+        None => "every target impacted".to_owned(),
+        Some(l) => format!("{} impacted targets set", l.len()),
     };
     ctx.print(&answer, format!("#{}: {done}", ctx.pr()?));
     Ok(Outcome::Done)
+}
+
+/// Whether `targets` is more than one request takes: it is then sent as `ALL`, which covers
+/// it (the pull request is tested with everything, as one without targets would be).
+fn too_long(targets: &[String]) -> bool {
+    let bytes: usize = targets.iter().map(String::len).sum();
+    let too_long = targets.len() > MOST_TARGETS || bytes > MOST_TARGET_BYTES;
+    if too_long {
+        note(format!(
+            "{} targets ({bytes} bytes) are more than one request takes ({MOST_TARGETS}, \
+             {MOST_TARGET_BYTES} bytes): sent as ALL",
+            targets.len()
+        ));
+    }
+    too_long
 }
 
 /// Targets from a file (`-`: standard input): a JSON array of strings, or one per line.

@@ -47,6 +47,7 @@ pub async fn link(
     };
     match store.link_owner(&link).await {
         Ok(()) => {
+            record_account(store, &link).await?;
             println!("linked {owner} to {org}");
             Ok(())
         }
@@ -62,6 +63,40 @@ pub async fn link(
             ))
         }
         Err(e) => Err(e.to_string()),
+    }
+}
+
+/// After `link` found its owner already linked to the same organisation (the store keeps the
+/// first link): a link made without the App gets `link`'s account recorded (it is linked
+/// again); one recorded as another account is refused, as its login now names another
+/// account.
+async fn record_account(store: &dyn OwnerStore, link: &OwnerLink) -> Result<(), String> {
+    let Some(account) = link.account_id else {
+        return Ok(());
+    };
+    let owner = &link.owner;
+    let stored = store
+        .owner_link(&owner.key())
+        .await
+        .map_err(|e| e.to_string())?;
+    match stored.and_then(|l| l.account_id) {
+        Some(recorded) if recorded == account => Ok(()),
+        Some(recorded) => Err(format!(
+            "{owner} was linked as GitHub account {recorded}, and the App is installed on \
+             account {account} under that name now (was the login renamed or deleted, and taken \
+             since?); unlink it first if that account is the owner's \
+             (mq-admin owners unlink --org {} --owner {owner})",
+            link.org
+        )),
+        None => {
+            store
+                .unlink_owner(owner, &link.org)
+                .await
+                .map_err(|e| e.to_string())?;
+            store.link_owner(link).await.map_err(|e| e.to_string())?;
+            println!("recorded GitHub account {account} for {owner}");
+            Ok(())
+        }
     }
 }
 
@@ -122,6 +157,10 @@ where
     }
     println!("link each owner to the organisation that owns it:");
     println!("  mq-admin owners link --org <org> --owner <owner>");
+    println!(
+        "(with MQ_GITHUB_APP_ID and MQ_GITHUB_PRIVATE_KEY_SECRET_ARN set, it checks the App is \
+         installed there and records the owner's GitHub account)"
+    );
     Ok(())
 }
 

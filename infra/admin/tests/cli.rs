@@ -289,6 +289,20 @@ async fn linking_checks_the_github_apps_installation() {
         ];
         admin(&prefix, &args)
     };
+    let without_app = [
+        "owners",
+        "link",
+        "--org",
+        "acme",
+        "--owner",
+        "127.0.0.1/acme",
+    ];
+    stdout(&admin(&prefix, &without_app));
+    assert_eq!(
+        stdout(&link("127.0.0.1/acme")).trim(),
+        "recorded GitHub account 4242 for 127.0.0.1/acme\nlinked 127.0.0.1/acme to acme",
+        "a link made without the App gets its account recorded"
+    );
     assert_eq!(
         stdout(&link("127.0.0.1/acme")).trim(),
         "linked 127.0.0.1/acme to acme"

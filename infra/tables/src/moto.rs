@@ -132,7 +132,12 @@ pub fn ensure_installed() -> Result<PathBuf, String> {
     lock.lock().map_err(|e| e.to_string())?;
     if !marker.exists() {
         eprintln!("installing moto into {}", venv.display());
-        run(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
+        run(Command::new("python3").args(["-m", "venv"]).arg(&venv)).map_err(|e| {
+            format!(
+                "{e}: Python's venv module is missing (on Debian and Ubuntu: apt install \
+                 python3-venv)"
+            )
+        })?;
         let requirements = root.join("infra/requirements/moto.txt");
         run(Command::new(&python)
             .args([

@@ -572,6 +572,20 @@ async fn check_quarantined_passes_a_job_only_when_every_failure_is_quarantined()
         .await
         .expect(0);
     assert_eq!(clean.stdout.trim(), "no failed test in 1 report(s)");
+    // Its test step failed, though: the reports do not say why, and no quarantine explains it.
+    let unexplained = mq
+        .run(&[
+            "check-quarantined",
+            "--step-failed",
+            green.to_str().unwrap(),
+        ])
+        .await
+        .expect(1);
+    assert!(
+        unexplained.stdout.contains("though the test step failed"),
+        "{}",
+        unexplained.stdout
+    );
 }
 
 /// The organisation of the test-health endpoints is the token's, which the API tells: acme

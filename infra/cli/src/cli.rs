@@ -179,11 +179,11 @@ apart.")]
     Upload(UploadArgs),
     /// Pass the job when every failed test in the reports is quarantined
     #[command(after_help = "Examples:
-  cargo nextest run --profile ci || mq check-quarantined 'target/nextest/ci/junit.xml'
+  cargo nextest run --profile ci || mq check-quarantined --step-failed 'target/nextest/ci/junit.xml'
   mq check-quarantined --variant linux 'reports/*.xml'
 
-Reads the failed tests from the reports itself. Exit 0 when there is no failure or every \
-failure is quarantined; exit 1 listing the failures that are not.")]
+Reads the failed tests from the reports itself. Exit 0 when every failure is quarantined, or \
+there is none (with --step-failed, exit 1 then); exit 1 listing the failures that are not.")]
     CheckQuarantined(CheckArgs),
     /// List the repository's unhealthy or quarantined tests
     #[command(
@@ -419,6 +419,10 @@ pub struct UploadArgs {
 pub struct CheckArgs {
     #[command(flatten)]
     pub reports: ReportArgs,
+    /// The test step failed: reports with no failed test do not explain it (a build error, a
+    /// crash, a report left from an earlier run), so exit 1 for them instead of 0
+    #[arg(long)]
+    pub step_failed: bool,
 }
 
 #[derive(Debug, Subcommand)]

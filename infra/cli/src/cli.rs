@@ -220,8 +220,8 @@ pub struct SubmitArgs {
     /// With --wait: give up after this long (e.g. 90s, 45m, 2h30m) and exit 3
     #[arg(long, value_name = "DURATION", requires = "wait", value_parser = crate::duration::parse)]
     pub timeout: Option<std::time::Duration>,
-    /// With --wait: time between two looks at the pull request
-    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = crate::duration::parse)]
+    /// With --wait: time between two looks at the pull request (at least 100ms)
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = crate::duration::parse_interval)]
     pub interval: std::time::Duration,
 }
 
@@ -246,8 +246,8 @@ pub struct QueueArgs {
     /// next change, without a terminal), exit 0
     #[arg(long)]
     pub watch: bool,
-    /// With --watch: time between two redraws
-    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = crate::duration::parse)]
+    /// With --watch: time between two redraws (at least 100ms)
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = crate::duration::parse_interval)]
     pub interval: std::time::Duration,
 }
 

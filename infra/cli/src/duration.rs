@@ -44,6 +44,22 @@ pub fn parse(text: &str) -> Result<Duration, String> {
     Ok(total)
 }
 
+/// The shortest time between two looks at the API that `--interval` takes: a shorter one
+/// would poll it without a pause, and be refused for rate limits.
+pub const SHORTEST_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Parses an `--interval`: a duration of at least [`SHORTEST_INTERVAL`].
+pub fn parse_interval(text: &str) -> Result<Duration, String> {
+    let interval = parse(text)?;
+    if interval < SHORTEST_INTERVAL {
+        return Err(format!(
+            "`{}` is too short an interval: at least 100ms",
+            text.trim()
+        ));
+    }
+    Ok(interval)
+}
+
 fn seconds_to_duration(seconds: f64) -> Option<Duration> {
     (seconds.is_finite() && (0.0..1e12).contains(&seconds))
         .then(|| Duration::from_secs_f64(seconds))
@@ -63,6 +79,14 @@ pub fn short(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_interval_is_at_least_100ms() {
+        assert_eq!(parse_interval("100ms"), Ok(Duration::from_millis(100)));
+        assert!(parse_interval("0").unwrap_err().contains("at least 100ms"));
+        assert!(parse_interval("0s").is_err());
+        assert!(parse_interval("99ms").is_err());
+    }
 
     #[test]
     fn units_add_up() {

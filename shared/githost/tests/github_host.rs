@@ -578,7 +578,14 @@ async fn an_installation_of_another_account_under_a_linked_owners_name_is_refuse
             panic!("expected a refusal, got {read:?}");
         };
         assert!(why.contains("not to account 99"), "{why}");
+        let again = host.branch_head(&repo(), "main").await;
+        let remembered = |e: &HostError| matches!(e, HostError::Transient { message, .. } if message.contains("not to account 99"));
+        assert!(again.as_ref().is_err_and(remembered), "{again:?}");
         let requests = server.received_requests().await.unwrap();
+        let lookups = requests
+            .iter()
+            .filter(|r| r.url.path().ends_with("/installation"));
+        assert_eq!(lookups.count(), 1, "the refusal is remembered for a minute");
         assert!(
             requests
                 .iter()

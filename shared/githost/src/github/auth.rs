@@ -151,14 +151,21 @@ impl Auth {
     }
 }
 
+/// A repository the App has no installation it may use on, since when (Unix seconds), and
+/// why: not installed, or installed on another account than its owner was linked as.
+struct Absence {
+    since: u64,
+    why: String,
+}
+
 pub(crate) struct AppAuth {
     app_id: u64,
     key: RwLock<EncodingKey>,
     key_again: Option<ReadAgain>,
     installations: Mutex<HashMap<String, u64>>,
-    /// Repositories the App is not installed on, each with when that was found (Unix
-    /// seconds), for [`NOT_INSTALLED_SECS`].
-    not_installed: Mutex<HashMap<String, u64>>,
+    /// Repositories the App has no installation it may use on, each with when and why that
+    /// was found, for [`NOT_INSTALLED_SECS`].
+    not_installed: Mutex<HashMap<String, Absence>>,
     tokens: Mutex<HashMap<u64, CachedToken>>,
     /// The accounts owners were linked as (see [`crate::pins`]); `None`: any account.
     pins: Option<Arc<dyn AccountPins>>,
@@ -301,9 +308,10 @@ impl AppAuth {
         (token.expires_at > unix_seconds() + RENEW_BEFORE_SECS).then(|| token.token.clone())
     }
 
-    /// The App's installation on `repo`, looked up once; its absence is remembered for
-    /// [`NOT_INSTALLED_SECS`] (a `NotFound` when GitHub says so, a `Transient` error with
-    /// the rest of that wait while remembered).
+    /// The App's installation on `repo`, looked up once; its absence (or an installation of
+    /// another account than the owner was linked as) is remembered for [`NOT_INSTALLED_SECS`]
+    /// (a `NotFound` when found, a `Transient` error with the rest of that wait while
+    /// remembered).
     async fn installation(&self, transport: &Transport, repo: &RepoRef) -> HostResult<u64> {
         let key = repo.key();
         if let Some(id) = lock(&self.installations).get(&key) {
@@ -319,40 +327,54 @@ impl AppAuth {
         };
         {
             let mut absent = lock(&self.not_installed);
-            absent.retain(|_, since| now < *since + NOT_INSTALLED_SECS);
-            if let Some(since) = absent.get(&key) {
-                let wait = since + NOT_INSTALLED_SECS - now;
+            absent.retain(|_, a| now < a.since + NOT_INSTALLED_SECS);
+            if let Some(a) = absent.get(&key) {
+                let wait = a.since + NOT_INSTALLED_SECS - now;
                 return Err(HostError::Transient {
-                    message: format!("{} (GitHub is asked again in {wait} s)", absence()),
+                    message: format!("{} (GitHub is asked again in {wait} s)", a.why),
                     retry_after: Some(std::time::Duration::from_secs(wait)),
                 });
             }
         }
         let path = format!("{}/installation", repo_path(repo));
         let reply = self.send_as_app(transport, Method::GET, &path).await?;
-        if reply.status == StatusCode::NOT_FOUND {
-            lock(&self.not_installed).insert(key, now);
-            return Err(HostError::NotFound(absence()));
+        let found = match reply.status {
+            StatusCode::NOT_FOUND => Err(absence()),
+            _ => {
+                let installation: Installation = reply.json()?;
+                let account = installation.account.map(|a| a.id);
+                let refused = self.refusal_of(repo, account).await?;
+                refused.map_or(Ok(installation.id), Err)
+            }
+        };
+        match found {
+            Ok(id) => {
+                lock(&self.installations).insert(key, id);
+                Ok(id)
+            }
+            Err(why) => {
+                let absence = Absence {
+                    since: now,
+                    why: why.clone(),
+                };
+                lock(&self.not_installed).insert(key, absence);
+                Err(HostError::NotFound(why))
+            }
         }
-        let installation: Installation = reply.json()?;
-        self.check_account(repo, installation.account.map(|a| a.id))
-            .await?;
-        lock(&self.installations).insert(key, installation.id);
-        Ok(installation.id)
     }
 
-    /// `NotFound` when `repo`'s owner was linked as another account than `account`, the one
-    /// the App's installation there belongs to: its login was taken over (see
-    /// [`crate::pins`]).
-    async fn check_account(&self, repo: &RepoRef, account: Option<u64>) -> HostResult<()> {
+    /// Why the App may not use its installation on `repo`, of account `account`: `repo`'s
+    /// owner was linked as another account, and its login was taken over (see
+    /// [`crate::pins`]); `None` when it may.
+    async fn refusal_of(&self, repo: &RepoRef, account: Option<u64>) -> HostResult<Option<String>> {
         let Some(pins) = &self.pins else {
-            return Ok(());
+            return Ok(None);
         };
         let owner = repo.owner_ref();
         let linked = pins.linked_account(&owner.key()).await?;
         let found = account.unwrap_or_default();
         if linked.is_none() || account.is_some_and(|seen| account_matches(linked, seen)) {
-            return Ok(());
+            return Ok(None);
         }
         tracing::error!(
             %owner,
@@ -360,7 +382,7 @@ impl AppAuth {
             found,
             "a repository under a linked owner's name belongs to another GitHub account"
         );
-        Err(HostError::NotFound(format!(
+        Ok(Some(format!(
             "{} belongs to GitHub account {found}, not to account {}, the one {owner} was \
              linked as: the login was renamed or deleted, and taken since; link the owner's \
              new name",

@@ -45,9 +45,13 @@ pub async fn link(
         linked_at: mq_service::Clock::now(&mq_service::SystemClock),
         account_id,
     };
+    let before = store
+        .owner_link(&owner.key())
+        .await
+        .map_err(|e| e.to_string())?;
     match store.link_owner(&link).await {
         Ok(()) => {
-            record_account(store, &link).await?;
+            account_recorded(store, &link, before.as_ref()).await?;
             println!("linked {owner} to {org}");
             Ok(())
         }
@@ -66,11 +70,14 @@ pub async fn link(
     }
 }
 
-/// After `link` found its owner already linked to the same organisation (the store keeps the
-/// first link): a link made without the App gets `link`'s account recorded (it is linked
-/// again); one recorded as another account is refused, as its login now names another
-/// account.
-async fn record_account(store: &dyn OwnerStore, link: &OwnerLink) -> Result<(), String> {
+/// After `link` linked `link` (or found it linked to the same organisation already, `before`):
+/// the store recorded the account where the link had none, which is said; one linked as
+/// another account is refused, as its login now names another account.
+async fn account_recorded(
+    store: &dyn OwnerStore,
+    link: &OwnerLink,
+    before: Option<&OwnerLink>,
+) -> Result<(), String> {
     let Some(account) = link.account_id else {
         return Ok(());
     };
@@ -80,23 +87,20 @@ async fn record_account(store: &dyn OwnerStore, link: &OwnerLink) -> Result<(), 
         .await
         .map_err(|e| e.to_string())?;
     match stored.and_then(|l| l.account_id) {
-        Some(recorded) if recorded == account => Ok(()),
-        Some(recorded) => Err(format!(
-            "{owner} was linked as GitHub account {recorded}, and the App is installed on \
-             account {account} under that name now (was the login renamed or deleted, and taken \
-             since?); unlink it first if that account is the owner's \
-             (mq-admin owners unlink --org {} --owner {owner})",
-            link.org
-        )),
-        None => {
-            store
-                .unlink_owner(owner, &link.org)
-                .await
-                .map_err(|e| e.to_string())?;
-            store.link_owner(link).await.map_err(|e| e.to_string())?;
-            println!("recorded GitHub account {account} for {owner}");
+        Some(recorded) if recorded == account => {
+            if before.is_some_and(|l| l.account_id.is_none()) {
+                println!("recorded GitHub account {account} for {owner}");
+            }
             Ok(())
         }
+        recorded => Err(format!(
+            "{owner} was linked as GitHub account {}, and the App is installed on account \
+             {account} under that name now (was the login renamed or deleted, and taken \
+             since?); unlink it first if that account is the owner's \
+             (mq-admin owners unlink --org {} --owner {owner})",
+            recorded.map_or("(none)".to_owned(), |id| id.to_string()),
+            link.org
+        )),
     }
 }
 

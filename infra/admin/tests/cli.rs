@@ -254,9 +254,18 @@ async fn linking_checks_the_github_apps_installation() {
             serde_json::json!({ "id": 7, "account": { "id": 4242, "login": "acme" } });
         ResponseTemplate::new(status).set_body_json(installation)
     };
+    // The first two looks find account 4242; later ones another account under the login.
     Mock::given(method("GET"))
         .and(path("/orgs/acme/installation"))
         .respond_with(answer(200))
+        .up_to_n_times(2)
+        .with_priority(1)
+        .mount(&github)
+        .await;
+    let taken_over = serde_json::json!({ "id": 8, "account": { "id": 9999, "login": "acme" } });
+    Mock::given(method("GET"))
+        .and(path("/orgs/acme/installation"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(taken_over))
         .mount(&github)
         .await;
     for account in ["orgs", "users"] {
@@ -306,6 +315,13 @@ async fn linking_checks_the_github_apps_installation() {
     assert_eq!(
         stdout(&link("127.0.0.1/acme")).trim(),
         "linked 127.0.0.1/acme to acme"
+    );
+    let refused = stderr(&link("127.0.0.1/acme"));
+    assert!(
+        refused.contains(
+            "was linked as GitHub account 4242, and the App is installed on account 9999"
+        ),
+        "{refused}"
     );
     assert_eq!(
         stderr(&link("127.0.0.1/elsewhere")),

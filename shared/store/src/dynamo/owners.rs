@@ -4,7 +4,7 @@
 use super::DynamoStore;
 use super::codec::{Item, from_items, from_optional_item, hash_key, n, s, to_item};
 use super::keys::*;
-use super::requests::query_all;
+use super::requests::{map_sdk_error, query_all};
 use crate::error::StoreError;
 use crate::port::{OwnerLink, OwnerStore, StoreResult};
 use async_trait::async_trait;
@@ -18,6 +18,35 @@ fn owner_item_key(owner_key: &str) -> String {
 /// The key of an owner's link.
 fn link_key(owner_key: &str) -> Item {
     hash_key(TOKEN_HASH, &owner_item_key(owner_key))
+}
+
+impl DynamoStore {
+    /// Records `account` on `link`'s owner's link, while it is still linked to `link.org` and
+    /// records none (one write: the link is never absent meanwhile); `AlreadyExists` when
+    /// that no longer holds.
+    async fn record_account(&self, link: &OwnerLink, account: u64) -> StoreResult<()> {
+        let updated = self
+            .client
+            .update_item()
+            .table_name(&self.tables.api_tokens)
+            .set_key(Some(link_key(&link.owner.key())))
+            .update_expression("SET #account = :account")
+            .condition_expression("#org = :org AND attribute_not_exists(#account)")
+            .expression_attribute_names("#account", "account_id")
+            .expression_attribute_names("#org", "org")
+            .expression_attribute_values(":account", n(account))
+            .expression_attribute_values(":org", s(link.org.as_str()))
+            .send()
+            .await
+            .map_err(map_sdk_error);
+        match updated {
+            Err(StoreError::Conflict) => match self.owner_link(&link.owner.key()).await? {
+                Some(now) if now.org == link.org && now.account_id == Some(account) => Ok(()),
+                _ => Err(StoreError::AlreadyExists),
+            },
+            other => other.map(drop),
+        }
+    }
 }
 
 #[async_trait]
@@ -39,7 +68,12 @@ impl OwnerStore for DynamoStore {
         let put = self.put_new_item(&self.tables.api_tokens, item, TOKEN_HASH);
         match put.await {
             Err(StoreError::Conflict) => match self.owner_link(&link.owner.key()).await? {
-                Some(existing) if existing.org == link.org => Ok(()),
+                Some(existing) if existing.org == link.org => {
+                    match (existing.account_id, link.account_id) {
+                        (None, Some(account)) => self.record_account(link, account).await,
+                        _ => Ok(()),
+                    }
+                }
                 _ => Err(StoreError::AlreadyExists),
             },
             other => other,

@@ -402,8 +402,13 @@ impl OwnerStore for MemoryStore {
 
     async fn link_owner(&self, link: &OwnerLink) -> StoreResult<()> {
         let mut inner = self.lock();
-        match inner.owners.get(&link.owner.key()) {
-            Some(existing) if existing.org == link.org => Ok(()),
+        match inner.owners.get_mut(&link.owner.key()) {
+            Some(existing) if existing.org == link.org => {
+                if existing.account_id.is_none() {
+                    existing.account_id = link.account_id;
+                }
+                Ok(())
+            }
             Some(_) => Err(StoreError::AlreadyExists),
             None => {
                 inner.owners.insert(link.owner.key(), link.clone());

@@ -813,8 +813,33 @@ pub async fn owners_are_linked_to_one_organisation(store: Arc<dyn Store>) {
     store.link_owner(&pinned).await.unwrap();
     assert_eq!(
         store.owner_link("github.com/umbrella").await.unwrap(),
-        Some(pinned),
+        Some(pinned.clone()),
         "the account it was linked as is kept"
+    );
+    let as_another = OwnerLink {
+        account_id: Some(7),
+        ..link("github.com/umbrella", "umbrella", 5)
+    };
+    store.link_owner(&as_another).await.unwrap();
+    assert_eq!(
+        store.owner_link("github.com/umbrella").await.unwrap(),
+        Some(pinned),
+        "an account recorded is never replaced by linking again"
+    );
+    store
+        .link_owner(&OwnerLink {
+            account_id: Some(31),
+            ..link("GitHub.com/Acme-Labs", "acme", 6)
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        store.owner_link("github.com/acme-labs").await.unwrap(),
+        Some(OwnerLink {
+            account_id: Some(31),
+            ..link("GitHub.com/Acme-Labs", "acme", 2)
+        }),
+        "linked again with an account, a link without one records it and keeps its time"
     );
     assert_eq!(
         store.link_owner(&link("github.com/acme", "acme", 9)).await,

@@ -53,7 +53,10 @@ pub async fn submit_with<'a>(
         // The Git host's answers count against the request's time, as its commits do.
         let events = read_by(deadline, events_for(queue.clone())).await?;
         if let Some(facts) = not_open(&events) {
-            return end_entry_not_open(app, org, id, facts, latest.as_ref(), deadline).await;
+            if end_entry_not_open(app, org, id, facts, latest.as_ref(), deadline).await? {
+                return Err(not_open_refusal(facts.number).into());
+            }
+            continue;
         }
         let stale = AtomicBool::new(false);
         let step = |now: &QueueSnapshot, at| {
@@ -88,10 +91,12 @@ fn not_open(events: &[Event]) -> Option<&PrFacts> {
     }
 }
 
-/// A submission of a pull request the Git host says is closed or merged: 409, and its active
-/// entry, if any, ends as the tick would end it once it read the same (`pr_closed`,
-/// `pr_merged`), rather than testing on until then. Only the entry the read was made for: one
-/// submitted since (the pull request reopened) stays.
+/// A submission of a pull request the Git host says is closed or merged (`facts`) is refused,
+/// and its active entry, if any, ends as the tick would end it once it read the same
+/// (`pr_closed`, `pr_merged`), rather than testing on until then. Only while the entry is as
+/// the read found it (`latest`): an entry submitted since, or one a delivery changed since (the
+/// pull request reopened), is newer than the read, and `false` says to read again; `true`
+/// says to refuse.
 async fn end_entry_not_open(
     app: &App,
     org: &OrgId,
@@ -99,24 +104,32 @@ async fn end_entry_not_open(
     facts: &PrFacts,
     latest: Option<&Entry>,
     deadline: Instant,
-) -> Result<(), ServiceError> {
-    if let Some(read_for) = latest.filter(|e| e.state.is_active()) {
-        let event = Event::PrUpdated { pr: facts.clone() };
-        let step = |now: &QueueSnapshot, at| {
-            if now.entry_for_pr(facts.number).map(|e| &e.id) == Some(&read_for.id) {
-                apply_in_order(now, std::slice::from_ref(&event), at, true)
-            } else {
-                Ok(Transition::unchanged(now))
-            }
-        };
-        let start = Start::fresh().until(deadline);
-        drive::apply_step(app, Actor::ServiceFor(org), id, step, start).await?;
-    }
-    Err(DomainError::conflict(
+) -> Result<bool, ServiceError> {
+    let Some(read_for) = latest.filter(|e| e.state.is_active()) else {
+        return Ok(true);
+    };
+    let event = Event::PrUpdated { pr: facts.clone() };
+    let newer = AtomicBool::new(false);
+    let step = |now: &QueueSnapshot, at| match now.entry_for_pr(facts.number) {
+        Some(e) if e.id == read_for.id && e.pr_facts == read_for.pr_facts => {
+            apply_in_order(now, std::slice::from_ref(&event), at, true)
+        }
+        Some(_) => {
+            newer.store(true, Ordering::Relaxed);
+            Ok(Transition::unchanged(now))
+        }
+        None => Ok(Transition::unchanged(now)),
+    };
+    let start = Start::fresh().until(deadline);
+    drive::apply_step(app, Actor::ServiceFor(org), id, step, start).await?;
+    Ok(!newer.load(Ordering::Relaxed))
+}
+
+fn not_open_refusal(pr: PrNumber) -> DomainError {
+    DomainError::conflict(
         ErrorCode::PullRequestNotOpen,
-        format!("pull request {} is not open", facts.number),
+        format!("pull request {pr} is not open"),
     )
-    .into())
 }
 
 /// Impacted targets uploaded for a pull request while it was being submitted, which neither

@@ -7,7 +7,8 @@
 //! its pull requests). A merge that failed too often, but not by a refusal, may still have
 //! landed (an attempt's answer lost, or cut at its deadline): it is not sent again, and its
 //! pull requests fail only once the tick hears from the Git host that it did not land
-//! ([`Work::merge_not_landed`]). The tick also emits again effects whose lease ran out
+//! ([`Work::merge_not_landed`]), or after [`GIVEN_UP_MERGE_WAIT_MS`] without an answer. The
+//! tick also emits again effects whose lease ran out
 //! without an answer, except merges while the queue is paused.
 
 use super::failure::excerpt;
@@ -161,7 +162,9 @@ impl Work {
             return;
         }
         if !permanent && x.effect.can_be_told_not_landed() {
-            x.next_attempt_at = self.now;
+            if x.attempts == MAX_ATTEMPTS {
+                x.next_attempt_at = self.now;
+            }
             return;
         }
         let Some(given_up) = self.take_effect(id) else {

@@ -19,18 +19,21 @@ x-api-token header, and never printed.";
 
 const EXIT_CODES: &str = "\
 Exit codes:
-  0  done (submit --wait: merged; check-quarantined: every failure is quarantined)
+  0  done (submit --wait: merged; check-quarantined: every failure is quarantined, or none
+     failed without --step-failed)
   1  submit --wait: the pull request failed; check-quarantined: a failure is not quarantined
+     (with --step-failed: or none is in the reports)
   2  submit --wait: the pull request was cancelled
   3  submit --wait: --timeout ran out (the pull request stays in the queue)
-  4  error: bad input, configuration, the API or the network
+  4  error: bad input, configuration, the API or the network (submit --wait goes on through
+     a poll the API or the network failed for now, up to 20 in a row)
 
 Examples:
   export MQ_API_URL=https://queue.example.com/v1 MQ_API_TOKEN=...
   mq submit --wait --timeout 2h     # in a pull request's CI job
   mq queue --repo acme/rocket --target main --watch
   mq upload 'target/nextest/ci/*.xml'
-  mq check-quarantined 'target/nextest/ci/*.xml'";
+  mq check-quarantined --step-failed 'target/nextest/ci/*.xml'";
 
 #[derive(Debug, Parser)]
 #[command(

@@ -134,7 +134,7 @@ pub fn ensure_installed() -> Result<PathBuf, String> {
         eprintln!("installing moto into {}", venv.display());
         run(Command::new("python3").args(["-m", "venv"]).arg(&venv)).map_err(|e| {
             format!(
-                "{e}: Python's venv module is missing (on Debian and Ubuntu: apt install \
+                "{e} (if Python's venv module is missing: on Debian and Ubuntu, apt install \
                  python3-venv)"
             )
         })?;

@@ -49,9 +49,13 @@ fn priority_value(text: &str) -> Result<Value> {
     )))
 }
 
+/// Polls in a row that may fail before `--wait` gives up (exit 4).
+const MOST_MISSED_POLLS: u32 = 20;
+
 /// Follows the pull request until it ends or `timeout` runs out, printing each change. A
 /// poll the API or the network failed for now (after the client's own retries) is missed,
-/// not the end of the wait: the pull request stays in the queue and may still merge.
+/// not the end of the wait: the pull request stays in the queue and may still merge; after
+/// [`MOST_MISSED_POLLS`] in a row the wait gives up.
 fn follow(
     ctx: &Context,
     body: &Value,
@@ -62,9 +66,11 @@ fn follow(
     let pr = ctx.pr()?;
     let mut last_seen = String::new();
     let mut state = "unknown".to_owned();
+    let mut missed = 0;
     loop {
         match ctx.api()?.read("getSubmittedPullRequest", &pr_only(body)) {
             Ok(seen) => {
+                missed = 0;
                 state = seen["state"].as_str().unwrap_or("unknown").to_owned();
                 let change = format!("{state}/{}", seen["id"]);
                 if change != last_seen {
@@ -75,7 +81,10 @@ fn follow(
                     return Ok(outcome);
                 }
             }
-            Err(e) if is_missed_poll(&e) => note(format!("{e}; asking again")),
+            Err(e) if is_missed_poll(&e) && missed < MOST_MISSED_POLLS => {
+                missed += 1;
+                note(format!("{e}; asking again"));
+            }
             Err(e) => return Err(e),
         }
         if let Some(limit) = timeout {
@@ -94,12 +103,13 @@ fn follow(
     }
 }
 
-/// Whether a failed read may be answered later: the network, a server error (a function that
-/// crashed answers 502 through API Gateway) or a rate limit.
+/// Whether a failed read may be answered later: the network, a gateway's error (a function
+/// that crashed answers 502 through API Gateway), the API unavailable, or a rate limit. A 500
+/// (a fault in the API) is not.
 fn is_missed_poll(e: &Error) -> bool {
     match e {
         Error::Network { .. } => true,
-        Error::Api { status, .. } => *status >= 500 || *status == 429,
+        Error::Api { status, .. } => matches!(status, 429 | 502 | 503 | 504),
         Error::Input(_) => false,
     }
 }

@@ -350,7 +350,7 @@ fn queue_watch_stops_when_its_reader_is_gone() {
         ("MQ_REPO", "acme/rocket"),
     ];
     for json in [false, true] {
-        let mut args = vec!["queue", "--watch", "--interval", "50ms"];
+        let mut args = vec!["queue", "--watch", "--interval", "100ms"];
         if json {
             args.push("--json");
         }

@@ -278,7 +278,7 @@ pub trait OwnerStore: Send + Sync {
 
     /// Links an owner to an organisation, atomically: of two organisations linking one owner
     /// at once, one wins. Linking it again to the same organisation changes nothing (the first
-    /// `linked_at` stays) but record the link's `account_id` where none was (in one write:
+    /// `linked_at` stays) but records the link's `account_id` where none was (in one write:
     /// the owner stays linked throughout); `AlreadyExists` when it is linked to another one.
     async fn link_owner(&self, link: &OwnerLink) -> StoreResult<()>;
 

@@ -111,7 +111,9 @@ pub enum Event {
     /// it had not. On a paused queue, a merge that nothing could have been sending then (its
     /// lease, or its wait before a retry, was over) is withdrawn as if found paused before
     /// it was sent: the tick does not send merges while the queue is paused, so it would
-    /// otherwise stay in flight for the whole pause (see `Work::merge_not_landed`).
+    /// otherwise stay in flight for the whole pause (see `Work::merge_not_landed`). A merge
+    /// given up after `MAX_ATTEMPTS` failures fails its pull requests, with the Git host's last
+    /// answer.
     MergeNotLanded {
         effect_id: String,
         read_at: Timestamp,

@@ -4,12 +4,13 @@
 //! is retried by the tick after a backoff (1, 2, 4, ... minutes, at most an hour); after
 //! [`MAX_ATTEMPTS`] failures, or a permanent one, the effect is dropped and its intent fails
 //! (a test branch that cannot be created fails its run; a merge that cannot be done fails
-//! its pull requests). A merge that failed too often, but not by a refusal, may still have
-//! landed (an attempt's answer lost, or cut at its deadline): it is not sent again, and its
-//! pull requests fail only once the tick hears from the Git host that it did not land
+//! its pull requests). A merge that failed too often, but not by a refusal, and that names
+//! the target commit it expects (`Effect::can_be_told_not_landed`), may still have landed
+//! (an attempt's answer lost, or cut at its deadline): it is not sent again, and its pull
+//! requests fail only once the tick hears from the Git host that it did not land
 //! ([`Work::merge_not_landed`]), or after [`GIVEN_UP_MERGE_WAIT_MS`] without an answer. The
-//! tick also emits again effects whose lease ran out
-//! without an answer, except merges while the queue is paused.
+//! tick also emits again effects whose lease ran out without an answer, except merges while
+//! the queue is paused.
 
 use super::failure::excerpt;
 use super::work::{EFFECT_LEASE_MS, Work};

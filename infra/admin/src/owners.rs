@@ -45,10 +45,10 @@ pub async fn link(
         linked_at: mq_service::Clock::now(&mq_service::SystemClock),
         account_id,
     };
-    let before = store
-        .owner_link(&owner.key())
-        .await
-        .map_err(|e| e.to_string())?;
+    let before = match account_id {
+        Some(_) => (store.owner_link(&owner.key()).await).map_err(|e| e.to_string())?,
+        None => None,
+    };
     match store.link_owner(&link).await {
         Ok(()) => {
             account_recorded(store, &link, before.as_ref()).await?;

@@ -37,6 +37,15 @@ impl EntryState {
     }
 }
 
+/// Most impacted targets one `setImpactedTargets` may name.
+pub const MAX_IMPACTED_TARGETS: usize = 4_096;
+/// Longest impacted target name, in characters.
+pub const MAX_TARGET_LEN: usize = 1024;
+/// Most bytes of target names one request may send, all together: a pull request's targets
+/// are kept with its entry, in one DynamoDB item (400 KB at most). A longer list is sent as
+/// `"ALL"`.
+pub const MAX_TARGETS_BYTES: usize = 64 * 1024;
+
 /// The impacted targets of a pull request at one head sha (docs/queue-semantics.md §7).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -16,8 +16,8 @@ pub trait AccountPins: Send + Sync + std::fmt::Debug {
     async fn linked_account(&self, owner_key: &str) -> HostResult<Option<u64>>;
 }
 
-/// Whether an account id `seen` on GitHub may act for an owner linked as `linked`: any
-/// account when the link recorded none, else that one.
-pub fn account_matches(linked: Option<u64>, seen: u64) -> bool {
-    linked.is_none_or(|id| id == seen)
+/// Whether the account `seen` on GitHub (`None`: not said) may act for an owner linked as
+/// `linked`: any account when the link recorded none, else that one.
+pub fn account_may_act(linked: Option<u64>, seen: Option<u64>) -> bool {
+    linked.is_none_or(|id| seen == Some(id))
 }

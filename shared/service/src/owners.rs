@@ -8,7 +8,7 @@ use crate::error::ServiceError;
 use async_trait::async_trait;
 use mq_core::DomainError;
 use mq_core::ids::{OrgId, QueueId, RepoRef};
-use mq_githost::pins::{AccountPins, account_matches};
+use mq_githost::pins::{AccountPins, account_may_act};
 use mq_githost::{HostError, HostResult};
 use mq_store::Store;
 use std::sync::Arc;
@@ -31,12 +31,7 @@ pub async fn organisation_of_delivery(
     let Some(link) = app.store.owner_link(owner_key).await? else {
         return Ok(app.default_owner.clone());
     };
-    let from_linked = match (link.account_id, account) {
-        (Some(_), None) => false,
-        (linked, Some(seen)) => account_matches(linked, seen),
-        (None, None) => true,
-    };
-    if !from_linked {
+    if !account_may_act(link.account_id, account) {
         tracing::error!(
             owner = owner_key,
             linked = link.account_id.unwrap_or_default(),

@@ -11,14 +11,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 
-/// Most impacted targets one request may name.
-pub const MAX_IMPACTED_TARGETS: usize = 4_096;
-/// Longest impacted target name.
-pub const MAX_TARGET_LEN: usize = 1024;
-/// Most bytes of target names one request may send, all together: a pull request's targets
-/// are kept with its entry, in one DynamoDB item (400 KB at most). A longer list is sent as
-/// `"ALL"`.
-pub const MAX_TARGETS_BYTES: usize = 64 * 1024;
+pub use mq_core::entry::{MAX_IMPACTED_TARGETS, MAX_TARGET_LEN, MAX_TARGETS_BYTES};
 
 /// `pr`: `{number}`, and `sha` where an endpoint needs it.
 #[derive(Debug, Clone, Deserialize)]

@@ -6,6 +6,7 @@ use crate::config::Context;
 use crate::error::{Error, Result};
 use crate::exit::Outcome;
 use crate::output::{self, line, note};
+use mq_core::entry::{MAX_IMPACTED_TARGETS, MAX_TARGETS_BYTES};
 use serde_json::{Value, json};
 use std::io::Read;
 use std::time::{Duration, Instant};
@@ -213,11 +214,6 @@ fn pr_action(ctx: &Context, operation: &str, done: &str) -> Result<Outcome> {
     Ok(Outcome::Done)
 }
 
-/// The most targets, and the most bytes of their names, one `setImpactedTargets` takes
-/// (`ImpactedTargetsRequest` in `openapi/openapi.json`): a longer list is sent as `ALL`.
-const MOST_TARGETS: usize = 4_096;
-const MOST_TARGET_BYTES: usize = 64 * 1024;
-
 pub fn targets(ctx: &Context, args: &TargetsArgs) -> Result<Outcome> {
     let list = match &args.file {
         _ if args.all => None,
@@ -243,11 +239,11 @@ pub fn targets(ctx: &Context, args: &TargetsArgs) -> Result<Outcome> {
 /// it (the pull request is tested with everything, as one without targets would be).
 fn too_long(targets: &[String]) -> bool {
     let bytes: usize = targets.iter().map(String::len).sum();
-    let too_long = targets.len() > MOST_TARGETS || bytes > MOST_TARGET_BYTES;
+    let too_long = targets.len() > MAX_IMPACTED_TARGETS || bytes > MAX_TARGETS_BYTES;
     if too_long {
         note(format!(
-            "{} targets ({bytes} bytes) are more than one request takes ({MOST_TARGETS}, \
-             {MOST_TARGET_BYTES} bytes): sent as ALL",
+            "{} targets ({bytes} bytes) are more than one request takes ({MAX_IMPACTED_TARGETS}, \
+             {MAX_TARGETS_BYTES} bytes): sent as ALL",
             targets.len()
         ));
     }

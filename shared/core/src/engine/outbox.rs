@@ -168,6 +168,12 @@ impl Work {
             }
             return;
         }
+        self.give_up(id, error);
+    }
+
+    /// Takes effect `id` out of the outbox for good, its intent failing with the Git host's
+    /// `error`.
+    fn give_up(&mut self, id: &str, error: &str) {
         let Some(given_up) = self.take_effect(id) else {
             return;
         };
@@ -221,14 +227,9 @@ impl Work {
     /// A merge given up after [`MAX_ATTEMPTS`] failures, never sent again, fails its pull
     /// requests then, with the Git host's last answer.
     pub fn merge_not_landed(&mut self, id: &str, read_at: Timestamp) {
-        if let Some(x) = self.s.outbox.iter().find(|x| x.id == id && given_up(x))
-            && let Effect::Merge { prs, .. } = x.effect.clone()
-        {
+        if let Some(x) = self.s.outbox.iter().find(|x| x.id == id && given_up(x)) {
             let answer = x.last_error.clone().unwrap_or_default();
-            if let Some(given_up) = self.take_effect(id) {
-                self.release_held(&given_up.effect);
-            }
-            self.merge_failed(&prs, &excerpt(&answer, MAX_HOST_ANSWER_CHARS));
+            self.give_up(id, &answer);
             return;
         }
         let idle = self

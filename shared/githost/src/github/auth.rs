@@ -10,7 +10,7 @@ use super::transport::{Call, JSON, Reply, Transport, escape, repo_path};
 use super::wire::{AccessToken, AppWire, Installation};
 use crate::clock::unix_seconds;
 use crate::error::{HostError, HostResult};
-use crate::pins::{AccountPins, account_matches};
+use crate::pins::{AccountPins, account_may_act};
 use crate::secret::{ReadAgain, SecretSource};
 use crate::sync::lock;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
@@ -373,7 +373,7 @@ impl AppAuth {
         let owner = repo.owner_ref();
         let linked = pins.linked_account(&owner.key()).await?;
         let found = account.unwrap_or_default();
-        if linked.is_none() || account.is_some_and(|seen| account_matches(linked, seen)) {
+        if account_may_act(linked, account) {
             return Ok(None);
         }
         tracing::error!(

@@ -33,7 +33,7 @@ use crate::past::Past;
 use mq_core::engine::reason;
 use mq_core::entry::{Entry, EntryState};
 use mq_core::ids::{PrNumber, Sha};
-use mq_core::metrics::Window;
+use mq_core::metrics::{Window, ran_to_verdict};
 use mq_core::run::{RunStatus, TestRun};
 use mq_core::time::Timestamp;
 use serde::Serialize;
@@ -277,18 +277,6 @@ fn arrivals(heads: &Heads, past: &Past) -> Estimate {
         .filter(|h| h.first_submitted.is_some_and(|t| window.contains(t)) && !h.fixes_conflict)
         .count() as u32;
     Estimate::per_hour(count, past.hours())
-}
-
-/// Whether a run ran to a verdict of its tests.
-fn ran_to_verdict(run: &TestRun) -> bool {
-    match run.status {
-        RunStatus::Succeeded => true,
-        RunStatus::Failed => run
-            .reason
-            .as_deref()
-            .is_none_or(|r| r == reason::TESTS_FAILED || r == reason::TIMEOUT),
-        _ => false,
-    }
 }
 
 fn ci_durations(runs: &[TestRun]) -> (Estimate, Vec<f64>) {

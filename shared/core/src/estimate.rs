@@ -28,7 +28,7 @@ pub const MAX_FAILURE_RATE: f64 = 0.9;
 /// What the queue's recent main runs say: how long a run tests and how often it fails.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RecentTesting {
-    /// Main runs that passed or failed in the window.
+    /// Main runs that ran to a verdict in the window ([`crate::metrics::ran_to_verdict`]).
     pub runs: u32,
     /// Their mean duration, start to result, in seconds.
     pub mean_test_seconds: f64,

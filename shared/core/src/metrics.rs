@@ -7,14 +7,16 @@
 //! - depth: active entries not in `not_ready`; awaiting mergeability: entries in `not_ready`.
 //! - per lane (`main` runs, `bisection` runs): pull requests under test and runs in flight,
 //!   the lane's concurrency limit, runs finished in the window by status, and for every pull
-//!   request of a run that succeeded or failed in the window, how long that run tested
-//!   (finish minus start).
+//!   request of a run that ran to a verdict in the window (passed, or its tests failed or timed
+//!   out: not a run that failed before CI could run), how long that run tested (finish minus
+//!   start).
 //! - per outcome (merged, failed, cancelled): entries concluded in the window, how long each
 //!   was in the queue (conclusion minus submission) and how many CI runs it took.
 //! - wait: for every entry whose first test started in the window, the time from becoming
 //!   ready (or from submission, if it never waited for readiness) to that first test.
 //! - restarts: restarts recorded in the window.
 
+use crate::engine::reason;
 use crate::engine::view::stuck_entries;
 use crate::entry::{Entry, EntryState};
 use crate::history::History;
@@ -300,11 +302,31 @@ fn lanes(facts: &QueueFacts, window: Window) -> [LaneFigures; 2] {
     lanes
 }
 
-/// How long a run that ran to a result tested (each of its pull requests, one observation).
+/// How long a run that ran to a verdict of its tests tested, start (or creation, when no start
+/// was recorded) to result: `None` for a run that never reached CI (a conflict, a branch the
+/// host would not build, no required statuses).
 pub(crate) fn tested_seconds(run: &TestRun) -> Option<f64> {
-    let ran_to_result = matches!(run.status, RunStatus::Succeeded | RunStatus::Failed);
-    let end = run.finished_at.filter(|_| ran_to_result)?;
-    Some(seconds(run.started_at.unwrap_or(run.created_at), end))
+    if !ran_to_verdict(run) {
+        return None;
+    }
+    Some(seconds(
+        run.started_at.unwrap_or(run.created_at),
+        run.finished_at?,
+    ))
+}
+
+/// Whether a run ran to a verdict of its tests: it passed, or its tests failed or timed out.
+/// A run that failed before CI could run (`merge_conflict`, `test_branch_error`,
+/// `no_required_statuses`, `test_branch_pushed`) did not.
+pub fn ran_to_verdict(run: &TestRun) -> bool {
+    match run.status {
+        RunStatus::Succeeded => true,
+        RunStatus::Failed => run
+            .reason
+            .as_deref()
+            .is_none_or(|r| r == reason::TESTS_FAILED || r == reason::TIMEOUT),
+        RunStatus::InProgress | RunStatus::Cancelled => false,
+    }
 }
 
 fn outcomes(concluded: &[Entry], window: Window) -> [OutcomeFigures; 3] {

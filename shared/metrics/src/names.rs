@@ -81,8 +81,8 @@ pub const WAIT_DURATION: Metric = Metric {
 };
 pub const TEST_DURATION: Metric = Metric {
     name: "mq_pr_test_duration_1h_seconds",
-    help: "Test time of each pull request in the runs that passed or failed in the last hour \
-           (from the run's start to its result).",
+    help: "Test time of each pull request in the runs that passed, or whose tests failed or \
+           timed out, in the last hour (from the run's start to its result).",
 };
 pub const TIME_IN_QUEUE: Metric = Metric {
     name: "mq_pr_time_in_queue_1h_seconds",

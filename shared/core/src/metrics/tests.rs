@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::engine::{Effect, PendingEffect};
+use crate::estimate::RecentTesting;
 use crate::history::Restart;
 use crate::ids::{OrgId, RepoRef, Sha};
 use crate::run::TestedPr;
@@ -306,6 +307,39 @@ fn durations_are_observed_in_seconds() {
     let cancelled = f.outcome(Outcome::Cancelled);
     assert_eq!(cancelled.time_in_queue_seconds, durations([300.0]));
     assert_eq!(cancelled.ci_runs, CiRuns::of(&CI_RUNS_BUCKETS, [0.0]));
+}
+
+#[test]
+fn runs_that_never_reached_ci_add_no_test_time() {
+    let mut facts = afternoon();
+    let before = figures(&facts, NOW);
+    let mut conflict = finished(run("r8", RunKind::Main, &[12], 3), RunStatus::Failed, 3);
+    conflict.reason = Some(reason::MERGE_CONFLICT.into());
+    conflict.started_at = None;
+    let mut branch_error = finished(run("r9", RunKind::Main, &[13], 50), RunStatus::Failed, 2);
+    branch_error.reason = Some(reason::BRANCH_ERROR.into());
+    let mut timed_out = finished(run("r10", RunKind::Main, &[14], 20), RunStatus::Failed, 10);
+    timed_out.reason = Some(reason::TIMEOUT.into());
+    facts
+        .history
+        .finished_runs
+        .extend([conflict, branch_error, timed_out]);
+    let after = figures(&facts, NOW);
+    assert_eq!(
+        after.main.runs_finished[1],
+        before.main.runs_finished[1] + 3
+    );
+    // Only the run whose tests timed out tested: 10 minutes.
+    assert_eq!(
+        after.main.test_seconds.count(),
+        before.main.test_seconds.count() + 1
+    );
+    assert_eq!(
+        after.main.test_seconds.sum(),
+        before.main.test_seconds.sum() + 600.0
+    );
+    let recent = RecentTesting::of(&facts.history.finished_runs).unwrap();
+    assert_eq!(recent.runs, 5, "r0, r1, r4, r3 and r10");
 }
 
 #[test]

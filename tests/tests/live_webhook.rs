@@ -23,6 +23,7 @@ live_on_both_stores!(
     a_reply_to_a_command_leaves_the_status_comment_alone,
     a_push_to_main_restarts_testing_on_the_new_head,
     a_push_delivered_late_restarts_nothing,
+    a_push_whose_delivery_was_lost_restarts_testing_at_the_next_tick,
     deliveries_reach_only_the_queues_of_the_repositorys_owner,
     deliveries_from_another_account_under_a_linked_owners_name_reach_nothing,
     a_merge_command_merges_directly_when_a_submission_would,
@@ -340,6 +341,26 @@ async fn a_push_delivered_late_restarts_nothing(backend: Backend) {
     env.tick().await;
     let now = env.current_run(&repo, 1).await.expect("still testing");
     assert_eq!(now.id, second.id, "the late push restarted nothing");
+}
+
+/// A push to `main` whose delivery never comes: the tick reads the target branch and restarts
+/// the group on the pushed head, before CI's result could lead to a merge.
+async fn a_push_whose_delivery_was_lost_restarts_testing_at_the_next_tick(backend: Backend) {
+    let env = LiveEnv::options().webhook(SECRET).start(backend).await;
+    let repo = queue_requiring_build_and_lint(&env).await;
+    env.submit(&repo, 1).await;
+    let first = env.wait_for_run(&repo, 1).await;
+    let pushed = repo.push_commit("main", "hotfix.txt");
+    env.tick().await;
+    let second = env.current_run(&repo, 1).await.expect("testing");
+    assert_ne!(second.id, first.id, "the tick restarted the group");
+    assert!(
+        repo.git(&["rev-list", &second.sha]).contains(&pushed),
+        "the new run contains the pushed commit"
+    );
+    env.tick().await;
+    let still = env.current_run(&repo, 1).await.expect("testing");
+    assert_eq!(still.id, second.id, "a second tick restarts nothing");
 }
 
 /// A CI result names its repository: one for another organisation's repository, or for an

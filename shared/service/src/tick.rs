@@ -375,7 +375,7 @@ fn warn_stuck(snapshot: &QueueSnapshot, now: Timestamp) {
 
 /// What the Git host says that the queue may have missed, as events: what CI reported on the
 /// test branches in flight (the engine ignores what it already knows), where those branches
-/// are, and the merges already on the target (on a paused queue, or for a merge given up, also
+/// and the target branch are, and the merges already on the target (on a paused queue, or for a merge given up, also
 /// those not: see [`landed_of`]). A read not answered now, or by `until`, is the next tick's. The reads start
 /// at `read_at` or later.
 async fn host_reads(
@@ -402,7 +402,33 @@ async fn host_reads(
     let waiting = snapshot.outbox.iter().filter(|x| !x.held);
     let landed = waiting.map(|pending| landed_of(host, queue, pending, read_at, until));
     events.extend(a_few_at_once(landed.collect()).await);
+    events.extend(target_of(host, snapshot, until).await);
     events
+}
+
+/// Where the target branch is, if the queue has pull requests and knows the target somewhere
+/// else: a push whose delivery was lost (or ignored while a merge was under way) restarts the
+/// groups on the new head here, as the delivery would have (docs/queue-semantics.md §8),
+/// instead of at the next merge. The engine ignores a head its own merges moved past, and
+/// any head while a merge is under way. A queue that has not learnt its target yet reads it
+/// when it builds a branch.
+async fn target_of(
+    host: &dyn GitHost,
+    snapshot: &QueueSnapshot,
+    until: tokio::time::Instant,
+) -> Vec<Event> {
+    let queue = &snapshot.queue;
+    let Some(known) = &queue.engine.target_head else {
+        return Vec::new();
+    };
+    if snapshot.entries.is_empty() {
+        return Vec::new();
+    }
+    let read = host.branch_head(&queue.repo, &queue.branch);
+    match answer(until, "the target branch", read).await {
+        Some(Some(sha)) if sha != *known => vec![Event::TargetMoved { sha }],
+        _ => Vec::new(),
+    }
 }
 
 /// The events of `reads`, [`READS_AT_ONCE`] at a time, in their order.

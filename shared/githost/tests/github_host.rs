@@ -1297,6 +1297,62 @@ async fn a_stamped_test_branch_keeps_the_merged_trees() {
     assert_eq!(github.branch("mq-build/mq/main/run-3"), None);
 }
 
+/// A build stopped halfway (its time was up while GitHub had yet to merge the third head)
+/// leaves its building branch as far as it got: the next attempt goes on from there, each head
+/// merged once, and writes the test branch a build in one go writes.
+#[tokio::test]
+async fn a_build_stopped_halfway_goes_on_from_where_it_stopped() {
+    let server = MockServer::start().await;
+    mount_token_user(&server).await;
+    let github = fake_repository();
+    let more = [
+        "cccc333333333333333333333333333333333333",
+        "dddd444444444444444444444444444444444444",
+        "eeee555555555555555555555555555555555555",
+    ];
+    for (i, head) in more.iter().enumerate() {
+        github.commit(head, &format!("tree-{i}"), &[TARGET_TIP]);
+    }
+    github.mount(&server).await;
+    let mut prs = vec![pr(1, HEAD1, "One"), pr(2, HEAD2, "Two")];
+    prs.extend((3..).zip(more).map(|(n, head)| pr(n, head, "More")));
+    let prs: Vec<BranchPr> = prs
+        .into_iter()
+        .map(|p| stamped(p, "run-4", 1_795_621_562_345))
+        .collect();
+    let host = with_token(&server).await;
+
+    github.hang_after("POST", "/merges", 2);
+    let request = test_branch("mq/main/run-4", prs.clone());
+    let stopped = tokio::time::timeout(
+        Duration::from_secs(2),
+        host.create_test_branch(&repo(), &request),
+    )
+    .await;
+    assert!(stopped.is_err(), "{stopped:?}");
+    assert_eq!(github.merges_made(), 2);
+    github.stop_hanging();
+    let built = created_sha(host.create_test_branch(&repo(), &request).await.unwrap());
+    assert_eq!(github.merges_made(), 5, "each head merged once");
+    assert_eq!(github.branch("mq-build/mq/main/run-4"), None);
+
+    let mut heads = Vec::new();
+    let mut at = built.clone();
+    while at != TARGET_TIP {
+        let commit = github.get_commit(&at);
+        heads.push(commit.parents[1].clone());
+        at = commit.parents[0].clone();
+    }
+    heads.reverse();
+    let expected: Vec<String> = prs.iter().map(|p| p.head_sha.as_str().to_owned()).collect();
+    assert_eq!(heads, expected);
+    let in_one_go = host
+        .create_test_branch(&repo(), &test_branch("mq/main/run-4-again", prs))
+        .await
+        .unwrap();
+    assert_eq!(created_sha(in_one_go), built);
+}
+
 /// The merges API answers 204 to a retried merge whose first attempt merged the head: the
 /// branch's tip is that merge, and it is the test branch's tip.
 #[tokio::test]

@@ -4,6 +4,11 @@
 //! on pushes to the test branches therefore runs once per build, on what is to be tested, not
 //! once per merge the build made.
 //!
+//! A build stopped before it finished (its request's or the tick's time was up: a long chain
+//! takes about a second per pull request) leaves the building branch as far as it got; the
+//! next attempt goes on from there ([`built_before`]), so a chain longer than one attempt's
+//! time is built over several.
+//!
 //! A stamped pull request's merge commit is then written again with the git data API from the
 //! merge's tree, its parents, its message and its stamp's time, authored and committed by the
 //! adapter's identity: every test branch holding that merge holds the same commit. The chain is
@@ -67,8 +72,11 @@ pub(crate) async fn create(
     validate::test_branch_request(request)?;
     let base = base_of(client, repo, request).await?;
     let scratch = building_branch(&request.branch);
-    point_branch_at(client, repo, &scratch, &base).await?;
-    let built = build(client, repo, request, &base).await;
+    let earlier = built_before(client, repo, request, &base).await?;
+    if earlier.is_empty() {
+        point_branch_at(client, repo, &scratch, &base).await?;
+    }
+    let built = build(client, repo, request, &base, earlier).await;
     if let Err(e) = delete(client, repo, &scratch).await {
         tracing::warn!(branch = %scratch, error = %e, "could not remove a building branch");
     }
@@ -94,13 +102,49 @@ async fn base_of(client: &Client, repo: &RepoRef, request: &TestBranchRequest) -
     }
 }
 
-async fn build(
+/// What an earlier attempt of this build left on the building branch: the merges of the
+/// chain's first pull requests onto `base`, in order, one merge commit each (first parent the
+/// tip before it, second the pull request's head). Empty when there is none, or the branch
+/// holds anything else (another base, other heads): the branch is then reset to `base`.
+async fn built_before<'a>(
     client: &Client,
     repo: &RepoRef,
-    request: &TestBranchRequest,
+    request: &'a TestBranchRequest,
     base: &Sha,
+) -> HostResult<Vec<Merged<'a>>> {
+    let scratch = building_branch(&request.branch);
+    let Some(mut at) = branch_head(client, repo, &scratch).await? else {
+        return Ok(Vec::new());
+    };
+    let mut found: Vec<(Sha, String, Sha)> = Vec::new();
+    while at != *base && found.len() < request.prs.len() {
+        let commit = git_commit(client, repo, &at).await?;
+        let [before, head] = commit.parents.as_slice() else {
+            return Ok(Vec::new());
+        };
+        found.push((at, commit.tree.sha, Sha::new(&head.sha)));
+        at = Sha::new(&before.sha);
+    }
+    if at != *base {
+        return Ok(Vec::new());
+    }
+    found.reverse();
+    let merges = found
+        .into_iter()
+        .zip(&request.prs)
+        .map(|((sha, tree, head), pr)| (head == pr.head_sha).then_some(Merged { pr, sha, tree }))
+        .collect::<Option<Vec<_>>>();
+    Ok(merges.unwrap_or_default())
+}
+
+async fn build<'a>(
+    client: &Client,
+    repo: &RepoRef,
+    request: &'a TestBranchRequest,
+    base: &Sha,
+    earlier: Vec<Merged<'a>>,
 ) -> HostResult<TestBranchOutcome> {
-    let merges = match merge_heads(client, repo, request, base).await? {
+    let merges = match merge_heads(client, repo, request, base, earlier).await? {
         Chain::Built(merges) => merges,
         Chain::Conflict(pr) => return Ok(TestBranchOutcome::Conflict { pr }),
         Chain::MergedOutside(pr) => return Ok(TestBranchOutcome::MergedOutside { pr }),
@@ -112,15 +156,16 @@ async fn build(
     })
 }
 
-/// Merges each head into the branch in order with the merges API.
+/// Merges each head after those merged `earlier` into the branch in order with the merges API.
 async fn merge_heads<'a>(
     client: &Client,
     repo: &RepoRef,
     request: &'a TestBranchRequest,
     base: &Sha,
+    earlier: Vec<Merged<'a>>,
 ) -> HostResult<Chain<'a>> {
-    let mut merges: Vec<Merged<'a>> = Vec::with_capacity(request.prs.len());
-    for pr in &request.prs {
+    let mut merges = earlier;
+    for pr in &request.prs[merges.len()..] {
         let tip = merges.last().map_or(base, |m| &m.sha);
         match merge_head(client, repo, &request.branch, (base, tip), pr).await? {
             Step::Merged(merged) => merges.push(merged),

@@ -5,7 +5,8 @@
 //! commit twice with the git data API gives the same id. A merge made by the merges API carries
 //! the time GitHub made it, so merging the same head twice gives two ids (with the same tree).
 //! An answer can be lost: the call takes effect and is answered 502, as when GitHub's answer
-//! never reaches the caller.
+//! never reaches the caller. Calls can hang: they take no effect and are not answered, as when
+//! the caller is stopped before GitHub gets to them.
 //!
 //! Comments the adapter posts are written by the token's user, [`TOKEN_USER`]; others are
 //! added with [`FakeGitHub::comment_by`].
@@ -56,6 +57,10 @@ struct State {
     losses: Vec<Loss>,
     /// Calls seen so far, per method and path.
     seen: HashMap<(String, String), usize>,
+    /// Calls of a method on a path ending with a suffix hang once that many were answered.
+    hang: Option<(&'static str, String, usize)>,
+    /// Calls answered, per method and path suffix of `hang`.
+    answered_before_hang: usize,
 }
 
 #[derive(Clone, Default)]
@@ -124,6 +129,23 @@ impl FakeGitHub {
         });
     }
 
+    /// Once `n` calls of `method` on a path ending with `suffix` were answered, the next ones
+    /// take no effect and get no answer (for an hour), until [`Self::stop_hanging`].
+    pub fn hang_after(&self, method: &'static str, suffix: &str, n: usize) {
+        let mut state = self.state();
+        state.hang = Some((method, suffix.to_owned(), n));
+        state.answered_before_hang = 0;
+    }
+
+    pub fn stop_hanging(&self) {
+        self.state().hang = None;
+    }
+
+    /// How many merges the merges API made.
+    pub fn merges_made(&self) -> u64 {
+        self.state().merges_made
+    }
+
     fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap()
     }
@@ -134,6 +156,15 @@ impl Respond for FakeGitHub {
         let mut state = self.state();
         let method = request.method.as_str().to_owned();
         let path = request.url.path().to_owned();
+        if let Some((hung, suffix, n)) = state.hang.clone()
+            && hung == method
+            && path.ends_with(&suffix)
+        {
+            if state.answered_before_hang >= n {
+                return ResponseTemplate::new(504).set_delay(std::time::Duration::from_secs(3600));
+            }
+            state.answered_before_hang += 1;
+        }
         let answer = state.answer(&method, &path, request);
         let seen = state
             .seen

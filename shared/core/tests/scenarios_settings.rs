@@ -1003,6 +1003,53 @@ fn draft_pull_requests_are_opened_for_runs_testing_when_turned_on() {
     h.assert_clean();
 }
 
+/// GitHub may refuse for a while to open a pull request from a branch just pushed: the open is
+/// tried again while its run tests, and dropped once the run has its result, so no pull
+/// request is opened for a run that is over.
+#[test]
+fn a_test_pull_request_not_opened_before_its_run_ends_is_never_opened() {
+    let mut h = Harness::with(SettingsPatch {
+        create_prs_for_testing_branches: Some(true),
+        ..Default::default()
+    });
+    h.auto_execute = false;
+    h.submit(1);
+    while let Some(x) = h.pending.pop_front() {
+        if !h.snap.outbox.iter().any(|o| o.id == x.id) {
+            continue;
+        }
+        if matches!(x.effect, Effect::OpenTestPullRequest { .. }) {
+            h.ok(Event::EffectFailed {
+                effect_id: x.id,
+                error: "GitHub does not see the branch yet".into(),
+                permanent: false,
+                retry_after_ms: None,
+            });
+        } else {
+            let outcome = h.execute(&x.effect);
+            h.ok(Event::EffectSucceeded {
+                effect_id: x.id,
+                outcome,
+            });
+        }
+    }
+    assert!(h.host.test_prs.is_empty());
+    assert_eq!(h.state(1), Testing, "the run goes on");
+    h.auto_execute = true;
+    h.pass_pr(1);
+    let opens = |h: &Harness| {
+        h.emitted_where(|e| matches!(e, Effect::OpenTestPullRequest { .. }))
+            .len()
+    };
+    let tried = opens(&h);
+    h.advance_minutes(60);
+    h.tick();
+    assert_eq!(opens(&h), tried, "not tried again");
+    assert_eq!(h.state(1), Merged);
+    assert!(h.host.test_prs.is_empty(), "{:?}", h.host.test_prs);
+    h.assert_clean();
+}
+
 #[test]
 fn comments_and_status_checks_follow_their_settings() {
     let mut h = Harness::with(SettingsPatch {

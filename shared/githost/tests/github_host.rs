@@ -3161,6 +3161,47 @@ async fn a_test_pull_request_from_a_missing_branch_is_not_found() {
     assert!(matches!(error, HostError::NotFound(_)), "{error:?}");
 }
 
+/// GitHub answers a branch pushed moments before as an invalid head for a while: the branch
+/// exists, so the refusal is for now, and the pull request is opened when tried again.
+#[tokio::test]
+async fn a_test_pull_request_from_a_branch_github_does_not_see_yet_is_tried_again() {
+    let server = MockServer::start().await;
+    let invalid_head = json!({
+        "message": "Validation Failed",
+        "errors": [{ "resource": "PullRequest", "field": "head", "code": "invalid" }],
+    });
+    Mock::given(method("POST"))
+        .and(path(format!("{REPO}/pulls")))
+        .respond_with(ResponseTemplate::new(422).set_body_json(invalid_head))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path(format!("{REPO}/pulls")))
+        .respond_with(created_pull(7))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let branch = test_pull().branch;
+    mock(
+        &server,
+        "GET",
+        &format!("{REPO}/git/ref/heads/{branch}"),
+        200,
+        ref_json(&branch, BASE),
+    )
+    .await;
+    let host = with_token(&server).await;
+    let error = host
+        .open_test_pull_request(&repo(), &test_pull())
+        .await
+        .unwrap_err();
+    assert!(error.is_retryable(), "{error:?}");
+    host.open_test_pull_request(&repo(), &test_pull())
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
 async fn closing_a_test_branch_closes_every_pull_request_open_from_it() {
     let server = MockServer::start().await;

@@ -173,7 +173,8 @@ pub(crate) async fn close(client: &Client, repo: &RepoRef, pr: PrNumber) -> Host
 
 /// Opens a draft pull request from a test branch; one already open from it is kept. Where the
 /// repository's plan has no draft pull requests, a ready one is opened instead. A branch GitHub
-/// does not know is `NotFound`.
+/// does not know is `NotFound`; GitHub also answers so for a branch pushed moments before
+/// (its `head` "invalid" for a while), which is then `Transient`: tried again, it opens.
 pub(crate) async fn open_test_pull(
     client: &Client,
     repo: &RepoRef,
@@ -198,11 +199,16 @@ pub(crate) async fn open_test_pull(
     }
     match refusal(&reply) {
         Some(PullRefusal::AlreadyOpen) => Ok(()),
-        Some(PullRefusal::NoSuchHead) => Err(HostError::NotFound(format!(
-            "branch {} ({})",
-            request.branch,
-            reply.message()
-        ))),
+        Some(PullRefusal::NoSuchHead) => {
+            let answer = format!("branch {} ({})", request.branch, reply.message());
+            match branch_head(client, repo, &request.branch).await? {
+                Some(_) => Err(HostError::Transient {
+                    message: format!("GitHub does not see {answer} yet"),
+                    retry_after: None,
+                }),
+                None => Err(HostError::NotFound(answer)),
+            }
+        }
         _ => reply.ok(),
     }
 }

@@ -13,8 +13,8 @@ use std::future::Future;
 
 /// What the answer needs of a repository besides its commits.
 pub(crate) trait MergeSource: CommitSource {
-    /// The pull request's state now.
-    fn pr_state(&self, pr: PrNumber) -> impl Future<Output = HostResult<PrState>> + Send;
+    /// The pull request's state and head now.
+    fn pr_state(&self, pr: PrNumber) -> impl Future<Output = HostResult<(PrState, Sha)>> + Send;
 
     /// Whether `actual` contains `expected` (the target only moved forward from it).
     fn contains(
@@ -125,10 +125,13 @@ pub(crate) async fn already_merged<S: MergeSource>(
     Ok(None)
 }
 
-/// Whether every pull request of a direct merge is merged (`false` for none).
+/// Whether every pull request of a direct merge is merged, at the head the merge names
+/// (`false` for none): one merged at another head was merged by someone else after a push,
+/// not by this merge, which the Git host refuses once the head moved.
 pub(crate) async fn all_merged<S: MergeSource>(source: &S, prs: &[BranchPr]) -> HostResult<bool> {
     for pr in prs {
-        if source.pr_state(pr.pr).await? != PrState::Merged {
+        let (state, head) = source.pr_state(pr.pr).await?;
+        if state != PrState::Merged || head != pr.head_sha {
             return Ok(false);
         }
     }

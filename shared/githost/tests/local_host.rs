@@ -581,6 +581,32 @@ async fn a_direct_merge_of_an_up_to_date_pull_request_needs_no_tested_commit() {
     );
 }
 
+/// A direct merge whose answer never came, and a pull request someone then merged at a newer
+/// head: that is not the queue's merge (the host refuses a merge once the head moved), so the
+/// tick does not record it as landed; merged at the head the merge names, it is.
+#[tokio::test]
+async fn a_pull_request_merged_at_another_head_is_not_a_direct_merge_that_landed() {
+    let f = Fixture::new();
+    let host = f.host();
+    let main = f.head("main");
+    let pr = f.pr_writing(4, &[("c.txt", "c\n")]);
+    let request = MergeRequest {
+        tested_sha: None,
+        ..merge_request(std::slice::from_ref(&pr), MergeMethod::Squash, &main, &main)
+    };
+    let newer = f.commit(pr.head_sha.as_str(), &[("c.txt", "c2\n")], "Fix #4");
+    f.push(newer.as_str(), "refs/pull/4/head");
+    f.push(newer.as_str(), "refs/heads/main");
+    f.config("pr.4.state", "merged");
+    assert_eq!(host.merge_landed(&f.repo, &request).await.unwrap(), None);
+
+    f.push(pr.head_sha.as_str(), "refs/pull/4/head");
+    assert_eq!(
+        host.merge_landed(&f.repo, &request).await.unwrap(),
+        Some(newer)
+    );
+}
+
 #[tokio::test]
 async fn concurrent_merges_from_the_same_target_merge_exactly_once() {
     let f = Fixture::new();

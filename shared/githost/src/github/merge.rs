@@ -437,8 +437,9 @@ impl CommitSource for Commits<'_> {
 }
 
 impl MergeSource for Commits<'_> {
-    async fn pr_state(&self, pr: PrNumber) -> HostResult<PrState> {
-        Ok(pulls::pull(self.client, self.repo, pr).await?.pr_state())
+    async fn pr_state(&self, pr: PrNumber) -> HostResult<(PrState, Sha)> {
+        let pull = pulls::pull(self.client, self.repo, pr).await?;
+        Ok((pull.pr_state(), Sha::new(pull.head.sha)))
     }
 
     /// The target moved forward from `expected`: comparing the two, `actual` is not behind.

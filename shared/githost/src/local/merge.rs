@@ -246,8 +246,11 @@ impl CommitSource for Git {
 }
 
 impl MergeSource for Git {
-    fn pr_state(&self, pr: PrNumber) -> impl Future<Output = HostResult<PrState>> + Send {
-        pulls::state_of(self, pr)
+    async fn pr_state(&self, pr: PrNumber) -> HostResult<(PrState, Sha)> {
+        Ok((
+            pulls::state_of(self, pr).await?,
+            pulls::head_of(self, pr).await?,
+        ))
     }
 
     fn contains(

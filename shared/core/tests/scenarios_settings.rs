@@ -926,6 +926,42 @@ fn a_switch_to_merge_commits_leaves_a_merge_under_way_alone() {
     h.assert_clean();
 }
 
+/// A switch to `merge_commit` while a group's squash waits unsent, which the pause then
+/// withdraws: the group no longer merges as it was sent, so it is judged as the switch judged
+/// the others. Built on a squash that landed, it cannot be fast-forwarded onto the target: it
+/// is tested again and merges; nobody fails.
+#[test]
+fn a_squash_withdrawn_after_a_switch_to_merge_commits_is_tested_again() {
+    let mut h = Harness::with(SettingsPatch {
+        merge_method: Some(MergeMethod::Squash),
+        concurrency: Some(2),
+        ..Default::default()
+    });
+    h.submit(1);
+    h.submit(2);
+    h.pass_pr(1);
+    let built = h.run_of(2);
+    h.auto_execute = false;
+    h.pass_pr(2);
+    let unsent = merge(&h).expect("#2's squash emitted");
+    h.pending.clear();
+    h.update(SettingsPatch {
+        merge_method: Some(MergeMethod::MergeCommit),
+        ..Default::default()
+    });
+    set_state(&mut h, RequestedState::Paused);
+    h.ok(Event::MergeWithdrawn {
+        effect_id: unsent.id.clone(),
+    });
+    assert!(merge(&h).is_none(), "withdrawn");
+    h.auto_execute = true;
+    set_state(&mut h, RequestedState::Running);
+    assert_ne!(h.run_of(2), built, "tested again on the squash of #1");
+    h.pass_pr(2);
+    assert_eq!(h.merged_prs(), vec![1, 2]);
+    h.assert_clean();
+}
+
 /// `createPrsForTestingBranches`: a draft pull request per test branch, opened once the
 /// branch exists and closed when its run has a result or is cancelled.
 #[test]

@@ -243,11 +243,19 @@ impl Work {
     }
 
     /// Takes the merge `id` out of the outbox while the queue is paused: a group's merge is
-    /// emitted again when the queue runs; a direct merge's pull request goes back to
-    /// `pending`.
+    /// emitted again when the queue runs, with the merge method set then (a group sent with
+    /// another is judged as a change of method judges the others: under `merge_commit`, one
+    /// that may not hold the target's tip is tested again); a direct merge's pull request goes
+    /// back to `pending`.
     fn withdraw_merge(&mut self, id: &str) {
         let merge = self.s.outbox.iter().find(|x| x.id == id);
-        let Some(Effect::Merge { run_id, prs, .. }) = merge.map(|x| x.effect.clone()) else {
+        let Some(Effect::Merge {
+            run_id,
+            prs,
+            method,
+            ..
+        }) = merge.map(|x| x.effect.clone())
+        else {
             return;
         };
         if self.can_merge() {
@@ -258,6 +266,8 @@ impl Work {
             for pr in prs {
                 self.set_state(pr.pr, EntryState::Pending);
             }
+        } else if method != self.cfg().merge_method {
+            self.merge_method_changed();
         }
     }
 

@@ -4,7 +4,7 @@ mod support;
 
 use mq_core::ErrorCode;
 use mq_core::engine::view::{pr_url, required_statuses, test_branch_sha};
-use mq_core::engine::{Effect, EffectOutcome, Event, MAX_ATTEMPTS};
+use mq_core::engine::{Effect, EffectOutcome, Event, MAX_ATTEMPTS, most_prs_per_merge};
 use mq_core::entry::EntryState::*;
 use mq_core::git::{Mergeability, PrFacts, RequiredStatusesSource, Review};
 use mq_core::run::RunStatus;
@@ -960,6 +960,42 @@ fn a_squash_withdrawn_after_a_switch_to_merge_commits_is_tested_again() {
     h.pass_pr(2);
     assert_eq!(h.merged_prs(), vec![1, 2]);
     h.assert_clean();
+}
+
+/// Groups that passed while waiting for the one ahead of them do not all merge in one go: a
+/// merge lands at most `most_prs_per_merge` pull requests (fewer for a squash, whose every pull
+/// request the Git host writes anew), the rest in the next, so the Git host's work for one
+/// merge fits the tick's time. Everything merges, in order.
+#[test]
+fn passed_groups_merge_at_most_so_many_pull_requests_at_once() {
+    for method in [MergeMethod::Squash, MergeMethod::MergeCommit] {
+        let most = most_prs_per_merge(method);
+        let n = most as u32 + 5;
+        let mut h = Harness::with(SettingsPatch {
+            merge_method: Some(method),
+            concurrency: Some(n),
+            ..Default::default()
+        });
+        for pr in 1..=n {
+            h.submit(pr);
+        }
+        for pr in 2..=n {
+            h.pass_pr(pr);
+        }
+        assert!(h.merged_prs().is_empty(), "{method:?}");
+        h.pass_pr(1);
+        let sizes: Vec<usize> = h
+            .emitted_where(|e| matches!(e, Effect::Merge { .. }))
+            .into_iter()
+            .map(|e| match e {
+                Effect::Merge { prs, .. } => prs.len(),
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(sizes, [most, 5], "{method:?}");
+        assert_eq!(h.merged_prs(), (1..=n).collect::<Vec<_>>(), "{method:?}");
+        h.assert_clean();
+    }
 }
 
 /// `createPrsForTestingBranches`: a draft pull request per test branch, opened once the

@@ -3,9 +3,9 @@
 //!
 //! One merge is in flight at a time. The merge takes the front-most group whose own run
 //! passed and whose dependencies all passed, extended to the furthest such group whose
-//! branch contains it: everything up to that group merges at once, each pull request as its
-//! own commit (by `mergeMethod`), and the target is expected to end at the tested tree of
-//! the last group; in parallel mode, a last group whose branch no longer predicts the target
+//! branch contains it, within [`most_prs_per_merge`]: everything up to that group merges at
+//! once, each pull request as its own commit (by `mergeMethod`), and the target is expected to
+//! end at the tested tree of the last group; in parallel mode, a last group whose branch no longer predicts the target
 //! has no tested commit, and its pull requests merge one at a time. A group cleared by
 //! optimistic merge only ever merges as part of the group whose pass cleared it. Nothing
 //! merges while the queue is paused (also while a paused queue switches modes).
@@ -21,6 +21,18 @@ use crate::run::{RunKind, RunStatus, TestRun};
 use crate::settings::{MergeMethod, QueueMode};
 use crate::snapshot::MAX_HEADS_MERGED_PAST;
 use std::collections::BTreeSet;
+
+/// Most pull requests one merge lands when it takes several passed groups at once (one group
+/// lands whole, whatever its size): the Git host's work for a merge grows with its pull
+/// requests, and a merge has the tick's 45 seconds (docs/queue-semantics.md §11). On GitHub a
+/// squash or a rebase takes about eight calls per pull request (each checked, its message
+/// and author read, its commit written), a fast-forward about two (each checked).
+pub fn most_prs_per_merge(method: MergeMethod) -> usize {
+    match method {
+        MergeMethod::MergeCommit => 40,
+        MergeMethod::Squash | MergeMethod::Rebase => 10,
+    }
+}
 
 impl Work {
     /// Emits the next merge, if one can happen.
@@ -45,10 +57,14 @@ impl Work {
         let Some((first, first_deps)) = candidates.first().cloned() else {
             return false;
         };
+        let most = most_prs_per_merge(self.cfg().merge_method);
         let (last, mut set) = candidates
             .iter()
             .rev()
-            .find(|(_, deps)| deps.contains(&first) && first_deps.iter().all(|d| deps.contains(d)))
+            .filter(|(_, deps)| {
+                deps.contains(&first) && first_deps.iter().all(|d| deps.contains(d))
+            })
+            .find(|(at, deps)| self.prs_of(deps, *at) <= most)
             .cloned()
             .unwrap_or((first, first_deps));
         set.push(last);
@@ -56,6 +72,12 @@ impl Work {
         let last_id = self.s.runs[last].id.clone();
         self.emit_merge(&last_id, &ids);
         true
+    }
+
+    /// The pull requests still in the queue of the groups at `deps` and `at` in the line.
+    fn prs_of(&self, deps: &[usize], at: usize) -> usize {
+        let runs = deps.iter().chain([&at]).map(|&i| &self.s.runs[i]);
+        runs.map(|r| self.active_prs(r).len()).sum()
     }
 
     /// Emits the merge of `groups`, the last of which is `last`: each pull request as

@@ -127,6 +127,7 @@ mod work;
 pub use crate::effects::{BranchPr, Effect, PendingEffect};
 pub use crate::snapshot::Transition;
 pub use events::{CancelReason, Ctx, EffectOutcome, Event, MergeRefusal};
+pub use merging::most_prs_per_merge;
 pub use outbox::{MAX_ATTEMPTS, backoff_ms};
 pub use results::{MAX_OTHER_REPORTS, checks_verdict, required_verdict, run_verdict};
 pub use work::{EFFECT_LEASE_MS, TEST_BRANCH_PREFIX};

@@ -141,7 +141,7 @@ pub struct Entry {
     pub first_tested_at: Option<Timestamp>,
     /// When the entry reached `merged`, `failed` or `cancelled`.
     pub concluded_at: Option<Timestamp>,
-    /// Test runs that included this entry.
+    /// Test runs that included this entry and got their test branch (so set off CI).
     #[serde(default)]
     pub ci_runs: u32,
     /// Times this entry's testing restarted.

@@ -820,6 +820,34 @@ fn restarting_a_pending_failure_with_every_slot_busy_waits_for_a_slot() {
     h.assert_clean();
 }
 
+/// `ciRuns` counts the runs that set off CI, those that got their test branch: a restart held
+/// for a slot, and replaced before it got one, is none; released, it is one.
+#[test]
+fn a_restart_held_for_a_slot_and_replaced_takes_no_ci_run() {
+    let mut h = Harness::with(SettingsPatch {
+        concurrency: Some(1),
+        pending_failure_depth: Some(1),
+        ..Default::default()
+    });
+    h.submit(1);
+    h.submit(2);
+    h.fail_pr(1);
+    let ci_runs = |h: &Harness, pr| h.entry(pr).unwrap().ci_runs;
+    assert_eq!((ci_runs(&h, 1), ci_runs(&h, 2)), (1, 1));
+    h.ok(Event::Restart { pr: 1 });
+    h.ok(Event::Restart { pr: 1 });
+    assert!(
+        h.run(&h.run_of(1)).unwrap().held,
+        "no slot: the restart waits"
+    );
+    assert_eq!(ci_runs(&h, 1), 1, "no branch, no CI");
+    h.fail_pr(2);
+    assert!(!h.run(&h.run_of(1)).unwrap().held, "released");
+    assert_eq!(ci_runs(&h, 1), 2);
+    h.pass_pr(1);
+    h.assert_clean();
+}
+
 #[test]
 fn a_cancelled_entry_cannot_be_cancelled_again_while_it_is_being_merged() {
     let mut h = queue(1);

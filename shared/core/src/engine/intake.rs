@@ -212,7 +212,6 @@ impl Work {
                 e.current_run = Some(new_id.clone());
                 e.last_run = Some(new_id.clone());
                 e.restarts += 1;
-                e.ci_runs += 1;
             }
             self.set_state(pr, EntryState::Testing);
         }

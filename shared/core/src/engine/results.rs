@@ -32,6 +32,18 @@ impl Work {
             .count()
     }
 
+    /// The pull requests of run `run_id`, whose test branch was just pushed, take one more CI
+    /// run (`ciRuns`): a run that never got its branch (a restart held for a slot and
+    /// replaced, a conflict) set off no CI.
+    fn count_ci_run(&mut self, run_id: &str) {
+        let Some(run) = self.run(run_id) else { return };
+        for pr in self.active_prs(run) {
+            if let Some(e) = self.entry_mut(pr) {
+                e.ci_runs += 1;
+            }
+        }
+    }
+
     /// The test branch exists: record its tip and resolve the required statuses.
     pub fn branch_created(
         &mut self,
@@ -55,6 +67,7 @@ impl Work {
         run.base_sha = Some(base_sha.clone());
         // A branch built again (someone pushed to it, or deleted it) keeps its first start:
         // the testing timeout is not put off by whoever keeps doing so.
+        let first_build = run.started_at.is_none();
         run.started_at.get_or_insert(now);
         run.required = Some(if own.is_empty() {
             required.clone()
@@ -65,6 +78,9 @@ impl Work {
             }
         });
         let none = run.required.as_ref().is_none_or(|r| r.contexts.is_empty());
+        if first_build {
+            self.count_ci_run(run_id);
+        }
         if none {
             self.run_failed(run_id, reason::NO_REQUIRED_STATUSES);
             return;

@@ -223,7 +223,6 @@ impl Work {
             if let Some(e) = self.entry_mut(pr) {
                 e.current_run = Some(id.clone());
                 e.last_run = Some(id.clone());
-                e.ci_runs += 1;
                 e.first_tested_at.get_or_insert(now);
                 if kind == RunKind::Main {
                     e.dependent_prs = dependent_prs.clone();

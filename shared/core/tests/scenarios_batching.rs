@@ -691,6 +691,97 @@ fn a_bisection_goes_on_when_a_group_it_was_tested_on_is_no_longer_ready() {
     h.assert_clean();
 }
 
+/// The same, with #1 made a draft while it had passed, before its group went back to waiting:
+/// back in line, it is judged not ready, so it is not tested as a draft, and the bisection
+/// does not wait for it.
+#[test]
+fn a_pull_request_made_a_draft_while_passed_is_not_ready_once_back_in_line() {
+    use mq_core::settings::RequestedState;
+    let mut h = batching(2, 2);
+    for pr in 1..=4 {
+        h.submit(pr);
+    }
+    h.update(SettingsPatch {
+        state: Some(RequestedState::Paused),
+        ..Default::default()
+    });
+    h.pass_pr(1);
+    h.fail_pr(3);
+    let mut facts = h.facts(1);
+    facts.draft = true;
+    h.ok(Event::PrUpdated { pr: facts });
+    assert_eq!(h.state(1), TestsPassed);
+    h.push_outside();
+    assert_eq!(h.state(1), NotReady);
+    h.update(SettingsPatch {
+        state: Some(RequestedState::Running),
+        ..Default::default()
+    });
+    for _ in 0..10 {
+        h.advance_minutes(6);
+        h.tick();
+        h.answer_all(|content| !content.contains(&4));
+    }
+    assert_eq!(h.state(4), Failed);
+    assert!(h.snap.queue.engine.bisections.is_empty());
+    assert_eq!(h.merged_prs(), vec![2, 1, 3]);
+    h.assert_clean();
+}
+
+/// A split is tested on the groups that had passed ahead of its batch: one of them tested
+/// again in its place (an urgent pull request came ahead of it) may yet fail, so a split
+/// testing on it stops, and is tested again once that group has its result: #2, which fails
+/// only with #4, is not failed for #4's sake.
+#[test]
+fn a_split_tested_on_a_group_that_restarts_in_place_is_tested_again() {
+    let mut h = Harness::with(SettingsPatch {
+        batch: Some(true),
+        batching_min_size: Some(2),
+        batching_max_wait_time_minutes: Some(5),
+        concurrency: Some(3),
+        bisection_concurrency: Some(2),
+        ..Default::default()
+    });
+    h.submit_with(1, Priority::default_priority(), true);
+    h.submit_with(4, Priority::default_priority(), true);
+    h.submit(2);
+    h.submit(3);
+    h.auto_execute = false;
+    h.pass_pr(1);
+    // #1's merge is under way all along: #4, passed behind it, waits for it.
+    let at = h
+        .pending
+        .iter()
+        .position(|x| matches!(x.effect, Effect::Merge { .. }))
+        .unwrap();
+    let merging = h.pending.remove(at).unwrap();
+    h.execute_all();
+    h.pass_pr(4);
+    h.execute_all();
+    // [2, 3] fails, and is bisected on [1, 4].
+    h.fail_pr(2);
+    h.execute_all();
+    let split = h.run_of(2);
+    h.submit_with(5, Priority::of(0), false);
+    h.execute_all();
+    assert_eq!(h.state(4), Testing, "tested again, behind #5");
+    let stopped = h.run(&split).is_none_or(|r| r.is_finished());
+    assert!(stopped, "the split waits for [4]'s result");
+    let merged = h.execute(&merging.effect);
+    h.ok(Event::EffectSucceeded {
+        effect_id: merging.id,
+        outcome: merged,
+    });
+    // #4 fails on #5; #2 and #3, tested without it, pass.
+    h.auto_execute = true;
+    h.fail_pr(4);
+    h.answer_all(|content| !content.contains(&4));
+    assert_eq!(h.state(4), Failed);
+    assert_eq!(h.state(2), Merged);
+    assert_eq!(h.state(3), Merged);
+    h.assert_clean();
+}
+
 /// A group ahead that is not ready only for a while (the Git host still computing whether #1
 /// merges cleanly) is not left behind: the splits wait for it to pass again.
 #[test]

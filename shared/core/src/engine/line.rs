@@ -221,9 +221,13 @@ impl Work {
     /// and every group containing a pull request of `removed`. Each restarts in its place
     /// when the queue is not paused (a group in line also restarts while the queue drains or
     /// switches modes) and a testing slot is free, else drops back to `pending` (and then the
-    /// groups containing it restart too). Front groups get slots first.
+    /// groups containing it restart too). Front groups get slots first. A bisection split
+    /// tested on a group that restarts, in place or not, waits for it to be tested again
+    /// (docs/queue-semantics.md §6): a split that failed meanwhile could not tell its own
+    /// failure from that group's.
     pub fn reshuffle(&mut self, restart: Vec<String>, removed: BTreeSet<PrNumber>, reason: &str) {
         let mut removed = removed;
+        let mut restarted = BTreeSet::new();
         let mut to_close: Vec<String> = restart;
         let mut queue: BTreeMap<LineKey, Vec<PrNumber>> = BTreeMap::new();
         loop {
@@ -251,6 +255,7 @@ impl Work {
                     e.restarts += 1;
                 }
             }
+            restarted.extend(prs.iter().copied());
             let slot = self.main_in_flight() < self.cfg().concurrency as usize;
             if self.can_rerun() && slot {
                 self.start_group(prs, key.1);
@@ -261,7 +266,8 @@ impl Work {
                 removed.extend(prs);
             }
         }
-        self.rerun_splits_built_on(&removed);
+        restarted.extend(removed);
+        self.rerun_splits_built_on(&restarted);
     }
 
     /// Groups whose branch would now contain the group `new`: every group behind it in

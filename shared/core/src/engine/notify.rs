@@ -30,10 +30,13 @@ impl Work {
         self.pending_status(pr, sha, "Queued".to_owned());
     }
 
-    /// `pr` stops testing and waits in line again, and is told so.
+    /// `pr` stops testing and waits in line again, and is told so. Whether it is still ready is
+    /// judged again: what the Git host said of it while it was tested (a draft, a conflict)
+    /// was kept aside until now.
     pub fn back_in_line(&mut self, pr: PrNumber) {
         self.set_state(pr, EntryState::Pending);
         self.notify_queued(pr);
+        self.readiness_stale = true;
     }
 
     pub fn notify_testing(&mut self, pr: PrNumber) {

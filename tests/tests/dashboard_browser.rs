@@ -14,7 +14,7 @@
 //! replaces `docs/images/queue-page.png`.
 
 use e2e::browser::Browser;
-use e2e::health::{Run, fixture, upload};
+use e2e::health::{Run, fixture, generated_report, health_body, upload};
 use e2e::live::{CI, LiveEnv, pr_body};
 use e2e::{ACME, Backend, UMBRELLA};
 use fantoccini::key::Key;
@@ -302,6 +302,34 @@ async fn a_user_signs_in_and_follows_the_queue_in_a_browser() {
         "a strip of its results: {cells}"
     );
     browser.screenshot(&shots, "test-health.png").await;
+
+    // The filter searches the whole list, not only the page on screen: a test of the second
+    // page (of 50) is found.
+    let files = [
+        ("flaky.xml", generated_report("Many", 60, "flaky")),
+        ("passing.xml", generated_report("ManyOk", 60, "pass")),
+    ];
+    let r = upload(&env, &Run::main("c2", "browser-many"), &[], &files).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    let page = |token: &str| {
+        health_body(
+            json!({"status": "FLAKY", "page_query": {"page_size": 50, "page_token": token}}),
+        )
+    };
+    let first = env.ok("flaky-tests/list-unhealthy-tests", &page("")).await;
+    let token = first["page"]["next_page_token"].as_str().unwrap();
+    let second = env
+        .ok("flaky-tests/list-unhealthy-tests", &page(token))
+        .await;
+    let wanted = second["tests"][0]["name"].as_str().unwrap().to_owned();
+    browser
+        .find("#health-filter")
+        .await
+        .send_keys(&wanted)
+        .await
+        .unwrap();
+    browser.wait_for_text("#health-table", &wanted).await;
+    browser.wait_for_text("#health-matches", "1 of 6").await;
 
     let violations = browser.run("return window.violations;", vec![]).await;
     assert_eq!(violations, json!([]), "Content-Security-Policy violations");

@@ -14,6 +14,10 @@ const LISTS = [
 ];
 
 const PAGE_SIZE = 50;
+/** A filter searches the whole list, read in pages of the API's largest size, up to this
+ * many tests. */
+const SEARCHED_PAGES = 10;
+const SEARCH_PAGE_SIZE = 100;
 
 /** `github.com/acme/rocket` → `{host, owner, name}`, or null. */
 function parseRepo(text) {
@@ -101,15 +105,25 @@ export function mount(main, params, app) {
       h('td', { class: 'num' }, quarantinedList ? '—' : test.pull_requests_impacted_last_7d));
   }
 
+  function testsOf(answer) {
+    return state.list === 'quarantined' ? answer.quarantined_tests : answer.tests;
+  }
+
   function render() {
     if (!page) return;
-    const tests = (state.list === 'quarantined' ? page.quarantined_tests : page.tests).filter(matches);
+    const tests = (page.searched ? page.tests : testsOf(page)).filter(matches);
     const label = LISTS.find((l) => l.id === state.list).label;
     replace(results, tests.length
       ? table(`${label} tests of ${state.repo}`,
         ['Test', 'Status', 'Recent results', 'Codeowners', 'Ticket', 'Pull requests hit (7 days)'],
         tests.map(row), { id: 'health-table' })
-      : h('p', { class: 'muted' }, `No ${label.toLowerCase()} test${state.query ? ' matches the filter' : ''}.`));
+      : h('p', { class: 'muted' }, `No ${label.toLowerCase()} test${page.searched ? ' matches the filter' : ''}.`));
+    if (page.searched) {
+      const of = page.more ? `the first ${page.tests.length} of ${page.total}` : `${page.total}`;
+      replace(pager, h('span', { id: 'health-matches' },
+        ` ${tests.length} of ${of} tests match the filter `));
+      return;
+    }
     const info = page.page;
     replace(pager,
       h('button', { type: 'button', id: 'health-prev', disabled: !info.prev_page_token,
@@ -127,11 +141,33 @@ export function mount(main, params, app) {
       replace(pager);
       return;
     }
-    const body = { repo, org_url_slug: org, page_query: { page_size: PAGE_SIZE, page_token: state.token } };
-    const answer = state.list === 'quarantined'
-      ? await call('flaky-tests/list-quarantined-tests', body)
-      : await call('flaky-tests/list-unhealthy-tests', { ...body, status: state.list.toUpperCase() });
-    show(answer);
+    show(filtering() ? await search(repo) : await pageOf(repo, PAGE_SIZE, state.token));
+  }
+
+  function filtering() {
+    return state.query.trim() !== '';
+  }
+
+  async function pageOf(repo, size, token) {
+    const body = { repo, org_url_slug: org, page_query: { page_size: size, page_token: token } };
+    return state.list === 'quarantined'
+      ? call('flaky-tests/list-quarantined-tests', body)
+      : call('flaky-tests/list-unhealthy-tests', { ...body, status: state.list.toUpperCase() });
+  }
+
+  /** The whole list (up to SEARCHED_PAGES pages) for the filter to search, not only the page
+   * on screen. */
+  async function search(repo) {
+    const tests = [];
+    let token = '';
+    let answer;
+    for (let i = 0; i < SEARCHED_PAGES; i += 1) {
+      answer = await pageOf(repo, SEARCH_PAGE_SIZE, token);
+      tests.push(...testsOf(answer));
+      token = answer.page.next_page_token;
+      if (!token) break;
+    }
+    return { searched: true, tests, total: answer.page.total_rows, more: Boolean(token) };
   }
 
   /** Shows the first page of the chosen repository and list, and remembers the choice. */
@@ -151,7 +187,12 @@ export function mount(main, params, app) {
     showFirstPage();
   });
   filter.addEventListener('input', () => {
+    const searched = filtering();
     state.query = filter.value;
+    if (searched !== filtering()) {
+      showFirstPage();
+      return;
+    }
     remember();
     render();
   });

@@ -998,6 +998,38 @@ fn passed_groups_merge_at_most_so_many_pull_requests_at_once() {
     }
 }
 
+/// The cap gives way where stopping sooner would restart the groups behind: batch A, tested
+/// again in its place, is a new commit that batch X and #41 behind it were not built on, and
+/// X, failed on a flake, was cleared by #41's pass. A, X and #41 land together (41 pull
+/// requests), X without being tested again.
+#[test]
+fn the_merge_cap_gives_way_to_groups_that_passed_only_together() {
+    use mq_core::priority::Priority;
+    let mut h = Harness::with(SettingsPatch {
+        batch: Some(true),
+        batching_min_size: Some(20),
+        concurrency: Some(3),
+        merge_method: Some(MergeMethod::MergeCommit),
+        can_optimistically_merge: Some(true),
+        pending_failure_depth: Some(1),
+        ..Default::default()
+    });
+    for pr in 1..=40 {
+        h.submit(pr);
+    }
+    h.submit_with(41, Priority::default_priority(), true);
+    assert_eq!(h.testing_runs().len(), 3);
+    h.ok(Event::Restart { pr: 1 });
+    h.fail_pr(21);
+    assert_eq!(h.state(21), PendingFailure);
+    h.pass_pr(41);
+    h.pass_pr(1);
+    assert_eq!(h.merged_prs(), (1..=41).collect::<Vec<_>>());
+    let x = h.concluded.iter().find(|e| e.pr == 21).unwrap();
+    assert_eq!(x.restarts, 0, "X is not tested again");
+    h.assert_clean();
+}
+
 /// `createPrsForTestingBranches`: a draft pull request per test branch, opened once the
 /// branch exists and closed when its run has a result or is cancelled.
 #[test]

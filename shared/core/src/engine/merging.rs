@@ -57,21 +57,47 @@ impl Work {
         let Some((first, first_deps)) = candidates.first().cloned() else {
             return false;
         };
-        let most = most_prs_per_merge(self.cfg().merge_method);
-        let (last, mut set) = candidates
-            .iter()
-            .rev()
-            .filter(|(_, deps)| {
-                deps.contains(&first) && first_deps.iter().all(|d| deps.contains(d))
-            })
-            .find(|(at, deps)| self.prs_of(deps, *at) <= most)
+        let holding_first = candidates.iter().rev().filter(|(_, deps)| {
+            deps.contains(&first) && first_deps.iter().all(|d| deps.contains(d))
+        });
+        let furthest = holding_first
+            .clone()
+            .next()
             .cloned()
-            .unwrap_or((first, first_deps));
+            .unwrap_or((first, first_deps.clone()));
+        let most = most_prs_per_merge(self.cfg().merge_method);
+        let (last, mut set) = if self.prs_of(&furthest.1, furthest.0) <= most {
+            furthest
+        } else {
+            // A nearer stop, if its commits are those the furthest group's branch holds (the
+            // groups behind it still predict the target once it lands; a group restarted in
+            // place is a new commit, and a group cleared by a pass behind it merges with it):
+            // the furthest within the cap, else the first group, whatever its size.
+            let first = (first, first_deps.clone());
+            let stops: Vec<&(usize, Vec<usize>)> = holding_first
+                .chain([&first])
+                .filter(|(at, _)| self.holds_as_built(furthest.0, *at))
+                .collect();
+            let within = stops
+                .iter()
+                .find(|(at, deps)| self.prs_of(deps, *at) <= most);
+            within
+                .or(stops.last())
+                .map(|&stop| stop.clone())
+                .unwrap_or(furthest)
+        };
         set.push(last);
         let ids: Vec<String> = set.iter().map(|&i| self.s.runs[i].id.clone()).collect();
         let last_id = self.s.runs[last].id.clone();
         self.emit_merge(&last_id, &ids);
         true
+    }
+
+    /// Whether the branch of the run at `far` holds the run at `near`'s commits as `near`'s
+    /// branch has them: `near`'s chain is where `far`'s starts.
+    fn holds_as_built(&self, far: usize, near: usize) -> bool {
+        let (far, near) = (&self.s.runs[far].chain, &self.s.runs[near].chain);
+        far.starts_with(near)
     }
 
     /// The pull requests still in the queue of the groups at `deps` and `at` in the line.

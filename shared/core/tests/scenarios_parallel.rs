@@ -380,3 +380,33 @@ fn the_pull_requests_of_a_merge_one_at_a_time_are_all_being_merged() {
     assert_eq!(h.merged_prs(), vec![2, 1, 3]);
     h.assert_clean();
 }
+
+/// A failed group's pending-failure window in parallel mode: #1 {x} fails (a flake) while
+/// #2 {y} tests, and its slot goes to #3 {y}, which came first. #4 {x}, which would be tested
+/// on #1, waits for a slot: the window stays open for it instead of closing empty, and #4's
+/// pass clears #1.
+#[test]
+fn a_failure_window_waits_for_a_slot_other_lanes_hold() {
+    let mut h = Harness::with(SettingsPatch {
+        mode: Some(QueueMode::Parallel),
+        concurrency: Some(2),
+        can_optimistically_merge: Some(true),
+        pending_failure_depth: Some(1),
+        ..Default::default()
+    });
+    for (pr, target) in [(1, "x"), (2, "y"), (3, "y"), (4, "x")] {
+        h.submit(pr);
+        h.set_targets(pr, &[target]);
+    }
+    h.fail_pr(1);
+    assert_eq!(h.state(1), PendingFailure);
+    assert_eq!(h.state(4), Pending, "every slot is held");
+    h.pass_pr(2);
+    assert!(h.content_of(&h.run_of(4)).contains(&1), "#4 on #1");
+    h.pass_pr(4);
+    h.pass_pr(3);
+    let mut merged = h.merged_prs();
+    merged.sort_unstable();
+    assert_eq!(merged, [1, 2, 3, 4]);
+    h.assert_clean();
+}

@@ -133,6 +133,9 @@ impl Work {
         // but will once resumed (and merges nothing meanwhile): with optimistic merge and a
         // pull request waiting to start, its window stays open, so a pause does not fail a
         // group that a pass behind would clear.
+        //
+        // In parallel mode the slots may all be held by other lanes while a pull request of
+        // this group's lane waits: the window grows once a slot frees, so it stays open.
         let all_finished = window.iter().all(|r| r.status != RunStatus::InProgress);
         let grows_when_resumed = self.cfg().can_optimistically_merge
             && window.len() < depth
@@ -142,11 +145,26 @@ impl Work {
                 .entries
                 .iter()
                 .any(|e| e.state == EntryState::Pending);
-        if all_finished && !grows_when_resumed {
+        let grows_when_a_slot_frees = window.len() < depth && self.lane_waits_for_a_slot(at);
+        if all_finished && !grows_when_resumed && !grows_when_a_slot_frees {
             Decision::Fail
         } else {
             Decision::Wait
         }
+    }
+
+    /// In parallel mode, whether every testing slot is held while a pull request waits whose
+    /// targets meet those of the group at `at` (it would be tested on that group).
+    fn lane_waits_for_a_slot(&self, at: usize) -> bool {
+        if !self.parallel() || self.main_in_flight() < self.cfg().concurrency as usize {
+            return false;
+        }
+        let lane = self.targets_of(&self.active_prs(&self.s.runs[at]));
+        self.s
+            .entries
+            .iter()
+            .filter(|e| e.state == EntryState::Pending)
+            .any(|e| self.targets_of(&[e.pr]).intersects(&lane))
     }
 
     /// A group cleared by a pass behind it keeps that clearance while the passing group is

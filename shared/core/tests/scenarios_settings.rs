@@ -999,34 +999,78 @@ fn passed_groups_merge_at_most_so_many_pull_requests_at_once() {
 }
 
 /// The cap gives way where stopping sooner would restart the groups behind: batch A, tested
-/// again in its place, is a new commit that batch X and #41 behind it were not built on, and
-/// X, failed on a flake, was cleared by #41's pass. A, X and #41 land together (41 pull
-/// requests), X without being tested again.
+/// again in its place, is a new commit that batch X behind it was not built on (#41 behind X
+/// was, or was not: tested again in its place too), and X, failed on a flake, was cleared by
+/// #41's pass. A, X and #41 land together (41 pull requests), X without being tested again.
 #[test]
 fn the_merge_cap_gives_way_to_groups_that_passed_only_together() {
     use mq_core::priority::Priority;
+    for restart_behind in [false, true] {
+        let mut h = Harness::with(SettingsPatch {
+            batch: Some(true),
+            batching_min_size: Some(20),
+            concurrency: Some(3),
+            merge_method: Some(MergeMethod::MergeCommit),
+            can_optimistically_merge: Some(true),
+            pending_failure_depth: Some(1),
+            ..Default::default()
+        });
+        for pr in 1..=40 {
+            h.submit(pr);
+        }
+        h.submit_with(41, Priority::default_priority(), true);
+        assert_eq!(h.testing_runs().len(), 3);
+        h.ok(Event::Restart { pr: 1 });
+        if restart_behind {
+            h.ok(Event::Restart { pr: 41 });
+        }
+        h.fail_pr(21);
+        assert_eq!(h.state(21), PendingFailure, "{restart_behind}");
+        h.pass_pr(41);
+        h.pass_pr(1);
+        assert_eq!(
+            h.merged_prs(),
+            (1..=41).collect::<Vec<_>>(),
+            "{restart_behind}"
+        );
+        let x = h.concluded.iter().find(|e| e.pr == 21).unwrap();
+        assert_eq!(x.restarts, 0, "X is not tested again: {restart_behind}");
+        h.assert_clean();
+    }
+}
+
+/// Under squash a group restarted in place still lets the cap stop there: the groups behind
+/// it hold its pull requests at the same heads, which is all a squash's prediction needs. 12
+/// pull requests land as 6 and 6.
+#[test]
+fn the_merge_cap_stops_at_a_squashed_group_restarted_in_place() {
     let mut h = Harness::with(SettingsPatch {
         batch: Some(true),
-        batching_min_size: Some(20),
-        concurrency: Some(3),
-        merge_method: Some(MergeMethod::MergeCommit),
-        can_optimistically_merge: Some(true),
-        pending_failure_depth: Some(1),
+        batching_min_size: Some(6),
+        concurrency: Some(2),
+        merge_method: Some(MergeMethod::Squash),
         ..Default::default()
     });
-    for pr in 1..=40 {
+    for pr in 1..=12 {
         h.submit(pr);
     }
-    h.submit_with(41, Priority::default_priority(), true);
-    assert_eq!(h.testing_runs().len(), 3);
+    let behind = h.run_of(7);
     h.ok(Event::Restart { pr: 1 });
-    h.fail_pr(21);
-    assert_eq!(h.state(21), PendingFailure);
-    h.pass_pr(41);
+    h.pass_pr(7);
     h.pass_pr(1);
-    assert_eq!(h.merged_prs(), (1..=41).collect::<Vec<_>>());
-    let x = h.concluded.iter().find(|e| e.pr == 21).unwrap();
-    assert_eq!(x.restarts, 0, "X is not tested again");
+    let sizes: Vec<usize> = h
+        .emitted_where(|e| matches!(e, Effect::Merge { .. }))
+        .into_iter()
+        .map(|e| match e {
+            Effect::Merge { prs, .. } => prs.len(),
+            _ => unreachable!(),
+        })
+        .collect();
+    assert_eq!(sizes, [6, 6]);
+    assert_eq!(h.merged_prs(), (1..=12).collect::<Vec<_>>());
+    let tested = h.concluded.iter().find(|e| e.pr == 7).unwrap();
+    assert_eq!(tested.restarts, 0, "not tested again");
+    assert_eq!(tested.last_run.as_deref(), Some(behind.as_str()));
     h.assert_clean();
 }
 

@@ -69,14 +69,14 @@ impl Work {
         let (last, mut set) = if self.prs_of(&furthest.1, furthest.0) <= most {
             furthest
         } else {
-            // A nearer stop, if its commits are those the furthest group's branch holds (the
-            // groups behind it still predict the target once it lands; a group restarted in
-            // place is a new commit, and a group cleared by a pass behind it merges with it):
-            // the furthest within the cap, else the first group, whatever its size.
+            // A nearer stop, if the groups the furthest merge would take beyond it still predict
+            // the target once it lands (not so behind a group restarted in place, a new
+            // commit; a group cleared by a pass behind it merges with that group): the furthest
+            // within the cap, else the first group, whatever its size.
             let first = (first, first_deps.clone());
             let stops: Vec<&(usize, Vec<usize>)> = holding_first
                 .chain([&first])
-                .filter(|(at, _)| self.holds_as_built(furthest.0, *at))
+                .filter(|stop| self.keeps_predicting(stop, &furthest))
                 .collect();
             let within = stops
                 .iter()
@@ -93,11 +93,39 @@ impl Work {
         true
     }
 
-    /// Whether the branch of the run at `far` holds the run at `near`'s commits as `near`'s
-    /// branch has them: `near`'s chain is where `far`'s starts.
-    fn holds_as_built(&self, far: usize, near: usize) -> bool {
-        let (far, near) = (&self.s.runs[far].chain, &self.s.runs[near].chain);
-        far.starts_with(near)
+    /// Whether the groups of `furthest` (its dependencies and itself) beyond `stop` would still
+    /// predict the target once `stop`'s merge lands, as [`Self::still_predicts`] judges them
+    /// then: each one's chain, past the pull requests landed before, starts with the merged
+    /// pull requests in the merge's order (under `merge_commit`, the very same commits).
+    fn keeps_predicting(&self, stop: &(usize, Vec<usize>), furthest: &(usize, Vec<usize>)) -> bool {
+        let same_commit = self.cfg().merge_method == MergeMethod::MergeCommit;
+        let landing_groups: Vec<usize> = stop.1.iter().copied().chain([stop.0]).collect();
+        let landing: BTreeSet<PrNumber> = landing_groups
+            .iter()
+            .flat_map(|&i| self.active_prs(&self.s.runs[i]))
+            .collect();
+        let merged: Vec<&BranchPr> = self.s.runs[stop.0]
+            .chain
+            .iter()
+            .filter(|link| landing.contains(&link.pr))
+            .collect();
+        let same = |link: &BranchPr, m: &BranchPr| match same_commit {
+            true => link == m,
+            false => (link.pr, &link.head_sha) == (m.pr, &m.head_sha),
+        };
+        let beyond = furthest.1.iter().chain([&furthest.0]);
+        beyond
+            .filter(|i| !landing_groups.contains(i))
+            .map(|&i| &self.s.runs[i].chain)
+            .filter(|chain| !chain.is_empty())
+            .all(|chain| {
+                let rest: Vec<&BranchPr> = chain
+                    .iter()
+                    .skip_while(|link| self.entry(link.pr).is_none())
+                    .take(merged.len())
+                    .collect();
+                rest.len() == merged.len() && rest.iter().zip(&merged).all(|(l, m)| same(l, m))
+            })
     }
 
     /// The pull requests still in the queue of the groups at `deps` and `at` in the line.

@@ -820,6 +820,30 @@ fn restarting_a_pending_failure_with_every_slot_busy_waits_for_a_slot() {
     h.assert_clean();
 }
 
+/// A pull request made a draft after it passed is not tested again as a draft when its group
+/// restarts (here on a push to the target): it waits, not ready, until it is ready again.
+#[test]
+fn a_draft_is_not_restarted_in_place() {
+    let mut h = queue(2);
+    h.submit(1);
+    h.submit(2);
+    h.pass_pr(2);
+    assert_eq!(h.state(2), TestsPassed);
+    let mut facts = h.facts(2);
+    facts.draft = true;
+    h.ok(Event::PrUpdated { pr: facts.clone() });
+    h.push_outside();
+    assert_eq!(h.state(1), Testing);
+    assert_eq!(h.state(2), NotReady);
+    h.pass_pr(1);
+    assert_eq!(h.merged_prs(), vec![1]);
+    facts.draft = false;
+    h.ok(Event::PrUpdated { pr: facts });
+    h.pass_pr(2);
+    assert_eq!(h.merged_prs(), vec![1, 2]);
+    h.assert_clean();
+}
+
 /// `ciRuns` counts the runs that set off CI, those that got their test branch: a restart held
 /// for a slot, and replaced before it got one, is none; released, it is one.
 #[test]

@@ -64,6 +64,7 @@ export function mount(main, params, app) {
     h('label', { for: 'health-filter' }, 'Filter'), filter);
   main.append(h('h1', { tabindex: '-1' }, 'Test health'), filters, results, pager);
   let page = null;
+  let loads = 0;
   // A page is rendered again only when its answer changed.
   const show = whenChanged((answer) => {
     page = answer;
@@ -88,7 +89,7 @@ export function mount(main, params, app) {
   }
 
   function row(test) {
-    const quarantinedList = state.list === 'quarantined';
+    const quarantinedList = page.list === 'quarantined';
     const id = quarantinedList ? test.test_case_id : test.id;
     const ticket = test.ticket ? outLink(test.ticket.html_url, test.ticket.html_url) : h('span', { class: 'muted' }, 'none');
     return h('tr', { 'data-test': id },
@@ -97,7 +98,7 @@ export function mount(main, params, app) {
         test.variant ? h('div', { class: 'muted' }, `variant ${test.variant}`) : null),
       h('td', {}, quarantinedList
         ? h('span', {}, badge('quarantined'), h('div', { class: 'muted' }, `since ${clock(test.quarantined_at)}`))
-        : h('span', {}, badge(state.list), test.quarantined ? [' ', badge('quarantined')] : null,
+        : h('span', {}, badge(page.list), test.quarantined ? [' ', badge('quarantined')] : null,
           h('div', { class: 'muted' }, test.status.reason))),
       h('td', {}, strip(test.recent_results)),
       h('td', {}, test.codeowners.length ? test.codeowners.join(', ') : h('span', { class: 'muted' }, 'none')),
@@ -105,14 +106,14 @@ export function mount(main, params, app) {
       h('td', { class: 'num' }, quarantinedList ? '—' : test.pull_requests_impacted_last_7d));
   }
 
-  function testsOf(answer) {
-    return state.list === 'quarantined' ? answer.quarantined_tests : answer.tests;
+  function testsOf(answer, list) {
+    return (list === 'quarantined' ? answer.quarantined_tests : answer.tests) || [];
   }
 
   function render() {
     if (!page) return;
-    const tests = (page.searched ? page.tests : testsOf(page)).filter(matches);
-    const label = LISTS.find((l) => l.id === state.list).label;
+    const tests = (page.searched ? page.tests : testsOf(page, page.list)).filter(matches);
+    const label = LISTS.find((l) => l.id === page.list).label;
     replace(results, tests.length
       ? table(`${label} tests of ${state.repo}`,
         ['Test', 'Status', 'Recent results', 'Codeowners', 'Ticket', 'Pull requests hit (7 days)'],
@@ -141,29 +142,36 @@ export function mount(main, params, app) {
       replace(pager);
       return;
     }
-    show(filtering() ? await search(repo) : await pageOf(repo, PAGE_SIZE, state.token));
+    const serial = ++loads;
+    const list = state.list;
+    const answer = filtering()
+      ? await search(repo, list)
+      : await pageOf(repo, list, PAGE_SIZE, state.token);
+    // An answer to an earlier choice (another list, page or filter) is not shown over a later
+    // one's.
+    if (serial === loads) show({ ...answer, list });
   }
 
   function filtering() {
     return state.query.trim() !== '';
   }
 
-  async function pageOf(repo, size, token) {
+  async function pageOf(repo, list, size, token) {
     const body = { repo, org_url_slug: org, page_query: { page_size: size, page_token: token } };
-    return state.list === 'quarantined'
+    return list === 'quarantined'
       ? call('flaky-tests/list-quarantined-tests', body)
-      : call('flaky-tests/list-unhealthy-tests', { ...body, status: state.list.toUpperCase() });
+      : call('flaky-tests/list-unhealthy-tests', { ...body, status: list.toUpperCase() });
   }
 
   /** The whole list (up to SEARCHED_PAGES pages) for the filter to search, not only the page
    * on screen. */
-  async function search(repo) {
+  async function search(repo, list) {
     const tests = [];
     let token = '';
     let answer;
     for (let i = 0; i < SEARCHED_PAGES; i += 1) {
-      answer = await pageOf(repo, SEARCH_PAGE_SIZE, token);
-      tests.push(...testsOf(answer));
+      answer = await pageOf(repo, list, SEARCH_PAGE_SIZE, token);
+      tests.push(...testsOf(answer, list));
       token = answer.page.next_page_token;
       if (!token) break;
     }

@@ -135,7 +135,8 @@ impl Work {
         // group that a pass behind would clear.
         //
         // In parallel mode the slots may all be held by other lanes while a pull request of
-        // this group's lane waits: the window grows once a slot frees, so it stays open.
+        // this group's lane waits: with optimistic merge, the window grows once a slot frees,
+        // so it stays open.
         let all_finished = window.iter().all(|r| r.status != RunStatus::InProgress);
         let grows_when_resumed = self.cfg().can_optimistically_merge
             && window.len() < depth
@@ -145,7 +146,9 @@ impl Work {
                 .entries
                 .iter()
                 .any(|e| e.state == EntryState::Pending);
-        let grows_when_a_slot_frees = window.len() < depth && self.lane_waits_for_a_slot(at);
+        let grows_when_a_slot_frees = self.cfg().can_optimistically_merge
+            && window.len() < depth
+            && self.lane_waits_for_a_slot(at);
         if all_finished && !grows_when_resumed && !grows_when_a_slot_frees {
             Decision::Fail
         } else {

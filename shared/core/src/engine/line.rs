@@ -221,13 +221,17 @@ impl Work {
     /// and every group containing a pull request of `removed`. Each restarts in its place
     /// when the queue is not paused (a group in line also restarts while the queue drains or
     /// switches modes) and a testing slot is free, else drops back to `pending` (and then the
-    /// groups containing it restart too). Front groups get slots first. A bisection split
-    /// tested on a group that restarts, in place or not, waits for it to be tested again
-    /// (docs/queue-semantics.md §6): a split that failed meanwhile could not tell its own
-    /// failure from that group's.
+    /// groups containing it restart too). Front groups get slots first. A group holding a pull
+    /// request no longer ready (made a draft while it had passed) drops back too, and that
+    /// pull request waits until it is ready. A bisection split tested on a group that
+    /// restarts, in place or not, waits for it to be tested again (docs/queue-semantics.md
+    /// §6): a split that failed meanwhile could not tell its own failure from that group's.
+    /// After the target moved, the splits go on: tested on the target before the move, they
+    /// stay diagnostic.
     pub fn reshuffle(&mut self, restart: Vec<String>, removed: BTreeSet<PrNumber>, reason: &str) {
         let mut removed = removed;
         let mut restarted = BTreeSet::new();
+        let splits_wait = reason != "target_moved";
         let mut to_close: Vec<String> = restart;
         let mut queue: BTreeMap<LineKey, Vec<PrNumber>> = BTreeMap::new();
         loop {
@@ -255,9 +259,11 @@ impl Work {
                     e.restarts += 1;
                 }
             }
-            restarted.extend(prs.iter().copied());
             let slot = self.main_in_flight() < self.cfg().concurrency as usize;
-            if self.can_rerun() && slot {
+            if self.can_rerun() && slot && self.all_ready(&prs) {
+                if splits_wait {
+                    restarted.extend(prs.iter().copied());
+                }
                 self.start_group(prs, key.1);
             } else {
                 for &pr in &prs {
@@ -268,6 +274,18 @@ impl Work {
         }
         restarted.extend(removed);
         self.rerun_splits_built_on(&restarted);
+    }
+
+    /// Whether every pull request of `prs` is ready to be tested, as the Git host last
+    /// described it.
+    fn all_ready(&self, prs: &[PrNumber]) -> bool {
+        let branch = &self.s.queue.branch;
+        let parallel = self.parallel();
+        prs.iter().all(|&pr| {
+            self.entry(pr).is_some_and(|e| {
+                e.readiness(branch, parallel).is_ready() && e.pr_facts.ready_to_merge()
+            })
+        })
     }
 
     /// Groups whose branch would now contain the group `new`: every group behind it in

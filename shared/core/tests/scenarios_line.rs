@@ -844,6 +844,33 @@ fn a_draft_is_not_restarted_in_place() {
     h.assert_clean();
 }
 
+/// The same when an urgent pull request comes ahead: #1 restarts behind #3, and #2, made a
+/// draft after it passed, waits not ready instead of being tested again (and, passing, failed
+/// by the Git host's refusal to merge a draft).
+#[test]
+fn a_draft_behind_an_urgent_pull_request_waits_not_ready() {
+    use mq_core::priority::Priority;
+    let mut h = queue(3);
+    h.submit(1);
+    h.submit(2);
+    h.pass_pr(2);
+    let mut facts = h.facts(2);
+    facts.draft = true;
+    h.ok(Event::PrUpdated { pr: facts.clone() });
+    h.submit_with(3, Priority::of(0), false);
+    assert_eq!(h.state(3), Testing);
+    assert_eq!(h.state(1), Testing);
+    assert_eq!(h.state(2), NotReady);
+    h.pass_pr(3);
+    h.pass_pr(1);
+    assert_eq!(h.merged_prs(), vec![3, 1]);
+    facts.draft = false;
+    h.ok(Event::PrUpdated { pr: facts });
+    h.pass_pr(2);
+    assert_eq!(h.merged_prs(), vec![3, 1, 2]);
+    h.assert_clean();
+}
+
 /// `ciRuns` counts the runs that set off CI, those that got their test branch: a restart held
 /// for a slot, and replaced before it got one, is none; released, it is one.
 #[test]

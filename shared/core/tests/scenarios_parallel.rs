@@ -9,7 +9,7 @@ use mq_core::engine::{Effect, Event};
 use mq_core::entry::EntryState::*;
 use mq_core::entry::ImpactedTargets;
 use mq_core::ids::Sha;
-use mq_core::settings::{DirectMergeMode, MergeMethod, QueueMode, SettingsPatch};
+use mq_core::settings::{DirectMergeMode, MergeMethod, QueueMode, RequestedState, SettingsPatch};
 use support::Harness;
 
 fn parallel(concurrency: u32) -> Harness {
@@ -408,5 +408,52 @@ fn a_failure_window_waits_for_a_slot_other_lanes_hold() {
     let mut merged = h.merged_prs();
     merged.sort_unstable();
     assert_eq!(merged, [1, 2, 3, 4]);
+    h.assert_clean();
+}
+
+/// The merge cap in parallel mode: ten pull requests of lane x, one of lane y, and #12 on
+/// both, all passed while the queue was paused. A merge stopping after lane x's ten leaves #12
+/// predicting the target (#11, of the other lane, stops predicting whatever the stop, and
+/// lands with #12): 10, then 2.
+#[test]
+fn the_merge_cap_stops_within_a_lane() {
+    let mut h = Harness::with(SettingsPatch {
+        mode: Some(QueueMode::Parallel),
+        concurrency: Some(12),
+        merge_method: Some(MergeMethod::Squash),
+        ..Default::default()
+    });
+    for pr in 1..=12 {
+        h.submit(pr);
+        let targets: &[&str] = match pr {
+            11 => &["y"],
+            12 => &["x", "y"],
+            _ => &["x"],
+        };
+        h.set_targets(pr, targets);
+    }
+    h.update(SettingsPatch {
+        state: Some(RequestedState::Paused),
+        ..Default::default()
+    });
+    for pr in 1..=12 {
+        h.pass_pr(pr);
+    }
+    h.update(SettingsPatch {
+        state: Some(RequestedState::Running),
+        ..Default::default()
+    });
+    let sizes: Vec<usize> = h
+        .emitted_where(|e| matches!(e, Effect::Merge { .. }))
+        .into_iter()
+        .map(|e| match e {
+            Effect::Merge { prs, .. } => prs.len(),
+            _ => unreachable!(),
+        })
+        .collect();
+    assert_eq!(sizes, [10, 2]);
+    let mut merged = h.merged_prs();
+    merged.sort_unstable();
+    assert_eq!(merged, (1..=12).collect::<Vec<_>>());
     h.assert_clean();
 }

@@ -135,6 +135,7 @@ export function mount(main, params, app) {
   }
 
   async function load() {
+    const serial = ++loads;
     const repo = parseRepo(state.repo);
     if (!repo) {
       page = null;
@@ -142,7 +143,6 @@ export function mount(main, params, app) {
       replace(pager);
       return;
     }
-    const serial = ++loads;
     const list = state.list;
     const answer = filtering()
       ? await search(repo, list)

@@ -223,15 +223,13 @@ impl Work {
     /// switches modes) and a testing slot is free, else drops back to `pending` (and then the
     /// groups containing it restart too). Front groups get slots first. A group holding a pull
     /// request no longer ready (made a draft while it had passed) drops back too, and that
-    /// pull request waits until it is ready. A bisection split tested on a group that
-    /// restarts, in place or not, waits for it to be tested again (docs/queue-semantics.md
-    /// §6): a split that failed meanwhile could not tell its own failure from that group's.
-    /// After the target moved, the splits go on: tested on the target before the move, they
-    /// stay diagnostic.
+    /// pull request waits, not ready, until it is. A bisection split tested on a group that
+    /// restarts, in place or not (also on a move of the target), waits for it to be tested
+    /// again (docs/queue-semantics.md §6): a split that failed meanwhile could not tell its own
+    /// failure from that group's.
     pub fn reshuffle(&mut self, restart: Vec<String>, removed: BTreeSet<PrNumber>, reason: &str) {
         let mut removed = removed;
         let mut restarted = BTreeSet::new();
-        let splits_wait = reason != "target_moved";
         let mut to_close: Vec<String> = restart;
         let mut queue: BTreeMap<LineKey, Vec<PrNumber>> = BTreeMap::new();
         loop {
@@ -259,15 +257,17 @@ impl Work {
                     e.restarts += 1;
                 }
             }
+            restarted.extend(prs.iter().copied());
             let slot = self.main_in_flight() < self.cfg().concurrency as usize;
-            if self.can_rerun() && slot && self.all_ready(&prs) {
-                if splits_wait {
-                    restarted.extend(prs.iter().copied());
-                }
+            if self.can_rerun() && slot && prs.iter().all(|&pr| self.still_ready(pr)) {
                 self.start_group(prs, key.1);
             } else {
                 for &pr in &prs {
-                    self.back_in_line(pr);
+                    if self.still_ready(pr) {
+                        self.back_in_line(pr);
+                    } else {
+                        self.set_state(pr, EntryState::NotReady);
+                    }
                 }
                 removed.extend(prs);
             }
@@ -276,16 +276,11 @@ impl Work {
         self.rerun_splits_built_on(&restarted);
     }
 
-    /// Whether every pull request of `prs` is ready to be tested, as the Git host last
-    /// described it.
-    fn all_ready(&self, prs: &[PrNumber]) -> bool {
-        let branch = &self.s.queue.branch;
-        let parallel = self.parallel();
-        prs.iter().all(|&pr| {
-            self.entry(pr).is_some_and(|e| {
-                e.readiness(branch, parallel).is_ready() && e.pr_facts.ready_to_merge()
-            })
-        })
+    /// Whether `pr`, in line, is still ready to be tested as far as its own state goes (not a
+    /// draft, its reviews approving it): a mergeability GitHub is computing again after the
+    /// target moved is no reason to leave the line.
+    fn still_ready(&self, pr: PrNumber) -> bool {
+        self.entry(pr).is_some_and(|e| e.pr_facts.ready_to_merge())
     }
 
     /// Groups whose branch would now contain the group `new`: every group behind it in

@@ -113,10 +113,15 @@ impl Work {
             true => link == m,
             false => (link.pr, &link.head_sha) == (m.pr, &m.head_sha),
         };
+        // A group of another lane (parallel mode), built on none of the landing pull
+        // requests, stops predicting the exact target whatever the stop, and lands with the
+        // furthest group's merge: it is not judged.
         let beyond = furthest.1.iter().chain([&furthest.0]);
         beyond
             .filter(|i| !landing_groups.contains(i))
-            .map(|&i| &self.s.runs[i].chain)
+            .map(|&i| &self.s.runs[i])
+            .filter(|r| r.dependent_prs.iter().any(|pr| landing.contains(pr)))
+            .map(|r| &r.chain)
             .filter(|chain| !chain.is_empty())
             .all(|chain| {
                 let rest: Vec<&BranchPr> = chain

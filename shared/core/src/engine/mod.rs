@@ -85,8 +85,8 @@
 //!   behind it, or a head that failed its tests passing a main run once submitted again. The
 //!   queue item keeps the time of the last one and the last few failed heads.
 //! - Bisection splits are tested on what was ahead of the failed batch; they are diagnostic
-//!   (a passing split is tested again in line), so a push outside the queue does not restart
-//!   them.
+//!   (a passing split is tested again in line). A split waits while a group it was tested on
+//!   is tested again, also after a push outside the queue restarted that group.
 //! - Merges: one at a time; everything up to the furthest passed group whose branch contains
 //!   the front passed group merges in one effect. In parallel mode, once the target received
 //!   merges a run does not contain, its merge carries no tested sha (`diverged`).

@@ -128,9 +128,9 @@ impl Effect {
     }
 
     /// The run this effect does the work of while it is in progress (its test branch built,
-    /// its checks read, its test pull request opened): once that run is gone from the snapshot, or over (failed, waiting on
-    /// the groups behind it), the effect is stale and comes to [`Self::once_its_run_is_gone`]
-    /// instead. `None` for every other effect.
+    /// its checks read, its test pull request opened): once that run is gone from the
+    /// snapshot, or over (failed, waiting on the groups behind it), the effect is stale and
+    /// comes to [`Self::once_its_run_is_gone`] instead. `None` for every other effect.
     pub fn work_of_run(&self) -> Option<&str> {
         match self {
             Effect::CreateTestBranch { run_id, .. }

@@ -707,9 +707,7 @@ fn a_pull_request_made_a_draft_while_passed_is_not_ready_once_back_in_line() {
     });
     h.pass_pr(1);
     h.fail_pr(3);
-    let mut facts = h.facts(1);
-    facts.draft = true;
-    h.ok(Event::PrUpdated { pr: facts });
+    h.set_draft(1, true);
     assert_eq!(h.state(1), TestsPassed);
     h.push_outside();
     assert_eq!(h.state(1), NotReady);

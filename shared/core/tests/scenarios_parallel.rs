@@ -443,14 +443,7 @@ fn the_merge_cap_stops_within_a_lane() {
         state: Some(RequestedState::Running),
         ..Default::default()
     });
-    let sizes: Vec<usize> = h
-        .emitted_where(|e| matches!(e, Effect::Merge { .. }))
-        .into_iter()
-        .map(|e| match e {
-            Effect::Merge { prs, .. } => prs.len(),
-            _ => unreachable!(),
-        })
-        .collect();
+    let sizes = h.merge_sizes();
     assert_eq!(sizes, [10, 2]);
     let mut merged = h.merged_prs();
     merged.sort_unstable();

@@ -984,14 +984,7 @@ fn passed_groups_merge_at_most_so_many_pull_requests_at_once() {
         }
         assert!(h.merged_prs().is_empty(), "{method:?}");
         h.pass_pr(1);
-        let sizes: Vec<usize> = h
-            .emitted_where(|e| matches!(e, Effect::Merge { .. }))
-            .into_iter()
-            .map(|e| match e {
-                Effect::Merge { prs, .. } => prs.len(),
-                _ => unreachable!(),
-            })
-            .collect();
+        let sizes = h.merge_sizes();
         assert_eq!(sizes, [most, 5], "{method:?}");
         assert_eq!(h.merged_prs(), (1..=n).collect::<Vec<_>>(), "{method:?}");
         h.assert_clean();
@@ -1058,14 +1051,7 @@ fn the_merge_cap_stops_at_a_squashed_group_restarted_in_place() {
     h.ok(Event::Restart { pr: 1 });
     h.pass_pr(7);
     h.pass_pr(1);
-    let sizes: Vec<usize> = h
-        .emitted_where(|e| matches!(e, Effect::Merge { .. }))
-        .into_iter()
-        .map(|e| match e {
-            Effect::Merge { prs, .. } => prs.len(),
-            _ => unreachable!(),
-        })
-        .collect();
+    let sizes = h.merge_sizes();
     assert_eq!(sizes, [6, 6]);
     assert_eq!(h.merged_prs(), (1..=12).collect::<Vec<_>>());
     let tested = h.concluded.iter().find(|e| e.pr == 7).unwrap();

@@ -14,7 +14,10 @@ use std::future::Future;
 /// What the answer needs of a repository besides its commits.
 pub(crate) trait MergeSource: CommitSource {
     /// The pull request's state and head now.
-    fn pr_state(&self, pr: PrNumber) -> impl Future<Output = HostResult<(PrState, Sha)>> + Send;
+    fn pr_state_and_head(
+        &self,
+        pr: PrNumber,
+    ) -> impl Future<Output = HostResult<(PrState, Sha)>> + Send;
 
     /// Whether `actual` contains `expected` (the target only moved forward from it).
     fn contains(
@@ -130,7 +133,7 @@ pub(crate) async fn already_merged<S: MergeSource>(
 /// not by this merge, which the Git host refuses once the head moved.
 pub(crate) async fn all_merged<S: MergeSource>(source: &S, prs: &[BranchPr]) -> HostResult<bool> {
     for pr in prs {
-        let (state, head) = source.pr_state(pr.pr).await?;
+        let (state, head) = source.pr_state_and_head(pr.pr).await?;
         if state != PrState::Merged || head != pr.head_sha {
             return Ok(false);
         }

@@ -375,9 +375,9 @@ fn warn_stuck(snapshot: &QueueSnapshot, now: Timestamp) {
 
 /// What the Git host says that the queue may have missed, as events: what CI reported on the
 /// test branches in flight (the engine ignores what it already knows), where those branches
-/// and the target branch are, and the merges already on the target (on a paused queue, or for a merge given up, also
-/// those not: see [`landed_of`]). A read not answered now, or by `until`, is the next tick's. The reads start
-/// at `read_at` or later.
+/// and the target branch are, and the merges already on the target (on a paused queue, or for
+/// a merge given up, also those not: see [`landed_of`]). A read not answered now, or by
+/// `until`, is the next tick's. The reads start at `read_at` or later.
 async fn host_reads(
     host: &dyn GitHost,
     snapshot: &QueueSnapshot,

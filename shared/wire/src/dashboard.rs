@@ -161,7 +161,8 @@ pub struct WaitingPullRequest {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EstimateBasis {
-    /// Main runs that ran to a verdict in the last hour: passed, or their tests failed or timed out.
+    /// Main runs that ran to a verdict in the last hour: passed, or their tests failed or timed
+    /// out.
     pub runs: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mean_test_seconds: Option<f64>,

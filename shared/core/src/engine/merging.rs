@@ -5,8 +5,9 @@
 //! passed and whose dependencies all passed, extended to the furthest such group whose
 //! branch contains it, within [`most_prs_per_merge`]: everything up to that group merges at
 //! once, each pull request as its own commit (by `mergeMethod`), and the target is expected to
-//! end at the tested tree of the last group; in parallel mode, a last group whose branch no longer predicts the target
-//! has no tested commit, and its pull requests merge one at a time. A group cleared by
+//! end at the tested tree of the last group; in parallel mode, a last group whose branch no
+//! longer predicts the target has no tested commit, and its pull requests merge one at a
+//! time. A group cleared by
 //! optimistic merge only ever merges as part of the group whose pass cleared it. Nothing
 //! merges while the queue is paused (also while a paused queue switches modes).
 
@@ -94,9 +95,8 @@ impl Work {
     }
 
     /// Whether the groups of `furthest` (its dependencies and itself) beyond `stop` would still
-    /// predict the target once `stop`'s merge lands, as [`Self::still_predicts`] judges them
-    /// then: each one's chain, past the pull requests landed before, starts with the merged
-    /// pull requests in the merge's order (under `merge_commit`, the very same commits).
+    /// predict the target once `stop`'s merge lands ([`Self::still_predicts`], with the
+    /// merge's pull requests taken as landed).
     fn keeps_predicting(&self, stop: &(usize, Vec<usize>), furthest: &(usize, Vec<usize>)) -> bool {
         let same_commit = self.cfg().merge_method == MergeMethod::MergeCommit;
         let landing_groups: Vec<usize> = stop.1.iter().copied().chain([stop.0]).collect();
@@ -104,15 +104,16 @@ impl Work {
             .iter()
             .flat_map(|&i| self.active_prs(&self.s.runs[i]))
             .collect();
-        let merged: Vec<&BranchPr> = self.s.runs[stop.0]
+        // The merge `emit_merge` would send: the pull requests as the stop's branch holds them,
+        // a fast-forward unless the stop has no tested commit.
+        let stop_run = &self.s.runs[stop.0];
+        let merged: Vec<BranchPr> = stop_run
             .chain
             .iter()
             .filter(|link| landing.contains(&link.pr))
+            .cloned()
             .collect();
-        let same = |link: &BranchPr, m: &BranchPr| match same_commit {
-            true => link == m,
-            false => (link.pr, &link.head_sha) == (m.pr, &m.head_sha),
-        };
+        let fast_forward = !stop_run.diverged;
         // A group of another lane (parallel mode), built on none of the landing pull
         // requests, stops predicting the exact target whatever the stop, and lands with the
         // furthest group's merge: it is not judged.
@@ -121,16 +122,7 @@ impl Work {
             .filter(|i| !landing_groups.contains(i))
             .map(|&i| &self.s.runs[i])
             .filter(|r| r.dependent_prs.iter().any(|pr| landing.contains(pr)))
-            .map(|r| &r.chain)
-            .filter(|chain| !chain.is_empty())
-            .all(|chain| {
-                let rest: Vec<&BranchPr> = chain
-                    .iter()
-                    .skip_while(|link| self.entry(link.pr).is_none())
-                    .take(merged.len())
-                    .collect();
-                rest.len() == merged.len() && rest.iter().zip(&merged).all(|(l, m)| same(l, m))
-            })
+            .all(|r| self.still_predicts(r, &merged, same_commit, fast_forward, &landing))
     }
 
     /// The pull requests still in the queue of the groups at `deps` and `at` in the line.
@@ -229,7 +221,9 @@ impl Work {
             .runs
             .iter()
             .filter(|r| r.kind == RunKind::Main)
-            .filter(|r| !self.still_predicts(r, merged, same_commit, fast_forward))
+            .filter(|r| {
+                !self.still_predicts(r, merged, same_commit, fast_forward, &BTreeSet::new())
+            })
             .map(|r| r.id.clone())
             .collect();
         self.stop_predicting(lacking, "target_moved");
@@ -282,13 +276,15 @@ impl Work {
     /// target with the merged pull requests on top). Under `merge_commit` (`same_commit`) the
     /// target's new tip must also be in its history: the merge was a fast-forward, and the
     /// merge commits are the same (same stamps). A run built before chains were recorded is
-    /// judged by its pull requests alone.
+    /// judged by its pull requests alone. Pull requests of `landing`, still in the queue, are
+    /// taken as landed (a merge judged before it is made).
     fn still_predicts(
         &self,
         run: &TestRun,
         merged: &[BranchPr],
         same_commit: bool,
         fast_forward: bool,
+        landing: &BTreeSet<PrNumber>,
     ) -> bool {
         if !merged.iter().all(|m| run.dependent_prs.contains(&m.pr)) {
             return false;
@@ -299,14 +295,9 @@ impl Work {
         if same_commit && !fast_forward {
             return false;
         }
-        let landed = run
-            .chain
-            .iter()
-            .take_while(|link| self.entry(link.pr).is_none())
-            .count();
-        let rest_in_queue = run.chain[landed..]
-            .iter()
-            .all(|link| self.entry(link.pr).is_some());
+        let gone = |pr: PrNumber| self.entry(pr).is_none() || landing.contains(&pr);
+        let landed = run.chain.iter().take_while(|link| gone(link.pr)).count();
+        let rest_in_queue = run.chain[landed..].iter().all(|link| !gone(link.pr));
         let same = |(link, m): (&BranchPr, &BranchPr)| {
             if same_commit {
                 link == m

@@ -911,6 +911,24 @@ impl Harness {
             .collect()
     }
 
+    /// How many pull requests each merge emitted so far carried, in order.
+    pub fn merge_sizes(&self) -> Vec<usize> {
+        self.emitted_where(|e| matches!(e, Effect::Merge { .. }))
+            .into_iter()
+            .map(|e| match e {
+                Effect::Merge { prs, .. } => prs.len(),
+                _ => unreachable!(),
+            })
+            .collect()
+    }
+
+    /// The Git host says `pr` is a draft now (`true`), or ready for review again.
+    pub fn set_draft(&mut self, pr: PrNumber, draft: bool) {
+        let mut facts = self.facts(pr);
+        facts.draft = draft;
+        self.ok(Event::PrUpdated { pr: facts });
+    }
+
     pub fn code(err: &DomainError) -> ErrorCode {
         err.code
     }

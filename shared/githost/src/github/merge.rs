@@ -437,7 +437,7 @@ impl CommitSource for Commits<'_> {
 }
 
 impl MergeSource for Commits<'_> {
-    async fn pr_state(&self, pr: PrNumber) -> HostResult<(PrState, Sha)> {
+    async fn pr_state_and_head(&self, pr: PrNumber) -> HostResult<(PrState, Sha)> {
         let pull = pulls::pull(self.client, self.repo, pr).await?;
         Ok((pull.pr_state(), Sha::new(pull.head.sha)))
     }

@@ -246,7 +246,7 @@ impl CommitSource for Git {
 }
 
 impl MergeSource for Git {
-    async fn pr_state(&self, pr: PrNumber) -> HostResult<(PrState, Sha)> {
+    async fn pr_state_and_head(&self, pr: PrNumber) -> HostResult<(PrState, Sha)> {
         Ok((
             pulls::state_of(self, pr).await?,
             pulls::head_of(self, pr).await?,
